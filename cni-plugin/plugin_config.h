@@ -1,0 +1,53 @@
+#pragma once
+// The network configuration on stdin: our options, the runtime's capability arguments and the
+// previous plugin's result.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/ip_address.h"
+#include "nft/forward.h"
+
+namespace hostport::cni {
+
+/// One entry of runtimeConfig.portMappings.
+struct PortMapping {
+  uint16_t hostPort = 0;
+  uint16_t containerPort = 0;
+  nft::Protocol protocol = nft::Protocol::kTcp;
+  std::optional<IpAddress> hostIp;  // absent, "" and unspecified addresses (0.0.0.0, ::) mean any
+  friend bool operator==(const PortMapping&, const PortMapping&) = default;
+};
+
+struct PluginConfig {
+  std::string cniVersion;
+  std::string name;
+  bool snat = true;      // hairpin + localhost masquerade, route_localnet
+  bool masqAll = false;  // masquerade every forwarded connection
+  std::string conditionsV4;  // validated nft match text (nft::validateConditions)
+  std::string conditionsV6;
+  std::vector<PortMapping> portMappings;
+  std::optional<nlohmann::json> prevResult;  // absent when the key is missing or null
+  /// runtimeConfig["io.kubernetes.cri.pod-annotations"]; an empty object when absent or null.
+  nlohmann::json podAnnotations = nlohmann::json::object();
+  /// Path of the agent's control socket (`agentSocket` key); empty means "no agent".
+  std::string agentSocket;
+  nlohmann::json raw;  // the whole document, for GC's attachment lists and the like
+};
+
+/// Parses stdin without throwing. Errors name the field and the value:
+///  - kDecode: not JSON, or not an object;
+///  - kInvalidArgument: a missing or non-string cniVersion; a wrong type for snat/masqAll/
+///    conditionsV4/conditionsV6/agentSocket; bad conditions;
+///  - kInvalidArgument for portMappings: not an array (null counts as empty), an entry that is
+///    not an object, hostPort/containerPort missing, not an integer or outside 1..65535,
+///    an unknown protocol (default "tcp"), a hostIP that is not an IP address.
+/// portMappings keys are matched case-insensitively (containerd sends "HostPort").
+/// The version itself is not checked here: the dispatcher does that per verb.
+Result<PluginConfig> parsePluginConfig(std::string_view text);
+
+}  // namespace hostport::cni

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+
+#include "common/error.h"
+#include "common/ip_address.h"
+
+namespace hostport::cni {
+
+/// The container's first address of each family on the attachment's interface.
+struct ContainerAddresses {
+  std::optional<IpPrefix> v4;
+  std::optional<IpPrefix> v6;
+  bool empty() const { return !v4 && !v6; }
+};
+
+/// Picks the container's addresses from prevResult.ips as portmap does: an ip whose "interface"
+/// index points at an interface not named `ifname`, or one without a "sandbox", is skipped; an ip
+/// without "interface" is taken. kInvalidArgument naming the field for a malformed ips array or
+/// address.
+Result<ContainerAddresses> containerAddresses(const nlohmann::json& prevResult,
+                                              std::string_view ifname);
+
+}  // namespace hostport::cni

@@ -1,0 +1,63 @@
+#pragma once
+// The typed vocabulary of what one attachment owns in our nftables tables. Every value here is
+// validated on construction, so the command builder can print it without escaping.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/ip_address.h"
+
+namespace hostport::nft {
+
+enum class Protocol { kTcp, kUdp, kSctp };
+
+std::string_view protocolName(Protocol protocol);  // "tcp", "udp", "sctp"
+/// Case-insensitive: containerd sends "TCP".
+Result<Protocol> parseProtocol(std::string_view text);
+
+/// One DNAT: traffic for (hostIp or any local address, protocol, hostPort) goes to
+/// containerIp:containerPort. Forwards without conditions live in the O(1) maps; forwards with
+/// conditions become one rule each in the `conditional` chain.
+struct Forward {
+  Protocol protocol = Protocol::kTcp;
+  std::optional<IpAddress> hostIp;  // none: every local address
+  uint16_t hostPort = 0;
+  IpAddress containerIp;
+  uint16_t containerPort = 0;
+  std::string conditions;  // validated nft match text, or empty
+
+  Family family() const { return containerIp.family(); }
+  friend bool operator==(const Forward&, const Forward&) = default;
+};
+
+/// After DNAT toward podIp, traffic from `source` is masqueraded (hairpin, localhost, masqAll).
+struct Masquerade {
+  IpPrefix source;
+  IpAddress podIp;
+
+  Family family() const { return podIp.family(); }
+  friend bool operator==(const Masquerade&, const Masquerade&) = default;
+};
+
+/// Everything one attachment owns; `owner` tags each element and rule.
+struct AttachmentRules {
+  std::string owner;
+  std::vector<Forward> forwards;
+  std::vector<Masquerade> masquerades;
+
+  bool empty() const { return forwards.empty() && masquerades.empty(); }
+};
+
+/// "containerID/ifname", validated so it is safe inside an nft comment (and short enough).
+Result<std::string> makeOwner(std::string_view containerId, std::string_view ifname);
+
+/// Joins portmap-style condition strings and checks them against a strict token grammar, so
+/// they can only add matches to our rule and never end it or start another command.
+Result<std::string> validateConditions(const std::vector<std::string>& parts);
+
+std::string describe(const Forward& forward);  // "tcp 0.0.0.0:8080 -> 10.88.0.5:80"
+
+}  // namespace hostport::nft

@@ -1,0 +1,25 @@
+#pragma once
+// The table API the plugin and the agent use. `Ruleset` is the seam tests fake; NftRuleset
+// (nft_ruleset.h) is the libnftables implementation.
+
+#include "nft/forward.h"
+
+namespace hostport::nft {
+
+class Ruleset {
+ public:
+  virtual ~Ruleset() = default;
+
+  /// Creates `table ip hostport` and `table ip6 hostport` with their fixed chains, maps and set.
+  /// Idempotent, and never touches elements that are already there.
+  virtual Result<void> ensureTables() = 0;
+  /// Adds every element and rule of one attachment in a single transaction: all or nothing.
+  /// A key held by another owner is ErrorCode::kConflict.
+  virtual Result<void> install(const AttachmentRules& rules) = 0;
+  /// Deletes everything tagged with `owner` in one transaction. Nothing there is success.
+  virtual Result<void> remove(const std::string& owner) = 0;
+  /// Reads back what is installed for `owner` (for CHECK and DEL).
+  virtual Result<AttachmentRules> listOwned(const std::string& owner) = 0;
+};
+
+}  // namespace hostport::nft
