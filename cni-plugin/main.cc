@@ -1,1 +1,46 @@
-int main() { return 0; }
+// hostport: the chained CNI plugin. Everything lives in hostport_cni; this only wires the real
+// environment and kernel into it.
+
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <string>
+
+#include "cni-plugin/dispatcher.h"
+#include "hostnet/netlink_host_network.h"
+#include "nft/nft_ruleset.h"
+
+namespace {
+
+constexpr std::size_t kMaxConfigBytes = 4 << 20;  // a conflist is kilobytes; bound hostile input
+
+std::string readStdin() {
+  std::string text;
+  char buffer[65536];
+  while (std::cin.read(buffer, sizeof buffer) || std::cin.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(std::cin.gcount()));
+    if (text.size() > kMaxConfigBytes) break;
+  }
+  return text;
+}
+
+}  // namespace
+
+int main() {
+  using namespace hostport;
+  const std::string input = readStdin();
+  const cni::PluginIo io{[](const char* name) { return std::getenv(name); }, input, std::cout,
+                         std::cerr};
+  const cni::PluginBackends backends{
+      []() -> Result<std::unique_ptr<nft::Ruleset>> {
+        auto ruleset = nft::NftRuleset::create();
+        if (!ruleset) return std::unexpected(ruleset.error());
+        return std::unique_ptr<nft::Ruleset>(std::move(*ruleset));
+      },
+      []() -> Result<std::unique_ptr<hostnet::HostNetwork>> {
+        auto network = hostnet::NetlinkHostNetwork::create();
+        if (!network) return std::unexpected(network.error());
+        return std::unique_ptr<hostnet::HostNetwork>(std::move(*network));
+      }};
+  return cni::runPlugin(io, backends);
+}

@@ -17,6 +17,7 @@ std::string_view familyName(Family family);  // "ipv4" / "ipv6"
 /// compare equal and the text is safe to hand to nftables.
 class IpAddress {
  public:
+  IpAddress() = default;  // 0.0.0.0
   static Result<IpAddress> parse(std::string_view text);
 
   Family family() const { return family_; }
@@ -29,7 +30,7 @@ class IpAddress {
  private:
   IpAddress(Family family, std::string text) : family_(family), text_(std::move(text)) {}
   Family family_ = Family::kIPv4;
-  std::string text_;
+  std::string text_ = "0.0.0.0";
 };
 
 /// An address with a prefix length, such as a CNI result's "10.88.0.5/16".

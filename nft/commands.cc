@@ -1,1 +1,82 @@
-// placeholder
+#include "nft/commands.h"
+
+#include "nft/table_layout.h"
+
+namespace hostport::nft {
+namespace {
+
+std::string tableRef(Family family) {
+  return std::string(nftFamily(family)) + " " + std::string(kTableName);
+}
+
+std::string mapKey(const Forward& forward) {
+  std::string key;
+  if (forward.hostIp) key = forward.hostIp->str() + " . ";
+  return key + std::string(protocolName(forward.protocol)) + " . " +
+         std::to_string(forward.hostPort);
+}
+
+std::string mapName(const Forward& forward) {
+  return std::string(forward.hostIp ? kHostIpPortsMap : kPortsMap);
+}
+
+std::string masqueradeKey(const Masquerade& masquerade) {
+  return masquerade.source.str() + " . " + masquerade.podIp.str();
+}
+
+std::string comment(const std::string& owner) { return " comment \"" + owner + "\""; }
+
+std::string conditionalRule(const Forward& forward, const std::string& owner) {
+  const std::string f(nftFamily(forward.family()));
+  std::string rule = forward.conditions;
+  if (forward.hostIp) rule += " " + f + " daddr " + forward.hostIp->str();
+  const std::string target = forward.family() == Family::kIPv4
+                                 ? forward.containerIp.str()
+                                 : "[" + forward.containerIp.str() + "]";
+  rule += " meta l4proto " + std::string(protocolName(forward.protocol)) + " th dport " +
+          std::to_string(forward.hostPort) + " dnat " + f + " to " + target + ":" +
+          std::to_string(forward.containerPort);
+  return "add rule " + tableRef(forward.family()) + " " + std::string(kConditionalChain) + " " +
+         rule + comment(owner) + "\n";
+}
+
+}  // namespace
+
+std::string installCommands(const AttachmentRules& rules) {
+  std::string out;
+  for (const auto& forward : rules.forwards) {
+    if (!forward.conditions.empty()) {
+      out += conditionalRule(forward, rules.owner);
+      continue;
+    }
+    out += "add element " + tableRef(forward.family()) + " " + mapName(forward) + " { " +
+           mapKey(forward) + comment(rules.owner) + " : " + forward.containerIp.str() + " . " +
+           std::to_string(forward.containerPort) + " }\n";
+  }
+  for (const auto& masquerade : rules.masquerades) {
+    out += "add element " + tableRef(masquerade.family()) + " " + std::string(kMasqueradeSet) +
+           " { " + masqueradeKey(masquerade) + comment(rules.owner) + " }\n";
+  }
+  return out;
+}
+
+std::string removeCommands(const TableState& owned) {
+  std::string out;
+  for (const auto& installed : owned.forwards) {
+    const auto& forward = installed.forward;
+    if (installed.ruleHandle) {
+      out += "delete rule " + tableRef(forward.family()) + " " + std::string(kConditionalChain) +
+             " handle " + std::to_string(*installed.ruleHandle) + "\n";
+      continue;
+    }
+    out += "delete element " + tableRef(forward.family()) + " " + mapName(forward) + " { " +
+           mapKey(forward) + " }\n";
+  }
+  for (const auto& installed : owned.masquerades) {
+    out += "delete element " + tableRef(installed.masquerade.family()) + " " +
+           std::string(kMasqueradeSet) + " { " + masqueradeKey(installed.masquerade) + " }\n";
+  }
+  return out;
+}
+
+}  // namespace hostport::nft

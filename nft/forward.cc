@@ -1,1 +1,112 @@
-// placeholder
+#include "nft/forward.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace hostport::nft {
+namespace {
+
+constexpr std::size_t kMaxContainerIdLength = 100;  // keeps the owner under nft's 128-byte comment
+constexpr std::size_t kMaxIfnameLength = 15;        // IFNAMSIZ - 1
+constexpr std::size_t kMaxConditionsLength = 512;
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  std::ranges::transform(out, out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+bool isConditionChar(unsigned char c) {
+  // Everything an nft match needs (addresses, prefixes, sets, ranges, negation, comparison) and
+  // nothing that ends a command (';', newline), starts a comment ('#') or a string ('"').
+  return std::isalnum(c) || std::string_view("._:/-,!=<>{}*").find(static_cast<char>(c)) !=
+                                std::string_view::npos;
+}
+
+}  // namespace
+
+std::string_view protocolName(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::kTcp:
+      return "tcp";
+    case Protocol::kUdp:
+      return "udp";
+    case Protocol::kSctp:
+      return "sctp";
+  }
+  return "tcp";
+}
+
+Result<Protocol> parseProtocol(std::string_view text) {
+  const std::string name = lowercase(text);
+  if (name == "tcp") return Protocol::kTcp;
+  if (name == "udp") return Protocol::kUdp;
+  if (name == "sctp") return Protocol::kSctp;
+  return fail(ErrorCode::kInvalidArgument,
+              "unknown protocol \"" + std::string(text.substr(0, 64)) + "\" (want tcp, udp or sctp)");
+}
+
+Result<std::string> makeOwner(std::string_view containerId, std::string_view ifname) {
+  const bool idOk = !containerId.empty() && containerId.size() <= kMaxContainerIdLength &&
+                    std::isalnum(static_cast<unsigned char>(containerId.front())) &&
+                    std::ranges::all_of(containerId, [](unsigned char c) {
+                      return std::isalnum(c) || c == '_' || c == '.' || c == '-';
+                    });
+  if (!idOk) {
+    return fail(ErrorCode::kInvalidEnvironment,
+                "container ID \"" + std::string(containerId.substr(0, 64)) +
+                    "\" must be 1-100 characters of [A-Za-z0-9_.-], starting alphanumeric");
+  }
+  const bool ifnameOk = !ifname.empty() && ifname.size() <= kMaxIfnameLength && ifname != "." &&
+                        ifname != ".." && std::ranges::all_of(ifname, [](unsigned char c) {
+                          return std::isgraph(c) && c != '/' && c != ':' && c != '"' && c != '\\';
+                        });
+  if (!ifnameOk) {
+    return fail(ErrorCode::kInvalidEnvironment,
+                "interface name \"" + std::string(ifname.substr(0, 64)) +
+                    "\" must be 1-15 printable characters without '/', ':', '\"' or '\\'");
+  }
+  return std::string(containerId) + "/" + std::string(ifname);
+}
+
+Result<std::string> validateConditions(const std::vector<std::string>& parts) {
+  std::string joined;
+  for (const auto& part : parts) {
+    for (unsigned char c : part) {
+      if (c != ' ' && c != '\t' && !isConditionChar(c)) {
+        return fail(ErrorCode::kInvalidArgument,
+                    "condition \"" + part.substr(0, 64) + "\" holds a forbidden character '" +
+                        (std::isprint(c) ? std::string(1, static_cast<char>(c)) : "?") + "'");
+      }
+    }
+    // Normalise blanks between tokens; newlines never got this far.
+    std::string_view rest = part;
+    while (!rest.empty()) {
+      const auto start = std::ranges::find_if_not(rest, [](unsigned char c) { return std::isspace(c); });
+      rest.remove_prefix(static_cast<std::size_t>(start - rest.begin()));
+      const auto end = std::ranges::find_if(rest, [](unsigned char c) { return std::isspace(c); });
+      const auto token = rest.substr(0, static_cast<std::size_t>(end - rest.begin()));
+      if (!token.empty()) {
+        if (!joined.empty()) joined += ' ';
+        joined += token;
+      }
+      rest.remove_prefix(token.size());
+    }
+  }
+  if (joined.size() > kMaxConditionsLength) {
+    return fail(ErrorCode::kInvalidArgument, "conditions are longer than 512 characters");
+  }
+  return joined;
+}
+
+std::string describe(const Forward& forward) {
+  const bool v6 = forward.family() == Family::kIPv6;
+  const auto hostIp = forward.hostIp ? forward.hostIp->str() : (v6 ? "::" : "0.0.0.0");
+  const auto endpoint = [v6](const std::string& ip, uint16_t port) {
+    return (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(port);
+  };
+  return std::string(protocolName(forward.protocol)) + " " + endpoint(hostIp, forward.hostPort) +
+         " -> " + endpoint(forward.containerIp.str(), forward.containerPort);
+}
+
+}  // namespace hostport::nft

@@ -16,8 +16,9 @@ class Ruleset {
   /// Adds every element and rule of one attachment in a single transaction: all or nothing.
   /// A key held by another owner is ErrorCode::kConflict.
   virtual Result<void> install(const AttachmentRules& rules) = 0;
-  /// Deletes everything tagged with `owner` in one transaction. Nothing there is success.
-  virtual Result<void> remove(const std::string& owner) = 0;
+  /// Deletes everything tagged with `owner` in one transaction and returns what it deleted.
+  /// Nothing there (not even the tables) is success.
+  virtual Result<AttachmentRules> remove(const std::string& owner) = 0;
   /// Reads back what is installed for `owner` (for CHECK and DEL).
   virtual Result<AttachmentRules> listOwned(const std::string& owner) = 0;
 };

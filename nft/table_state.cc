@@ -1,1 +1,216 @@
-// placeholder
+#include "nft/table_state.h"
+
+#include "nft/table_layout.h"
+
+namespace hostport::nft {
+namespace {
+
+using nlohmann::json;
+
+Result<void> shapeError(std::string_view what, const json& value) {
+  return fail(ErrorCode::kKernel,
+              "unexpected " + std::string(what) + " in nft listing: " + value.dump().substr(0, 200));
+}
+
+struct ElementParts {
+  json value;
+  std::string comment;
+};
+
+/// An element is either the bare value or {"elem": {"val": value, "comment": ...}}.
+ElementParts unwrapElement(const json& element) {
+  if (element.is_object() && element.contains("elem") && element["elem"].is_object()) {
+    const auto& inner = element["elem"];
+    std::string comment;
+    if (inner.contains("comment") && inner["comment"].is_string()) comment = inner["comment"];
+    return {inner.value("val", json()), comment};
+  }
+  return {element, {}};
+}
+
+const json* concatItems(const json& value, std::size_t expected) {
+  if (!value.is_object() || !value.contains("concat")) return nullptr;
+  const auto& items = value["concat"];
+  return items.is_array() && items.size() == expected ? &items : nullptr;
+}
+
+std::optional<Protocol> protocolOf(const json& value) {
+  if (value.is_string()) {
+    auto parsed = parseProtocol(value.get<std::string>());
+    return parsed ? std::optional(*parsed) : std::nullopt;
+  }
+  if (value.is_number_integer()) {
+    switch (value.get<int>()) {
+      case 6:
+        return Protocol::kTcp;
+      case 17:
+        return Protocol::kUdp;
+      case 132:
+        return Protocol::kSctp;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint16_t> portOf(const json& value) {
+  if (!value.is_number_integer()) return std::nullopt;
+  const auto port = value.get<int64_t>();
+  if (port < 0 || port > 65535) return std::nullopt;
+  return static_cast<uint16_t>(port);
+}
+
+std::optional<IpAddress> addressOf(const json& value) {
+  if (!value.is_string()) return std::nullopt;
+  auto parsed = IpAddress::parse(value.get<std::string>());
+  return parsed ? std::optional(*parsed) : std::nullopt;
+}
+
+/// A masquerade source: a prefix object, or a bare address when the prefix is a single host.
+std::optional<IpPrefix> prefixOf(const json& value) {
+  if (value.is_string()) {
+    auto address = addressOf(value);
+    if (!address) return std::nullopt;
+    return IpPrefix{*address, address->family() == Family::kIPv4 ? 32 : 128};
+  }
+  if (value.is_object() && value.contains("prefix") && value["prefix"].is_object()) {
+    const auto& prefix = value["prefix"];
+    auto address = addressOf(prefix.value("addr", json()));
+    const auto length = prefix.value("len", json());
+    if (!address || !length.is_number_integer()) return std::nullopt;
+    return IpPrefix{*address, length.get<int>()};
+  }
+  return std::nullopt;
+}
+
+Result<void> parseMapElements(const json& map, bool keyedByHostIp, TableState& state) {
+  if (!map.contains("elem")) return {};
+  for (const auto& pair : map["elem"]) {
+    if (!pair.is_array() || pair.size() != 2) return shapeError("map element", pair);
+    const auto [key, owner] = unwrapElement(pair[0]);
+    const json* keyItems = concatItems(key, keyedByHostIp ? 3 : 2);
+    const json* dataItems = concatItems(pair[1], 2);
+    if (keyItems == nullptr || dataItems == nullptr) return shapeError("map element", pair);
+    const std::size_t first = keyedByHostIp ? 1 : 0;
+    auto protocol = protocolOf((*keyItems)[first]);
+    auto hostPort = portOf((*keyItems)[first + 1]);
+    auto containerIp = addressOf((*dataItems)[0]);
+    auto containerPort = portOf((*dataItems)[1]);
+    std::optional<IpAddress> hostIp;
+    if (keyedByHostIp) hostIp = addressOf((*keyItems)[0]);
+    if (!protocol || !hostPort || !containerIp || !containerPort || (keyedByHostIp && !hostIp)) {
+      return shapeError("map element", pair);
+    }
+    Forward forward{*protocol, hostIp, *hostPort, *containerIp, *containerPort, {}};
+    state.forwards.push_back({owner, std::move(forward), std::nullopt});
+  }
+  return {};
+}
+
+Result<void> parseMasqueradeElements(const json& set, TableState& state) {
+  if (!set.contains("elem")) return {};
+  for (const auto& element : set["elem"]) {
+    const auto [value, owner] = unwrapElement(element);
+    const json* items = concatItems(value, 2);
+    if (items == nullptr) return shapeError("masquerade element", element);
+    auto source = prefixOf((*items)[0]);
+    auto podIp = addressOf((*items)[1]);
+    if (!source || !podIp) return shapeError("masquerade element", element);
+    state.masquerades.push_back({owner, Masquerade{*source, *podIp}});
+  }
+  return {};
+}
+
+bool isPayloadMatch(const json& expr, std::string_view field) {
+  if (!expr.contains("match")) return false;
+  const auto& left = expr["match"].value("left", json());
+  return left.is_object() && left.contains("payload") && left["payload"].value("field", "") == field;
+}
+
+/// Reads back a rule that conditionalRule() in commands.cc wrote. nft folds
+/// "meta l4proto tcp th dport N" into "tcp dport N", so the protocol is the payload's. Our matches
+/// come after the user's conditions, so the last daddr/dport match is ours.
+Result<void> parseConditionalRule(const json& rule, TableState& state) {
+  Forward forward;
+  forward.conditions = std::string(kInstalledConditionsMarker);
+  bool haveDport = false, haveTarget = false;
+  for (const auto& expr : rule.value("expr", json::array())) {
+    if (isPayloadMatch(expr, "daddr")) {
+      forward.hostIp = addressOf(expr["match"].value("right", json()));
+    } else if (isPayloadMatch(expr, "dport")) {
+      const auto& match = expr["match"];
+      auto protocol = protocolOf(match["left"]["payload"].value("protocol", json()));
+      auto port = portOf(match.value("right", json()));
+      if (!protocol || !port) return shapeError("conditional rule", rule);
+      forward.protocol = *protocol;
+      forward.hostPort = *port;
+      haveDport = true;
+    } else if (expr.contains("dnat")) {
+      auto address = addressOf(expr["dnat"].value("addr", json()));
+      auto port = portOf(expr["dnat"].value("port", json()));
+      if (!address || !port) return shapeError("conditional rule", rule);
+      forward.containerIp = *address;
+      forward.containerPort = *port;
+      haveTarget = true;
+    }
+  }
+  if (!haveDport || !haveTarget) return shapeError("conditional rule", rule);
+  const auto handle = rule.value("handle", json());
+  if (!handle.is_number_unsigned()) return shapeError("conditional rule", rule);
+  state.forwards.push_back({rule.value("comment", ""), std::move(forward), handle.get<uint64_t>()});
+  return {};
+}
+
+}  // namespace
+
+Result<void> parseTableListing(const json& listing, TableState& state) {
+  if (!listing.is_object() || !listing.contains("nftables") || !listing["nftables"].is_array()) {
+    return shapeError("document", listing);
+  }
+  for (const auto& entry : listing["nftables"]) {
+    Result<void> parsed;
+    if (entry.contains("map")) {
+      const auto& map = entry["map"];
+      const auto name = map.value("name", "");
+      if (name == kPortsMap || name == kHostIpPortsMap) {
+        parsed = parseMapElements(map, name == kHostIpPortsMap, state);
+      }
+    } else if (entry.contains("set") && entry["set"].value("name", "") == kMasqueradeSet) {
+      parsed = parseMasqueradeElements(entry["set"], state);
+    } else if (entry.contains("rule") && entry["rule"].value("chain", "") == kConditionalChain) {
+      parsed = parseConditionalRule(entry["rule"], state);
+    }
+    if (!parsed) return parsed;
+  }
+  return {};
+}
+
+TableState TableState::ownedBy(const std::string& owner) const {
+  TableState owned;
+  for (const auto& forward : forwards) {
+    if (forward.owner == owner) owned.forwards.push_back(forward);
+  }
+  for (const auto& masquerade : masquerades) {
+    if (masquerade.owner == owner) owned.masquerades.push_back(masquerade);
+  }
+  return owned;
+}
+
+AttachmentRules TableState::rulesOf(const std::string& owner) const {
+  AttachmentRules rules{owner, {}, {}};
+  for (const auto& forward : forwards) {
+    if (forward.owner == owner) rules.forwards.push_back(forward.forward);
+  }
+  for (const auto& masquerade : masquerades) {
+    if (masquerade.owner == owner) rules.masquerades.push_back(masquerade.masquerade);
+  }
+  return rules;
+}
+
+bool matchesInstalled(const Forward& expected, const Forward& installed) {
+  return expected.protocol == installed.protocol && expected.hostIp == installed.hostIp &&
+         expected.hostPort == installed.hostPort && expected.containerIp == installed.containerIp &&
+         expected.containerPort == installed.containerPort &&
+         expected.conditions.empty() == installed.conditions.empty();
+}
+
+}  // namespace hostport::nft

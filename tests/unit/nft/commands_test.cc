@@ -1,1 +1,113 @@
+// Golden tests: the exact nft text each attachment produces.
+
+#include "nft/commands.h"
+
 #include <gtest/gtest.h>
+
+#include "nft/table_layout.h"
+
+namespace hostport::nft {
+namespace {
+
+IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+IpPrefix prefix(const char* text) { return *IpPrefix::parse(text); }
+
+AttachmentRules sampleRules() {
+  AttachmentRules rules{"c0ffee/eth0", {}, {}};
+  rules.forwards.push_back({Protocol::kTcp, std::nullopt, 8080, ip("10.88.0.5"), 80, ""});
+  rules.forwards.push_back({Protocol::kUdp, ip("192.0.2.1"), 5353, ip("10.88.0.5"), 53, ""});
+  rules.forwards.push_back({Protocol::kSctp, std::nullopt, 9000, ip("fd00::5"), 9, ""});
+  rules.masquerades.push_back({prefix("10.88.0.0/16"), ip("10.88.0.5")});
+  rules.masquerades.push_back({prefix("127.0.0.0/8"), ip("10.88.0.5")});
+  return rules;
+}
+
+TEST(CommandsTest, InstallsMapElementsTaggedWithTheOwner) {
+  EXPECT_EQ(installCommands(sampleRules()),
+            "add element ip hostport ports { tcp . 8080 comment \"c0ffee/eth0\" : 10.88.0.5 . 80 }\n"
+            "add element ip hostport ipports { 192.0.2.1 . udp . 5353 comment \"c0ffee/eth0\" : "
+            "10.88.0.5 . 53 }\n"
+            "add element ip6 hostport ports { sctp . 9000 comment \"c0ffee/eth0\" : fd00::5 . 9 }\n"
+            "add element ip hostport masq { 10.88.0.0/16 . 10.88.0.5 comment \"c0ffee/eth0\" }\n"
+            "add element ip hostport masq { 127.0.0.0/8 . 10.88.0.5 comment \"c0ffee/eth0\" }\n");
+}
+
+TEST(CommandsTest, PutsForwardsWithConditionsIntoTheConditionalChain) {
+  AttachmentRules rules{"c1/eth0", {}, {}};
+  rules.forwards.push_back(
+      {Protocol::kTcp, ip("192.0.2.1"), 8080, ip("10.88.0.5"), 80, "ip saddr != 203.0.113.0/24"});
+  rules.forwards.push_back({Protocol::kUdp, std::nullopt, 53, ip("fd00::5"), 5353, "ip6 saddr ::1"});
+  EXPECT_EQ(installCommands(rules),
+            "add rule ip hostport conditional ip saddr != 203.0.113.0/24 ip daddr 192.0.2.1 "
+            "meta l4proto tcp th dport 8080 dnat ip to 10.88.0.5:80 comment \"c1/eth0\"\n"
+            "add rule ip6 hostport conditional ip6 saddr ::1 meta l4proto udp th dport 53 "
+            "dnat ip6 to [fd00::5]:5353 comment \"c1/eth0\"\n");
+}
+
+TEST(CommandsTest, RemovesElementsByKeyAndRulesByHandle) {
+  TableState owned;
+  owned.forwards.push_back(
+      {"o/eth0", {Protocol::kTcp, std::nullopt, 8080, ip("10.88.0.5"), 80, ""}, std::nullopt});
+  owned.forwards.push_back(
+      {"o/eth0", {Protocol::kUdp, ip("2001:db8::1"), 53, ip("fd00::5"), 53, ""}, std::nullopt});
+  owned.forwards.push_back(
+      {"o/eth0", {Protocol::kTcp, std::nullopt, 81, ip("10.88.0.5"), 80, "(conditions)"}, 42});
+  owned.masquerades.push_back({"o/eth0", {prefix("::/0"), ip("fd00::5")}});
+  EXPECT_EQ(removeCommands(owned),
+            "delete element ip hostport ports { tcp . 8080 }\n"
+            "delete element ip6 hostport ipports { 2001:db8::1 . udp . 53 }\n"
+            "delete rule ip hostport conditional handle 42\n"
+            "delete element ip6 hostport masq { ::/0 . fd00::5 }\n");
+}
+
+TEST(CommandsTest, EmptyRulesProduceNoCommands) {
+  EXPECT_EQ(installCommands(AttachmentRules{"o/eth0", {}, {}}), "");
+  EXPECT_EQ(removeCommands(TableState{}), "");
+}
+
+TEST(TableLayoutTest, CreatesFixedChainsAndLeavesElementsAlone) {
+  const std::string v4 = tableLayoutCommands(Family::kIPv4);
+  EXPECT_EQ(v4,
+            "add table ip hostport\n"
+            "add map ip hostport ports { type inet_proto . inet_service : ipv4_addr . "
+            "inet_service; }\n"
+            "add map ip hostport ipports { type ipv4_addr . inet_proto . inet_service : ipv4_addr "
+            ". inet_service; }\n"
+            "add set ip hostport masq { type ipv4_addr . ipv4_addr; flags interval; }\n"
+            "add chain ip hostport conditional\n"
+            "add chain ip hostport hostports\n"
+            "add chain ip hostport prerouting { type nat hook prerouting priority dstnat; policy "
+            "accept; }\n"
+            "add chain ip hostport output { type nat hook output priority -100; policy accept; }\n"
+            "add chain ip hostport postrouting { type nat hook postrouting priority srcnat; policy "
+            "accept; }\n"
+            "flush chain ip hostport hostports\n"
+            "flush chain ip hostport prerouting\n"
+            "flush chain ip hostport output\n"
+            "flush chain ip hostport postrouting\n"
+            "add rule ip hostport hostports jump conditional\n"
+            "add rule ip hostport hostports dnat ip to ip daddr . meta l4proto . th dport map "
+            "@ipports\n"
+            "add rule ip hostport hostports dnat ip to meta l4proto . th dport map @ports\n"
+            "add rule ip hostport prerouting fib daddr type local jump hostports\n"
+            "add rule ip hostport output fib daddr type local jump hostports\n"
+            "add rule ip hostport postrouting ct status dnat ip saddr . ip daddr @masq "
+            "masquerade\n");
+  // Never flushes what holds per-attachment state.
+  EXPECT_EQ(v4.find("flush map"), std::string::npos);
+  EXPECT_EQ(v4.find("flush set"), std::string::npos);
+  EXPECT_EQ(v4.find("flush chain ip hostport conditional"), std::string::npos);
+}
+
+TEST(TableLayoutTest, UsesIp6TypesForTheIp6Table) {
+  const std::string v6 = tableLayoutCommands(Family::kIPv6);
+  EXPECT_NE(v6.find("add map ip6 hostport ports { type inet_proto . inet_service : ipv6_addr . "
+                    "inet_service; }"),
+            std::string::npos);
+  EXPECT_NE(v6.find("dnat ip6 to ip6 daddr . meta l4proto . th dport map @ipports"),
+            std::string::npos);
+  EXPECT_EQ(v6.find("ipv4_addr"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hostport::nft

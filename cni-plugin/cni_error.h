@@ -1,0 +1,31 @@
+#pragma once
+// The one table from internal error codes to CNI error codes, and the spec's error document.
+
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace hostport::cni {
+
+/// Our codes above the spec's reserved range (1-99).
+enum CniCode : int {
+  kCniIncompatibleVersion = 1,
+  kCniInvalidEnvironment = 4,
+  kCniIoFailure = 5,
+  kCniDecodeFailure = 6,
+  kCniInvalidConfig = 7,
+  kCniTryAgainLater = 11,
+  kCniKernelFailure = 100,     // nftables or netlink refused
+  kCniPortConflict = 101,      // a host port is held by another attachment or process
+  kCniPoolExhausted = 102,     // no free port in the pool
+  kCniCheckFailed = 103,       // CHECK found an element missing or wrong
+  kCniInternal = 110,
+};
+
+int cniCode(ErrorCode code);
+
+/// {"cniVersion", "code", "msg", "details"} as the spec wants it on stdout.
+std::string errorDocument(std::string_view cniVersion, const Error& error);
+
+}  // namespace hostport::cni

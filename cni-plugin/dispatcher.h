@@ -1,0 +1,32 @@
+#pragma once
+// The verbs, with every outside dependency injected (env, stdin, stdout, stderr, the kernel),
+// so tests run ADD/DEL/CHECK in-process against fakes. main.cc only wires the real ones.
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string_view>
+
+#include "common/error.h"
+#include "hostnet/host_network.h"
+#include "nft/ruleset.h"
+
+namespace hostport::cni {
+
+struct PluginIo {
+  std::function<const char*(const char*)> getenv;
+  std::string_view stdinText;
+  std::ostream& out;
+  std::ostream& err;
+};
+
+/// Factories, so a verb that needs no kernel (VERSION, bad input) never opens a handle.
+struct PluginBackends {
+  std::function<Result<std::unique_ptr<nft::Ruleset>>()> ruleset;
+  std::function<Result<std::unique_ptr<hostnet::HostNetwork>>()> hostNetwork;
+};
+
+/// Runs one invocation and returns the process exit code.
+int runPlugin(const PluginIo& io, const PluginBackends& backends);
+
+}  // namespace hostport::cni

@@ -1,0 +1,47 @@
+#pragma once
+// What our tables hold, read back from libnftables' JSON listing. The text listing prints
+// comments unescaped, so JSON is the only faithful way to learn each element's owner.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nft/forward.h"
+
+namespace hostport::nft {
+
+/// Rules in the conditional chain cannot give back their condition text; a forward read from
+/// one carries this marker instead.
+inline constexpr std::string_view kInstalledConditionsMarker = "(conditions)";
+
+struct InstalledForward {
+  std::string owner;
+  Forward forward;
+  std::optional<uint64_t> ruleHandle;  // set for forwards in the conditional chain
+};
+
+struct InstalledMasquerade {
+  std::string owner;
+  Masquerade masquerade;
+};
+
+struct TableState {
+  std::vector<InstalledForward> forwards;
+  std::vector<InstalledMasquerade> masquerades;
+
+  TableState ownedBy(const std::string& owner) const;
+  AttachmentRules rulesOf(const std::string& owner) const;
+  bool empty() const { return forwards.empty() && masquerades.empty(); }
+};
+
+/// Adds what one family's `list table` JSON output holds to `state`. Elements without a comment
+/// belong to nobody we know and are kept with an empty owner. kKernel for a listing whose shape
+/// we do not understand.
+Result<void> parseTableListing(const nlohmann::json& listing, TableState& state);
+
+/// True when `installed` is what installing `expected` produces. Conditions are compared by
+/// presence only (see kInstalledConditionsMarker).
+bool matchesInstalled(const Forward& expected, const Forward& installed);
+
+}  // namespace hostport::nft

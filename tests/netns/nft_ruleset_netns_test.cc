@@ -1,0 +1,179 @@
+// NftRuleset against the real kernel. Each test runs on a thread that unshares its own network
+// namespace, so it sees an empty ruleset, cannot touch the host's, and leaves nothing behind:
+// the namespace dies with the thread.
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <thread>
+
+#include "nft/nft_context.h"
+#include "nft/nft_ruleset.h"
+
+namespace hostport::nft {
+namespace {
+
+IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+IpPrefix prefix(const char* text) { return *IpPrefix::parse(text); }
+
+void inPrivateNetns(const std::function<void()>& body) {
+  std::thread worker([&] {
+    ASSERT_EQ(unshare(CLONE_NEWNET), 0) << "unshare(CLONE_NEWNET) failed";
+    body();
+  });
+  worker.join();
+}
+
+class NftRulesetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace";
+  }
+
+  static std::unique_ptr<NftRuleset> ruleset() {
+    auto created = NftRuleset::create();
+    EXPECT_TRUE(created);
+    return std::move(*created);
+  }
+
+  static std::string listTables() {
+    auto context = NftContext::create();
+    auto text = context->run("list ruleset");
+    return text ? *text : "error: " + text.error().message;
+  }
+
+  static AttachmentRules podRules(const std::string& owner, uint16_t hostPort, const char* podIp) {
+    AttachmentRules rules{owner, {}, {}};
+    rules.forwards.push_back({Protocol::kTcp, std::nullopt, hostPort, ip(podIp), 80, ""});
+    rules.forwards.push_back({Protocol::kUdp, ip("192.0.2.1"), hostPort, ip(podIp), 53, ""});
+    rules.forwards.push_back({Protocol::kTcp, std::nullopt, hostPort, ip("fd00::5"), 80, ""});
+    rules.masquerades.push_back({prefix("10.88.0.0/16"), ip(podIp)});
+    rules.masquerades.push_back({prefix("127.0.0.0/8"), ip(podIp)});
+    return rules;
+  }
+};
+
+TEST_F(NftRulesetTest, EnsureTablesIsIdempotentAndKeepsElements) {
+  inPrivateNetns([] {
+    auto tables = ruleset();
+    ASSERT_TRUE(tables->ensureTables());
+    const std::string empty = listTables();
+    EXPECT_NE(empty.find("table ip hostport"), std::string::npos);
+    EXPECT_NE(empty.find("table ip6 hostport"), std::string::npos);
+    ASSERT_TRUE(tables->ensureTables());
+    EXPECT_EQ(listTables(), empty);  // no duplicated rules
+
+    ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
+    ASSERT_TRUE(tables->ensureTables());
+    EXPECT_EQ(tables->listOwned("a/eth0")->forwards.size(), 3u);
+  });
+}
+
+TEST_F(NftRulesetTest, ReadsBackExactlyWhatItInstalled) {
+  inPrivateNetns([] {
+    auto tables = ruleset();
+    ASSERT_TRUE(tables->ensureTables());
+    AttachmentRules rules = podRules("a/eth0", 8080, "10.88.0.5");
+    rules.forwards.push_back(
+        {Protocol::kSctp, ip("192.0.2.1"), 9000, ip("10.88.0.5"), 9, "ip saddr 192.0.2.0/24"});
+    ASSERT_TRUE(tables->install(rules));
+    ASSERT_TRUE(tables->install(podRules("b/eth0", 9090, "10.88.0.6")));
+
+    auto owned = tables->listOwned("a/eth0");
+    ASSERT_TRUE(owned) << owned.error().message;
+    ASSERT_EQ(owned->forwards.size(), rules.forwards.size());
+    for (const auto& expected : rules.forwards) {  // the listing is in table order, not ours
+      EXPECT_TRUE(std::ranges::any_of(owned->forwards, [&](const Forward& installed) {
+        return matchesInstalled(expected, installed);
+      })) << describe(expected);
+    }
+    ASSERT_EQ(owned->masquerades.size(), rules.masquerades.size());
+    for (const auto& expected : rules.masquerades) {
+      EXPECT_NE(std::ranges::find(owned->masquerades, expected), owned->masquerades.end());
+    }
+  });
+}
+
+TEST_F(NftRulesetTest, RepeatedInstallOfTheSameRulesSucceeds) {
+  inPrivateNetns([] {
+    auto tables = ruleset();
+    ASSERT_TRUE(tables->ensureTables());
+    ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
+    auto again = tables->install(podRules("a/eth0", 8080, "10.88.0.5"));
+    EXPECT_TRUE(again) << again.error().message;
+    EXPECT_EQ(tables->listOwned("a/eth0")->forwards.size(), 3u);
+  });
+}
+
+TEST_F(NftRulesetTest, ConflictNamesTheOtherOwnerAndInstallsNothing) {
+  inPrivateNetns([] {
+    auto tables = ruleset();
+    ASSERT_TRUE(tables->ensureTables());
+    AttachmentRules first{"a/eth0", {}, {}};
+    first.forwards.push_back({Protocol::kTcp, std::nullopt, 8080, ip("10.88.0.5"), 80, ""});
+    ASSERT_TRUE(tables->install(first));
+    const std::string before = listTables();
+
+    AttachmentRules second{"b/eth0", {}, {}};
+    second.forwards.push_back({Protocol::kTcp, std::nullopt, 7070, ip("10.88.0.6"), 80, ""});
+    second.forwards.push_back({Protocol::kTcp, std::nullopt, 8080, ip("10.88.0.6"), 80, ""});
+    auto clash = tables->install(second);
+    ASSERT_FALSE(clash);
+    EXPECT_EQ(clash.error().code, ErrorCode::kConflict);
+    EXPECT_NE(clash.error().message.find("a/eth0"), std::string::npos) << clash.error().message;
+    EXPECT_NE(clash.error().message.find("8080"), std::string::npos);
+    EXPECT_EQ(listTables(), before);  // 7070 did not slip in
+  });
+}
+
+TEST_F(NftRulesetTest, RemoveDeletesOnlyTheOwnersElements) {
+  inPrivateNetns([] {
+    auto tables = ruleset();
+    ASSERT_TRUE(tables->ensureTables());
+    AttachmentRules a = podRules("a/eth0", 8080, "10.88.0.5");
+    a.forwards.push_back(
+        {Protocol::kTcp, std::nullopt, 81, ip("10.88.0.5"), 80, "ip saddr 192.0.2.0/24"});
+    ASSERT_TRUE(tables->install(a));
+    ASSERT_TRUE(tables->install(podRules("b/eth0", 9090, "10.88.0.6")));
+
+    auto removed = tables->remove("a/eth0");
+    ASSERT_TRUE(removed) << removed.error().message;
+    EXPECT_EQ(removed->forwards.size(), 4u);
+    EXPECT_EQ(removed->masquerades.size(), 2u);
+    EXPECT_TRUE(tables->listOwned("a/eth0")->empty());
+    EXPECT_EQ(tables->listOwned("b/eth0")->forwards.size(), 3u);
+    EXPECT_EQ(listTables().find("comment \"a/eth0\""), std::string::npos);
+  });
+}
+
+TEST_F(NftRulesetTest, RemovingWhatIsGoneSucceeds) {
+  inPrivateNetns([] {
+    auto tables = ruleset();
+    auto noTables = tables->remove("a/eth0");  // no table at all yet
+    ASSERT_TRUE(noTables) << noTables.error().message;
+    EXPECT_TRUE(noTables->empty());
+    ASSERT_TRUE(tables->ensureTables());
+    ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
+    ASSERT_TRUE(tables->remove("a/eth0"));
+    auto twice = tables->remove("a/eth0");
+    ASSERT_TRUE(twice);
+    EXPECT_TRUE(twice->empty());
+  });
+}
+
+TEST_F(NftRulesetTest, CarriesLibnftablesMessageInErrors) {
+  inPrivateNetns([] {
+    auto context = NftContext::create();
+    auto bad = context->run("add element ip hostport ports { tcp . 1 : 10.0.0.1 . 1 }");
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().code, ErrorCode::kKernel);
+    EXPECT_TRUE(isNotFound(bad.error())) << bad.error().message;
+  });
+}
+
+}  // namespace
+}  // namespace hostport::nft
