@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The test entry point: install dependencies, configure, build, and run ctest.
+# Extra arguments go to ctest as they are, e.g. `scripts/test.sh -L unit`.
+set -euo pipefail
+
+readonly PROG="test.sh"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
+# HOSTPORT_BUILD_DIR lets a developer keep a second tree; the default is build/.
+readonly BUILD_DIR="${HOSTPORT_BUILD_DIR:-${REPO_ROOT}/build}"
+
+log() { printf '%s: %s\n' "$PROG" "$*"; }
+die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+
+usage() {
+  cat <<EOF
+Usage: sudo scripts/test.sh [CTEST_ARGS...]
+
+Runs scripts/setup.sh (quick when everything is installed), configures
+  cmake -G Ninja -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+(HOSTPORT_BUILD_DIR overrides build/), builds with -j2 and runs
+  ctest --test-dir build --output-on-failure [CTEST_ARGS...]
+from the repository root, whatever the current directory. Exits with ctest's code.
+
+Test tiers are ctest labels:
+  scripts/test.sh -L unit     unit tests (no root needed)
+  scripts/test.sh -L netns    netns integration tests (root)
+  scripts/test.sh -L e2e      podman end-to-end test (root)
+  scripts/test.sh -LE e2e     everything but the e2e test
+Any other ctest option passes through too (-R REGEX, -V, -j N, ...).
+EOF
+}
+
+main() {
+  local arg
+  for arg in "$@"; do
+    case "$arg" in
+      -h | --help) usage; return 0 ;;
+    esac
+  done
+
+  cd "$REPO_ROOT"
+
+  log "setup"
+  "${REPO_ROOT}/scripts/setup.sh"
+
+  log "configure (${BUILD_DIR})"
+  cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+  log "build"
+  cmake --build "$BUILD_DIR" -j2
+
+  log "ctest $*"
+  local rc=0 out
+  out="$(mktemp "${TMPDIR:-/tmp}/hostport-ctest.XXXXXX")"
+  # shellcheck disable=SC2064  # expand now: the path is fixed.
+  trap "rm -f '$out'" EXIT
+  ctest --test-dir "$BUILD_DIR" --output-on-failure "$@" 2>&1 | tee "$out" || rc=$?
+  # With pipefail, rc is ctest's code unless tee itself failed.
+  local summary
+  summary="$(grep -E '^[0-9]+% tests passed' "$out" | tail -n 1 || true)"
+  if [[ -n "$summary" ]]; then
+    log "summary: ${summary}"
+  else
+    log "summary: ctest printed no summary line (exit ${rc})"
+  fi
+  log "ctest exit code ${rc}"
+  return "$rc"
+}
+
+main "$@"

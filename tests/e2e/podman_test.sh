@@ -1,0 +1,424 @@
+#!/usr/bin/env bash
+# End-to-end test: podman (CNI backend, runc) publishes a container port through the
+# `bridge` + `hostport` conflist, and traffic reaches the container through the DNAT.
+#
+# Everything podman touches is private to one temp dir: storage root, runroot, tmpdir,
+# containers.conf, storage.conf, CNI config dir, CNI plugin dir and host-local dataDir.
+# Nothing under /etc changes. Names, bridge, subnet and host port derive from $$ or are
+# random, so parallel runs do not collide. The `hostport` nft table lives in the root
+# netns (podman runs the plugins there); the test removes only its own elements (through
+# the plugin's DEL) and deletes the table only when the table did not exist before and
+# no other run of this test is going on (a shared flock on LOCK_FILE marks a run).
+#
+# Usage: podman_test.sh PLUGIN_BINARY
+# Environment (for debugging the harness):
+#   HOSTPORT_E2E_PLUGIN=portmap  chain Debian's /usr/lib/cni/portmap instead of hostport
+#                                (the nft checks become iptables checks)
+#   HOSTPORT_E2E_HOST_IP=ADDR    a node address to curl as well (default: only the
+#                                bridge gateway, which is a local address of the node)
+#   HOSTPORT_E2E_KEEP=1          keep the temp dir (the network and container are removed)
+# Exit codes: 0 pass, 1 fail, 77 skipped (not root).
+set -euo pipefail
+
+readonly PROG="podman_test.sh"
+readonly SKIP=77
+readonly PLUGIN_TYPE="${HOSTPORT_E2E_PLUGIN:-hostport}"
+readonly CNI_VERSION="1.0.0"
+readonly LOCK_FILE="/run/lock/hostport-e2e.lock"
+readonly TOKEN="hostport-e2e-$$-${RANDOM}${RANDOM}"
+
+# Filled in by setup steps; read by cleanup, which must cope with any of them unset.
+WORK=""
+NET="hpe2e-$$"
+BRIDGE="hpe2e$$"  # at most 5 + 7 digits: within IFNAMSIZ (15)
+CTR="hpe2e-ctr-$$"
+IMAGE="localhost/hostport-e2e:$$"
+SUBNET="" GATEWAY="" HOST_PORT="" CONTAINER_IP=""
+TABLE4_EXISTED="" TABLE6_EXISTED=""
+LOCK_FD=""
+PODMAN=()
+FAILURES=0
+CLEANED=0
+
+log() { printf '%s: %s\n' "$PROG" "$*"; }
+pass() { printf '%s: PASS: %s\n' "$PROG" "$*"; }
+fail() { printf '%s: FAIL: %s\n' "$PROG" "$*"; FAILURES=$((FAILURES + 1)); }
+# A failure after which the test cannot go on.
+fatal() { fail "$*"; exit 1; }
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+# --- setup -----------------------------------------------------------------------------
+
+require_tools() {
+  local tool
+  for tool in podman runc conmon curl nft ip ss tar timeout flock; do
+    command -v "$tool" >/dev/null || fatal "missing tool '$tool' (run scripts/setup.sh)"
+  done
+  [[ -x /bin/busybox ]] || fatal "missing /bin/busybox (install busybox-static)"
+  [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] ||
+    fatal "missing /usr/lib/cni/{bridge,host-local} (install containernetworking-plugins)"
+}
+
+# Picks 10.A.B.0/24 with no route inside or around it (the default route aside).
+pick_subnet() {
+  local try a b
+  for try in $(seq 1 50); do
+    a=$((100 + RANDOM % 150))
+    b=$((RANDOM % 256))
+    if [[ -z "$(ip -4 route show root "10.${a}.${b}.0/24")" &&
+      -z "$(ip -4 route show match "10.${a}.${b}.0/24" | grep -v '^default' || true)" &&
+      -z "$(ip -4 -o addr show to "10.${a}.${b}.0/24")" ]]; then
+      SUBNET="10.${a}.${b}.0/24"
+      GATEWAY="10.${a}.${b}.1"
+      return 0
+    fi
+    : "$try"
+  done
+  fatal "no free 10.x.y.0/24 subnet found in 50 tries"
+}
+
+# Is key `tcp . $1` in our map? (The map only exists in hostport mode.)
+map_has_port() {
+  nft -j list map ip hostport ports 2>/dev/null |
+    grep -Eq "\"concat\": \[\"tcp\", $1\]"
+}
+
+# Picks a host port in 40000-49999 that no socket listens on and no map element uses.
+pick_host_port() {
+  local try p
+  for try in $(seq 1 50); do
+    p=$((40000 + RANDOM % 10000))
+    if [[ -z "$(ss -Htuln "sport = :${p}")" ]] && ! map_has_port "$p"; then
+      HOST_PORT="$p"
+      return 0
+    fi
+    : "$try"
+  done
+  fatal "no free host port found in 50 tries"
+}
+
+make_dirs() {
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/hostport-e2e.XXXXXX")"
+  mkdir -p "$WORK"/{root,runroot,tmp,cni-conf,cni-bin,ipam,rootfs}
+}
+
+write_podman_config() {
+  cat >"$WORK/containers.conf" <<EOF
+[containers]
+default_ulimits = []
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "$WORK/events.log"
+tmp_dir = "$WORK/tmp"
+lock_type = "file"
+
+[network]
+network_backend = "cni"
+cni_plugin_dirs = ["$WORK/cni-bin", "/usr/lib/cni"]
+network_config_dir = "$WORK/cni-conf"
+EOF
+  cat >"$WORK/storage.conf" <<EOF
+[storage]
+driver = "vfs"
+graphroot = "$WORK/root"
+runroot = "$WORK/runroot"
+EOF
+  : >"$WORK/registries.conf"
+  export CONTAINERS_CONF="$WORK/containers.conf"
+  export CONTAINERS_STORAGE_CONF="$WORK/storage.conf"
+  export CONTAINERS_REGISTRIES_CONF="$WORK/registries.conf"
+  PODMAN=(timeout 120 podman --root "$WORK/root" --runroot "$WORK/runroot"
+    --storage-driver vfs --tmpdir "$WORK/tmp" --network-config-dir "$WORK/cni-conf"
+    --cgroup-manager cgroupfs --events-backend file)
+}
+
+# Runs podman on the private root, without our lock fd (conmon would inherit and keep it).
+podman_() {
+  if [[ -n "$LOCK_FD" ]]; then
+    "${PODMAN[@]}" "$@" {LOCK_FD}>&-
+  else
+    "${PODMAN[@]}" "$@"
+  fi
+}
+
+install_plugin() {
+  local binary="$1"
+  if [[ "$PLUGIN_TYPE" == "hostport" ]]; then
+    [[ -n "$binary" ]] || fatal "no hostport binary given (usage: $PROG PLUGIN_BINARY)"
+    [[ -x "$binary" ]] || fatal "hostport binary '$binary' is missing or not executable"
+    # A copy, so a rebuild during the run cannot change the binary under podman.
+    cp "$binary" "$WORK/cni-bin/hostport"
+    log "plugin: hostport from $binary"
+    # podman rejects a conflist whose plugins do not answer VERSION: say so plainly.
+    local version
+    version="$(CNI_COMMAND=VERSION timeout 10 "$WORK/cni-bin/hostport" </dev/null 2>&1)" ||
+      fatal "hostport VERSION failed: ${version:-<no output>}"
+    [[ "$version" == *cniVersion* ]] ||
+      fatal "hostport VERSION printed no CNI version info: '${version}'"
+    log "plugin VERSION: $version"
+  else
+    [[ -x "/usr/lib/cni/$PLUGIN_TYPE" ]] || fatal "no plugin /usr/lib/cni/$PLUGIN_TYPE"
+    log "plugin: /usr/lib/cni/$PLUGIN_TYPE (HOSTPORT_E2E_PLUGIN)"
+  fi
+}
+
+build_image() {
+  local rootfs="$WORK/rootfs" applet
+  mkdir -p "$rootfs"/{bin,proc,sys,dev,etc,tmp,www}
+  cp /bin/busybox "$rootfs/bin/busybox"
+  while read -r applet; do
+    [[ "$applet" == "busybox" ]] || ln -s busybox "$rootfs/bin/$applet"
+  done < <(/bin/busybox --list)
+  printf '%s\n' "$TOKEN" >"$rootfs/www/index.html"
+  tar -C "$rootfs" -cf "$WORK/image.tar" .
+  podman_ import --quiet "$WORK/image.tar" "$IMAGE" >/dev/null ||
+    fatal "podman import failed"
+  log "image $IMAGE imported"
+}
+
+write_network() {
+  cat >"$WORK/cni-conf/$NET.conflist" <<EOF
+{
+  "cniVersion": "$CNI_VERSION",
+  "name": "$NET",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$SUBNET", "gateway": "$GATEWAY"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$WORK/ipam"
+      }
+    },
+    {
+      "type": "$PLUGIN_TYPE",
+      "capabilities": {"portMappings": true}
+    }
+  ]
+}
+EOF
+  podman_ network exists "$NET" || fatal "podman does not see network $NET"
+  log "network $NET: bridge $BRIDGE, subnet $SUBNET, host port $HOST_PORT"
+}
+
+# --- checks ----------------------------------------------------------------------------
+
+# curl_body URL: prints the body, retrying while the server starts (at most ~20 s).
+curl_body() {
+  local url="$1" try body
+  for try in $(seq 1 40); do
+    if body="$(curl -fsS --max-time 2 "$url" 2>/dev/null)"; then
+      printf '%s' "$body"
+      return 0
+    fi
+    : "$try"
+    sleep 0.5
+  done
+  return 1
+}
+
+check_curl() {
+  local url="$1" body
+  if body="$(curl_body "$url")" && [[ "$body" == "$TOKEN" ]]; then
+    pass "GET $url returned the container's index.html"
+  else
+    fail "GET $url: expected body '$TOKEN', got '${body:-<no response>}'"
+  fi
+}
+
+# The container fetches its own page through the node's host port (needs hairpin mode).
+# busybox nc, not wget: wget segfaults under `podman exec` here (it works under `run`).
+check_hairpin() {
+  local url="http://${GATEWAY}:${HOST_PORT}/" out
+  out="$(podman_ exec "$CTR" sh -c \
+    "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 '${GATEWAY}' '${HOST_PORT}'" 2>&1 | tr -d '\r' || true)"
+  if grep -qx -- "$TOKEN" <<<"$out"; then
+    pass "hairpin: the container reached itself at $url"
+  else
+    fail "hairpin: container GET $url: expected body '$TOKEN', got '${out:-<no response>}'"
+  fi
+}
+
+check_mapping_present() {
+  if [[ "$PLUGIN_TYPE" == "hostport" ]]; then
+    local json
+    json="$(nft -j list map ip hostport ports 2>&1 || true)"
+    if grep -Eq "\"concat\": \[\"tcp\", ${HOST_PORT}\][^[]*\{\"concat\": \[\"${CONTAINER_IP//./\\.}\", 80\]\}" <<<"$json"; then
+      pass "map ip hostport ports has tcp . $HOST_PORT : $CONTAINER_IP . 80"
+    else
+      fail "map ip hostport ports lacks tcp . $HOST_PORT : $CONTAINER_IP . 80; it holds: $json"
+    fi
+  else
+    if iptables -t nat -S | grep -Eq -- "--dport ${HOST_PORT} .*--to-destination ${CONTAINER_IP}:80"; then
+      pass "iptables nat has the DNAT for $HOST_PORT -> $CONTAINER_IP:80"
+    else
+      fail "iptables nat lacks the DNAT for $HOST_PORT -> $CONTAINER_IP:80"
+    fi
+  fi
+}
+
+check_mapping_gone() {
+  if [[ "$PLUGIN_TYPE" == "hostport" ]]; then
+    if map_has_port "$HOST_PORT"; then
+      fail "map ip hostport ports still has tcp . $HOST_PORT after podman rm"
+    elif ! nft list map ip hostport ports >/dev/null 2>&1; then
+      fail "map ip hostport ports is gone altogether after podman rm (expected only our element to go)"
+    else
+      pass "the element for tcp . $HOST_PORT is gone after podman rm"
+    fi
+  else
+    if iptables -t nat -S | grep -Eq -- "--dport ${HOST_PORT} "; then
+      fail "iptables nat still has a rule for $HOST_PORT after podman rm"
+    else
+      pass "the iptables DNAT for $HOST_PORT is gone after podman rm"
+    fi
+  fi
+}
+
+# --- cleanup ---------------------------------------------------------------------------
+
+# Takes a shared lock for the whole run: other runs may go on, but a run that wants to
+# delete the tables at its end must be alone.
+take_run_lock() {
+  mkdir -p "${LOCK_FILE%/*}"
+  exec {LOCK_FD}>>"$LOCK_FILE"
+  timeout 300 flock -s "$LOCK_FD" || fatal "could not lock $LOCK_FILE within 300 s"
+}
+
+# Deletes table ip/ip6 hostport if it did not exist at our start and no other run is on.
+delete_tables_we_created() {
+  [[ "$TABLE4_EXISTED" == "no" || "$TABLE6_EXISTED" == "no" ]] || return 0
+  [[ -n "$LOCK_FD" ]] || return 0
+  exec {LOCK_FD}>&-
+  exec {LOCK_FD}>>"$LOCK_FILE"
+  if ! flock -n -x "$LOCK_FD"; then
+    log "cleanup: another e2e run is on; leaving table hostport to it"
+    return 0
+  fi
+  local family existed
+  for family in ip ip6; do
+    existed="$TABLE4_EXISTED"
+    [[ "$family" == "ip" ]] || existed="$TABLE6_EXISTED"
+    if [[ "$existed" == "no" ]] && nft list table "$family" hostport >/dev/null 2>&1; then
+      log "cleanup: deleting table $family hostport (created during this test)"
+      nft delete table "$family" hostport
+    fi
+  done
+  exec {LOCK_FD}>&-
+}
+
+cleanup() {
+  local rc=$?
+  ((CLEANED == 0)) || return 0
+  CLEANED=1
+  trap - EXIT INT TERM
+  set +e
+  if ((${#PODMAN[@]} > 0)) && [[ -n "$WORK" ]]; then
+    # The plugin's DEL runs here and removes our map elements.
+    podman_ rm -f -t 0 -a >/dev/null 2>&1
+    podman_ rmi -f -a >/dev/null 2>&1
+    podman_ network rm -f "$NET" >/dev/null 2>&1
+  fi
+  if [[ "$PLUGIN_TYPE" == "hostport" && -n "$HOST_PORT" ]] && map_has_port "$HOST_PORT"; then
+    # Only when DEL failed to: the key was free when we picked it, so it is ours.
+    log "cleanup: removing our leftover element tcp . $HOST_PORT"
+    nft delete element ip hostport ports "{ tcp . $HOST_PORT }"
+  fi
+  if [[ "$PLUGIN_TYPE" == "hostport" ]]; then
+    delete_tables_we_created
+  fi
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link del "$BRIDGE"
+  fi
+  # libcni's result cache for our network (podman's CNI backend uses the default dir).
+  rm -f /var/lib/cni/results/"$NET"-* 2>/dev/null
+  if [[ -n "$WORK" && -d "$WORK" ]]; then
+    # Anything podman left mounted under the private dir, deepest first.
+    local mnt
+    while read -r mnt; do
+      umount -l "$mnt"
+    done < <(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/self/mounts | sort -r)
+    if [[ "${HOSTPORT_E2E_KEEP:-0}" == "1" ]]; then
+      log "cleanup: kept $WORK"
+    else
+      rm -rf "$WORK"
+    fi
+  fi
+  if ((rc == 0 && FAILURES > 0)); then
+    rc=1
+  fi
+  if ((rc == 0)); then
+    log "PASS: podman end-to-end with $PLUGIN_TYPE"
+  elif ((rc != SKIP)); then
+    log "FAIL: podman end-to-end with $PLUGIN_TYPE ($FAILURES failed checks, exit $rc)"
+  fi
+  exit "$rc"
+}
+
+on_signal() {
+  log "interrupted by $1"
+  exit 130
+}
+
+# --- main ------------------------------------------------------------------------------
+
+main() {
+  case "${1:-}" in
+    -h | --help) usage; return 0 ;;
+  esac
+  if ((EUID != 0)); then
+    log "SKIP: needs root (podman with CNI networking, nftables in the root netns)"
+    exit "$SKIP"
+  fi
+  trap cleanup EXIT
+  trap 'on_signal INT' INT
+  trap 'on_signal TERM' TERM
+
+  require_tools
+  take_run_lock
+  if nft list table ip hostport >/dev/null 2>&1; then TABLE4_EXISTED=yes; else TABLE4_EXISTED=no; fi
+  if nft list table ip6 hostport >/dev/null 2>&1; then TABLE6_EXISTED=yes; else TABLE6_EXISTED=no; fi
+  pick_subnet
+  pick_host_port
+  make_dirs
+  log "work dir $WORK"
+  write_podman_config
+  install_plugin "${1:-}"
+  build_image
+  write_network
+
+  log "starting httpd: host port $HOST_PORT -> container port 80"
+  podman_ run -d --pull never --name "$CTR" --network "$NET" \
+    -p "${HOST_PORT}:80" "$IMAGE" /bin/httpd -f -p 80 -h /www >/dev/null ||
+    fatal "podman run failed"
+  CONTAINER_IP="$(podman_ inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" "$CTR")"
+  [[ -n "$CONTAINER_IP" ]] || fatal "container $CTR has no IP on $NET"
+  log "container $CTR has IP $CONTAINER_IP"
+
+  check_curl "http://${GATEWAY}:${HOST_PORT}/"
+  check_curl "http://127.0.0.1:${HOST_PORT}/"
+  if [[ -n "${HOSTPORT_E2E_HOST_IP:-}" ]]; then
+    check_curl "http://${HOSTPORT_E2E_HOST_IP}:${HOST_PORT}/"
+  fi
+  check_hairpin
+  check_mapping_present
+
+  log "removing container $CTR"
+  podman_ rm -f -t 0 "$CTR" >/dev/null || fail "podman rm -f $CTR failed"
+  check_mapping_gone
+
+  ((FAILURES == 0)) || exit 1
+}
+
+main "$@"
