@@ -1,1 +1,148 @@
-// placeholder
+#include "hostnet/netlink_host_network.h"
+
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <net/if.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "common/unique_fd.h"
+#include "hostnet/conntrack_message.h"
+#include "hostnet/netlink_socket.h"
+#include "hostnet/route_message.h"
+
+namespace hostport::hostnet {
+namespace {
+
+constexpr std::string_view kIpv4ConfDir = "/proc/sys/net/ipv4/conf/";
+
+std::string errnoText(int error) { return std::generic_category().message(error); }
+
+/// The kernel's own rule for interface names (dev_valid_name): 1..15 bytes, not "." or "..", no
+/// '/', ':' or whitespace. Checked here again because the name becomes a path component.
+bool isSafeInterfaceName(std::string_view name) {
+  if (name.empty() || name.size() >= IF_NAMESIZE || name == "." || name == "..") return false;
+  return std::ranges::none_of(name, [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return c == '/' || c == ':' || u <= 0x20 || u == 0x7f;
+  });
+}
+
+Result<void> writeSysctl(const std::string& path, std::string_view value) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
+    const int error = errno;
+    return fail(ErrorCode::kKernel, "cannot open " + path + " for writing: " + errnoText(error));
+  }
+  // A sysctl write is one write(2); a short write means the kernel took only part of it.
+  ssize_t written = -1;
+  do {
+    written = ::write(fd.get(), value.data(), value.size());
+  } while (written < 0 && errno == EINTR);
+  if (written < 0) {
+    const int error = errno;
+    return fail(ErrorCode::kKernel,
+                "cannot write \"" + std::string(value) + "\" to " + path + ": " + errnoText(error));
+  }
+  if (static_cast<size_t>(written) != value.size()) {
+    return fail(ErrorCode::kKernel, "short write of \"" + std::string(value) + "\" to " + path);
+  }
+  return {};
+}
+
+/// UDP entries of one family whose original destination port is `port`. Asks the kernel to
+/// filter, and filters again here (see conntrack_message.h).
+Result<std::vector<ConntrackEntry>> dumpUdpToPort(NetlinkSocket& socket, Family family,
+                                                  uint16_t port) {
+  std::vector<ConntrackEntry> matches;
+  const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
+    auto entry = parseConntrackMessage(message);
+    if (!entry) return std::unexpected(std::move(entry.error()));
+    if (isUdpToPort(*entry, port)) matches.push_back(std::move(*entry));
+    return {};
+  };
+  const std::string what = "dump " + std::string(familyName(family)) +
+                           " conntrack entries for udp port " + std::to_string(port);
+
+  auto filtered = buildConntrackDump(family, port);
+  auto status = socket.requestAccepting(filtered, what, {EINVAL, EOPNOTSUPP}, collect);
+  if (!status) return std::unexpected(std::move(status.error()));
+  if (*status == 0) return matches;
+
+  // The kernel knows CTA_FILTER but refused this use of it: read the whole table instead.
+  matches.clear();
+  auto full = buildConntrackDump(family);
+  if (auto result = socket.request(full, what, collect); !result) {
+    return std::unexpected(std::move(result.error()));
+  }
+  return matches;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<NetlinkHostNetwork>> NetlinkHostNetwork::create() {
+  return std::unique_ptr<NetlinkHostNetwork>(new NetlinkHostNetwork());
+}
+
+Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
+  auto request = buildRouteGet(podIp);
+  if (!request) return std::unexpected(std::move(request.error()));
+  auto socket = NetlinkSocket::open(NETLINK_ROUTE);
+  if (!socket) return std::unexpected(std::move(socket.error()));
+
+  const std::string what = "route lookup for " + podIp.str();
+  std::optional<uint32_t> oif;
+  auto result = socket->request(*request, what, [&](std::span<const std::byte> message) {
+    auto parsed = parseRouteOutputInterface(message);
+    if (!parsed) return Result<void>(std::unexpected(std::move(parsed.error())));
+    oif = *parsed;
+    return Result<void>();
+  });
+  if (!result) return result;
+  if (!oif) return fail(ErrorCode::kKernel, what + ": the kernel acknowledged without a route");
+
+  char name[IF_NAMESIZE] = {};
+  if (if_indextoname(*oif, name) == nullptr) {
+    const int error = errno;
+    return fail(ErrorCode::kKernel, what + ": no name for interface index " + std::to_string(*oif) +
+                                        ": " + errnoText(error));
+  }
+  if (!isSafeInterfaceName(name)) {
+    return fail(ErrorCode::kKernel,
+                what + ": refusing unexpected interface name for index " + std::to_string(*oif));
+  }
+  return writeSysctl(std::string(kIpv4ConfDir) + name + "/route_localnet", "1");
+}
+
+Result<int> NetlinkHostNetwork::flushUdpConntrack(uint16_t port) {
+  if (port == 0) return fail(ErrorCode::kInvalidArgument, "cannot flush conntrack for port 0");
+  auto socket = NetlinkSocket::open(NETLINK_NETFILTER);
+  if (!socket) return std::unexpected(std::move(socket.error()));
+
+  int deleted = 0;
+  for (const Family family : {Family::kIPv4, Family::kIPv6}) {
+    // Collect first, delete after: a request sent while a dump is still streaming on the same
+    // socket would interleave with it.
+    auto entries = dumpUdpToPort(*socket, family, port);
+    if (!entries) return std::unexpected(std::move(entries.error()));
+    for (const ConntrackEntry& entry : *entries) {
+      auto request = buildConntrackDelete(entry);
+      if (!request) return std::unexpected(std::move(request.error()));
+      // ENOENT: the entry expired, or its tuple now belongs to a newer flow (CTA_ID differs).
+      auto status = socket->requestAccepting(*request, "delete conntrack entry " + entry.describe(),
+                                             {ENOENT});
+      if (!status) return std::unexpected(std::move(status.error()));
+      if (*status == 0) ++deleted;
+    }
+  }
+  return deleted;
+}
+
+}  // namespace hostport::hostnet

@@ -1,1 +1,225 @@
-// placeholder
+#include "hostnet/netlink_socket.h"
+
+#include <linux/netlink.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "hostnet/netlink_attributes.h"
+
+namespace hostport::hostnet {
+namespace {
+
+// The kernel sizes a dump's messages by the buffer the reader offers, capped near 32 KiB; twice
+// that leaves room, and MSG_TRUNC (ENOSPC from libmnl) would still be reported, never ignored.
+constexpr size_t kReceiveBufferSize = 64 * 1024;
+constexpr size_t kMaxExtackLength = 256;
+
+std::string errnoText(int error) { return std::generic_category().message(error); }
+
+/// What the reply so far said; filled by the C callbacks below, read after the loop.
+struct ReplyState {
+  const NetlinkSocket::MessageCallback* onMessage = nullptr;
+  std::optional<Error> callbackError;
+  int kernelErrno = 0;          // from NLMSG_ERROR or a negative NLMSG_DONE status
+  std::string extack;           // the kernel's NLMSGERR_ATTR_MSG, when it sent one
+  std::string protocolProblem;  // a control message we cannot make sense of
+};
+
+/// NLMSGERR_ATTR_MSG from extended-ACK TLVs, printable characters only.
+std::string extackMessage(Bytes tlvs) {
+  std::string message;
+  forEachAttribute(tlvs, [&](uint16_t type, Bytes payload) {
+    if (type != NLMSGERR_ATTR_MSG) return true;
+    message.clear();
+    for (const std::byte b : payload.first(std::min(payload.size(), kMaxExtackLength))) {
+      const auto c = std::to_integer<unsigned char>(b);
+      if (c == 0) break;
+      message.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?');
+    }
+    return true;
+  });
+  return message;
+}
+
+Bytes wholeMessage(const nlmsghdr* nlh) {
+  // mnl_cb_run2 only hands out messages whose nlmsg_len fits the received bytes.
+  return {reinterpret_cast<const std::byte*>(nlh), nlh->nlmsg_len};
+}
+
+int onData(const nlmsghdr* nlh, void* data) noexcept {
+  auto& state = *static_cast<ReplyState*>(data);
+  // After a failure keep reading (and dropping) the rest of the reply so the socket stays usable.
+  if (state.callbackError || state.onMessage == nullptr || !*state.onMessage) return MNL_CB_OK;
+  try {
+    auto result = (*state.onMessage)(wholeMessage(nlh));
+    if (!result) state.callbackError = std::move(result.error());
+  } catch (const std::exception& e) {
+    state.callbackError =
+        Error{ErrorCode::kInternal, std::string("reply handler threw: ") + e.what(), {}};
+  } catch (...) {
+    state.callbackError = Error{ErrorCode::kInternal, "reply handler threw", {}};
+  }
+  return MNL_CB_OK;
+}
+
+int onError(const nlmsghdr* nlh, void* data) noexcept {
+  auto& state = *static_cast<ReplyState*>(data);
+  const Bytes body = wholeMessage(nlh).subspan(NLMSG_HDRLEN);
+  const auto error = readStruct<nlmsgerr>(body);
+  if (!error) {
+    state.protocolProblem = "truncated NLMSG_ERROR";
+    return MNL_CB_STOP;
+  }
+  if (error->error == 0) return MNL_CB_STOP;  // the ACK: the request is complete
+  state.kernelErrno = error->error < 0 ? -error->error : error->error;
+  if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+    // The original request is echoed after nlmsgerr unless the ACK was capped.
+    size_t offset = sizeof(nlmsgerr);
+    if (!(nlh->nlmsg_flags & NLM_F_CAPPED) && error->msg.nlmsg_len >= NLMSG_HDRLEN) {
+      offset += error->msg.nlmsg_len - NLMSG_HDRLEN;
+    }
+    offset = NLMSG_ALIGN(offset);
+    if (offset <= body.size()) state.extack = extackMessage(body.subspan(offset));
+  }
+  return MNL_CB_STOP;
+}
+
+int onDone(const nlmsghdr* nlh, void* data) noexcept {
+  auto& state = *static_cast<ReplyState*>(data);
+  // A dump that failed part-way reports its errno in NLMSG_DONE's payload.
+  const Bytes body = wholeMessage(nlh).subspan(NLMSG_HDRLEN);
+  if (const auto status = readStruct<int>(body); status && *status < 0) {
+    state.kernelErrno = -*status;
+    if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+      state.extack = extackMessage(body.subspan(NLMSG_ALIGN(sizeof(int))));
+    }
+  }
+  return MNL_CB_STOP;
+}
+
+int onOverrun(const nlmsghdr*, void* data) noexcept {
+  static_cast<ReplyState*>(data)->protocolProblem = "NLMSG_OVERRUN: reply data was lost";
+  return MNL_CB_STOP;
+}
+
+}  // namespace
+
+Result<NetlinkSocket> NetlinkSocket::open(int bus, std::chrono::milliseconds timeout) {
+  MnlSocketPtr socket(mnl_socket_open2(bus, SOCK_CLOEXEC));
+  if (!socket) {
+    const int error = errno;
+    return fail(ErrorCode::kKernel, "cannot open netlink socket for bus " + std::to_string(bus) +
+                                        ": " + errnoText(error));
+  }
+  if (mnl_socket_bind(socket.get(), 0, MNL_SOCKET_AUTOPID) < 0) {
+    const int error = errno;
+    return fail(ErrorCode::kKernel, "cannot bind netlink socket for bus " + std::to_string(bus) +
+                                        ": " + errnoText(error));
+  }
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(micros / 1'000'000);
+  tv.tv_usec = static_cast<suseconds_t>(micros % 1'000'000);
+  if (setsockopt(mnl_socket_get_fd(socket.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+    const int error = errno;
+    return fail(ErrorCode::kKernel, "cannot set netlink receive timeout: " + errnoText(error));
+  }
+  // Best effort: extended ACKs add the kernel's own reason to errors, capped ACKs skip echoing our
+  // request back. A kernel that lacks either refuses the option, which changes nothing else.
+  int on = 1;
+  mnl_socket_setsockopt(socket.get(), NETLINK_EXT_ACK, &on, sizeof(on));
+  mnl_socket_setsockopt(socket.get(), NETLINK_CAP_ACK, &on, sizeof(on));
+  const uint32_t portId = mnl_socket_get_portid(socket.get());
+  return NetlinkSocket(std::move(socket), portId);
+}
+
+Result<void> NetlinkSocket::request(std::span<std::byte> message, std::string_view what,
+                                    const MessageCallback& onMessage) {
+  auto result = requestAccepting(message, what, {}, onMessage);
+  if (!result) return std::unexpected(std::move(result.error()));
+  return {};
+}
+
+Result<int> NetlinkSocket::requestAccepting(std::span<std::byte> message, std::string_view what,
+                                            std::initializer_list<int> accepted,
+                                            const MessageCallback& onMessage) {
+  const std::string context(what);
+  if (poisoned_) {
+    return fail(ErrorCode::kKernel, context + ": netlink socket unusable after an earlier failure");
+  }
+  auto header = readStruct<nlmsghdr>(std::as_bytes(message));
+  if (!header || header->nlmsg_len != message.size()) {
+    return fail(ErrorCode::kInternal, context + ": request is not one complete netlink message");
+  }
+  const bool dump = (header->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
+  header->nlmsg_flags |= NLM_F_REQUEST;
+  if (!dump) header->nlmsg_flags |= NLM_F_ACK;
+  header->nlmsg_seq = nextSeq_++;
+  if (nextSeq_ == 0) nextSeq_ = 1;  // 0 would disable libmnl's sequence check
+  header->nlmsg_pid = 0;            // addressed to the kernel
+  std::memcpy(message.data(), &*header, sizeof(nlmsghdr));
+
+  const ssize_t sent = mnl_socket_sendto(socket_.get(), message.data(), message.size());
+  if (sent < 0 || static_cast<size_t>(sent) != message.size()) {
+    const int error = sent < 0 ? errno : EMSGSIZE;
+    return fail(ErrorCode::kKernel, context + ": cannot send netlink request: " + errnoText(error));
+  }
+
+  std::vector<std::byte> buffer(kReceiveBufferSize);
+  ReplyState state;
+  state.onMessage = &onMessage;
+  mnl_cb_t control[NLMSG_MIN_TYPE] = {};
+  control[NLMSG_ERROR] = onError;
+  control[NLMSG_DONE] = onDone;
+  control[NLMSG_OVERRUN] = onOverrun;
+
+  for (;;) {
+    const ssize_t received = mnl_socket_recvfrom(socket_.get(), buffer.data(), buffer.size());
+    if (received < 0) {
+      const int error = errno;
+      if (error == EINTR) continue;
+      poisoned_ = true;
+      if (error == EAGAIN || error == EWOULDBLOCK) {
+        return fail(ErrorCode::kKernel, context + ": no netlink reply from the kernel in time");
+      }
+      return fail(ErrorCode::kKernel,
+                  context + ": cannot receive netlink reply: " + errnoText(error));
+    }
+    const int rc = mnl_cb_run2(buffer.data(), static_cast<size_t>(received), header->nlmsg_seq,
+                               portId_, onData, &state, control, NLMSG_MIN_TYPE);
+    if (rc == MNL_CB_ERROR) {
+      // ESRCH: wrong port id, EPROTO: wrong sequence number, EINTR: dump interrupted.
+      const int error = errno;
+      poisoned_ = true;
+      return fail(ErrorCode::kKernel,
+                  context + ": unexpected netlink reply: " + errnoText(error) +
+                      (error == EINTR ? " (dump interrupted by a concurrent change; retry)" : ""));
+    }
+    if (rc == MNL_CB_STOP) break;
+  }
+
+  if (!state.protocolProblem.empty()) {
+    poisoned_ = true;
+    return fail(ErrorCode::kKernel, context + ": " + state.protocolProblem);
+  }
+  const bool acceptedErrno =
+      state.kernelErrno != 0 && std::ranges::find(accepted, state.kernelErrno) != accepted.end();
+  if (state.kernelErrno != 0 && !acceptedErrno) {
+    std::string text = context + ": " + errnoText(state.kernelErrno);
+    if (!state.extack.empty()) text += " (" + state.extack + ")";
+    return fail(ErrorCode::kKernel, std::move(text));
+  }
+  if (state.callbackError) return withContext(std::move(*state.callbackError), context);
+  return state.kernelErrno;
+}
+
+}  // namespace hostport::hostnet

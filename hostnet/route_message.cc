@@ -1,1 +1,74 @@
-// placeholder
+#include "hostnet/route_message.h"
+
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/rtnetlink.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+
+#include "hostnet/netlink_attributes.h"
+
+namespace hostport::hostnet {
+namespace {
+
+std::unexpected<Error> malformed(const std::string& why) {
+  return fail(ErrorCode::kDecode, "malformed route reply: " + why);
+}
+
+}  // namespace
+
+Result<std::vector<std::byte>> buildRouteGet(const IpAddress& destination) {
+  if (destination.family() != Family::kIPv4) {
+    return fail(ErrorCode::kInvalidArgument, "route lookup is IPv4 only, got " + destination.str());
+  }
+  std::array<uint8_t, 4> address{};
+  if (inet_pton(AF_INET, destination.str().c_str(), address.data()) != 1) {
+    return fail(ErrorCode::kInternal, "IpAddress holds unparsable text " + destination.str());
+  }
+  std::vector<std::byte> buffer(128);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buffer.data());
+  nlh->nlmsg_type = RTM_GETROUTE;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
+  rtm->rtm_family = AF_INET;
+  rtm->rtm_dst_len = 32;  // a host lookup, as `ip route get` does
+  mnl_attr_put(nlh, RTA_DST, address.size(), address.data());
+  buffer.resize(nlh->nlmsg_len);
+  return buffer;
+}
+
+Result<uint32_t> parseRouteOutputInterface(std::span<const std::byte> message) {
+  const auto bytes = messageBytes(message);
+  if (!bytes) return malformed("truncated netlink header or bad nlmsg_len");
+  const auto header = readStruct<nlmsghdr>(*bytes);
+  if (header->nlmsg_type != RTM_NEWROUTE) {
+    return malformed("unexpected message type " + std::to_string(header->nlmsg_type));
+  }
+  const Bytes body = bytes->subspan(NLMSG_HDRLEN);
+  const auto rtm = readStruct<rtmsg>(body);
+  if (!rtm) return malformed("truncated rtmsg");
+  if (rtm->rtm_family != AF_INET) {
+    return malformed("unexpected family " + std::to_string(rtm->rtm_family));
+  }
+  std::optional<uint32_t> oif;
+  bool badOif = false;
+  const Bytes attributes = body.subspan(std::min(body.size(), NLMSG_ALIGN(sizeof(rtmsg))));
+  const bool ok = forEachAttribute(attributes, [&](uint16_t type, Bytes payload) {
+    if (type != RTA_OIF) return true;
+    oif = readHostU32(payload);  // rtnetlink integers are host order
+    badOif = !oif;
+    return oif.has_value();
+  });
+  if (badOif) return malformed("RTA_OIF is not four bytes");
+  if (!ok) return malformed("bad attribute length");
+  if (!oif || *oif == 0) {
+    return fail(ErrorCode::kNotFound,
+                "route has no single output interface (blackhole, prohibit or multipath)");
+  }
+  return *oif;
+}
+
+}  // namespace hostport::hostnet

@@ -1,1 +1,174 @@
+#include "hostnet/route_message.h"
+
 #include <gtest/gtest.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace hostport::hostnet {
+namespace {
+
+using ByteVector = std::vector<std::byte>;
+
+ByteVector bytesOf(std::initializer_list<int> values) {
+  ByteVector out;
+  for (const int v : values) out.push_back(static_cast<std::byte>(v));
+  return out;
+}
+
+template <typename T>
+ByteVector hostBytes(T value) {
+  ByteVector out(sizeof(T));
+  std::memcpy(out.data(), &value, sizeof(T));
+  return out;
+}
+
+ByteVector attr(uint16_t type, const ByteVector& payload) {
+  ByteVector out = hostBytes<uint16_t>(static_cast<uint16_t>(4 + payload.size()));
+  const ByteVector t = hostBytes<uint16_t>(type);
+  out.insert(out.end(), t.begin(), t.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  while (out.size() % 4 != 0) out.push_back(std::byte{0});
+  return out;
+}
+
+/// A hand-built rtnetlink message: header, 12-byte rtmsg, attributes.
+ByteVector routeMessage(uint16_t type, int family, std::initializer_list<ByteVector> attributes) {
+  ByteVector body = bytesOf(
+      {family, 32, 0, 0, RT_TABLE_MAIN, RTPROT_KERNEL, RT_SCOPE_LINK, RTN_UNICAST, 0, 0, 0, 0});
+  for (const auto& a : attributes) body.insert(body.end(), a.begin(), a.end());
+  ByteVector out = hostBytes<uint32_t>(static_cast<uint32_t>(16 + body.size()));
+  for (const auto& part : {hostBytes<uint16_t>(type), hostBytes<uint16_t>(0),
+                           hostBytes<uint32_t>(3), hostBytes<uint32_t>(999)}) {
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+/// Shaped like the kernel's answer to `ip route get 10.1.2.3` through interface 7.
+ByteVector kernelReply() {
+  return routeMessage(
+      RTM_NEWROUTE, AF_INET,
+      {attr(RTA_TABLE, hostBytes<uint32_t>(RT_TABLE_MAIN)), attr(RTA_DST, bytesOf({10, 1, 2, 3})),
+       attr(RTA_OIF, hostBytes<uint32_t>(7)), attr(RTA_PREFSRC, bytesOf({10, 1, 2, 1})),
+       attr(RTA_UID, hostBytes<uint32_t>(0))});
+}
+
+IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+
+TEST(RouteMessageTest, GetRouteRequestMatchesGoldenBytes) {
+  const ByteVector expected = bytesOf({
+      0x24, 0x00, 0x00, 0x00,  // nlmsg_len 36
+      0x1a, 0x00,              // RTM_GETROUTE
+      0x05, 0x00,              // NLM_F_REQUEST | NLM_F_ACK
+      0x00, 0x00, 0x00, 0x00,  // seq (set by the socket)
+      0x00, 0x00, 0x00, 0x00,  // pid
+      0x02, 0x20, 0x00, 0x00,  // rtmsg: AF_INET, dst_len 32, src_len 0, tos 0
+      0x00, 0x00, 0x00, 0x00,  //        table, protocol, scope, type: unspecified
+      0x00, 0x00, 0x00, 0x00,  //        flags
+      0x08, 0x00, 0x01, 0x00,  // RTA_DST, len 8
+      0x0a, 0x01, 0x02, 0x03,  //   10.1.2.3 in network order
+  });
+  auto request = buildRouteGet(ip("10.1.2.3"));
+  ASSERT_TRUE(request) << request.error().message;
+  EXPECT_EQ(*request, expected);
+}
+
+TEST(RouteMessageTest, GetRouteRefusesIpv6) {
+  auto request = buildRouteGet(ip("2001:db8::1"));
+  ASSERT_FALSE(request);
+  EXPECT_EQ(request.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST(RouteMessageTest, ParsesOutputInterfaceFromReply) {
+  auto oif = parseRouteOutputInterface(kernelReply());
+  ASSERT_TRUE(oif) << oif.error().message;
+  EXPECT_EQ(*oif, 7u);
+}
+
+TEST(RouteMessageTest, ReportsRouteWithoutOutputInterface) {
+  const auto blackhole =
+      routeMessage(RTM_NEWROUTE, AF_INET, {attr(RTA_DST, bytesOf({10, 1, 2, 3}))});
+  auto oif = parseRouteOutputInterface(blackhole);
+  ASSERT_FALSE(oif);
+  EXPECT_EQ(oif.error().code, ErrorCode::kNotFound);
+
+  const auto zero = routeMessage(RTM_NEWROUTE, AF_INET, {attr(RTA_OIF, hostBytes<uint32_t>(0))});
+  EXPECT_FALSE(parseRouteOutputInterface(zero));
+}
+
+TEST(RouteMessageTest, RejectsOutputInterfaceOfTheWrongSize) {
+  const auto bytes = routeMessage(RTM_NEWROUTE, AF_INET, {attr(RTA_OIF, hostBytes<uint16_t>(7))});
+  auto oif = parseRouteOutputInterface(bytes);
+  ASSERT_FALSE(oif);
+  EXPECT_EQ(oif.error().code, ErrorCode::kDecode);
+}
+
+TEST(RouteMessageTest, RejectsOtherMessagesAndFamilies) {
+  EXPECT_FALSE(parseRouteOutputInterface(
+      routeMessage(RTM_NEWLINK, AF_INET, {attr(RTA_OIF, hostBytes<uint32_t>(7))})));
+  EXPECT_FALSE(parseRouteOutputInterface(
+      routeMessage(RTM_NEWROUTE, AF_INET6, {attr(RTA_OIF, hostBytes<uint32_t>(7))})));
+}
+
+TEST(RouteMessageTest, RejectsEveryTruncation) {
+  const auto bytes = kernelReply();
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    const ByteVector prefix(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(n));
+    EXPECT_FALSE(parseRouteOutputInterface(prefix)) << "prefix of " << n << " bytes";
+  }
+}
+
+TEST(RouteMessageTest, RejectsBadLengthFields) {
+  auto tooLong = kernelReply();
+  const uint32_t len = static_cast<uint32_t>(tooLong.size() + 1);
+  std::memcpy(tooLong.data(), &len, 4);
+  EXPECT_FALSE(parseRouteOutputInterface(tooLong));
+
+  auto tooShort = kernelReply();
+  const uint32_t tiny = 8;
+  std::memcpy(tooShort.data(), &tiny, 4);
+  EXPECT_FALSE(parseRouteOutputInterface(tooShort));
+
+  auto badAttr = kernelReply();
+  badAttr[28] = std::byte{3};  // nla_len of the first attribute, below the header size
+  badAttr[29] = std::byte{0};
+  EXPECT_FALSE(parseRouteOutputInterface(badAttr));
+
+  auto overlong = kernelReply();
+  overlong[28] = std::byte{0xff};  // first attribute claims more than the message holds
+  EXPECT_FALSE(parseRouteOutputInterface(overlong));
+}
+
+TEST(RouteMessageTest, SurvivesRandomGarbageAndMutations) {
+  std::mt19937 random(7);  // fixed seed: failures must reproduce
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int round = 0; round < 2000; ++round) {
+    ByteVector garbage(static_cast<size_t>(random() % 96));
+    for (auto& b : garbage) b = static_cast<std::byte>(byte(random));
+    if (garbage.size() >= 4 && round % 2 == 0) {
+      const uint32_t len = static_cast<uint32_t>(garbage.size());
+      std::memcpy(garbage.data(), &len, 4);
+    }
+    (void)parseRouteOutputInterface(garbage);
+  }
+  const auto valid = kernelReply();
+  int parsed = 0;
+  for (int round = 0; round < 3000; ++round) {
+    ByteVector mutated = valid;
+    mutated[4 + random() % (mutated.size() - 4)] = static_cast<std::byte>(byte(random));
+    if (auto oif = parseRouteOutputInterface(mutated)) {
+      EXPECT_NE(*oif, 0u);
+      ++parsed;
+    }
+  }
+  EXPECT_GT(parsed, 0) << "mutations of unused bytes must still parse";
+}
+
+}  // namespace
+}  // namespace hostport::hostnet

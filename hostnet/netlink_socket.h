@@ -1,0 +1,74 @@
+#pragma once
+// One netlink socket and a request/response loop on top of libmnl.
+//
+// Design note:
+// - A socket is bound to the network namespace of the thread that opened it. Callers that must act
+//   in "the current netns" open a socket per operation instead of caching one.
+// - request() waits for the kernel's final word: NLMSG_DONE for a dump, the ACK for anything else
+//   (it sets NLM_F_ACK itself on non-dump requests, otherwise a request without a reply, such as a
+//   delete, would leave it waiting forever). Sequence number and port id of every reply are
+//   checked by mnl_cb_run2.
+// - When the caller's callback fails mid-dump, the rest of the dump is still read and dropped, so
+//   the socket stays usable. Only a receive failure (timeout) or a reply that does not belong to
+//   us poisons the socket; later requests on it fail at once.
+// - Errors never cross the C callbacks as exceptions: the trampolines catch everything.
+
+#include <libmnl/libmnl.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace hostport::hostnet {
+
+struct MnlSocketDeleter {
+  void operator()(mnl_socket* socket) const noexcept { mnl_socket_close(socket); }
+};
+using MnlSocketPtr = std::unique_ptr<mnl_socket, MnlSocketDeleter>;
+
+/// An open, bound netlink socket of one bus (NETLINK_ROUTE, NETLINK_NETFILTER, ...).
+class NetlinkSocket {
+ public:
+  /// Called once per data message of the reply (never for NLMSG_ERROR / NLMSG_DONE), with exactly
+  /// that message's bytes (nlmsg_len already checked). An error stops the callbacks; the request
+  /// then fails with it.
+  using MessageCallback = std::function<Result<void>(std::span<const std::byte> message)>;
+
+  static constexpr std::chrono::milliseconds kDefaultTimeout{5000};
+
+  /// Opens and binds a socket on `bus` in the calling thread's netns. `timeout` bounds each wait
+  /// for a reply, so a silent kernel cannot hang a CNI plugin.
+  static Result<NetlinkSocket> open(int bus, std::chrono::milliseconds timeout = kDefaultTimeout);
+
+  /// Sends `message` (one complete netlink message; its sequence number and port id are set here)
+  /// and runs `onMessage` on every reply until the request is complete. A kernel error becomes
+  /// Error{kKernel, "<what>: <strerror>"}. `what` says what was asked, for that message.
+  Result<void> request(std::span<std::byte> message, std::string_view what,
+                       const MessageCallback& onMessage = nullptr);
+
+  /// Like request(), but a kernel errno listed in `accepted` is returned as a value instead of an
+  /// error. Returns 0 when the kernel acknowledged success. Used where "already gone" is fine.
+  Result<int> requestAccepting(std::span<std::byte> message, std::string_view what,
+                               std::initializer_list<int> accepted,
+                               const MessageCallback& onMessage = nullptr);
+
+  uint32_t portId() const { return portId_; }
+
+ private:
+  NetlinkSocket(MnlSocketPtr socket, uint32_t portId)
+      : socket_(std::move(socket)), portId_(portId) {}
+
+  MnlSocketPtr socket_;
+  uint32_t portId_ = 0;
+  uint32_t nextSeq_ = 1;
+  bool poisoned_ = false;
+};
+
+}  // namespace hostport::hostnet
