@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "common/ip_address.h"
@@ -22,5 +23,9 @@ struct ContainerAddresses {
 /// address.
 Result<ContainerAddresses> containerAddresses(const nlohmann::json& prevResult,
                                               std::string_view ifname);
+
+/// Every prevResult.ips[].address ("10.88.0.5/16") in order; none when "ips" is absent or null.
+/// kInvalidArgument naming the field for a malformed ips array or an address that is not a CIDR.
+Result<std::vector<IpPrefix>> resultAddresses(const nlohmann::json& prevResult);
 
 }  // namespace hostport::cni

@@ -1,1 +1,91 @@
+#include "cni-plugin/attachment_plan.h"
+
 #include <gtest/gtest.h>
+
+namespace hostport::cni {
+namespace {
+
+ContainerAddresses dualStack() {
+  return {*IpPrefix::parse("10.88.0.5/24"), *IpPrefix::parse("fd00:88::5/64")};
+}
+
+PortMapping mapping(uint16_t host, uint16_t container, nft::Protocol protocol = nft::Protocol::kTcp,
+                    const char* hostIp = nullptr) {
+  PortMapping out{host, container, protocol, std::nullopt};
+  if (hostIp != nullptr) out.hostIp = *IpAddress::parse(hostIp);
+  return out;
+}
+
+std::vector<std::string> describeAll(const AttachmentPlan& plan) {
+  std::vector<std::string> out;
+  for (const auto& forward : plan.rules.forwards) out.push_back(nft::describe(forward));
+  return out;
+}
+
+TEST(AttachmentPlanTest, ForwardsEveryFamilyWhenNoHostIpIsGiven) {
+  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack(), PluginConfig{});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(describeAll(*plan), (std::vector<std::string>{"tcp 0.0.0.0:8080 -> 10.88.0.5:80",
+                                                          "tcp [::]:8080 -> [fd00:88::5]:80"}));
+  EXPECT_EQ(plan->rules.owner, "o/eth0");
+}
+
+TEST(AttachmentPlanTest, HostIpPicksItsFamilyOnly) {
+  auto plan = planAttachment("o/eth0", {mapping(53, 53, nft::Protocol::kUdp, "2001:db8::1")},
+                             dualStack(), PluginConfig{});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(describeAll(*plan),
+            std::vector<std::string>{"udp [2001:db8::1]:53 -> [fd00:88::5]:53"});
+  EXPECT_EQ(plan->udpHostPorts, std::vector<uint16_t>{53});
+  EXPECT_FALSE(plan->routeLocalnetFor);  // nothing IPv4 is forwarded
+}
+
+TEST(AttachmentPlanTest, WarnsAndSkipsWhenTheContainerLacksTheFamily) {
+  ContainerAddresses v4Only{*IpPrefix::parse("10.88.0.5/24"), std::nullopt};
+  auto plan = planAttachment("o/eth0", {mapping(80, 80, nft::Protocol::kTcp, "2001:db8::1")},
+                             v4Only, PluginConfig{});
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->rules.empty());
+  ASSERT_EQ(plan->warnings.size(), 1u);
+  EXPECT_NE(plan->warnings[0].find("2001:db8::1:80"), std::string::npos) << plan->warnings[0];
+}
+
+TEST(AttachmentPlanTest, MasqueradesSubnetPeersAndLocalhostWithSnat) {
+  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack(), PluginConfig{});
+  ASSERT_TRUE(plan);
+  std::vector<std::string> masquerades;
+  for (const auto& m : plan->rules.masquerades) {
+    masquerades.push_back(m.source.str() + " . " + m.podIp.str());
+  }
+  EXPECT_EQ(masquerades, (std::vector<std::string>{"10.88.0.0/24 . 10.88.0.5",
+                                                   "127.0.0.0/8 . 10.88.0.5",
+                                                   "fd00:88::/64 . fd00:88::5"}));
+  EXPECT_EQ(plan->routeLocalnetFor, IpAddress::parse("10.88.0.5").value());
+}
+
+TEST(AttachmentPlanTest, CarriesConditionsPerFamily) {
+  PluginConfig config;
+  config.conditionsV4 = "ip saddr 192.0.2.0/24";
+  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack(), config);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->rules.forwards[0].conditions, "ip saddr 192.0.2.0/24");
+  EXPECT_EQ(plan->rules.forwards[1].conditions, "");
+}
+
+TEST(AttachmentPlanTest, DuplicateMappingsCollapseAndClashingOnesFail) {
+  auto same = planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 80)}, dualStack(),
+                             PluginConfig{});
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->rules.forwards.size(), 2u);
+  auto clash = planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 81)}, dualStack(),
+                              PluginConfig{});
+  ASSERT_FALSE(clash);
+  EXPECT_EQ(clash.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(clash.error().message.find("8080"), std::string::npos);
+  // Same port, other protocol: no clash.
+  EXPECT_TRUE(planAttachment("o/eth0", {mapping(53, 53), mapping(53, 53, nft::Protocol::kUdp)},
+                             dualStack(), PluginConfig{}));
+}
+
+}  // namespace
+}  // namespace hostport::cni

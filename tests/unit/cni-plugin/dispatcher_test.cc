@@ -1,1 +1,313 @@
+// The verbs end to end in-process, against named fakes of the kernel seams.
+
+#include "cni-plugin/dispatcher.h"
+
 #include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "nft/table_state.h"
+
+namespace hostport::cni {
+namespace {
+
+using nlohmann::json;
+
+/// In-memory Ruleset: owners' rules by owner; a key held by another owner is a conflict.
+class FakeRuleset : public nft::Ruleset {
+ public:
+  Result<void> ensureTables() override {
+    ++ensureCalls;
+    return {};
+  }
+  Result<void> install(const nft::AttachmentRules& rules) override {
+    if (conflict) return fail(ErrorCode::kConflict, "host port is already forwarded for other/eth0");
+    auto& held = installed[rules.owner];
+    held.owner = rules.owner;
+    for (const auto& forward : rules.forwards) held.forwards.push_back(forward);
+    for (const auto& masquerade : rules.masquerades) held.masquerades.push_back(masquerade);
+    return {};
+  }
+  Result<nft::AttachmentRules> remove(const std::string& owner) override {
+    auto found = installed.find(owner);
+    if (found == installed.end()) return nft::AttachmentRules{owner, {}, {}};
+    auto removed = found->second;
+    installed.erase(found);
+    return removed;
+  }
+  Result<nft::AttachmentRules> listOwned(const std::string& owner) override {
+    auto found = installed.find(owner);
+    return found == installed.end() ? nft::AttachmentRules{owner, {}, {}} : found->second;
+  }
+
+  std::map<std::string, nft::AttachmentRules> installed;
+  int ensureCalls = 0;
+  bool conflict = false;
+};
+
+class FakeHostNetwork : public hostnet::HostNetwork {
+ public:
+  Result<void> enableRouteLocalnet(const IpAddress& podIp) override {
+    localnetFor.push_back(podIp.str());
+    if (failLocalnet) return fail(ErrorCode::kKernel, "cannot write route_localnet");
+    return {};
+  }
+  Result<int> flushUdpConntrack(uint16_t port) override {
+    flushedPorts.push_back(port);
+    return 0;
+  }
+  std::vector<std::string> localnetFor;
+  std::vector<uint16_t> flushedPorts;
+  bool failLocalnet = false;
+};
+
+json prevResult() {
+  return json::parse(R"({
+    "cniVersion": "1.0.0",
+    "interfaces": [{"name": "cni0", "mac": "aa:bb:cc:dd:ee:ff"},
+                   {"name": "veth1", "mac": "aa:bb:cc:dd:ee:01"},
+                   {"name": "eth0", "mac": "aa:bb:cc:dd:ee:02", "sandbox": "/run/netns/p"}],
+    "ips": [{"address": "10.88.0.5/16", "gateway": "10.88.0.1", "interface": 2}],
+    "routes": [{"dst": "0.0.0.0/0"}]})");
+}
+
+json config(const std::string& version = "1.0.0") {
+  return {{"cniVersion", version},
+          {"name", "testnet"},
+          {"type", "hostport"},
+          {"prevResult", prevResult()},
+          {"runtimeConfig",
+           {{"portMappings",
+             json::array({{{"HostPort", 8080}, {"ContainerPort", 80}, {"Protocol", "TCP"}},
+                          {{"hostPort", 5353}, {"containerPort", 53}, {"protocol", "udp"}}})}}}};
+}
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  struct Outcome {
+    int exitCode;
+    std::string out;
+    std::string err;
+    json document() const { return json::parse(out, nullptr, false); }
+  };
+
+  Outcome run(const std::string& verb, const std::string& stdinText) {
+    env_["CNI_COMMAND"] = verb;
+    std::ostringstream out, err;
+    const PluginIo io{[this](const char* name) -> const char* {
+                        auto found = env_.find(name);
+                        return found == env_.end() ? nullptr : found->second.c_str();
+                      },
+                      stdinText, out, err};
+    const PluginBackends backends{
+        [this]() -> Result<std::unique_ptr<nft::Ruleset>> {
+          ++rulesetOpened_;
+          return std::unique_ptr<nft::Ruleset>(new ForwardingRuleset(ruleset_));
+        },
+        [this]() -> Result<std::unique_ptr<hostnet::HostNetwork>> {
+          return std::unique_ptr<hostnet::HostNetwork>(new ForwardingHostNetwork(network_));
+        }};
+    const int code = runPlugin(io, backends);
+    return {code, out.str(), err.str()};
+  }
+
+  /// The dispatcher owns what the factory returns; these forward to the fixture's fakes.
+  struct ForwardingRuleset : nft::Ruleset {
+    explicit ForwardingRuleset(FakeRuleset& fake) : fake(fake) {}
+    Result<void> ensureTables() override { return fake.ensureTables(); }
+    Result<void> install(const nft::AttachmentRules& r) override { return fake.install(r); }
+    Result<nft::AttachmentRules> remove(const std::string& o) override { return fake.remove(o); }
+    Result<nft::AttachmentRules> listOwned(const std::string& o) override {
+      return fake.listOwned(o);
+    }
+    FakeRuleset& fake;
+  };
+  struct ForwardingHostNetwork : hostnet::HostNetwork {
+    explicit ForwardingHostNetwork(FakeHostNetwork& fake) : fake(fake) {}
+    Result<void> enableRouteLocalnet(const IpAddress& ip) override {
+      return fake.enableRouteLocalnet(ip);
+    }
+    Result<int> flushUdpConntrack(uint16_t port) override { return fake.flushUdpConntrack(port); }
+    FakeHostNetwork& fake;
+  };
+
+  std::map<std::string, std::string> env_{{"CNI_CONTAINERID", "c0ffee"},
+                                          {"CNI_NETNS", "/run/netns/p"},
+                                          {"CNI_IFNAME", "eth0"},
+                                          {"CNI_PATH", "/opt/cni/bin"},
+                                          {"CNI_ARGS", "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p"}};
+  FakeRuleset ruleset_;
+  FakeHostNetwork network_;
+  int rulesetOpened_ = 0;
+};
+
+TEST_F(DispatcherTest, VersionListsSupportedVersionsWithoutTouchingTheKernel) {
+  const auto outcome = run("VERSION", R"({"cniVersion": "0.4.0"})");
+  ASSERT_EQ(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["cniVersion"], "0.4.0");
+  EXPECT_EQ(outcome.document()["supportedVersions"],
+            json::array({"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}));
+  EXPECT_EQ(rulesetOpened_, 0);
+}
+
+TEST_F(DispatcherTest, AddInstallsForwardsAndPrintsPrevResult) {
+  const auto outcome = run("ADD", config().dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out;
+  const auto& rules = ruleset_.installed.at("c0ffee/eth0");
+  ASSERT_EQ(rules.forwards.size(), 2u);
+  EXPECT_EQ(nft::describe(rules.forwards[0]), "tcp 0.0.0.0:8080 -> 10.88.0.5:80");
+  EXPECT_EQ(nft::describe(rules.forwards[1]), "udp 0.0.0.0:5353 -> 10.88.0.5:53");
+  ASSERT_EQ(rules.masquerades.size(), 2u);  // subnet peers + localhost
+  EXPECT_EQ(rules.masquerades[0].source.str(), "10.88.0.0/16");
+  EXPECT_EQ(rules.masquerades[1].source.str(), "127.0.0.0/8");
+  EXPECT_EQ(network_.localnetFor, std::vector<std::string>{"10.88.0.5"});
+  EXPECT_EQ(network_.flushedPorts, std::vector<uint16_t>{5353});
+  EXPECT_EQ(outcome.document()["ips"], prevResult()["ips"]);
+  EXPECT_EQ(outcome.document()["cniVersion"], "1.0.0");
+}
+
+TEST_F(DispatcherTest, AddPrintsTheResultInTheRequestedVersion) {
+  const auto outcome = run("ADD", config("0.3.1").dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out;
+  EXPECT_EQ(outcome.document()["cniVersion"], "0.3.1");
+  EXPECT_EQ(outcome.document()["ips"][0]["version"], "4");
+}
+
+TEST_F(DispatcherTest, MasqAllMasqueradesEverySource) {
+  auto input = config();
+  input["masqAll"] = true;
+  ASSERT_EQ(run("ADD", input.dump()).exitCode, 0);
+  const auto& masquerades = ruleset_.installed.at("c0ffee/eth0").masquerades;
+  ASSERT_EQ(masquerades.size(), 1u);
+  EXPECT_EQ(masquerades[0].source.str(), "0.0.0.0/0");
+}
+
+TEST_F(DispatcherTest, SnatOffInstallsNoMasqueradeAndLeavesRouteLocalnetAlone) {
+  auto input = config();
+  input["snat"] = false;
+  ASSERT_EQ(run("ADD", input.dump()).exitCode, 0);
+  EXPECT_TRUE(ruleset_.installed.at("c0ffee/eth0").masquerades.empty());
+  EXPECT_TRUE(network_.localnetFor.empty());
+}
+
+TEST_F(DispatcherTest, AddWithoutPrevResultIsInvalidConfig) {
+  auto input = config();
+  input.erase("prevResult");
+  const auto outcome = run("ADD", input.dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 7);
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find("prevResult"), std::string::npos);
+  EXPECT_EQ(rulesetOpened_, 0);
+}
+
+TEST_F(DispatcherTest, BadInputFailsBeforeTheKernelIsTouched) {
+  auto badPort = config();
+  badPort["runtimeConfig"]["portMappings"][0]["HostPort"] = 70000;
+  auto badProtocol = config();
+  badProtocol["runtimeConfig"]["portMappings"][0]["Protocol"] = "icmp";
+  auto badHostIp = config();
+  badHostIp["runtimeConfig"]["portMappings"][0]["HostIP"] = "1.2.3";
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"{not json", 6},
+      {config("0.2.0").dump(), 1},
+      {config("9.9.9").dump(), 1},
+      {badPort.dump(), 7},
+      {badProtocol.dump(), 7},
+      {badHostIp.dump(), 7}};
+  for (const auto& [input, code] : cases) {
+    const auto outcome = run("ADD", input);
+    EXPECT_NE(outcome.exitCode, 0) << input;
+    EXPECT_EQ(outcome.document()["code"], code) << outcome.out;
+    EXPECT_FALSE(outcome.document()["msg"].get<std::string>().empty());
+  }
+  EXPECT_EQ(rulesetOpened_, 0);
+  EXPECT_TRUE(ruleset_.installed.empty());
+}
+
+TEST_F(DispatcherTest, BadEnvironmentIsCode4) {
+  env_.erase("CNI_IFNAME");
+  const auto outcome = run("ADD", config().dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 4);
+  env_["CNI_IFNAME"] = "eth0";
+  env_["CNI_CONTAINERID"] = "bad\"id";
+  EXPECT_EQ(run("ADD", config().dump()).document()["code"], 4);
+}
+
+TEST_F(DispatcherTest, SkipsMappingsForAFamilyTheContainerLacks) {
+  auto input = config();
+  input["runtimeConfig"]["portMappings"] =
+      json::array({{{"hostPort", 8080}, {"containerPort", 80}, {"hostIP", "2001:db8::1"}}});
+  const auto outcome = run("ADD", input.dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out;
+  EXPECT_NE(outcome.err.find("skipping port mapping"), std::string::npos) << outcome.err;
+  EXPECT_TRUE(ruleset_.installed.empty());
+  EXPECT_EQ(rulesetOpened_, 0);
+}
+
+TEST_F(DispatcherTest, ConflictIsOurCodeAndNamesTheHolder) {
+  ruleset_.conflict = true;
+  const auto outcome = run("ADD", config().dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 101);
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find("other/eth0"), std::string::npos);
+}
+
+TEST_F(DispatcherTest, FailedRouteLocalnetRollsTheForwardsBack) {
+  network_.failLocalnet = true;
+  const auto outcome = run("ADD", config().dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 100);
+  EXPECT_TRUE(ruleset_.installed.empty());
+}
+
+TEST_F(DispatcherTest, DelRemovesEverythingOfTheOwnerWithoutPrevResultOrNetns) {
+  ASSERT_EQ(run("ADD", config().dump()).exitCode, 0);
+  network_.flushedPorts.clear();
+  env_["CNI_NETNS"] = "";
+  auto input = config();
+  input.erase("prevResult");
+  input.erase("runtimeConfig");
+  const auto outcome = run("DEL", input.dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out;
+  EXPECT_TRUE(outcome.out.empty());
+  EXPECT_TRUE(ruleset_.installed.empty());
+  EXPECT_EQ(network_.flushedPorts, std::vector<uint16_t>{5353});  // UDP flushed at DEL too
+}
+
+TEST_F(DispatcherTest, DelOfNothingAndDelWithGarbageConfigSucceed) {
+  EXPECT_EQ(run("DEL", config().dump()).exitCode, 0);
+  EXPECT_EQ(run("DEL", "{garbage").exitCode, 0);
+}
+
+TEST_F(DispatcherTest, CheckPassesAfterAddAndFailsWhenAnElementIsMissing) {
+  ASSERT_EQ(run("ADD", config().dump()).exitCode, 0);
+  EXPECT_EQ(run("CHECK", config().dump()).exitCode, 0);
+  ruleset_.installed.at("c0ffee/eth0").forwards.pop_back();
+  const auto outcome = run("CHECK", config().dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 103);
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find("udp 0.0.0.0:5353"),
+            std::string::npos)
+      << outcome.out;
+}
+
+TEST_F(DispatcherTest, CheckFailsOnAForwardNobodyAskedFor) {
+  ASSERT_EQ(run("ADD", config().dump()).exitCode, 0);
+  auto& forwards = ruleset_.installed.at("c0ffee/eth0").forwards;
+  forwards.push_back(forwards.front());
+  forwards.back().hostPort = 9999;
+  EXPECT_EQ(run("CHECK", config().dump()).document()["code"], 103);
+}
+
+TEST_F(DispatcherTest, VerbsRefuseVersionsTheyDoNotExistIn) {
+  EXPECT_EQ(run("CHECK", config("0.3.1").dump()).document()["code"], 1);
+  EXPECT_EQ(run("GC", config("1.0.0").dump()).document()["code"], 1);
+  EXPECT_EQ(run("GC", config("1.1.0").dump()).exitCode, 0);
+  EXPECT_EQ(run("STATUS", config("1.1.0").dump()).exitCode, 0);
+}
+
+}  // namespace
+}  // namespace hostport::cni
