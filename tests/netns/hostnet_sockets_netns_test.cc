@@ -1,0 +1,485 @@
+// SocketTable, findSocketOwner and reserveLocalPorts against the real kernel, each test inside a
+// private network namespace.
+//
+// How the namespaces are made (private to this file on purpose; tests/support is developed in
+// parallel):
+// - Socket tests run on a dedicated thread that calls unshare(CLONE_NEWNET). Only that thread
+//   moves; the netns dies when the thread has exited and its last socket is closed. Sockets and
+//   the sock_diag netlink socket opened on that thread live in that netns, so the snapshot sees
+//   exactly the sockets the test made.
+// - The sysctl test runs in a forked child that unshares, so the whole (single-threaded) process
+//   is in the new netns and /proc/sys/net cannot resolve to the root netns whatever the thread
+//   semantics. ProcSysNetFollowsTheCallingThreadsNetns checks those semantics separately,
+//   read-only.
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/unique_fd.h"
+#include "hostnet/reserved_ports.h"
+#include "hostnet/sock_diag_message.h"
+#include "hostnet/socket_owner.h"
+#include "hostnet/socket_table.h"
+
+namespace hostport::hostnet {
+namespace {
+
+constexpr char kReservedPorts[] = "/proc/sys/net/ipv4/ip_local_reserved_ports";
+
+#define SKIP_UNLESS_ROOT()                                                         \
+  do {                                                                             \
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces"; \
+  } while (0)
+
+std::string errnoText() { return std::strerror(errno); }
+
+/// Brings `lo` up in the calling thread's netns (a new netns starts with it down, and without
+/// it 127.0.0.1 and ::1 are not local addresses).
+bool bringLoopbackUp() {
+  UniqueFd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return false;
+  ifreq request{};
+  std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
+  if (ioctl(fd.get(), SIOCGIFFLAGS, &request) != 0) return false;
+  request.ifr_flags |= IFF_UP;
+  return ioctl(fd.get(), SIOCSIFFLAGS, &request) == 0;
+}
+
+/// Runs `fn` on a fresh thread inside a fresh, private netns with `lo` up. Fails (and does not
+/// run `fn`) when the netns cannot be made.
+::testing::AssertionResult inPrivateNetns(const std::function<void()>& fn) {
+  std::string problem;
+  std::thread worker([&] {
+    if (unshare(CLONE_NEWNET) != 0) {
+      problem = "unshare(CLONE_NEWNET): " + errnoText();
+      return;
+    }
+    if (!bringLoopbackUp()) {
+      problem = "cannot bring lo up: " + errnoText();
+      return;
+    }
+    fn();
+  });
+  worker.join();
+  if (!problem.empty()) return ::testing::AssertionFailure() << problem;
+  return ::testing::AssertionSuccess();
+}
+
+/// A socket of the test, bound to an ephemeral port the kernel chose.
+struct TestSocket {
+  UniqueFd fd;
+  uint8_t protocol = 0;
+  Family family = Family::kIPv4;
+  uint16_t port = 0;
+  uint32_t inode = 0;
+  std::string address;
+};
+
+uint32_t inodeOfFd(int fd) {
+  struct stat info {};
+  return fstat(fd, &info) == 0 ? static_cast<uint32_t>(info.st_ino) : 0;
+}
+
+uint16_t localPort(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof(storage);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return 0;
+  if (storage.ss_family == AF_INET)
+    return ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+  return ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port);
+}
+
+/// socket() + bind(address, port 0) [+ listen()]. An empty `fd` on failure (ADD_FAILURE too).
+TestSocket makeSocket(uint8_t protocol, const std::string& address, bool listening) {
+  TestSocket result;
+  result.protocol = protocol;
+  result.address = address;
+  const bool v6 = address.find(':') != std::string::npos;
+  result.family = v6 ? Family::kIPv6 : Family::kIPv4;
+  const int type = protocol == IPPROTO_UDP ? SOCK_DGRAM : SOCK_STREAM;
+  UniqueFd fd(socket(v6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC, protocol));
+  if (!fd.valid()) {
+    ADD_FAILURE() << "socket(" << ipProtocolName(protocol) << "): " << errnoText();
+    return result;
+  }
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (v6) {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    sin6->sin6_family = AF_INET6;
+    inet_pton(AF_INET6, address.c_str(), &sin6->sin6_addr);
+    length = sizeof(sockaddr_in6);
+  } else {
+    auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
+    sin->sin_family = AF_INET;
+    inet_pton(AF_INET, address.c_str(), &sin->sin_addr);
+    length = sizeof(sockaddr_in);
+  }
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0) {
+    ADD_FAILURE() << "bind(" << address << "): " << errnoText();
+    return result;
+  }
+  if (listening && listen(fd.get(), 16) != 0) {
+    ADD_FAILURE() << "listen(" << address << "): " << errnoText();
+    return result;
+  }
+  result.port = localPort(fd.get());
+  result.inode = inodeOfFd(fd.get());
+  result.fd = std::move(fd);
+  return result;
+}
+
+/// A connect()ed client of `server` (127.0.0.1), with an ephemeral port.
+TestSocket connectTo(const TestSocket& server, int type) {
+  TestSocket client;
+  client.protocol = server.protocol;
+  client.family = Family::kIPv4;
+  client.address = "127.0.0.1";  // the source the kernel picks for a loopback peer
+  UniqueFd fd(socket(AF_INET, type | SOCK_CLOEXEC, 0));
+  sockaddr_in peer{};
+  peer.sin_family = AF_INET;
+  peer.sin_port = htons(server.port);
+  inet_pton(AF_INET, "127.0.0.1", &peer.sin_addr);
+  if (!fd.valid() || connect(fd.get(), reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) {
+    ADD_FAILURE() << "connect to 127.0.0.1:" << server.port << ": " << errnoText();
+    return client;
+  }
+  client.port = localPort(fd.get());
+  client.inode = inodeOfFd(fd.get());
+  client.fd = std::move(fd);
+  return client;
+}
+
+Result<SocketTable> snapshotOrFail() {
+  auto table = SocketTable::snapshot();
+  if (!table) ADD_FAILURE() << "snapshot: " << table.error().message;
+  return table;
+}
+
+std::string ownComm() {
+  std::string comm;
+  std::getline(std::ifstream("/proc/self/comm"), comm);
+  return comm;
+}
+
+/// Whether this kernel dumps bound-but-not-listening TCP sockets (TCP_BOUND_INACTIVE, 6.10).
+bool kernelDumpsBoundInactive() {
+  std::ifstream in("/proc/sys/kernel/osrelease");
+  int major = 0;
+  int minor = 0;
+  char dot = 0;
+  in >> major >> dot >> minor;
+  return major > 6 || (major == 6 && minor >= 10);
+}
+
+/// The inodes of `sockets` by (protocol, port). Ports chosen by bind(port 0) may repeat across
+/// addresses (127.0.0.1:P and ::1:P do not conflict), so a key may hold several.
+std::map<std::pair<uint8_t, uint16_t>, std::set<uint32_t>> inodesByPort(
+    const std::vector<TestSocket>& sockets) {
+  std::map<std::pair<uint8_t, uint16_t>, std::set<uint32_t>> byPort;
+  for (const auto& s : sockets) byPort[{s.protocol, s.port}].insert(s.inode);
+  return byPort;
+}
+
+/// Checks that `table` holds exactly `sockets`: each one with its own fields, each (protocol,
+/// port) bound and speaking for one of its own sockets, nothing else bound.
+void expectExactly(const SocketTable& table, const std::vector<TestSocket>& sockets) {
+  EXPECT_EQ(table.size(), sockets.size()) << "a fresh netns holds only this test's sockets";
+  const auto byPort = inodesByPort(sockets);
+  for (const auto& s : sockets) {
+    SCOPED_TRACE(ipProtocolName(s.protocol) + " " + s.address + ":" + std::to_string(s.port));
+    EXPECT_TRUE(table.isBound(s.protocol, s.port));
+    const auto inode = table.inodeOf(s.protocol, s.port);
+    ASSERT_TRUE(inode.has_value());
+    EXPECT_TRUE(byPort.at({s.protocol, s.port}).contains(*inode)) << "inode " << *inode;
+    const auto it = std::ranges::find(table.sockets(), s.inode, &BoundSocket::inode);
+    ASSERT_NE(it, table.sockets().end()) << "inode " << s.inode << " missing from the dump";
+    EXPECT_EQ(it->protocol, s.protocol);
+    EXPECT_EQ(it->port, s.port);
+    EXPECT_EQ(it->family, s.family);
+    char text[INET6_ADDRSTRLEN] = {};
+    inet_ntop(s.family == Family::kIPv4 ? AF_INET : AF_INET6, it->address.data(), text,
+              sizeof(text));
+    EXPECT_EQ(std::string(text), s.address);
+    EXPECT_EQ(it->uid, geteuid());
+  }
+  int extra = 0;
+  for (const uint8_t protocol : kBoundSocketProtocols) {
+    for (uint32_t port = 0; port <= 65535; ++port) {
+      const auto p = static_cast<uint16_t>(port);
+      if (table.isBound(protocol, p) && !byPort.contains({protocol, p})) ++extra;
+    }
+  }
+  EXPECT_EQ(extra, 0) << "ports bound that this test did not bind";
+}
+
+TEST(HostnetSocketsNetnsTest, SnapshotSeesListenersAndBoundUdpWithTheirInodes) {
+  SKIP_UNLESS_ROOT();
+  ASSERT_TRUE(inPrivateNetns([] {
+    std::vector<TestSocket> sockets;
+    for (const char* address : {"0.0.0.0", "127.0.0.1", "::", "::1"}) {
+      sockets.push_back(makeSocket(IPPROTO_TCP, address, /*listening=*/true));
+      sockets.push_back(makeSocket(IPPROTO_UDP, address, /*listening=*/false));
+    }
+    for (const auto& s : sockets) ASSERT_TRUE(s.fd.valid());
+
+    auto table = snapshotOrFail();
+    ASSERT_TRUE(table);
+    expectExactly(*table, sockets);
+    for (const BoundSocket& b : table->sockets()) {
+      EXPECT_EQ(b.state, b.protocol == IPPROTO_TCP ? kTcpListen : kTcpClose) << b.describe();
+    }
+  }));
+}
+
+TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn) {
+  SKIP_UNLESS_ROOT();
+  ASSERT_TRUE(inPrivateNetns([] {
+    TestSocket listener = makeSocket(IPPROTO_TCP, "127.0.0.1", /*listening=*/true);
+    ASSERT_TRUE(listener.fd.valid());
+    TestSocket client = connectTo(listener, SOCK_STREAM);
+    ASSERT_TRUE(client.fd.valid());
+    UniqueFd accepted(accept4(listener.fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_TRUE(accepted.valid()) << errnoText();
+    // bind() without listen(): what a server is between its two calls.
+    TestSocket boundOnly = makeSocket(IPPROTO_TCP, "::1", /*listening=*/false);
+    ASSERT_TRUE(boundOnly.fd.valid());
+    // A connected UDP socket still receives on its port: it counts (every UDP state does).
+    TestSocket udpServer = makeSocket(IPPROTO_UDP, "127.0.0.1", /*listening=*/false);
+    TestSocket udpClient = connectTo(udpServer, SOCK_DGRAM);
+    ASSERT_TRUE(udpClient.fd.valid());
+
+    auto table = snapshotOrFail();
+    ASSERT_TRUE(table);
+    EXPECT_TRUE(table->isBound(IPPROTO_TCP, listener.port));
+    EXPECT_EQ(table->inodeOf(IPPROTO_TCP, listener.port), listener.inode)
+        << "the listener, not the accepted connection on the same port";
+    EXPECT_FALSE(table->isBound(IPPROTO_TCP, client.port)) << "an ephemeral client port";
+    EXPECT_TRUE(table->isBound(IPPROTO_UDP, udpClient.port));
+    EXPECT_EQ(table->inodeOf(IPPROTO_UDP, udpClient.port), udpClient.inode);
+    ASSERT_NE(table->find(IPPROTO_UDP, udpClient.port), nullptr);
+    EXPECT_EQ(table->find(IPPROTO_UDP, udpClient.port)->state, kTcpEstablished);
+    if (boundOnly.port != listener.port) {  // ::1:P and 127.0.0.1:P may share P
+      EXPECT_FALSE(table->isBound(IPPROTO_TCP, boundOnly.port)) << "opt-in only";
+    }
+    EXPECT_EQ(table->size(), 3u) << "listener, two udp";
+
+    auto withBound = SocketTable::snapshot({.includeBoundOnlyTcp = true});
+    ASSERT_TRUE(withBound) << withBound.error().message;
+    if (!kernelDumpsBoundInactive()) {
+      std::cout << "[          ] this kernel does not dump bound-only TCP sockets (< 6.10)\n";
+      EXPECT_EQ(withBound->size(), 3u);
+      return;
+    }
+    std::vector<TestSocket> all;
+    for (TestSocket* s : {&listener, &boundOnly, &udpServer, &udpClient}) {
+      all.push_back(std::move(*s));
+    }
+    expectExactly(*withBound, all);
+    const auto it = std::ranges::find_if(withBound->sockets(), [](const BoundSocket& b) {
+      return b.protocol == IPPROTO_TCP && b.state != kTcpListen;
+    });
+    ASSERT_NE(it, withBound->sockets().end());
+    EXPECT_EQ(it->state, kTcpClose) << "the kernel reports bound-only sockets as CLOSE";
+  }));
+}
+
+TEST(HostnetSocketsNetnsTest, FindsThisProcessAsTheOwnerOfItsSocket) {
+  SKIP_UNLESS_ROOT();
+  ASSERT_TRUE(inPrivateNetns([] {
+    TestSocket listener = makeSocket(IPPROTO_TCP, "::", /*listening=*/true);
+    ASSERT_TRUE(listener.fd.valid());
+    auto table = snapshotOrFail();
+    ASSERT_TRUE(table);
+    const auto inode = table->inodeOf(IPPROTO_TCP, listener.port);
+    ASSERT_TRUE(inode.has_value());
+    ASSERT_NE(*inode, 0u);
+
+    auto owner = findSocketOwner(*inode);
+    ASSERT_TRUE(owner) << owner.error().message;
+    ASSERT_TRUE(owner->has_value()) << "no process holds socket " << *inode;
+    EXPECT_EQ((*owner)->pid, static_cast<uint32_t>(getpid()));
+    EXPECT_EQ((*owner)->command, ownComm());
+
+    const uint32_t closedInode = listener.inode;
+    listener.fd.reset();
+    auto gone = findSocketOwner(closedInode);
+    ASSERT_TRUE(gone) << gone.error().message;
+    EXPECT_FALSE(gone->has_value()) << "a closed socket has no owner";
+  }));
+}
+
+TEST(HostnetSocketsNetnsTest, SnapshotOfAThousandSocketsIsFast) {
+  SKIP_UNLESS_ROOT();
+  // 1000 sockets plus the test's own descriptors: lift the soft limit toward the hard one.
+  rlimit limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  const rlim_t saved = limit.rlim_cur;
+  if (limit.rlim_cur < 2048) {
+    limit.rlim_cur = std::min<rlim_t>(2048, limit.rlim_max);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0) << errnoText();
+  }
+  ASSERT_TRUE(inPrivateNetns([] {
+    std::vector<TestSocket> sockets;
+    const char* addresses[] = {"0.0.0.0", "::", "127.0.0.1", "::1"};
+    for (int i = 0; i < 1000; ++i) {
+      const uint8_t protocol = i % 2 == 0 ? IPPROTO_TCP : IPPROTO_UDP;
+      sockets.push_back(makeSocket(protocol, addresses[(i / 2) % 4], protocol == IPPROTO_TCP));
+      ASSERT_TRUE(sockets.back().fd.valid()) << "socket " << i;
+    }
+    // Not a timed test (nothing fails on speed): the figures go to the log and the XML report.
+    const auto measure = [&](const SnapshotOptions& options, const std::string& name) {
+      std::vector<double> micros;
+      for (int round = 0; round < 50; ++round) {
+        const auto start = std::chrono::steady_clock::now();
+        auto table = SocketTable::snapshot(options);
+        const auto elapsed = std::chrono::steady_clock::now() - start;
+        ASSERT_TRUE(table) << table.error().message;
+        ASSERT_EQ(table->size(), sockets.size());
+        micros.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
+      }
+      std::ranges::sort(micros);
+      const double median = micros[micros.size() / 2];
+      std::cout << "[          ] " << name << " snapshot of " << sockets.size() << " sockets: min "
+                << micros.front() << " us, median " << median << " us, p90 "
+                << micros[micros.size() * 9 / 10] << " us, max " << micros.back() << " us\n";
+      ::testing::Test::RecordProperty(name + "_snapshot_1000_median_us", std::to_string(median));
+    };
+    measure({}, "default");
+    measure({.includeBoundOnlyTcp = true}, "bound_only_tcp");
+    auto table = SocketTable::snapshot();
+    ASSERT_TRUE(table) << table.error().message;
+    expectExactly(*table, sockets);
+  }));
+  limit.rlim_cur = saved;
+  setrlimit(RLIMIT_NOFILE, &limit);
+}
+
+std::set<std::string> directoryEntries(const std::string& path) {
+  std::set<std::string> names;
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return names;
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] != '.') names.insert(entry->d_name);
+  }
+  closedir(dir);
+  return names;
+}
+
+TEST(HostnetSocketsNetnsTest, ProcSysNetFollowsTheCallingThreadsNetns) {
+  SKIP_UNLESS_ROOT();
+  // Read-only: /proc/sys/net/ipv4/conf/ lists the interfaces of the netns it resolves to.
+  const auto root = directoryEntries("/proc/sys/net/ipv4/conf");
+  const std::set<std::string> fresh = {"all", "default", "lo"};
+  if (root == fresh) GTEST_SKIP() << "the root netns has only lo: nothing to tell apart";
+  std::set<std::string> seen;
+  ASSERT_TRUE(inPrivateNetns([&] { seen = directoryEntries("/proc/sys/net/ipv4/conf"); }));
+  EXPECT_EQ(seen, fresh) << "a thread that unshared must see its own netns under /proc/sys/net";
+  EXPECT_EQ(directoryEntries("/proc/sys/net/ipv4/conf"), root) << "other threads did not move";
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : "<unreadable " + path + ">";
+}
+
+/// The body of the sysctl test, run in a child that is alone in a fresh netns. Returns "" on
+/// success, else what went wrong.
+std::string reserveInChild() {
+  const auto write = [](const std::string& text) {
+    std::ofstream out(kReservedPorts);
+    out << text;
+    out.flush();
+    return static_cast<bool>(out);
+  };
+  if (readFile(kReservedPorts) != "\n" && readFile(kReservedPorts) != "") {
+    return "a fresh netns should start with no reserved ports, has " + readFile(kReservedPorts);
+  }
+  if (!write("8080,30000-30010\n")) return "cannot pre-set " + std::string(kReservedPorts);
+  if (auto r = reserveLocalPorts({{30005, 30020}, {40000, 40000}}); !r) return r.error().message;
+  const std::string merged = readFile(kReservedPorts);
+  if (merged != "8080,30000-30020,40000\n") return "after the first call: " + merged;
+  if (auto r = reserveLocalPorts({{30005, 30020}, {40000, 40000}}); !r) return r.error().message;
+  if (auto r = reserveLocalPorts({{30001, 30002}}); !r) return r.error().message;
+  const std::string again = readFile(kReservedPorts);
+  if (again != merged) return "not idempotent: " + again;
+  // The kernel really reserves them: an ephemeral bind never lands in a fully reserved range.
+  if (!write("1-65535\n")) return "cannot reserve everything";
+  UniqueFd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&any), sizeof(any)) == 0) {
+    return "bind to port 0 succeeded with every port reserved (port " +
+           std::to_string(localPort(fd.get())) + ")";
+  }
+  return {};
+}
+
+TEST(HostnetSocketsNetnsTest, ReserveLocalPortsMergesInAPrivateNetnsAndIsIdempotent) {
+  SKIP_UNLESS_ROOT();
+  const std::string rootBefore = readFile(kReservedPorts);
+  int pipeFds[2];
+  ASSERT_EQ(pipe2(pipeFds, O_CLOEXEC), 0);
+  UniqueFd readEnd(pipeFds[0]);
+  UniqueFd writeEnd(pipeFds[1]);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0) << errnoText();
+  if (pid == 0) {
+    // The child: single-threaded, so unshare moves the whole process. It never returns into
+    // gtest; it reports through the pipe and _exits.
+    alarm(30);
+    std::string problem;
+    if (unshare(CLONE_NEWNET) != 0) {
+      problem = "unshare(CLONE_NEWNET): " + errnoText();
+    } else {
+      problem = reserveInChild();
+    }
+    const std::string report = problem.empty() ? "ok" : problem;
+    (void)!::write(writeEnd.get(), report.data(), report.size());
+    _exit(0);
+  }
+  writeEnd.reset();
+  std::string report;
+  char buffer[512];
+  for (;;) {
+    const ssize_t n = read(readEnd.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    report.append(buffer, static_cast<size_t>(n));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_EQ(report, "ok");
+  EXPECT_EQ(readFile(kReservedPorts), rootBefore) << "the root netns must be untouched";
+}
+
+}  // namespace
+}  // namespace hostport::hostnet
