@@ -97,7 +97,6 @@ Result<void> Invocation::add(const PluginConfig& config) {
   if (!planned->rules.empty()) {
     auto tables = ruleset();
     if (!tables) return std::unexpected(tables.error());
-    if (auto ready = (*tables)->ensureTables(); !ready) return ready;
     if (auto installed = (*tables)->install(planned->rules); !installed) return installed;
     if (planned->routeLocalnetFor) {
       auto network = hostNetwork();

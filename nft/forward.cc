@@ -1,6 +1,7 @@
 #include "nft/forward.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 namespace hostport::nft {
@@ -15,6 +16,14 @@ std::string lowercase(std::string_view text) {
   std::ranges::transform(out, out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
 }
+
+// Words that start an nft statement or verdict. A condition must only narrow which packets the
+// forward applies to; a statement (mark set, counter, drop, jump...) would act on them.
+constexpr std::array<std::string_view, 30> kStatementWords = {
+    "accept", "drop",    "reject", "queue",  "continue", "return",     "jump",     "goto",
+    "counter", "log",    "limit",  "quota",  "set",      "dnat",       "snat",     "masquerade",
+    "redirect", "notrack", "tproxy", "fwd",  "dup",      "synproxy",   "flow",     "add",
+    "update",  "delete", "meter",  "comment", "vmap",    "last"};
 
 bool isConditionChar(unsigned char c) {
   // Everything an nft match needs (addresses, prefixes, sets, ranges, negation, comparison) and
@@ -95,6 +104,27 @@ Result<std::string> validateConditions(const std::vector<std::string>& parts) {
   }
   if (joined.size() > kMaxConditionsLength) {
     return fail(ErrorCode::kInvalidArgument, "conditions are longer than 512 characters");
+  }
+  int depth = 0;
+  std::string_view rest = joined;
+  while (!rest.empty()) {
+    const auto space = rest.find(' ');
+    const auto token = rest.substr(0, space);
+    if (std::ranges::find(kStatementWords, lowercase(token)) != kStatementWords.end()) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "condition \"" + joined.substr(0, 64) + "\" holds the statement \"" +
+                      std::string(token) + "\": conditions may only match packets");
+    }
+    for (const char c : token) {
+      depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+      if (depth < 0) break;
+    }
+    if (depth < 0) break;
+    rest.remove_prefix(space == std::string_view::npos ? rest.size() : space + 1);
+  }
+  if (depth != 0) {
+    return fail(ErrorCode::kInvalidArgument,
+                "condition \"" + joined.substr(0, 64) + "\" has unbalanced braces");
   }
   return joined;
 }

@@ -29,6 +29,14 @@ Result<std::string> NftContext::run(std::string_view commands) {
   return std::string(output != nullptr ? output : "");
 }
 
+Result<void> NftContext::check(std::string_view commands) {
+  nft_ctx_set_dry_run(ctx_.get(), true);
+  auto output = run(commands);
+  nft_ctx_set_dry_run(ctx_.get(), false);
+  if (!output) return std::unexpected(output.error());
+  return {};
+}
+
 Result<nlohmann::json> NftContext::list(std::string_view command) {
   const unsigned int flags = nft_ctx_output_get_flags(ctx_.get());
   nft_ctx_output_set_flags(ctx_.get(), flags | NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE);

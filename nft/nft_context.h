@@ -19,6 +19,8 @@ class NftContext {
 
   /// Runs text commands; the error carries libnftables' own message.
   Result<std::string> run(std::string_view commands);
+  /// Parses and evaluates the commands without committing anything.
+  Result<void> check(std::string_view commands);
   /// Runs a `list` command and returns its JSON output.
   Result<nlohmann::json> list(std::string_view command);
 

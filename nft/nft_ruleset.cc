@@ -1,5 +1,7 @@
 #include "nft/nft_ruleset.h"
 
+#include <algorithm>
+
 #include "nft/commands.h"
 #include "nft/table_layout.h"
 
@@ -18,15 +20,36 @@ Result<std::unique_ptr<NftRuleset>> NftRuleset::create() {
   return std::unique_ptr<NftRuleset>(new NftRuleset(std::move(*context)));
 }
 
+namespace {
+
+std::string bothLayouts() {
+  return tableLayoutCommands(Family::kIPv4) + tableLayoutCommands(Family::kIPv6);
+}
+
+}  // namespace
+
 Result<void> NftRuleset::ensureTables() {
-  auto done = context_.run(tableLayoutCommands(Family::kIPv4) + tableLayoutCommands(Family::kIPv6));
+  auto done = context_.run(bothLayouts());
   if (!done) return withContext(done.error(), "creating the hostport tables");
   return {};
 }
 
 Result<void> NftRuleset::install(const AttachmentRules& rules) {
   if (rules.empty()) return {};
-  auto done = context_.run(installCommands(rules));
+  // The layout rides in the same transaction, so it is repaired by every ADD and never left
+  // behind by a failed one.
+  const std::string commands = bothLayouts() + installCommands(rules);
+  const bool conditional = std::ranges::any_of(
+      rules.forwards, [](const Forward& forward) { return !forward.conditions.empty(); });
+  if (conditional) {
+    // Conditions are user text: let nft judge them before anything is committed, so a bad one
+    // is a config error (CNI code 7), not a kernel failure.
+    if (auto checked = context_.check(commands); !checked && !isAlreadyExists(checked.error())) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "conditionsV4/conditionsV6 refused by nftables: " + checked.error().message);
+    }
+  }
+  auto done = context_.run(commands);
   if (done) return {};
   if (isAlreadyExists(done.error())) return std::unexpected(describeConflict(done.error(), rules));
   return withContext(done.error(), "installing the forwards of " + rules.owner);

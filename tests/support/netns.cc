@@ -1,1 +1,145 @@
-// placeholder
+#include "tests/support/netns.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "common/unique_fd.h"
+#include "tests/support/subprocess.h"
+
+namespace hostport::test {
+namespace {
+
+constexpr std::string_view kPrefix = "hpt-";
+
+// Removes /run/netns/hpt-<pid>-* of processes that no longer exist (a test killed by a timeout
+// cannot run its destructors). Namespaces of live processes, ours or not, are left alone.
+void reapStaleNamespaces() {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/run/netns", error)) {
+    const std::string name = entry.path().filename();
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string rest = name.substr(kPrefix.size());
+    const auto dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0) continue;
+    const std::string pidText = rest.substr(0, dash);
+    if (pidText.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pidText));
+    // Our own pid: left by an earlier process that had it, since we have made none yet.
+    if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
+    (void)runOk({"ip", "netns", "delete", name});
+  }
+}
+
+// Removes <tmp>/hpt-<pid>-* directories of processes that no longer exist.
+void reapStaleTempDirs(const std::string& base) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(base, error)) {
+    const std::string name = entry.path().filename();
+    if (!name.starts_with(kPrefix) || !entry.is_directory(error)) continue;
+    const std::string rest = name.substr(kPrefix.size());
+    const auto dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0) continue;
+    const std::string pidText = rest.substr(0, dash);
+    if (pidText.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pidText));
+    if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
+    std::filesystem::remove_all(entry.path(), error);
+  }
+}
+
+}  // namespace
+
+bool haveRoot() { return ::geteuid() == 0; }
+
+std::string uniqueName(std::string_view tag) {
+  static std::atomic<unsigned> counter{0};
+  const std::string suffix =
+      "-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  const size_t room = suffix.size() < 15 ? 15 - suffix.size() : 1;
+  return std::string(tag.substr(0, room)) + suffix;
+}
+
+Result<void> runInNetnsPath(const std::string& netnsPath, const std::function<void()>& fn) {
+  UniqueFd fd(::open(netnsPath.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return fail(ErrorCode::kIo, "open " + netnsPath + ": " + std::strerror(errno));
+  }
+  int setnsError = 0;
+  std::thread thread([&] {
+    if (::setns(fd.get(), CLONE_NEWNET) != 0) {
+      setnsError = errno;
+      return;
+    }
+    fn();
+  });
+  thread.join();
+  if (setnsError != 0) {
+    return fail(ErrorCode::kIo, "setns " + netnsPath + ": " + std::strerror(setnsError));
+  }
+  return {};
+}
+
+Result<Netns> Netns::create() {
+  static std::once_flag reaped;
+  std::call_once(reaped, reapStaleNamespaces);
+  // "hpt-" + pid + counter stays within 15 characters for pids up to 7 digits.
+  Netns netns(uniqueName("hpt"));
+  if (auto added = runOk({"ip", "netns", "add", netns.name_}); !added) {
+    netns.name_.clear();  // nothing to delete
+    return std::unexpected(added.error());
+  }
+  if (auto up = netns.ip({"link", "set", "lo", "up"}); !up) return std::unexpected(up.error());
+  return netns;
+}
+
+Netns& Netns::operator=(Netns&& other) noexcept {
+  if (this != &other) {
+    Netns dying(std::exchange(name_, std::exchange(other.name_, {})));
+  }
+  return *this;
+}
+
+Netns::~Netns() {
+  if (name_.empty()) return;
+  (void)runOk({"ip", "netns", "delete", name_});
+}
+
+Result<std::string> Netns::ip(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv{"ip", "-n", name_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runOk(argv);
+}
+
+Result<std::string> Netns::exec(const std::vector<std::string>& argv) const {
+  return runOk(argv, path());
+}
+
+Result<TempDir> TempDir::create() {
+  const char* base = std::getenv("TMPDIR");
+  const std::string dir = base && *base ? base : "/tmp";
+  static std::once_flag reaped;
+  std::call_once(reaped, [&] { reapStaleTempDirs(dir); });
+  std::string pattern = dir + "/hpt-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return fail(ErrorCode::kIo, "mkdtemp " + pattern + ": " + std::strerror(errno));
+  }
+  return TempDir(pattern);
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+}  // namespace hostport::test

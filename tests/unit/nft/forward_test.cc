@@ -49,6 +49,21 @@ TEST(ForwardTest, RejectsConditionsThatCouldEndTheRule) {
   EXPECT_FALSE(validateConditions({std::string(600, 'a')}));
 }
 
+TEST(ForwardTest, RejectsConditionsThatActInsteadOfMatch) {
+  for (const auto* statement :
+       {"ip saddr 192.0.2.0/24 meta mark set 0x2000", "ip saddr 1.2.3.4 drop", "jump postrouting",
+        "ip saddr 0.0.0.0/0 dnat ip to 192.0.2.100", "ip saddr 1.2.3.4 counter", "ip saddr 1.2.3.4 ACCEPT",
+        "ip saddr vmap { 1.2.3.4 : accept }"}) {
+    auto result = validateConditions({statement});
+    ASSERT_FALSE(result) << statement;
+    EXPECT_NE(result.error().message.find("statement"), std::string::npos) << result.error().message;
+  }
+  for (const auto* unbalanced : {"ip saddr 192.0.2.0/24 }", "ip saddr { 1.2.3.4", "} {"}) {
+    EXPECT_FALSE(validateConditions({unbalanced})) << unbalanced;
+  }
+  EXPECT_TRUE(validateConditions({"ip saddr != { 10.0.0.1, 10.0.0.2 } tcp flags syn"}));
+}
+
 TEST(ForwardTest, DescribesForwardsForMessages) {
   Forward v4{Protocol::kTcp, std::nullopt, 8080, *IpAddress::parse("10.88.0.5"), 80, ""};
   EXPECT_EQ(describe(v4), "tcp 0.0.0.0:8080 -> 10.88.0.5:80");

@@ -1,0 +1,198 @@
+// Bad input to ADD (config, runtimeConfig, prevResult, environment) must fail with the right CNI
+// error code and leave the node's whole nftables ruleset exactly as it was: both on a fresh node
+// and on one where another pod already has mappings.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "tests/support/plugin_fixture.h"
+
+namespace hostport::test {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::Eq;
+using ::testing::Ge;
+using ::testing::Matcher;
+
+constexpr uint16_t kHostPort = 8080;
+constexpr uint16_t kContainerPort = 80;
+
+constexpr int kIncompatibleVersion = 1;
+constexpr int kInvalidEnvironment = 4;
+constexpr int kDecode = 6;
+constexpr int kInvalidConfig = 7;
+
+struct BadInput {
+  std::string name;
+  /// Edits the valid stdin {cniVersion, name, type, prevResult, runtimeConfig{portMappings}}.
+  std::function<void(nlohmann::json&)> edit;
+  std::vector<int> codes;  // any of these
+  std::string rawStdin;    // replaces the JSON when set
+  std::map<std::string, std::string> env;
+};
+
+void setMapping(nlohmann::json& config, const std::string& key, nlohmann::json value) {
+  config["runtimeConfig"]["portMappings"][0][key] = std::move(value);
+}
+
+std::vector<BadInput> badInputs() {
+  auto none = [](nlohmann::json&) {};
+  return {
+      {"MalformedJson", none, {kDecode, kInvalidConfig}, R"({"cniVersion": "1.0.0", )"},
+      {"NotAnObject", none, {kDecode, kInvalidConfig}, R"(["cniVersion"])"},
+      {"EmptyStdin", none, {kDecode, kInvalidConfig}, " "},
+      {"UnknownCniVersion", [](auto& c) { c["cniVersion"] = "9.9.9"; }, {kIncompatibleVersion}},
+      {"UnsupportedOldCniVersion",
+       [](auto& c) { c["cniVersion"] = "0.2.0"; },
+       {kIncompatibleVersion}},
+      {"MissingPrevResult", [](auto& c) { c.erase("prevResult"); }, {kInvalidConfig}},
+      {"NullPrevResult", [](auto& c) { c["prevResult"] = nullptr; }, {kInvalidConfig}},
+      {"PrevResultWithBadAddress",
+       [](auto& c) { c["prevResult"]["ips"][0]["address"] = "10.88.0.300/24"; },
+       {kInvalidConfig}},
+      {"HostPortZero", [](auto& c) { setMapping(c, "hostPort", 0); }, {kInvalidConfig}},
+      {"HostPortTooLarge", [](auto& c) { setMapping(c, "hostPort", 65536); }, {kInvalidConfig}},
+      {"HostPortNegative", [](auto& c) { setMapping(c, "hostPort", -80); }, {kInvalidConfig}},
+      {"HostPortAsString", [](auto& c) { setMapping(c, "hostPort", "8080"); }, {kInvalidConfig}},
+      {"HostPortFractional", [](auto& c) { setMapping(c, "hostPort", 8080.5); }, {kInvalidConfig}},
+      {"ContainerPortZero", [](auto& c) { setMapping(c, "containerPort", 0); }, {kInvalidConfig}},
+      {"ContainerPortTooLarge",
+       [](auto& c) { setMapping(c, "containerPort", 70000); },
+       {kInvalidConfig}},
+      {"MissingHostPort",
+       [](auto& c) { c["runtimeConfig"]["portMappings"][0].erase("hostPort"); },
+       {kInvalidConfig}},
+      {"UnknownProtocol", [](auto& c) { setMapping(c, "protocol", "icmp"); }, {kInvalidConfig}},
+      {"ProtocolWithInjection",
+       [](auto& c) { setMapping(c, "protocol", "tcp; flush ruleset"); },
+       {kInvalidConfig}},
+      {"HostIpOutOfRange",
+       [](auto& c) { setMapping(c, "hostIP", "192.0.2.300"); },
+       {kInvalidConfig}},
+      {"HostIpNotAnAddress", [](auto& c) { setMapping(c, "hostIP", "node-1"); }, {kInvalidConfig}},
+      {"HostIpWithPrefix",
+       [](auto& c) { setMapping(c, "hostIP", "192.0.2.0/24"); },
+       {kInvalidConfig}},
+      {"HostIpWithInjection",
+       [](auto& c) { setMapping(c, "hostIP", "192.0.2.1 } ; flush ruleset"); },
+       {kInvalidConfig}},
+      {"PortMappingsNotAnArray",
+       [](auto& c) { c["runtimeConfig"]["portMappings"] = "8080:80"; },
+       {kInvalidConfig}},
+      {"PortMappingNotAnObject",
+       [](auto& c) { c["runtimeConfig"]["portMappings"][0] = 8080; },
+       {kInvalidConfig}},
+      {"SnatNotABoolean", [](auto& c) { c["snat"] = "yes"; }, {kInvalidConfig}},
+      {"MasqAllNotABoolean", [](auto& c) { c["masqAll"] = 1; }, {kInvalidConfig}},
+      {"ConditionsNotAnArray",
+       [](auto& c) { c["conditionsV4"] = "ip saddr 192.0.2.0/24"; },
+       {kInvalidConfig}},
+      {"ConditionsEndingTheRule",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 192.0.2.0/24 accept ; flush ruleset"}; },
+       {kInvalidConfig}},
+      {"ConditionsWithNewline",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 192.0.2.0/24\nflush ruleset"}; },
+       {kInvalidConfig}},
+      {"ConditionsWithBrace",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 192.0.2.0/24 }"}; },
+       {kInvalidConfig}},
+      {"ConditionsWithVerdict",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 192.0.2.0/24 drop"}; },
+       {kInvalidConfig}},
+      {"ConditionsWithOwnDnat",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 0.0.0.0/0 dnat ip to 192.0.2.100"}; },
+       {kInvalidConfig}},
+      {"ConditionsWithMarkStatement",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 192.0.2.0/24 meta mark set 0x2000"}; },
+       {kInvalidConfig}},
+      {"ConditionsWithJump",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 192.0.2.0/24 jump postrouting"}; },
+       {kInvalidConfig}},
+      {"ConditionsWithHash",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 192.0.2.0/24 #"}; },
+       {kInvalidConfig}},
+      {"ConditionsWithQuote",
+       [](auto& c) { c["conditionsV4"] = {"ip saddr 192.0.2.0/24 comment \"x\""}; },
+       {kInvalidConfig}},
+      {"ConditionsNotStrings", [](auto& c) { c["conditionsV4"] = {42}; }, {kInvalidConfig}},
+      {"ConditionsV6WithVerdict",
+       [](auto& c) { c["conditionsV6"] = {"ip6 saddr ::1 drop"}; },
+       {kInvalidConfig}},
+      {"MissingContainerId", none, {kInvalidEnvironment}, "", {{"-CNI_CONTAINERID", ""}}},
+      {"ContainerIdWithQuote",
+       none,
+       {kInvalidEnvironment},
+       "",
+       {{"CNI_CONTAINERID", "abc\"; flush ruleset"}}},
+      {"ContainerIdWithSlash", none, {kInvalidEnvironment}, "", {{"CNI_CONTAINERID", "a/b"}}},
+      {"ContainerIdTooLong",
+       none,
+       {kInvalidEnvironment},
+       "",
+       {{"CNI_CONTAINERID", std::string(101, 'a')}}},
+      {"MissingIfname", none, {kInvalidEnvironment}, "", {{"-CNI_IFNAME", ""}}},
+      {"IfnameTooLong", none, {kInvalidEnvironment}, "", {{"CNI_IFNAME", "eth0123456789012"}}},
+      {"IfnameWithSlash", none, {kInvalidEnvironment}, "", {{"CNI_IFNAME", "eth/0"}}},
+      {"MissingNetns", none, {kInvalidEnvironment}, "", {{"-CNI_NETNS", ""}}},
+      {"UnknownCommand", none, {kInvalidEnvironment}, "", {{"CNI_COMMAND", "FROB"}}},
+  };
+}
+
+struct Scenario {
+  BadInput input;
+  bool populated;  // another pod already has mappings
+
+  friend void PrintTo(const Scenario& scenario, std::ostream* os) {
+    *os << scenario.input.name << (scenario.populated ? " on a busy node" : " on a fresh node");
+  }
+};
+
+class PluginBadInputTest : public PluginFixture, public ::testing::WithParamInterface<Scenario> {
+ protected:
+  PluginBadInputTest() : PluginFixture(HOSTPORT_PLUGIN_PATH) {}
+};
+
+TEST_P(PluginBadInputTest, FailsWithTheRightCodeAndLeavesTheRulesetUnchanged) {
+  const BadInput& input = GetParam().input;
+  if (GetParam().populated) {
+    Pod* other = addPod("other", {.mappings = {{9090, kContainerPort, "tcp"}}});
+    ASSERT_NE(other, nullptr);
+  }
+  Pod* pod = bridgedPod("pod-a");
+  ASSERT_NE(pod, nullptr);
+  nlohmann::json config = node().pluginConfig(defaultCniVersion(), {}, pod->bridgeResult,
+                                              {{kHostPort, kContainerPort, "tcp"}});
+  input.edit(config);
+  const std::string stdinText = input.rawStdin.empty() ? config.dump() : input.rawStdin;
+  ASSERT_OK_AND_ASSIGN(const std::string before, rulesetJson(nodeNetns()));
+
+  ASSERT_OK_AND_ASSIGN(auto result, node().invokePlugin("ADD", *pod, stdinText, input.env));
+
+  std::vector<Matcher<int>> codes;
+  for (int code : input.codes) codes.push_back(Eq(code));
+  EXPECT_THAT(result, FailsWithCode(AnyOfArray(codes))) << "stdin: " << stdinText;
+  ASSERT_OK_AND_ASSIGN(const std::string after, rulesetJson(nodeNetns()));
+  EXPECT_EQ(rulesetDifference(before, after), "")
+      << "the failed ADD changed the ruleset; stdin: " << stdinText;
+  EXPECT_THAT(ownedBy(entries(), pod->owner()), ::testing::IsEmpty());
+}
+
+std::vector<Scenario> scenarios() {
+  std::vector<Scenario> all;
+  for (bool populated : {false, true}) {
+    for (const auto& input : badInputs()) all.push_back({input, populated});
+  }
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Inputs, PluginBadInputTest, ::testing::ValuesIn(scenarios()),
+                         [](const ::testing::TestParamInfo<Scenario>& info) {
+                           return info.param.input.name +
+                                  (info.param.populated ? "_OnBusyNode" : "_OnFreshNode");
+                         });
+
+}  // namespace
+}  // namespace hostport::test

@@ -1,0 +1,86 @@
+#pragma once
+// Named network namespaces for root tests, and running code inside one.
+//
+// setns(CLONE_NEWNET) changes only the calling thread, so code that must run inside a netns runs
+// on a fresh std::thread that joins it and then exits; the test's own threads never move. A
+// socket keeps the netns it was created in, so a socket made that way can be used from any
+// thread afterwards.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "common/error.h"
+
+namespace hostport::test {
+
+/// True when the process can create network namespaces (root). Tests skip otherwise.
+bool haveRoot();
+
+/// A unique name for this process: "<tag>-<pid>-<counter>", at most 15 characters so it is also
+/// usable as a link name. `tag` is cut to fit.
+std::string uniqueName(std::string_view tag);
+
+/// Runs `fn` on a dedicated thread that has joined the netns at `netnsPath`.
+Result<void> runInNetnsPath(const std::string& netnsPath, const std::function<void()>& fn);
+
+/// A named network namespace (`ip netns add`), deleted with everything in it on destruction.
+class Netns {
+ public:
+  /// Creates "hpt-<pid>-<n>" (a new, empty netns with `lo` down) and brings `lo` up. Namespaces
+  /// left behind by an earlier run of this suite whose process is gone are removed first.
+  static Result<Netns> create();
+
+  Netns(Netns&& other) noexcept : name_(std::exchange(other.name_, {})) {}
+  Netns& operator=(Netns&& other) noexcept;
+  Netns(const Netns&) = delete;
+  Netns& operator=(const Netns&) = delete;
+  ~Netns();
+
+  const std::string& name() const { return name_; }
+  std::string path() const { return "/run/netns/" + name_; }
+
+  /// Runs `fn` inside this netns on its own thread and returns what it returns.
+  template <typename Fn>
+  auto run(Fn&& fn) const -> Result<std::invoke_result_t<Fn>> {
+    using T = std::invoke_result_t<Fn>;
+    if constexpr (std::is_void_v<T>) {
+      return runInNetnsPath(path(), std::forward<Fn>(fn));
+    } else {
+      std::optional<T> value;
+      auto status = runInNetnsPath(path(), [&] { value.emplace(fn()); });
+      if (!status) return std::unexpected(status.error());
+      return std::move(*value);
+    }
+  }
+
+  /// `ip -n <name> <args...>`; the error holds ip's output.
+  Result<std::string> ip(const std::vector<std::string>& args) const;
+  /// Runs a program inside this netns and fails unless it exits 0 (see runOk).
+  Result<std::string> exec(const std::vector<std::string>& argv) const;
+
+ private:
+  explicit Netns(std::string name) : name_(std::move(name)) {}
+  std::string name_;
+};
+
+/// A temporary directory ($TMPDIR or /tmp, "hpt-<pid>-XXXXXX"), removed recursively on
+/// destruction. Directories left by a process that is gone are removed on first use.
+class TempDir {
+ public:
+  static Result<TempDir> create();
+  TempDir(TempDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+  TempDir& operator=(TempDir&&) = delete;
+  TempDir(const TempDir&) = delete;
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TempDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+}  // namespace hostport::test

@@ -1,0 +1,213 @@
+#include "tests/support/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "common/unique_fd.h"
+
+namespace hostport::test {
+namespace {
+
+constexpr const char* kSearchPath = "/usr/sbin:/usr/bin:/sbin:/bin";
+
+std::string errnoText(const std::string& what, int error) {
+  return what + ": " + std::strerror(error);
+}
+
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+Result<Pipe> makePipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return fail(ErrorCode::kIo, errnoText("pipe2", errno));
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+void setNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+[[noreturn]] void dieInChild(int report, int error) {
+  (void)!::write(report, &error, sizeof error);
+  ::_exit(127);
+}
+
+// Only async-signal-safe calls from here on: the parent has other threads.
+[[noreturn]] void childMain(int netnsFd, int in, int out, int err, int report, char* const* argv,
+                            char* const* envp) {
+  sigset_t all;
+  ::sigemptyset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &dfl, nullptr);
+
+  auto die = [report](int error) { dieInChild(report, error); };
+  if (netnsFd >= 0) {
+    if (::setns(netnsFd, CLONE_NEWNET) != 0) die(errno);
+    // Like `ip netns exec`: a private mount namespace whose /sys shows the joined netns, so a
+    // plugin that reads /sys/class/net sees the right links. Best effort, as in iproute2.
+    if (::unshare(CLONE_NEWNS) == 0 && ::mount("", "/", nullptr, MS_SLAVE | MS_REC, nullptr) == 0 &&
+        ::umount2("/sys", MNT_DETACH) == 0) {
+      ::mount("sysfs", "/sys", "sysfs", 0, nullptr);
+    }
+  }
+  if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) die(errno);
+  ::execve(argv[0], argv, envp);
+  dieInChild(report, errno);
+}
+
+}  // namespace
+
+std::string CommandResult::describe() const {
+  std::string text = timedOut     ? "timed out"
+                     : termSignal ? "killed by signal " + std::to_string(termSignal)
+                                  : "exit " + std::to_string(exitCode);
+  return text + "; stdout: " + out + "; stderr: " + err;
+}
+
+Result<CommandResult> runCommand(const Command& command) {
+  if (command.argv.empty()) return fail(ErrorCode::kInvalidArgument, "empty argv");
+
+  std::vector<std::string> envStrings;
+  for (const auto& [key, value] : command.env) envStrings.push_back(key + "=" + value);
+  std::vector<char*> argv;
+  for (const auto& arg : command.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& entry : envStrings) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  UniqueFd netns;
+  if (!command.netnsPath.empty()) {
+    netns.reset(::open(command.netnsPath.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns.valid()) return fail(ErrorCode::kIo, errnoText("open " + command.netnsPath, errno));
+  }
+  auto in = makePipe();
+  auto out = makePipe();
+  auto err = makePipe();
+  auto report = makePipe();
+  if (!in || !out || !err || !report) return fail(ErrorCode::kIo, "cannot create pipes");
+
+  const pid_t pid = ::fork();
+  if (pid < 0) return fail(ErrorCode::kIo, errnoText("fork", errno));
+  if (pid == 0) {
+    childMain(netns.get(), in->read.get(), out->write.get(), err->write.get(), report->write.get(),
+              argv.data(), envp.data());
+  }
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  in->read.reset();
+  out->write.reset();
+  err->write.reset();
+  report->write.reset();
+
+  CommandResult result;
+  UniqueFd stdinFd = std::move(in->write);
+  if (command.stdinData.empty()) stdinFd.reset();
+  setNonBlocking(out->read.get());
+  setNonBlocking(err->read.get());
+  if (stdinFd.valid()) setNonBlocking(stdinFd.get());
+  size_t written = 0;
+  const auto deadline = std::chrono::steady_clock::now() + command.timeout;
+  bool exited = false;
+  char buffer[65536];
+
+  auto drain = [&](UniqueFd& fd, std::string& sink) {
+    while (fd.valid()) {
+      const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+      if (n > 0) {
+        sink.append(buffer, static_cast<size_t>(n));
+      } else if (n == 0) {
+        fd.reset();
+      } else if (errno != EINTR) {
+        break;  // EAGAIN: nothing more for now
+      }
+    }
+  };
+
+  while (!exited || out->read.valid() || err->read.valid()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timedOut = true;
+      break;
+    }
+    pollfd fds[4] = {{out->read.get(), POLLIN, 0},
+                     {err->read.get(), POLLIN, 0},
+                     {stdinFd.get(), POLLOUT, 0},
+                     {exited ? -1 : pidfd.get(), POLLIN, 0}};
+    // Without a pidfd (kernels before 5.3), look for the exit every 10 ms instead.
+    const int wait = pidfd.valid() ? static_cast<int>(left.count())
+                                   : static_cast<int>(std::min<long>(left.count(), 10));
+    const int ready = ::poll(fds, 4, wait);
+    if (ready < 0 && errno != EINTR) return fail(ErrorCode::kIo, errnoText("poll", errno));
+    drain(out->read, result.out);
+    drain(err->read, result.err);
+    if (stdinFd.valid() && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      const ssize_t n = ::write(stdinFd.get(), command.stdinData.data() + written,
+                                command.stdinData.size() - written);
+      if (n > 0) written += static_cast<size_t>(n);
+      if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == command.stdinData.size()) {
+        stdinFd.reset();  // EPIPE: the program stopped reading, which is its business
+      }
+    }
+    siginfo_t info{};
+    const bool gone =
+        pidfd.valid()
+            ? (fds[3].revents & POLLIN) != 0
+            : ::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+    if (!exited && gone) {
+      exited = true;
+      // A grandchild may hold the pipes open: take what is buffered now and stop waiting.
+      drain(out->read, result.out);
+      drain(err->read, result.err);
+      out->read.reset();
+      err->read.reset();
+    }
+  }
+
+  int status = 0;
+  if (result.timedOut) ::kill(pid, SIGKILL);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.termSignal = WTERMSIG(status);
+
+  int execError = 0;
+  if (::read(report->read.get(), &execError, sizeof execError) == sizeof execError) {
+    return fail(ErrorCode::kIo, errnoText("cannot start " + command.argv[0], execError));
+  }
+  return result;
+}
+
+Result<std::string> runOk(const std::vector<std::string>& argv, const std::string& netnsPath) {
+  Command command{.argv = argv, .env = {{"PATH", kSearchPath}}, .netnsPath = netnsPath};
+  if (!argv.empty() && argv[0].find('/') == std::string::npos) {
+    for (const char* dir : {"/usr/sbin", "/usr/bin", "/sbin", "/bin"}) {
+      std::filesystem::path candidate = std::filesystem::path(dir) / argv[0];
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        command.argv[0] = candidate;
+        break;
+      }
+    }
+  }
+  auto result = runCommand(command);
+  if (!result) return std::unexpected(result.error());
+  std::string line;
+  for (const auto& arg : argv) line += (line.empty() ? "" : " ") + arg;
+  if (!result->ok()) return fail(ErrorCode::kInternal, line + ": " + result->describe());
+  return result->out;
+}
+
+}  // namespace hostport::test
