@@ -1,0 +1,652 @@
+#include "agent/core/allocator.h"
+
+// Occupancy is kept per port number in dense arrays (65536 entries each, about 0.5 MiB in all)
+// rather than maps of sets: the dynamic holder of each number, the count of static claims on it,
+// and one bit "held by anyone" that the pickers scan. Static claims, which may share a number
+// across protocols and addresses, keep their details in a small hash map keyed by
+// (protocol, port).
+//
+// A request is checked in full before anything changes: ports chosen by earlier rows and ports
+// found busy on the host are set aside in a scratch bitmap that is cleared on every exit. Only a
+// request that succeeded touches the tables, the pickers' order and the sticky memory, so a
+// failure leaves no trace.
+
+#include <algorithm>
+#include <random>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "agent/core/message.h"
+#include "agent/core/port_picker.h"
+#include "agent/core/sticky_memory.h"
+
+namespace hostport::agent {
+namespace {
+
+constexpr std::size_t kPortSpace = 65536;
+constexpr uint16_t kNoPool = UINT16_MAX;
+// Host-busy candidates one request may skip before giving up, so a host that binds the whole
+// pool cannot make one request probe it for ever.
+constexpr uint32_t kMaxHostRejections = 1024;
+constexpr uint8_t kAllProtocols = 0b111;
+
+uint8_t protocolBit(nft::Protocol protocol) { return uint8_t{1} << static_cast<int>(protocol); }
+
+uint8_t protocolMask(PortProtocol protocol) {
+  uint8_t mask = 0;
+  for (const auto kernel : kernelProtocols(protocol)) mask |= protocolBit(kernel);
+  return mask;
+}
+
+std::string maskNames(uint8_t mask) {
+  std::string out;
+  for (const auto protocol : {nft::Protocol::kTcp, nft::Protocol::kUdp, nft::Protocol::kSctp}) {
+    if ((mask & protocolBit(protocol)) == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += nft::protocolName(protocol);
+  }
+  return out;
+}
+
+uint32_t staticKey(nft::Protocol protocol, uint16_t port) {
+  return (static_cast<uint32_t>(protocol) << 16) | port;
+}
+
+// 0.0.0.0 and :: mean every address, the same as no hostIp.
+std::optional<IpAddress> addressOf(const std::optional<IpAddress>& hostIp) {
+  if (hostIp && hostIp->isUnspecified()) return std::nullopt;
+  return hostIp;
+}
+
+// Every address overlaps everything; two specific addresses overlap only when equal.
+bool overlaps(const std::optional<IpAddress>& a, const std::optional<IpAddress>& b) {
+  return !a || !b || *a == *b;
+}
+
+std::string portName(nft::Protocol protocol, uint16_t port) {
+  return std::string(nft::protocolName(protocol)) + "/" + std::to_string(port);
+}
+
+std::string describe(const Lease& lease) {
+  std::string out = "attachment " + quoted(lease.key.str(), 120);
+  if (!lease.pod.empty())
+    out += " (pod " + quoted(lease.pod.namespaceName + "/" + lease.pod.name) + ")";
+  return out;
+}
+
+// " by pid 1234 (nginx)", as much of it as the kernel told.
+std::string describe(const PortHolder& holder) {
+  const std::string command = sanitized(holder.command, 16);  // comm is chosen by its process
+  if (holder.pid == 0) return command.empty() ? "" : " by " + command;
+  return " by pid " + std::to_string(holder.pid) + (command.empty() ? "" : " (" + command + ")");
+}
+
+}  // namespace
+
+std::string_view strategyName(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kLowest:
+      return "lowest";
+    case Strategy::kRandom:
+      return "random";
+    case Strategy::kRoundRobin:
+      return "round-robin";
+  }
+  return "lowest";
+}
+
+Result<Strategy> parseStrategy(std::string_view text) {
+  for (const auto strategy : {Strategy::kLowest, Strategy::kRandom, Strategy::kRoundRobin}) {
+    if (text == strategyName(strategy)) return strategy;
+  }
+  return fail(ErrorCode::kInvalidArgument,
+              "unknown strategy " + quoted(text) + " (want lowest, random or round-robin)");
+}
+
+struct Allocator::State {
+  struct Pool {
+    std::string name;
+    uint8_t protocols = kAllProtocols;  // kernel protocols allowed
+    uint32_t used = 0;                  // ports of the pool held by some lease
+    std::unique_ptr<PortPicker> picker;
+  };
+  struct StaticHold {
+    uint32_t lease;
+    std::optional<IpAddress> hostIp;  // normalised: nullopt is every address
+  };
+
+  // The lease index stores slot numbers and hashes through the slots, so each key is kept once.
+  struct KeyHash {
+    using is_transparent = void;
+    const State* state;
+    std::size_t operator()(const AttachmentKey& key) const {
+      const std::size_t a = std::hash<std::string>{}(key.containerId);
+      return a ^
+             (std::hash<std::string>{}(key.ifname) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+    }
+    std::size_t operator()(uint32_t slot) const { return (*this)(state->slots[slot]->key); }
+  };
+  struct KeyEqual {
+    using is_transparent = void;
+    const State* state;
+    const AttachmentKey& keyOf(uint32_t slot) const { return state->slots[slot]->key; }
+    const AttachmentKey& keyOf(const AttachmentKey& key) const { return key; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return keyOf(a) == keyOf(b);
+    }
+  };
+
+  State() : index(0, KeyHash{this}, KeyEqual{this}) {}
+
+  // Request scratch: the ports a request has set aside. Cleared by Scratch on every exit.
+  struct Scratch {
+    explicit Scratch(State& state) : state_(state) {}
+    ~Scratch() {
+      for (const uint16_t port : state_.excludedPorts) state_.excluded.reset(port);
+      state_.excludedPorts.clear();
+    }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+   private:
+    State& state_;
+  };
+
+  std::optional<std::size_t> findPool(std::string_view name) const {
+    for (std::size_t i = 0; i < pools.size(); ++i) {
+      if (pools[i].name == name) return i;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<uint32_t> findSlot(const AttachmentKey& key) const {
+    const auto found = index.find(key);
+    if (found == index.end()) return std::nullopt;
+    return *found;
+  }
+
+  void exclude(uint16_t port) {
+    if (excluded.test(port)) return;
+    excluded.set(port);
+    excludedPorts.push_back(port);
+  }
+
+  // Who holds `port` for `protocol` on an address overlapping `hostIp`, if anyone.
+  std::optional<uint32_t> holderOf(nft::Protocol protocol, uint16_t port,
+                                   const std::optional<IpAddress>& hostIp) const {
+    if (dynamicHolder[port] != 0) return dynamicHolder[port] - 1;
+    if (staticRefs[port] == 0) return std::nullopt;
+    const auto found = statics.find(staticKey(protocol, port));
+    if (found == statics.end()) return std::nullopt;
+    for (const auto& hold : found->second) {
+      if (overlaps(hold.hostIp, hostIp)) return hold.lease;
+    }
+    return std::nullopt;
+  }
+
+  // Any holder of the number `port`, in any protocol (what a dynamic grant needs free).
+  std::optional<std::pair<uint32_t, nft::Protocol>> anyHolderOf(uint16_t port) const {
+    for (const auto protocol : {nft::Protocol::kTcp, nft::Protocol::kUdp, nft::Protocol::kSctp}) {
+      if (const auto holder = holderOf(protocol, port, std::nullopt)) {
+        return std::pair(*holder, protocol);
+      }
+    }
+    return std::nullopt;
+  }
+
+  Error heldError(nft::Protocol protocol, uint16_t port, uint32_t holder) const {
+    return Error{ErrorCode::kConflict,
+                 "port " + portName(protocol, port) + " is held by " + describe(*slots[holder]),
+                 {}};
+  }
+
+  void hold(uint16_t port) {
+    if (held.test(port)) return;
+    held.set(port);
+    if (poolOf[port] == kNoPool) return;
+    Pool& pool = pools[poolOf[port]];
+    ++pool.used;
+    pool.picker->taken(port);
+  }
+
+  void releaseIfUnheld(uint16_t port) {
+    if (dynamicHolder[port] != 0 || staticRefs[port] != 0 || !held.test(port)) return;
+    held.reset(port);
+    if (poolOf[port] == kNoPool) return;
+    Pool& pool = pools[poolOf[port]];
+    --pool.used;
+    pool.picker->released(port);
+  }
+
+  void apply(uint32_t slot, const Lease& lease) {
+    for (const auto& grant : lease.ports) {
+      if (!grant.isStatic) {
+        for (uint32_t port = grant.hostPort; port < grant.hostPort + grant.count; ++port) {
+          dynamicHolder[port] = slot + 1;
+          hold(static_cast<uint16_t>(port));
+        }
+        continue;
+      }
+      for (const auto protocol : kernelProtocols(grant.protocol)) {
+        statics[staticKey(protocol, grant.hostPort)].push_back({slot, addressOf(grant.hostIp)});
+        ++staticRefs[grant.hostPort];
+      }
+      hold(grant.hostPort);
+    }
+  }
+
+  void unapply(uint32_t slot, const Lease& lease) {
+    for (const auto& grant : lease.ports) {
+      if (!grant.isStatic) {
+        for (uint32_t port = grant.hostPort; port < grant.hostPort + grant.count; ++port) {
+          dynamicHolder[port] = 0;
+          releaseIfUnheld(static_cast<uint16_t>(port));
+        }
+        continue;
+      }
+      const auto hostIp = addressOf(grant.hostIp);
+      for (const auto protocol : kernelProtocols(grant.protocol)) {
+        const auto found = statics.find(staticKey(protocol, grant.hostPort));
+        if (found == statics.end()) continue;
+        auto& holds = found->second;
+        const auto hold = std::ranges::find_if(
+            holds, [&](const StaticHold& h) { return h.lease == slot && h.hostIp == hostIp; });
+        if (hold == holds.end()) continue;
+        holds.erase(hold);
+        if (holds.empty()) statics.erase(found);
+        --staticRefs[grant.hostPort];
+      }
+      releaseIfUnheld(grant.hostPort);
+    }
+  }
+
+  const Lease& commit(Lease lease) {
+    uint32_t slot;
+    if (freeSlots.empty()) {
+      slot = static_cast<uint32_t>(slots.size());
+      slots.emplace_back();
+    } else {
+      slot = freeSlots.back();
+      freeSlots.pop_back();
+    }
+    slots[slot] = std::make_unique<Lease>(std::move(lease));
+    index.insert(slot);
+    apply(slot, *slots[slot]);
+    sticky.remember(slots[slot]->pod, slots[slot]->pool, slots[slot]->ports);
+    return *slots[slot];
+  }
+
+  Result<std::size_t> resolvePool(const std::string& name) const {
+    const std::string_view wanted = name.empty() ? kDefaultPool : std::string_view(name);
+    if (const auto pool = findPool(wanted)) return *pool;
+    return fail(ErrorCode::kInvalidArgument, "unknown pool " + quoted(wanted));
+  }
+
+  Result<void> validate(const AllocationRequest& request, const Pool& pool) const;
+  Result<void> claimStatics(const AllocationRequest& request, PortProbe& probe,
+                            std::vector<PortGrant>& grants);
+  Result<void> pickDynamics(const AllocationRequest& request, std::size_t poolIndex,
+                            PortProbe& probe, std::vector<PortGrant>& grants);
+  Result<void> checkRestore(const Lease& lease);
+
+  std::vector<PoolSpec> specs;
+  std::vector<Pool> pools;
+  std::vector<uint16_t> poolOf = std::vector<uint16_t>(kPortSpace, kNoPool);
+  std::vector<uint32_t> dynamicHolder = std::vector<uint32_t>(kPortSpace, 0);  // slot + 1
+  std::vector<uint16_t> staticRefs = std::vector<uint16_t>(kPortSpace, 0);
+  PortBitmap held;
+  PortBitmap excluded;
+  std::vector<uint16_t> excludedPorts;
+  std::unordered_map<uint32_t, std::vector<StaticHold>> statics;
+  std::vector<std::unique_ptr<Lease>> slots;
+  std::vector<uint32_t> freeSlots;
+  std::unordered_set<uint32_t, KeyHash, KeyEqual> index;
+  StickyMemory sticky;
+  std::function<uint64_t()> random;
+  uint64_t hostConflicts = 0;
+};
+
+Result<void> Allocator::State::validate(const AllocationRequest& request, const Pool& pool) const {
+  if (request.key.containerId.empty() || request.key.ifname.empty()) {
+    return fail(ErrorCode::kInvalidArgument, "an attachment needs a container ID and an ifname");
+  }
+  const std::size_t rows = request.statics.size() + request.dynamics.size();
+  if (rows > kMaxPortsPerRequest) {
+    return fail(ErrorCode::kInvalidArgument, "too many ports: " + std::to_string(rows) +
+                                                 " asked for, at most " +
+                                                 std::to_string(kMaxPortsPerRequest));
+  }
+  for (const auto& claim : request.statics) {
+    if (claim.hostPort == 0 || claim.containerPort == 0) {
+      return fail(ErrorCode::kInvalidArgument, "static port " + std::to_string(claim.hostPort) +
+                                                   ":" + std::to_string(claim.containerPort) +
+                                                   " needs ports in 1-65535");
+    }
+  }
+  const uint32_t widest = pool.picker->layout().widestRange();
+  for (const auto& row : request.dynamics) {
+    const std::string what = "port " + quoted(row.name);
+    if (row.count == 0 || row.count > kMaxRangeWidth) {
+      return fail(ErrorCode::kInvalidArgument, what + " asks for " + std::to_string(row.count) +
+                                                   " ports (1-" + std::to_string(kMaxRangeWidth) +
+                                                   ")");
+    }
+    if (row.containerPort == 0 || row.containerPort + uint32_t{row.count} - 1 > 65535) {
+      return fail(ErrorCode::kInvalidArgument, what + " has container ports outside 1-65535 (" +
+                                                   std::to_string(row.containerPort) + " and " +
+                                                   std::to_string(row.count) + " ports)");
+    }
+    if ((protocolMask(row.protocol) & ~pool.protocols) != 0) {
+      return fail(ErrorCode::kInvalidArgument,
+                  what + " asks for " + std::string(protocolName(row.protocol)) + " but pool " +
+                      quoted(pool.name) + " allows only " + maskNames(pool.protocols));
+    }
+    if (row.count > widest) {
+      return fail(ErrorCode::kInvalidArgument,
+                  what + " asks for " + std::to_string(row.count) +
+                      " contiguous ports but the widest range of pool " + quoted(pool.name) +
+                      " has " + std::to_string(widest));
+    }
+  }
+  return {};
+}
+
+Result<void> Allocator::State::claimStatics(const AllocationRequest& request, PortProbe& probe,
+                                            std::vector<PortGrant>& grants) {
+  for (const auto& claim : request.statics) {
+    PortGrant grant{"", claim.protocol, claim.hostPort, claim.containerPort, 1, claim.hostIp, true};
+    // The same mapping twice (a runtime may repeat one) is one claim; other overlaps inside one
+    // pod harm no one.
+    if (std::ranges::find(grants, grant) != grants.end()) continue;
+    const auto hostIp = addressOf(claim.hostIp);
+    for (const auto protocol : kernelProtocols(claim.protocol)) {
+      if (const auto holder = holderOf(protocol, claim.hostPort, hostIp)) {
+        return std::unexpected(heldError(protocol, claim.hostPort, *holder));
+      }
+    }
+    for (const auto protocol : kernelProtocols(claim.protocol)) {
+      if (const auto holder = probe.holder(protocol, claim.hostPort)) {
+        ++hostConflicts;
+        return fail(ErrorCode::kConflict, "port " + portName(protocol, claim.hostPort) +
+                                              " is in use on the host" + describe(*holder));
+      }
+    }
+    exclude(claim.hostPort);  // not for this request's dynamic rows
+    grants.push_back(std::move(grant));
+  }
+  return {};
+}
+
+Result<void> Allocator::State::pickDynamics(const AllocationRequest& request, std::size_t poolIndex,
+                                            PortProbe& probe, std::vector<PortGrant>& grants) {
+  Pool& pool = pools[poolIndex];
+  const PoolLayout& layout = pool.picker->layout();
+  const FreeView view(held, excluded);
+  uint32_t rejections = 0;
+  uint32_t askedBefore = 0;  // ports of the pool taken by this request's earlier rows
+
+  for (const auto& row : request.dynamics) {
+    const auto kernel = kernelProtocols(row.protocol);
+    // True when the host has nothing bound on start..start+count-1; otherwise sets the busy
+    // port aside for the rest of the request.
+    const auto freeOnHost = [&](uint16_t start) {
+      for (uint32_t port = start; port < start + uint32_t{row.count}; ++port) {
+        for (const auto protocol : kernel) {
+          if (probe.holder(protocol, static_cast<uint16_t>(port))) {
+            exclude(static_cast<uint16_t>(port));
+            ++hostConflicts;
+            ++rejections;
+            return false;
+          }
+        }
+      }
+      return true;
+    };
+
+    std::optional<uint16_t> chosen;
+    if (const auto previous = sticky.previous(request.pod, pool.name, row)) {
+      const PortRange* range = layout.rangeOf(*previous);
+      if (range != nullptr && *previous + uint32_t{row.count} - 1 <= range->last &&
+          view.isRunFree(*previous, row.count) && freeOnHost(*previous)) {
+        chosen = previous;
+      }
+    }
+    if (!chosen) {
+      auto stream = pool.picker->candidates(view, row.count);
+      while (rejections < kMaxHostRejections) {
+        const auto candidate = stream->next();
+        if (!candidate) break;
+        if (freeOnHost(*candidate)) {
+          chosen = candidate;
+          break;
+        }
+      }
+    }
+    if (!chosen) {
+      std::string message = "pool " + quoted(pool.name) + " has no ";
+      message += row.count == 1 ? std::string("free port")
+                                : std::to_string(row.count) + " contiguous free ports";
+      message +=
+          " (size " + std::to_string(layout.size()) + ", " + std::to_string(pool.used) + " in use";
+      if (askedBefore > 0) message += ", " + std::to_string(askedBefore) + " asked by this pod";
+      if (rejections > 0) message += ", " + std::to_string(rejections) + " busy on the host";
+      message += ")";
+      if (rejections >= kMaxHostRejections) message += "; gave up probing";
+      return fail(ErrorCode::kExhausted, message);
+    }
+    for (uint32_t port = *chosen; port < *chosen + uint32_t{row.count}; ++port) {
+      exclude(static_cast<uint16_t>(port));
+    }
+    askedBefore += row.count;
+    grants.push_back(PortGrant{row.name, row.protocol, *chosen, row.containerPort, row.count,
+                               std::nullopt, false});
+  }
+  return {};
+}
+
+Result<void> Allocator::State::checkRestore(const Lease& lease) {
+  if (lease.ports.size() > kMaxPortsPerRequest) {
+    return fail(ErrorCode::kInvalidArgument,
+                "lease of " + quoted(lease.key.str(), 120) + " has too many ports");
+  }
+  // Dynamic numbers first, so a static grant of the same lease on one of them is caught too.
+  for (const auto& grant : lease.ports) {
+    if (grant.hostPort == 0 || grant.count == 0 || grant.count > kMaxRangeWidth ||
+        (grant.isStatic && grant.count != 1) ||
+        grant.hostPort + uint32_t{grant.count} - 1 > 65535) {
+      return fail(ErrorCode::kInvalidArgument, "lease of " + quoted(lease.key.str(), 120) +
+                                                   " has a malformed grant at port " +
+                                                   std::to_string(grant.hostPort));
+    }
+    if (grant.isStatic) continue;
+    for (uint32_t number = grant.hostPort; number < grant.hostPort + uint32_t{grant.count};
+         ++number) {
+      const auto port = static_cast<uint16_t>(number);
+      if (const auto holder = anyHolderOf(port)) {
+        return withContext(heldError(holder->second, port, holder->first),
+                           "restoring " + quoted(lease.key.str(), 120));
+      }
+      if (excluded.test(port)) {
+        return fail(ErrorCode::kConflict, "restoring " + quoted(lease.key.str(), 120) + ": port " +
+                                              std::to_string(port) +
+                                              " is granted twice in the lease");
+      }
+      exclude(port);
+    }
+  }
+  for (const auto& grant : lease.ports) {
+    if (!grant.isStatic) continue;
+    const auto hostIp = addressOf(grant.hostIp);
+    for (const auto protocol : kernelProtocols(grant.protocol)) {
+      if (const auto holder = holderOf(protocol, grant.hostPort, hostIp)) {
+        return withContext(heldError(protocol, grant.hostPort, *holder),
+                           "restoring " + quoted(lease.key.str(), 120));
+      }
+    }
+    if (excluded.test(grant.hostPort)) {
+      return fail(ErrorCode::kConflict, "restoring " + quoted(lease.key.str(), 120) + ": port " +
+                                            std::to_string(grant.hostPort) +
+                                            " is both static and dynamic in the lease");
+    }
+  }
+  return {};
+}
+
+Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<uint64_t()> random) {
+  auto state = std::make_unique<State>();
+  if (!random) {
+    random = [engine = std::mt19937_64(std::random_device{}())]() mutable { return engine(); };
+  }
+  state->random = std::move(random);
+  if (pools.size() >= kNoPool) return fail(ErrorCode::kInvalidArgument, "too many pools");
+
+  for (std::size_t index = 0; index < pools.size(); ++index) {
+    const PoolSpec& spec = pools[index];
+    const std::string name = quoted(spec.name);
+    if (spec.name.empty()) return fail(ErrorCode::kInvalidArgument, "a pool needs a name");
+    if (state->findPool(spec.name)) {
+      return fail(ErrorCode::kInvalidArgument, "duplicate pool name " + name);
+    }
+    if (spec.ranges.empty()) {
+      return fail(ErrorCode::kInvalidArgument, "pool " + name + " has no port range");
+    }
+    for (const auto& range : spec.ranges) {
+      if (range.first == 0 || range.first > range.last) {
+        return fail(ErrorCode::kInvalidArgument,
+                    "pool " + name + " has an empty or invalid range " +
+                        std::to_string(range.first) + "-" + std::to_string(range.last));
+      }
+      for (uint32_t port = range.first; port <= range.last; ++port) {
+        const uint16_t owner = state->poolOf[port];
+        if (owner == kNoPool) {
+          state->poolOf[port] = static_cast<uint16_t>(index);
+          continue;
+        }
+        const auto& other = pools[owner];
+        const auto otherRange = std::ranges::find_if(
+            other.ranges, [&](const PortRange& r) { return r.contains(port) && &r != &range; });
+        return fail(ErrorCode::kInvalidArgument,
+                    "pool " + name + " range " + range.str() + " overlaps pool " +
+                        quoted(other.name) + " range " +
+                        (otherRange != other.ranges.end() ? otherRange->str() : range.str()));
+      }
+    }
+    State::Pool pool;
+    pool.name = spec.name;
+    if (!spec.protocols.empty()) {
+      pool.protocols = 0;
+      for (const auto protocol : spec.protocols) pool.protocols |= protocolMask(protocol);
+    }
+    PoolLayout layout(spec.ranges);
+    switch (spec.strategy) {
+      case Strategy::kLowest:
+        pool.picker = std::make_unique<LowestFreePicker>(std::move(layout));
+        break;
+      case Strategy::kRandom:
+        // One random source for the whole engine, read through the state (which never moves).
+        pool.picker = std::make_unique<RandomPicker>(std::move(layout),
+                                                     [raw = state.get()] { return raw->random(); });
+        break;
+      case Strategy::kRoundRobin:
+        pool.picker = std::make_unique<RoundRobinPicker>(std::move(layout));
+        break;
+    }
+    state->pools.push_back(std::move(pool));
+  }
+  state->specs = std::move(pools);
+  return Allocator(std::move(state));
+}
+
+Allocator::Allocator(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Allocator::Allocator(Allocator&&) noexcept = default;
+Allocator& Allocator::operator=(Allocator&&) noexcept = default;
+Allocator::~Allocator() = default;
+
+Result<Lease> Allocator::allocate(const AllocationRequest& request, PortProbe& probe) {
+  State& state = *state_;
+  if (const auto slot = state.findSlot(request.key)) return *state.slots[*slot];
+
+  const auto poolIndex = state.resolvePool(request.pool);
+  if (!poolIndex) return std::unexpected(poolIndex.error());
+  if (auto valid = state.validate(request, state.pools[*poolIndex]); !valid) {
+    return std::unexpected(std::move(valid.error()));
+  }
+
+  const State::Scratch scratch(state);
+  std::vector<PortGrant> grants;
+  grants.reserve(request.statics.size() + request.dynamics.size());
+  if (auto claimed = state.claimStatics(request, probe, grants); !claimed) {
+    return std::unexpected(std::move(claimed.error()));
+  }
+  if (auto picked = state.pickDynamics(request, *poolIndex, probe, grants); !picked) {
+    return std::unexpected(std::move(picked.error()));
+  }
+  return state.commit(Lease{request.key, request.pod, request.netns, state.pools[*poolIndex].name,
+                            std::move(grants)});
+}
+
+std::optional<Lease> Allocator::release(const AttachmentKey& key) {
+  State& state = *state_;
+  const auto found = state.index.find(key);
+  if (found == state.index.end()) return std::nullopt;
+  const uint32_t slot = *found;
+  state.index.erase(found);  // while the slot, which the index hashes through, is still there
+  state.unapply(slot, *state.slots[slot]);
+  Lease lease = std::move(*state.slots[slot]);
+  state.slots[slot].reset();
+  state.freeSlots.push_back(slot);
+  return lease;
+}
+
+Result<void> Allocator::restore(Lease lease) {
+  State& state = *state_;
+  const auto poolIndex = state.resolvePool(lease.pool);
+  if (!poolIndex)
+    return withContext(poolIndex.error(), "restoring " + quoted(lease.key.str(), 120));
+  if (state.findSlot(lease.key)) {
+    return fail(ErrorCode::kConflict, "restoring " + quoted(lease.key.str(), 120) +
+                                          ": the attachment already has a lease");
+  }
+  {
+    const State::Scratch scratch(state);
+    if (auto checked = state.checkRestore(lease); !checked) {
+      return std::unexpected(std::move(checked.error()));
+    }
+  }
+  lease.pool = state.pools[*poolIndex].name;
+  state.commit(std::move(lease));
+  return {};
+}
+
+const Lease* Allocator::find(const AttachmentKey& key) const {
+  const auto slot = state_->findSlot(key);
+  return slot ? state_->slots[*slot].get() : nullptr;
+}
+
+std::vector<const Lease*> Allocator::leases() const {
+  std::vector<const Lease*> out;
+  out.reserve(state_->index.size());
+  for (const auto& lease : state_->slots) {
+    if (lease) out.push_back(lease.get());
+  }
+  std::ranges::sort(out, [](const Lease* a, const Lease* b) { return a->key < b->key; });
+  return out;
+}
+
+std::size_t Allocator::leaseCount() const { return state_->index.size(); }
+
+std::vector<PoolUsage> Allocator::usage() const {
+  std::vector<PoolUsage> out;
+  out.reserve(state_->pools.size());
+  for (const auto& pool : state_->pools) {
+    out.push_back({pool.name, pool.picker->layout().size(), pool.used});
+  }
+  return out;
+}
+
+const std::vector<PoolSpec>& Allocator::pools() const { return state_->specs; }
+
+uint64_t Allocator::hostConflicts() const { return state_->hostConflicts; }
+
+}  // namespace hostport::agent

@@ -1,0 +1,89 @@
+#pragma once
+// The allocation engine. A picking strategy (port_picker.h) proposes candidate ports; the engine
+// decides, checking each against the leases it holds and against the host through PortProbe,
+// with a bounded number of probe rejections (the Kea shape). Pure: no I/O, no locks; the caller
+// serialises calls and makes results durable.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/core/lease.h"
+
+namespace hostport::agent {
+
+enum class Strategy : uint8_t { kLowest, kRandom, kRoundRobin };
+std::string_view strategyName(Strategy strategy);
+Result<Strategy> parseStrategy(std::string_view text);  // "lowest", "random", "round-robin"
+
+struct PoolSpec {
+  std::string name;
+  std::vector<PortRange> ranges;        // disjoint; across pools too
+  std::vector<PortProtocol> protocols;  // allowed; empty: all
+  Strategy strategy = Strategy::kLowest;
+};
+
+/// Who holds a port on the host, as far as the kernel tells.
+struct PortHolder {
+  uint32_t pid = 0;     // 0: unknown
+  std::string command;  // empty: unknown
+};
+
+/// Asks the host whether a port is bound (sock_diag in production, a fake in tests).
+class PortProbe {
+ public:
+  virtual ~PortProbe() = default;
+  /// The holder of (protocol, port) on any address, or nullopt when nothing is bound there.
+  virtual std::optional<PortHolder> holder(nft::Protocol protocol, uint16_t port) = 0;
+};
+
+struct PoolUsage {
+  std::string name;
+  uint32_t size = 0;  // ports in the pool
+  uint32_t used = 0;  // ports held by a lease
+};
+
+class Allocator {
+ public:
+  /// kInvalidArgument for an empty or overlapping range, a duplicate pool name.
+  /// `random` feeds the random strategy; inject a seeded one in tests.
+  static Result<Allocator> create(std::vector<PoolSpec> pools, std::function<uint64_t()> random);
+
+  Allocator(Allocator&&) noexcept;
+  Allocator& operator=(Allocator&&) noexcept;
+  ~Allocator();
+
+  /// Grants every static claim and dynamic request, or nothing. The same key again returns the
+  /// lease it already holds, whatever the request says (ADD is idempotent). Errors:
+  ///  - kInvalidArgument: unknown pool (named), protocol not allowed in the pool, a request
+  ///    wider than the pool, too many rows;
+  ///  - kConflict: a static claim held by another lease (named) or bound on the host (port,
+  ///    protocol, pid and command where known);
+  ///  - kExhausted: no free port in the pool (named, with its size).
+  Result<Lease> allocate(const AllocationRequest& request, PortProbe& probe);
+
+  /// Releases the lease of `key` and returns it; nullopt when there is none.
+  std::optional<Lease> release(const AttachmentKey& key);
+
+  /// Puts back a lease read from storage, unchecked against the host. kConflict if it overlaps
+  /// a lease already held (storage corruption), kInvalidArgument for an unknown pool.
+  Result<void> restore(Lease lease);
+
+  const Lease* find(const AttachmentKey& key) const;
+  std::vector<const Lease*> leases() const;  // in key order
+  std::size_t leaseCount() const;
+  std::vector<PoolUsage> usage() const;
+  const std::vector<PoolSpec>& pools() const;
+  /// Ports found busy on the host so far (skipped dynamic candidates and refused static claims).
+  uint64_t hostConflicts() const;
+
+ private:
+  struct State;
+  explicit Allocator(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace hostport::agent

@@ -1,0 +1,93 @@
+#include "agent/core/lease.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "agent/core/message.h"
+
+namespace hostport::agent {
+namespace {
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  std::ranges::transform(out, out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+// A port is 1 to 5 ASCII digits with a value in 1..65535; no sign, no spaces, no hex.
+std::optional<uint16_t> parsePort(std::string_view text) {
+  if (text.empty() || text.size() > 5) return std::nullopt;
+  if (!std::ranges::all_of(text, [](unsigned char c) { return std::isdigit(c); })) {
+    return std::nullopt;
+  }
+  uint32_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  if (value == 0 || value > 65535) return std::nullopt;
+  return static_cast<uint16_t>(value);
+}
+
+}  // namespace
+
+std::string_view protocolName(PortProtocol protocol) {
+  switch (protocol) {
+    case PortProtocol::kTcp:
+      return "tcp";
+    case PortProtocol::kUdp:
+      return "udp";
+    case PortProtocol::kSctp:
+      return "sctp";
+    case PortProtocol::kTcpUdp:
+      return "tcpudp";
+  }
+  return "tcp";
+}
+
+Result<PortProtocol> parsePortProtocol(std::string_view text) {
+  const std::string name = lowercase(text);
+  if (name == "tcp") return PortProtocol::kTcp;
+  if (name == "udp") return PortProtocol::kUdp;
+  if (name == "sctp") return PortProtocol::kSctp;
+  if (name == "tcpudp") return PortProtocol::kTcpUdp;
+  return fail(ErrorCode::kInvalidArgument,
+              "unknown protocol " + quoted(text) + " (want tcp, udp, sctp or tcpudp)");
+}
+
+std::vector<nft::Protocol> kernelProtocols(PortProtocol protocol) {
+  switch (protocol) {
+    case PortProtocol::kTcp:
+      return {nft::Protocol::kTcp};
+    case PortProtocol::kUdp:
+      return {nft::Protocol::kUdp};
+    case PortProtocol::kSctp:
+      return {nft::Protocol::kSctp};
+    case PortProtocol::kTcpUdp:
+      return {nft::Protocol::kTcp, nft::Protocol::kUdp};
+  }
+  return {nft::Protocol::kTcp};
+}
+
+std::string PortRange::str() const {
+  if (first == last) return std::to_string(first);
+  return std::to_string(first) + "-" + std::to_string(last);
+}
+
+Result<PortRange> PortRange::parse(std::string_view text) {
+  const auto dash = text.find('-');
+  const std::string_view head = text.substr(0, dash);
+  const std::string_view tail = dash == std::string_view::npos ? head : text.substr(dash + 1);
+  const auto first = parsePort(head);
+  const auto last = parsePort(tail);
+  if (!first || !last) {
+    return fail(ErrorCode::kInvalidArgument, "port range " + quoted(text) +
+                                                 " must be \"<port>\" or \"<first>-<last>\" with " +
+                                                 "ports in 1-65535");
+  }
+  if (*first > *last) {
+    return fail(ErrorCode::kInvalidArgument,
+                "port range " + quoted(text) + " is empty: its first port is above its last");
+  }
+  return PortRange{*first, *last};
+}
+
+}  // namespace hostport::agent

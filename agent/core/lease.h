@@ -1,0 +1,112 @@
+#pragma once
+// The allocation vocabulary shared by the core, the store, the API and the plugin. Plain values:
+// no I/O, no locks.
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/ip_address.h"
+#include "nft/forward.h"
+
+namespace hostport::agent {
+
+/// What a port is asked for: tcpudp gives one number for both TCP and UDP.
+enum class PortProtocol : uint8_t { kTcp, kUdp, kSctp, kTcpUdp };
+
+std::string_view protocolName(PortProtocol protocol);
+/// Case-insensitive "tcp", "udp", "sctp", "tcpudp"; kInvalidArgument naming the text otherwise.
+Result<PortProtocol> parsePortProtocol(std::string_view text);
+/// The kernel protocols a port of this kind occupies.
+std::vector<nft::Protocol> kernelProtocols(PortProtocol protocol);
+
+/// Leases are keyed by attachment, never by pod name: one pod can have several interfaces and a
+/// restarted sandbox is a new attachment.
+struct AttachmentKey {
+  std::string containerId;
+  std::string ifname;
+
+  std::string str() const { return containerId + "/" + ifname; }
+  friend auto operator<=>(const AttachmentKey&, const AttachmentKey&) = default;
+};
+
+struct PodIdentity {
+  std::string namespaceName;
+  std::string name;
+  std::string uid;
+
+  bool empty() const { return namespaceName.empty() && name.empty(); }
+  friend bool operator==(const PodIdentity&, const PodIdentity&) = default;
+};
+
+/// An inclusive range of ports, "30000-32767" or "8080".
+struct PortRange {
+  uint16_t first = 0;
+  uint16_t last = 0;
+
+  uint32_t size() const { return static_cast<uint32_t>(last) - first + 1; }
+  bool contains(uint32_t port) const { return port >= first && port <= last; }
+  std::string str() const;
+  static Result<PortRange> parse(std::string_view text);
+  friend bool operator==(const PortRange&, const PortRange&) = default;
+};
+
+/// A dynamic port asked for by annotation: `rtp=20000-20009/udp` is name "rtp", containerPort
+/// 20000, count 10, protocol udp. A count above one gets contiguous host ports.
+struct DynamicPortRequest {
+  std::string name;
+  uint16_t containerPort = 0;
+  uint16_t count = 1;
+  PortProtocol protocol = PortProtocol::kTcp;
+  friend bool operator==(const DynamicPortRequest&, const DynamicPortRequest&) = default;
+};
+
+/// A hostPort from the pod spec: verified and recorded, never moved.
+struct StaticPortClaim {
+  uint16_t hostPort = 0;
+  uint16_t containerPort = 0;
+  PortProtocol protocol = PortProtocol::kTcp;
+  std::optional<IpAddress> hostIp;  // none: every address
+  friend bool operator==(const StaticPortClaim&, const StaticPortClaim&) = default;
+};
+
+struct AllocationRequest {
+  AttachmentKey key;
+  PodIdentity pod;
+  std::string netns;
+  std::string pool;  // empty: "default"
+  std::vector<StaticPortClaim> statics;
+  std::vector<DynamicPortRequest> dynamics;
+};
+
+/// One granted row of a lease: hostPort..hostPort+count-1 forward to
+/// containerPort..containerPort+count-1.
+struct PortGrant {
+  std::string name;  // the request's name; empty for a static claim
+  PortProtocol protocol = PortProtocol::kTcp;
+  uint16_t hostPort = 0;
+  uint16_t containerPort = 0;
+  uint16_t count = 1;
+  std::optional<IpAddress> hostIp;
+  bool isStatic = false;
+  friend bool operator==(const PortGrant&, const PortGrant&) = default;
+};
+
+struct Lease {
+  AttachmentKey key;
+  PodIdentity pod;
+  std::string netns;
+  std::string pool;
+  std::vector<PortGrant> ports;
+  friend bool operator==(const Lease&, const Lease&) = default;
+};
+
+inline constexpr std::string_view kDefaultPool = "default";
+inline constexpr std::size_t kMaxPortsPerRequest = 256;  // rows, static and dynamic together
+inline constexpr uint16_t kMaxRangeWidth = 1024;         // ports in one contiguous request
+
+}  // namespace hostport::agent

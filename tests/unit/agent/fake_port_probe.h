@@ -1,0 +1,36 @@
+#pragma once
+// A PortProbe over an in-memory table of host sockets, for tests of the allocation engine.
+
+#include <map>
+#include <utility>
+
+#include "agent/core/allocator.h"
+
+namespace hostport::agent {
+
+class FakePortProbe final : public PortProbe {
+ public:
+  /// Marks (protocol, port) as bound on the host by `holder`.
+  void bind(nft::Protocol protocol, uint16_t port, PortHolder holder = {}) {
+    bound_[{protocol, port}] = std::move(holder);
+  }
+  void unbind(nft::Protocol protocol, uint16_t port) { bound_.erase({protocol, port}); }
+  bool isBound(nft::Protocol protocol, uint16_t port) const {
+    return bound_.contains({protocol, port});
+  }
+
+  std::optional<PortHolder> holder(nft::Protocol protocol, uint16_t port) override {
+    ++calls_;
+    const auto found = bound_.find({protocol, port});
+    if (found == bound_.end()) return std::nullopt;
+    return found->second;
+  }
+
+  int calls() const { return calls_; }
+
+ private:
+  std::map<std::pair<nft::Protocol, uint16_t>, PortHolder> bound_;
+  int calls_ = 0;
+};
+
+}  // namespace hostport::agent

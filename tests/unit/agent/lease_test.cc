@@ -1,0 +1,104 @@
+#include "agent/core/lease.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/core/allocator.h"
+
+namespace hostport::agent {
+namespace {
+
+TEST(LeaseTest, NamesAndParsesEveryProtocol) {
+  for (const auto protocol :
+       {PortProtocol::kTcp, PortProtocol::kUdp, PortProtocol::kSctp, PortProtocol::kTcpUdp}) {
+    EXPECT_EQ(parsePortProtocol(protocolName(protocol)), protocol);
+  }
+  EXPECT_EQ(parsePortProtocol("TCPUDP"), PortProtocol::kTcpUdp);
+  EXPECT_EQ(parsePortProtocol("Udp"), PortProtocol::kUdp);
+}
+
+TEST(LeaseTest, RejectsUnknownProtocolNamingTheText) {
+  for (const auto* text : {"", "icmp", "tcp ", "tcp/udp"}) {
+    auto parsed = parsePortProtocol(text);
+    ASSERT_FALSE(parsed) << text;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(parsed.error().message.find(std::string("\"") + text + "\""), std::string::npos)
+        << parsed.error().message;
+  }
+}
+
+TEST(LeaseTest, QuotesHostileTextSafelyInErrors) {
+  auto parsed = parsePortProtocol("tcp\n\"injected\"" + std::string(200, 'x'));
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().message.find('\n'), std::string::npos);
+  EXPECT_LT(parsed.error().message.size(), 160u);
+}
+
+TEST(LeaseTest, TcpUdpOccupiesBothKernelProtocols) {
+  EXPECT_EQ(kernelProtocols(PortProtocol::kTcpUdp),
+            (std::vector{nft::Protocol::kTcp, nft::Protocol::kUdp}));
+  EXPECT_EQ(kernelProtocols(PortProtocol::kSctp), std::vector{nft::Protocol::kSctp});
+  EXPECT_EQ(kernelProtocols(PortProtocol::kTcp), std::vector{nft::Protocol::kTcp});
+  EXPECT_EQ(kernelProtocols(PortProtocol::kUdp), std::vector{nft::Protocol::kUdp});
+}
+
+TEST(LeaseTest, ParsesRangesAndSinglePorts) {
+  EXPECT_EQ(PortRange::parse("30000-32767"), (PortRange{30000, 32767}));
+  EXPECT_EQ(PortRange::parse("8080"), (PortRange{8080, 8080}));
+  EXPECT_EQ(PortRange::parse("1-65535"), (PortRange{1, 65535}));
+  EXPECT_EQ(PortRange::parse("7-7"), (PortRange{7, 7}));
+}
+
+TEST(LeaseTest, PrintsRangesTheWayTheyAreParsed) {
+  EXPECT_EQ((PortRange{30000, 32767}).str(), "30000-32767");
+  EXPECT_EQ((PortRange{8080, 8080}).str(), "8080");
+  for (const auto* text : {"1-65535", "8080", "20000-20009"}) {
+    EXPECT_EQ(PortRange::parse(text)->str(), text);
+  }
+}
+
+TEST(LeaseTest, RejectsMalformedRangesNamingTheText) {
+  for (const auto* text : {"", "-", "0", "0-10", "65536", "1-65536", "abc", "10-", "-10", "+10",
+                           " 10", "10 ", "10-20-30", "0x10", "100000", "1.5"}) {
+    auto parsed = PortRange::parse(text);
+    ASSERT_FALSE(parsed) << text;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(parsed.error().message.find(std::string("\"") + text + "\""), std::string::npos)
+        << parsed.error().message;
+  }
+}
+
+TEST(LeaseTest, RejectsRangesWhoseFirstPortIsAboveTheLast) {
+  auto parsed = PortRange::parse("32767-30000");
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("\"32767-30000\""), std::string::npos);
+  EXPECT_NE(parsed.error().message.find("empty"), std::string::npos);
+}
+
+TEST(LeaseTest, CountsAndContainsPortsOfARange) {
+  const PortRange range{100, 109};
+  EXPECT_EQ(range.size(), 10u);
+  EXPECT_TRUE(range.contains(100));
+  EXPECT_TRUE(range.contains(109));
+  EXPECT_FALSE(range.contains(99));
+  EXPECT_FALSE(range.contains(110));
+  EXPECT_EQ((PortRange{1, 65535}).size(), 65535u);
+}
+
+TEST(LeaseTest, NamesKeysAsContainerIdSlashIfname) {
+  EXPECT_EQ((AttachmentKey{"abc", "eth0"}).str(), "abc/eth0");
+  EXPECT_LT((AttachmentKey{"abc", "eth0"}), (AttachmentKey{"abc", "eth1"}));
+  EXPECT_LT((AttachmentKey{"abc", "eth9"}), (AttachmentKey{"abd", "eth0"}));
+}
+
+TEST(LeaseTest, NamesAndParsesStrategies) {
+  for (const auto strategy : {Strategy::kLowest, Strategy::kRandom, Strategy::kRoundRobin}) {
+    EXPECT_EQ(parseStrategy(strategyName(strategy)), strategy);
+  }
+  EXPECT_EQ(strategyName(Strategy::kRoundRobin), "round-robin");
+  auto bad = parseStrategy("fastest");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("\"fastest\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hostport::agent
