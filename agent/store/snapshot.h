@@ -1,0 +1,70 @@
+#pragma once
+// Snapshots and generations. Design note:
+// - The state directory holds `snapshot` (generation G, all leases at the moment of the last
+//   compaction) and the live journal `journal.G` (everything since). No snapshot means G = 0 and
+//   no leases.
+// - Snapshot file: "HPSN", u32 format version, u64 generation, u32 lease count, u64 body length,
+//   body = per lease [u32 length][lease encoding], then u32 CRC-32C of everything before it.
+//   A snapshot only ever appears through rename, so any defect in it is loud corruption.
+// - Compaction to G+1 is ordered so that a crash after any step leaves either (snapshot G,
+//   journal.G) or (snapshot G+1, journal.G+1) complete on disk:
+//     1. write snapshot.tmp (generation G+1), fsync it;
+//     2. create journal.(G+1) holding only its header, fsync it;
+//     3. fsync the directory, so both new files exist before the switch;
+//     4. rename snapshot.tmp -> snapshot, fsync the directory: the durable switch (LevelDB);
+//     5. unlink journal.G (best effort; startup deletes it otherwise).
+//   Nothing is appended to journal.(G+1) until step 4 has returned, so at startup a journal.(G+1)
+//   next to snapshot G is a leftover of an interrupted compaction and must be empty.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/core/lease.h"
+#include "agent/store/file_ops.h"
+#include "agent/store/journal_file.h"
+#include "common/error.h"
+
+namespace hostport::agent::store {
+
+inline constexpr std::string_view kSnapshotName = "snapshot";
+inline constexpr std::string_view kSnapshotTmpName = "snapshot.tmp";
+inline constexpr uint32_t kSnapshotFormatVersion = 1;
+
+/// <dir>/journal.<generation>
+std::filesystem::path journalPath(const std::filesystem::path& dir, uint64_t generation);
+/// The generation of a "journal.<decimal>" file name; nullopt for any other name.
+std::optional<uint64_t> parseJournalName(std::string_view name);
+
+struct Snapshot {
+  uint64_t generation = 0;
+  std::vector<Lease> leases;
+};
+
+/// The whole snapshot file image; kInvalidArgument when a lease exceeds the codec's bounds.
+Result<std::string> encodeSnapshot(uint64_t generation, const std::vector<Lease>& leases);
+/// Parses a snapshot file image; kDecode naming what is wrong.
+Result<Snapshot> decodeSnapshot(std::string_view image);
+
+/// Reads <dir>/snapshot: kNotFound when there is none, kIo naming the file when it is corrupt.
+Result<Snapshot> readSnapshot(FileOps& fs, const std::filesystem::path& dir);
+
+/// A failed compaction, and whether the switch to the new generation may have happened.
+struct CompactionError {
+  Error error;
+  /// False: the old snapshot and journal are untouched and stay live. True: the rename or the
+  /// directory fsync after it failed, so which generation is durable is unknown.
+  bool switchUncertain = false;
+};
+
+/// Runs compaction steps 1-5 (see above) and returns the new, empty live journal.
+std::expected<JournalFile, CompactionError> compact(std::shared_ptr<FileOps> fs,
+                                                    const std::filesystem::path& dir,
+                                                    uint64_t newGeneration,
+                                                    const std::vector<Lease>& leases);
+
+}  // namespace hostport::agent::store

@@ -1,0 +1,87 @@
+#pragma once
+// Helpers shared by the store tests: a private temp directory, sample leases, raw file access.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "agent/core/lease.h"
+
+namespace hostport::agent::store::testing {
+
+/// A fresh directory from mkdtemp under $TMPDIR (or /tmp), removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
+                          "/hostport-store-test-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline IpAddress ip(const std::string& text) { return IpAddress::parse(text).value(); }
+
+/// A realistic lease whose fields all depend on `i`, so leases differ and a mix-up shows.
+inline Lease sampleLease(int i) {
+  Lease lease;
+  lease.key = {"c0ffee" + std::to_string(i) + std::string(58, 'a'), "eth" + std::to_string(i % 3)};
+  lease.pod = {"ns-" + std::to_string(i % 7), "pod-" + std::to_string(i),
+               "3f2a9c1e-0000-4000-8000-" + std::to_string(100000000000 + i)};
+  lease.netns = "/var/run/netns/cni-" + std::to_string(i);
+  lease.pool = i % 2 == 0 ? "default" : "media";
+  lease.ports.push_back(PortGrant{.name = "http",
+                                  .protocol = PortProtocol::kTcp,
+                                  .hostPort = static_cast<uint16_t>(30000 + i % 2000),
+                                  .containerPort = 8080,
+                                  .count = 1,
+                                  .hostIp = std::nullopt,
+                                  .isStatic = false});
+  if (i % 3 == 0) {
+    lease.ports.push_back(PortGrant{.name = "rtp",
+                                    .protocol = PortProtocol::kUdp,
+                                    .hostPort = 20000,
+                                    .containerPort = 20000,
+                                    .count = 10,
+                                    .hostIp = ip(i % 2 == 0 ? "10.0.0.7" : "fd00::7"),
+                                    .isStatic = false});
+  }
+  if (i % 5 == 0) {
+    lease.ports.push_back(PortGrant{.name = "",
+                                    .protocol = PortProtocol::kTcpUdp,
+                                    .hostPort = 53,
+                                    .containerPort = 5353,
+                                    .count = 1,
+                                    .hostIp = std::nullopt,
+                                    .isStatic = true});
+  }
+  return lease;
+}
+
+inline std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void writeFile(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace hostport::agent::store::testing
