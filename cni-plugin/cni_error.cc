@@ -32,9 +32,9 @@ int cniCode(ErrorCode code) {
   return kCniInternal;
 }
 
-std::string errorDocument(std::string_view cniVersion, const Error& error) {
+std::string errorDocument(std::string_view cniVersion, const Error& error, int codeOverride) {
   nlohmann::json document = {{"cniVersion", cniVersion},
-                             {"code", cniCode(error.code)},
+                             {"code", codeOverride != 0 ? codeOverride : cniCode(error.code)},
                              {"msg", error.message}};
   if (!error.details.empty()) document["details"] = error.details;
   // Replace invalid UTF-8 rather than throw: messages can echo hostile input.

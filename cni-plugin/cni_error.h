@@ -16,16 +16,18 @@ enum CniCode : int {
   kCniDecodeFailure = 6,
   kCniInvalidConfig = 7,
   kCniTryAgainLater = 11,
-  kCniKernelFailure = 100,     // nftables or netlink refused
-  kCniPortConflict = 101,      // a host port is held by another attachment or process
-  kCniPoolExhausted = 102,     // no free port in the pool
-  kCniCheckFailed = 103,       // CHECK found an element missing or wrong
+  kCniPluginNotAvailable = 50,  // STATUS: cannot take ADDs now
+  kCniKernelFailure = 100,      // nftables or netlink refused
+  kCniPortConflict = 101,       // a host port is held by another attachment or process
+  kCniPoolExhausted = 102,      // no free port in the pool
+  kCniCheckFailed = 103,        // CHECK found an element missing or wrong
   kCniInternal = 110,
 };
 
 int cniCode(ErrorCode code);
 
-/// {"cniVersion", "code", "msg", "details"} as the spec wants it on stdout.
-std::string errorDocument(std::string_view cniVersion, const Error& error);
+/// {"cniVersion", "code", "msg", "details"} as the spec wants it on stdout. A non-zero
+/// `codeOverride` replaces the mapped code (STATUS reports 50 whatever went wrong).
+std::string errorDocument(std::string_view cniVersion, const Error& error, int codeOverride = 0);
 
 }  // namespace hostport::cni

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "cni-plugin/annotations.h"
 #include "cni-plugin/attachment_plan.h"
 #include "cni-plugin/cni_env.h"
 #include "cni-plugin/cni_error.h"
@@ -16,6 +17,12 @@ namespace {
 
 constexpr std::string_view kLatestVersion = "1.1.0";
 
+/// What an attachment is granted: the mappings to forward and, with an agent, its lease.
+struct Grant {
+  std::vector<PortMapping> mappings;
+  bool leased = false;  // true when the agent holds a lease that a failed ADD must release
+};
+
 /// One invocation: its environment, config and the streams to answer on.
 class Invocation {
  public:
@@ -25,12 +32,26 @@ class Invocation {
   Result<void> add(const PluginConfig& config);
   Result<void> del(const Result<PluginConfig>& config);
   Result<void> check(const PluginConfig& config);
+  Result<void> status(const PluginConfig& config);
 
  private:
-  Result<AttachmentPlan> plan(const PluginConfig& config, std::string_view verb);
+  struct Attachment {
+    std::string owner;
+    ContainerAddresses addresses;
+  };
+  /// Everything ADD and CHECK need before anyone is asked for ports.
+  Result<Attachment> attachment(const PluginConfig& config, std::string_view verb) const;
+  Result<Grant> grantPorts(const PluginConfig& config);
+  Result<std::vector<PortMapping>> grantedMappings(const PluginConfig& config);
+  Result<AttachmentPlan> plan(const PluginConfig& config, const Attachment& attachment,
+                              const std::vector<PortMapping>& mappings);
+  Result<void> install(const AttachmentPlan& plan);
+  void releaseLease(const PluginConfig& config);
+  PortAuthority& authority(const PluginConfig& config);
   Result<nft::Ruleset*> ruleset();
   Result<hostnet::HostNetwork*> hostNetwork();
   void flushUdpConntrack(const std::vector<uint16_t>& ports);
+  agent::AttachmentKey key() const { return {env_.containerId, env_.ifname}; }
   void log(const std::string& message) const {
     io_.err << "hostport " << verbName(env_.verb) << " " << env_.containerId << "/" << env_.ifname
             << ": " << message << "\n";
@@ -39,9 +60,9 @@ class Invocation {
   const PluginIo& io_;
   const PluginBackends& backends_;
   CniEnv env_;
-  std::string owner_;
   std::unique_ptr<nft::Ruleset> ruleset_;
   std::unique_ptr<hostnet::HostNetwork> hostNetwork_;
+  std::unique_ptr<PortAuthority> authority_;
 };
 
 Result<nft::Ruleset*> Invocation::ruleset() {
@@ -62,22 +83,72 @@ Result<hostnet::HostNetwork*> Invocation::hostNetwork() {
   return hostNetwork_.get();
 }
 
-Result<AttachmentPlan> Invocation::plan(const PluginConfig& config, std::string_view verb) {
+PortAuthority& Invocation::authority(const PluginConfig& config) {
+  if (!authority_) authority_ = backends_.portAuthority(config.agentSocket);
+  return *authority_;
+}
+
+Result<Invocation::Attachment> Invocation::attachment(const PluginConfig& config,
+                                                      std::string_view verb) const {
   if (!config.prevResult) {
     return fail(ErrorCode::kInvalidArgument,
                 "prevResult is missing: hostport is a chained plugin and must follow the "
-                "primary network plugin in a conflist (" + std::string(verb) + ")");
+                "primary network plugin in a conflist (" +
+                    std::string(verb) + ")");
   }
   auto addresses = containerAddresses(*config.prevResult, env_.ifname);
   if (!addresses) return std::unexpected(addresses.error());
   auto owner = nft::makeOwner(env_.containerId, env_.ifname);
   if (!owner) return std::unexpected(owner.error());
-  owner_ = *owner;
-  // Until the agent grants ports, the static portMappings are granted exactly as asked.
-  auto planned = planAttachment(owner_, config.portMappings, *addresses, config);
+  return Attachment{*owner, *addresses};
+}
+
+Result<Grant> Invocation::grantPorts(const PluginConfig& config) {
+  auto annotations = parsePortAnnotations(config.podAnnotations);
+  if (!annotations) return std::unexpected(annotations.error());
+  if (config.agentSocket.empty()) {
+    if (!annotations->dynamics.empty() || !annotations->pool.empty()) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "annotations hostport.io/ports and hostport.io/pool need hostport-agent, but "
+                  "this network runs hostport standalone (agentSocket is \"\")");
+    }
+    return Grant{config.portMappings, false};
+  }
+  if (annotations->dynamics.empty() && config.portMappings.empty()) return Grant{{}, false};
+  auto lease = authority(config).allocate(
+      allocationRequestFor(env_, config, std::move(annotations->dynamics), annotations->pool));
+  if (!lease) return std::unexpected(lease.error());
+  return Grant{mappingsOf(*lease), true};
+}
+
+Result<std::vector<PortMapping>> Invocation::grantedMappings(const PluginConfig& config) {
+  if (config.agentSocket.empty()) return config.portMappings;
+  auto lease = authority(config).get(key());
+  if (!lease) return std::unexpected(lease.error());
+  if (!*lease) {
+    auto annotations = parsePortAnnotations(config.podAnnotations);
+    const bool asked =
+        !config.portMappings.empty() || (annotations && !annotations->dynamics.empty());
+    if (!asked) return std::vector<PortMapping>{};
+    return fail(ErrorCode::kNotFound, "hostport-agent holds no lease for " + key().str());
+  }
+  return mappingsOf(**lease);
+}
+
+Result<AttachmentPlan> Invocation::plan(const PluginConfig& config, const Attachment& attachment,
+                                        const std::vector<PortMapping>& mappings) {
+  auto planned = planAttachment(attachment.owner, mappings, attachment.addresses, config);
   if (!planned) return planned;
   for (const auto& warning : planned->warnings) log(warning);
   return planned;
+}
+
+void Invocation::releaseLease(const PluginConfig& config) {
+  if (config.agentSocket.empty()) return;
+  if (auto released = authority(config).release(key()); !released) {
+    log("warning: cannot release the lease (the agent's reconciler will): " +
+        released.error().message);
+  }
 }
 
 void Invocation::flushUdpConntrack(const std::vector<uint16_t>& ports) {
@@ -86,32 +157,44 @@ void Invocation::flushUdpConntrack(const std::vector<uint16_t>& ports) {
   for (const uint16_t port : ports) {
     auto flushed = network ? (*network)->flushUdpConntrack(port) : std::unexpected(network.error());
     // A stale flow only delays traffic to the new pod; it is not worth failing the pod for.
-    if (!flushed) log("warning: cannot flush UDP conntrack for port " + std::to_string(port) +
-                      ": " + flushed.error().message);
+    if (!flushed)
+      log("warning: cannot flush UDP conntrack for port " + std::to_string(port) + ": " +
+          flushed.error().message);
   }
 }
 
-Result<void> Invocation::add(const PluginConfig& config) {
-  auto planned = plan(config, "ADD");
-  if (!planned) return std::unexpected(planned.error());
-  if (!planned->rules.empty()) {
-    auto tables = ruleset();
-    if (!tables) return std::unexpected(tables.error());
-    if (auto installed = (*tables)->install(planned->rules); !installed) return installed;
-    if (planned->routeLocalnetFor) {
-      auto network = hostNetwork();
-      auto enabled = network ? (*network)->enableRouteLocalnet(*planned->routeLocalnetFor)
-                             : std::unexpected(network.error());
-      if (!enabled) {
-        // No partial state: the forwards go again before ADD reports the failure.
-        if (auto undone = (*tables)->remove(owner_); !undone) {
-          log("error: cannot roll back after a failed ADD: " + undone.error().message);
-        }
-        return withContext(enabled.error(), "enabling route_localnet");
+Result<void> Invocation::install(const AttachmentPlan& plan) {
+  if (plan.rules.empty()) return {};
+  auto tables = ruleset();
+  if (!tables) return std::unexpected(tables.error());
+  if (auto installed = (*tables)->install(plan.rules); !installed) return installed;
+  if (plan.routeLocalnetFor) {
+    auto network = hostNetwork();
+    auto enabled = network ? (*network)->enableRouteLocalnet(*plan.routeLocalnetFor)
+                           : std::unexpected(network.error());
+    if (!enabled) {
+      if (auto undone = (*tables)->remove(plan.rules.owner); !undone) {
+        log("error: cannot roll back after a failed ADD: " + undone.error().message);
       }
+      return withContext(enabled.error(), "enabling route_localnet");
     }
-    flushUdpConntrack(planned->udpHostPorts);
-    log("installed " + std::to_string(planned->rules.forwards.size()) + " forward(s)");
+  }
+  flushUdpConntrack(plan.udpHostPorts);
+  log("installed " + std::to_string(plan.rules.forwards.size()) + " forward(s)");
+  return {};
+}
+
+Result<void> Invocation::add(const PluginConfig& config) {
+  auto target = attachment(config, "ADD");
+  if (!target) return std::unexpected(target.error());
+  auto grant = grantPorts(config);
+  if (!grant) return std::unexpected(grant.error());
+  auto planned = plan(config, *target, grant->mappings);
+  auto installed = planned ? install(*planned) : Result<void>(std::unexpected(planned.error()));
+  if (!installed) {
+    // No partial state: a lease without its forwards would hold ports nobody can reach.
+    if (grant->leased) releaseLease(config);
+    return installed;
   }
   auto result = convertResult(*config.prevResult, config.cniVersion);
   if (!result) return std::unexpected(result.error());
@@ -124,31 +207,35 @@ Result<void> Invocation::del(const Result<PluginConfig>& config) {
   if (!config) log("warning: ignoring unusable config at DEL: " + config.error().message);
   auto owner = nft::makeOwner(env_.containerId, env_.ifname);
   if (!owner) return std::unexpected(owner.error());
-  owner_ = *owner;
   auto tables = ruleset();
   if (!tables) return std::unexpected(tables.error());
-  auto removed = (*tables)->remove(owner_);
+  auto removed = (*tables)->remove(*owner);
   if (!removed) return std::unexpected(removed.error());
   flushUdpConntrack(udpHostPorts(removed->forwards));
-  if (!removed->empty()) {
-    log("removed " + std::to_string(removed->forwards.size()) + " forward(s)");
-  }
+  if (!removed->empty()) log("removed " + std::to_string(removed->forwards.size()) + " forward(s)");
+  // With an unusable config the socket is unknown; the agent's reconciler releases later.
+  if (config) releaseLease(*config);
   return {};
 }
 
 Result<void> Invocation::check(const PluginConfig& config) {
-  auto planned = plan(config, "CHECK");
+  auto target = attachment(config, "CHECK");
+  if (!target) return std::unexpected(target.error());
+  auto mappings = grantedMappings(config);
+  if (!mappings) return std::unexpected(mappings.error());
+  auto planned = plan(config, *target, *mappings);
   if (!planned) return std::unexpected(planned.error());
   auto tables = ruleset();
   if (!tables) return std::unexpected(tables.error());
-  auto installed = (*tables)->listOwned(owner_);
+  auto installed = (*tables)->listOwned(target->owner);
   if (!installed) return std::unexpected(installed.error());
+  const auto& owner = target->owner;
   for (const auto& expected : planned->rules.forwards) {
     const bool found = std::ranges::any_of(installed->forwards, [&](const nft::Forward& have) {
       return nft::matchesInstalled(expected, have);
     });
     if (!found) {
-      return fail(ErrorCode::kNotFound, "forward " + nft::describe(expected) + " of " + owner_ +
+      return fail(ErrorCode::kNotFound, "forward " + nft::describe(expected) + " of " + owner +
                                             " is missing from table hostport");
     }
   }
@@ -158,17 +245,22 @@ Result<void> Invocation::check(const PluginConfig& config) {
     });
     if (!expected) {
       return fail(ErrorCode::kNotFound, "table hostport holds an unexpected forward " +
-                                            nft::describe(have) + " for " + owner_);
+                                            nft::describe(have) + " for " + owner);
     }
   }
   for (const auto& expected : planned->rules.masquerades) {
     if (std::ranges::find(installed->masquerades, expected) == installed->masquerades.end()) {
       return fail(ErrorCode::kNotFound, "masquerade " + expected.source.str() + " -> " +
-                                            expected.podIp.str() + " of " + owner_ +
+                                            expected.podIp.str() + " of " + owner +
                                             " is missing from table hostport");
     }
   }
   return {};
+}
+
+Result<void> Invocation::status(const PluginConfig& config) {
+  if (config.agentSocket.empty()) return {};
+  return authority(config).ready();
 }
 
 std::string versionOf(const Result<PluginConfig>& config) {
@@ -184,19 +276,20 @@ Result<void> requireVersion(const PluginConfig& config, Verb verb) {
                 "cniVersion \"" + config.cniVersion.substr(0, 32) + "\" is not supported",
                 "supported versions: " + list);
   }
-  const std::string_view minimum = verb == Verb::kCheck                          ? "0.4.0"
+  const std::string_view minimum = verb == Verb::kCheck                           ? "0.4.0"
                                    : (verb == Verb::kGc || verb == Verb::kStatus) ? "1.1.0"
                                                                                   : "0.3.0";
   if (compareVersions(config.cniVersion, minimum) < 0) {
-    return fail(ErrorCode::kIncompatibleVersion,
-                std::string(verbName(verb)) + " needs cniVersion " + std::string(minimum) +
-                    " or later, not " + config.cniVersion);
+    return fail(ErrorCode::kIncompatibleVersion, std::string(verbName(verb)) +
+                                                     " needs cniVersion " + std::string(minimum) +
+                                                     " or later, not " + config.cniVersion);
   }
   return {};
 }
 
-int report(const PluginIo& io, std::string_view version, const Error& error) {
-  io.out << errorDocument(version, error) << "\n";
+int report(const PluginIo& io, std::string_view version, const Error& error,
+           bool pluginUnavailable = false) {
+  io.out << errorDocument(version, error, pluginUnavailable ? kCniPluginNotAvailable : 0) << "\n";
   io.err << "hostport: error: " << error.message << "\n";
   return 1;
 }
@@ -233,13 +326,20 @@ int runPlugin(const PluginIo& io, const PluginBackends& backends) {
     case Verb::kCheck:
       done = invocation.check(*config);
       break;
-    case Verb::kGc:      // the agent gives GC real work; without one there is nothing to collect
-    case Verb::kStatus:  // ready whenever the binary runs, until an agent is required
+    case Verb::kStatus:
+      done = invocation.status(*config);
+      if (!done) done.error().message = "hostport-agent is not ready: " + done.error().message;
+      break;
+    case Verb::kGc:  // leases of vanished sandboxes go through the agent's reconciler
     case Verb::kDel:
     case Verb::kVersion:
       break;
   }
-  return done ? 0 : report(io, config->cniVersion, done.error());
+  if (done) return 0;
+  // STATUS has its own code for "cannot take ADDs now".
+  Error error = done.error();
+  if (env->verb == Verb::kStatus) error.code = ErrorCode::kUnavailable;
+  return report(io, config->cniVersion, error, env->verb == Verb::kStatus);
 }
 
 }  // namespace hostport::cni

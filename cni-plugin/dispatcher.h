@@ -7,6 +7,7 @@
 #include <memory>
 #include <string_view>
 
+#include "cni-plugin/port_authority.h"
 #include "common/error.h"
 #include "hostnet/host_network.h"
 #include "nft/ruleset.h"
@@ -24,6 +25,7 @@ struct PluginIo {
 struct PluginBackends {
   std::function<Result<std::unique_ptr<nft::Ruleset>>()> ruleset;
   std::function<Result<std::unique_ptr<hostnet::HostNetwork>>()> hostNetwork;
+  std::function<std::unique_ptr<PortAuthority>(const std::string& socketPath)> portAuthority;
 };
 
 /// Runs one invocation and returns the process exit code.

@@ -41,6 +41,7 @@ int main() {
         auto network = hostnet::NetlinkHostNetwork::create();
         if (!network) return std::unexpected(network.error());
         return std::unique_ptr<hostnet::HostNetwork>(std::move(*network));
-      }};
+      },
+      [](const std::string& socketPath) { return cni::agentPortAuthority(socketPath); }};
   return cni::runPlugin(io, backends);
 }

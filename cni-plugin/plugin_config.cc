@@ -257,7 +257,10 @@ Result<void> parseOptions(const json& document, PluginConfig& config) {
   config.masqAll = *masqAll;
   config.conditionsV4 = std::move(*conditionsV4);
   config.conditionsV6 = std::move(*conditionsV6);
-  config.agentSocket = std::move(*agentSocket);
+  // Absent means the agent at its usual place; only an explicit "" runs without one.
+  config.agentSocket = optionalMember(document, "agentSocket") == nullptr
+                           ? std::string(kDefaultAgentSocketPath)
+                           : std::move(*agentSocket);
   return {};
 }
 

@@ -9,17 +9,17 @@
 namespace hostport {
 
 enum class ErrorCode {
-  kInvalidArgument,       // bad input: config, annotation, request field
-  kInvalidEnvironment,    // bad CNI_* environment
-  kIncompatibleVersion,   // unsupported CNI version
-  kDecode,                // input is not parseable (malformed JSON)
-  kNotFound,              // the thing asked about is not there
-  kConflict,              // a port is held by someone else
-  kExhausted,             // a pool has no free port
-  kUnavailable,           // a peer (the agent) cannot be reached; retry later
-  kKernel,                // nftables, netlink or sysctl refused
-  kIo,                    // file system
-  kInternal,              // a bug
+  kInvalidArgument,      // bad input: config, annotation, request field
+  kInvalidEnvironment,   // bad CNI_* environment
+  kIncompatibleVersion,  // unsupported CNI version
+  kDecode,               // input is not parseable (malformed JSON)
+  kNotFound,             // the thing asked about is not there
+  kConflict,             // a port is held by someone else
+  kExhausted,            // a pool has no free port
+  kUnavailable,          // a peer (the agent) cannot be reached; retry later
+  kKernel,               // nftables, netlink or sysctl refused
+  kIo,                   // file system
+  kInternal,             // a bug
 };
 
 struct Error {

@@ -2,8 +2,8 @@
 
 #include <arpa/inet.h>
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 namespace hostport {

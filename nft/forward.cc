@@ -20,16 +20,16 @@ std::string lowercase(std::string_view text) {
 // Words that start an nft statement or verdict. A condition must only narrow which packets the
 // forward applies to; a statement (mark set, counter, drop, jump...) would act on them.
 constexpr std::array<std::string_view, 30> kStatementWords = {
-    "accept", "drop",    "reject", "queue",  "continue", "return",     "jump",     "goto",
-    "counter", "log",    "limit",  "quota",  "set",      "dnat",       "snat",     "masquerade",
-    "redirect", "notrack", "tproxy", "fwd",  "dup",      "synproxy",   "flow",     "add",
-    "update",  "delete", "meter",  "comment", "vmap",    "last"};
+    "accept",   "drop",    "reject", "queue",   "continue", "return",   "jump", "goto",
+    "counter",  "log",     "limit",  "quota",   "set",      "dnat",     "snat", "masquerade",
+    "redirect", "notrack", "tproxy", "fwd",     "dup",      "synproxy", "flow", "add",
+    "update",   "delete",  "meter",  "comment", "vmap",     "last"};
 
 bool isConditionChar(unsigned char c) {
   // Everything an nft match needs (addresses, prefixes, sets, ranges, negation, comparison) and
   // nothing that ends a command (';', newline), starts a comment ('#') or a string ('"').
-  return std::isalnum(c) || std::string_view("._:/-,!=<>{}*").find(static_cast<char>(c)) !=
-                                std::string_view::npos;
+  return std::isalnum(c) ||
+         std::string_view("._:/-,!=<>{}*").find(static_cast<char>(c)) != std::string_view::npos;
 }
 
 }  // namespace
@@ -51,8 +51,8 @@ Result<Protocol> parseProtocol(std::string_view text) {
   if (name == "tcp") return Protocol::kTcp;
   if (name == "udp") return Protocol::kUdp;
   if (name == "sctp") return Protocol::kSctp;
-  return fail(ErrorCode::kInvalidArgument,
-              "unknown protocol \"" + std::string(text.substr(0, 64)) + "\" (want tcp, udp or sctp)");
+  return fail(ErrorCode::kInvalidArgument, "unknown protocol \"" + std::string(text.substr(0, 64)) +
+                                               "\" (want tcp, udp or sctp)");
 }
 
 Result<std::string> makeOwner(std::string_view containerId, std::string_view ifname) {
@@ -91,7 +91,8 @@ Result<std::string> validateConditions(const std::vector<std::string>& parts) {
     // Normalise blanks between tokens; newlines never got this far.
     std::string_view rest = part;
     while (!rest.empty()) {
-      const auto start = std::ranges::find_if_not(rest, [](unsigned char c) { return std::isspace(c); });
+      const auto start =
+          std::ranges::find_if_not(rest, [](unsigned char c) { return std::isspace(c); });
       rest.remove_prefix(static_cast<std::size_t>(start - rest.begin()));
       const auto end = std::ranges::find_if(rest, [](unsigned char c) { return std::isspace(c); });
       const auto token = rest.substr(0, static_cast<std::size_t>(end - rest.begin()));

@@ -45,8 +45,8 @@ Result<nlohmann::json> NftContext::list(std::string_view command) {
   if (!output) return std::unexpected(output.error());
   auto document = nlohmann::json::parse(*output, nullptr, false);
   if (document.is_discarded()) {
-    return fail(ErrorCode::kKernel, "libnftables printed JSON we cannot parse for: " +
-                                        std::string(command));
+    return fail(ErrorCode::kKernel,
+                "libnftables printed JSON we cannot parse for: " + std::string(command));
   }
   return document;
 }

@@ -20,7 +20,8 @@ std::string tableLayoutCommands(Family family) {
   line("add set " + t + " " + masq + " { type " + a + " . " + a + "; flags interval; }");
   line("add chain " + t + " " + cond);
   line("add chain " + t + " hostports");
-  line("add chain " + t + " prerouting { type nat hook prerouting priority dstnat; policy accept; }");
+  line("add chain " + t +
+       " prerouting { type nat hook prerouting priority dstnat; policy accept; }");
   // nft 1.0.6 refuses the `dstnat` keyword on the output hook of the ip family, hence -100.
   line("add chain " + t + " output { type nat hook output priority -100; policy accept; }");
   line("add chain " + t +
@@ -29,8 +30,8 @@ std::string tableLayoutCommands(Family family) {
     line("flush chain " + t + " " + chain);
   }
   line("add rule " + t + " hostports jump " + cond);
-  line("add rule " + t + " hostports dnat " + f + " to " + f + " daddr . meta l4proto . th dport map @" +
-       ipports);
+  line("add rule " + t + " hostports dnat " + f + " to " + f +
+       " daddr . meta l4proto . th dport map @" + ipports);
   line("add rule " + t + " hostports dnat " + f + " to meta l4proto . th dport map @" + ports);
   // Only traffic addressed to this node is ours: the lesson of portmap's CVE-2025-67499.
   line("add rule " + t + " prerouting fib daddr type local jump hostports");

@@ -10,9 +10,9 @@
 namespace hostport::nft {
 
 inline constexpr std::string_view kTableName = "hostport";
-inline constexpr std::string_view kPortsMap = "ports";        // proto . port : addr . port
+inline constexpr std::string_view kPortsMap = "ports";          // proto . port : addr . port
 inline constexpr std::string_view kHostIpPortsMap = "ipports";  // hostIP . proto . port : ...
-inline constexpr std::string_view kMasqueradeSet = "masq";    // source prefix . pod IP
+inline constexpr std::string_view kMasqueradeSet = "masq";      // source prefix . pod IP
 inline constexpr std::string_view kConditionalChain = "conditional";
 
 std::string_view nftFamily(Family family);  // "ip" / "ip6"

@@ -8,8 +8,8 @@ namespace {
 using nlohmann::json;
 
 Result<void> shapeError(std::string_view what, const json& value) {
-  return fail(ErrorCode::kKernel,
-              "unexpected " + std::string(what) + " in nft listing: " + value.dump().substr(0, 200));
+  return fail(ErrorCode::kKernel, "unexpected " + std::string(what) +
+                                      " in nft listing: " + value.dump().substr(0, 200));
 }
 
 struct ElementParts {
@@ -123,7 +123,8 @@ Result<void> parseMasqueradeElements(const json& set, TableState& state) {
 bool isPayloadMatch(const json& expr, std::string_view field) {
   if (!expr.contains("match")) return false;
   const auto& left = expr["match"].value("left", json());
-  return left.is_object() && left.contains("payload") && left["payload"].value("field", "") == field;
+  return left.is_object() && left.contains("payload") &&
+         left["payload"].value("field", "") == field;
 }
 
 /// Reads back a rule that conditionalRule() in commands.cc wrote. nft folds

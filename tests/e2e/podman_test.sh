@@ -183,6 +183,9 @@ build_image() {
 }
 
 write_network() {
+  # Standalone hostport (no agent): static hostPorts only, as portmap does.
+  local AGENT_KEY=""
+  [[ "$PLUGIN_TYPE" == "hostport" ]] && AGENT_KEY=' "agentSocket": "",'
   cat >"$WORK/cni-conf/$NET.conflist" <<EOF
 {
   "cniVersion": "$CNI_VERSION",
@@ -202,7 +205,7 @@ write_network() {
       }
     },
     {
-      "type": "$PLUGIN_TYPE",
+      "type": "$PLUGIN_TYPE",${AGENT_KEY}
       "capabilities": {"portMappings": true}
     }
   ]

@@ -2,10 +2,9 @@
 // namespace, so it sees an empty ruleset, cannot touch the host's, and leaves nothing behind:
 // the namespace dies with the thread.
 
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>

@@ -210,6 +210,8 @@ nlohmann::json CniNode::pluginConfig(const std::string& cniVersion,
       {"name", networkName_},
       {"type", std::filesystem::path(pluginPath_).filename().string()},
   };
+  // Standalone unless a test brings an agent: portmap-parity tests need none.
+  if (config["type"] == "hostport") config["agentSocket"] = "";
   for (const auto& [key, value] : pluginKeys.items()) config[key] = value;
   if (prevResult) config["prevResult"] = *prevResult;
   if (!mappings.empty()) config["runtimeConfig"] = {{"portMappings", toJson(mappings)}};

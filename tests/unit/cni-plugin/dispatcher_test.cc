@@ -23,7 +23,8 @@ class FakeRuleset : public nft::Ruleset {
     return {};
   }
   Result<void> install(const nft::AttachmentRules& rules) override {
-    if (conflict) return fail(ErrorCode::kConflict, "host port is already forwarded for other/eth0");
+    if (conflict)
+      return fail(ErrorCode::kConflict, "host port is already forwarded for other/eth0");
     auto& held = installed[rules.owner];
     held.owner = rules.owner;
     for (const auto& forward : rules.forwards) held.forwards.push_back(forward);
@@ -73,10 +74,55 @@ json prevResult() {
     "routes": [{"dst": "0.0.0.0/0"}]})");
 }
 
+/// Stands in for hostport-agent: grants what is asked, dynamic ports from 30000 up.
+class FakePortAuthority : public PortAuthority {
+ public:
+  Result<agent::Lease> allocate(const agent::AllocationRequest& request) override {
+    requests.push_back(request);
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable at /x.sock");
+    if (exhausted) return fail(ErrorCode::kExhausted, "pool \"default\" has no free port");
+    agent::Lease lease{request.key, request.pod, request.netns, request.pool, {}};
+    uint16_t next = 30000;
+    for (const auto& claim : request.statics) {
+      lease.ports.push_back(
+          {"", claim.protocol, claim.hostPort, claim.containerPort, 1, claim.hostIp, true});
+    }
+    for (const auto& dynamic : request.dynamics) {
+      lease.ports.push_back({dynamic.name, dynamic.protocol, next, dynamic.containerPort,
+                             dynamic.count, std::nullopt, false});
+      next = static_cast<uint16_t>(next + dynamic.count);
+    }
+    leases[request.key.str()] = lease;
+    return lease;
+  }
+  Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) override {
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
+    auto found = leases.find(key.str());
+    return found == leases.end() ? std::nullopt : std::optional(found->second);
+  }
+  Result<void> release(const agent::AttachmentKey& key) override {
+    released.push_back(key.str());
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
+    leases.erase(key.str());
+    return {};
+  }
+  Result<void> ready() override {
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
+    return {};
+  }
+
+  std::vector<agent::AllocationRequest> requests;
+  std::map<std::string, agent::Lease> leases;
+  std::vector<std::string> released;
+  bool down = false;
+  bool exhausted = false;
+};
+
 json config(const std::string& version = "1.0.0") {
   return {{"cniVersion", version},
           {"name", "testnet"},
           {"type", "hostport"},
+          {"agentSocket", ""},
           {"prevResult", prevResult()},
           {"runtimeConfig",
            {{"portMappings",
@@ -108,6 +154,10 @@ class DispatcherTest : public ::testing::Test {
         },
         [this]() -> Result<std::unique_ptr<hostnet::HostNetwork>> {
           return std::unique_ptr<hostnet::HostNetwork>(new ForwardingHostNetwork(network_));
+        },
+        [this](const std::string& socketPath) -> std::unique_ptr<PortAuthority> {
+          agentSocketUsed_ = socketPath;
+          return std::unique_ptr<PortAuthority>(new ForwardingPortAuthority(agent_));
         }};
     const int code = runPlugin(io, backends);
     return {code, out.str(), err.str()};
@@ -123,6 +173,18 @@ class DispatcherTest : public ::testing::Test {
       return fake.listOwned(o);
     }
     FakeRuleset& fake;
+  };
+  struct ForwardingPortAuthority : PortAuthority {
+    explicit ForwardingPortAuthority(FakePortAuthority& fake) : fake(fake) {}
+    Result<agent::Lease> allocate(const agent::AllocationRequest& r) override {
+      return fake.allocate(r);
+    }
+    Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& k) override {
+      return fake.get(k);
+    }
+    Result<void> release(const agent::AttachmentKey& k) override { return fake.release(k); }
+    Result<void> ready() override { return fake.ready(); }
+    FakePortAuthority& fake;
   };
   struct ForwardingHostNetwork : hostnet::HostNetwork {
     explicit ForwardingHostNetwork(FakeHostNetwork& fake) : fake(fake) {}
@@ -140,8 +202,17 @@ class DispatcherTest : public ::testing::Test {
                                           {"CNI_ARGS", "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p"}};
   FakeRuleset ruleset_;
   FakeHostNetwork network_;
+  FakePortAuthority agent_;
+  std::string agentSocketUsed_;
   int rulesetOpened_ = 0;
 };
+
+json agentConfig(const json& annotations = nullptr) {
+  auto input = config("1.1.0");
+  input.erase("agentSocket");
+  input["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
+  return input;
+}
 
 TEST_F(DispatcherTest, VersionListsSupportedVersionsWithoutTouchingTheKernel) {
   const auto outcome = run("VERSION", R"({"cniVersion": "0.4.0"})");
@@ -210,12 +281,8 @@ TEST_F(DispatcherTest, BadInputFailsBeforeTheKernelIsTouched) {
   auto badHostIp = config();
   badHostIp["runtimeConfig"]["portMappings"][0]["HostIP"] = "1.2.3";
   const std::vector<std::pair<std::string, int>> cases = {
-      {"{not json", 6},
-      {config("0.2.0").dump(), 1},
-      {config("9.9.9").dump(), 1},
-      {badPort.dump(), 7},
-      {badProtocol.dump(), 7},
-      {badHostIp.dump(), 7}};
+      {"{not json", 6},    {config("0.2.0").dump(), 1}, {config("9.9.9").dump(), 1},
+      {badPort.dump(), 7}, {badProtocol.dump(), 7},     {badHostIp.dump(), 7}};
   for (const auto& [input, code] : cases) {
     const auto outcome = run("ADD", input);
     EXPECT_NE(outcome.exitCode, 0) << input;
@@ -307,6 +374,103 @@ TEST_F(DispatcherTest, VerbsRefuseVersionsTheyDoNotExistIn) {
   EXPECT_EQ(run("GC", config("1.0.0").dump()).document()["code"], 1);
   EXPECT_EQ(run("GC", config("1.1.0").dump()).exitCode, 0);
   EXPECT_EQ(run("STATUS", config("1.1.0").dump()).exitCode, 0);
+}
+
+TEST_F(DispatcherTest, AddAsksTheAgentAndForwardsWhatItGrants) {
+  const auto outcome =
+      run("ADD", agentConfig({{"hostport.io/ports", "grpc=19805, rtp=20000-20001/udp"},
+                              {"hostport.io/pool", "games"}})
+                     .dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out << outcome.err;
+  EXPECT_EQ(agentSocketUsed_, "/run/hostport/agent.sock");
+  ASSERT_EQ(agent_.requests.size(), 1u);
+  const auto& request = agent_.requests[0];
+  EXPECT_EQ(request.key.str(), "c0ffee/eth0");
+  EXPECT_EQ(request.pod.namespaceName, "ns");
+  EXPECT_EQ(request.pod.name, "p");
+  EXPECT_EQ(request.netns, "/run/netns/p");
+  EXPECT_EQ(request.pool, "games");
+  EXPECT_EQ(request.statics.size(), 2u);  // the portMappings are static claims
+  ASSERT_EQ(request.dynamics.size(), 2u);
+  EXPECT_EQ(request.dynamics[1].count, 2);
+  std::vector<std::string> forwards;
+  for (const auto& forward : ruleset_.installed.at("c0ffee/eth0").forwards) {
+    forwards.push_back(nft::describe(forward));
+  }
+  EXPECT_EQ(forwards,
+            (std::vector<std::string>{
+                "tcp 0.0.0.0:8080 -> 10.88.0.5:80", "udp 0.0.0.0:5353 -> 10.88.0.5:53",
+                "tcp 0.0.0.0:30000 -> 10.88.0.5:19805", "udp 0.0.0.0:30001 -> 10.88.0.5:20000",
+                "udp 0.0.0.0:30002 -> 10.88.0.5:20001"}));
+}
+
+TEST_F(DispatcherTest, UnreachableAgentIsTryAgainLaterAndInstallsNothing) {
+  agent_.down = true;
+  const auto outcome = run("ADD", agentConfig().dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 11);
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find("/x.sock"), std::string::npos);
+  EXPECT_TRUE(ruleset_.installed.empty());
+}
+
+TEST_F(DispatcherTest, ExhaustedPoolIsOurCode) {
+  agent_.exhausted = true;
+  const auto outcome = run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump());
+  EXPECT_EQ(outcome.document()["code"], 102);
+  EXPECT_TRUE(ruleset_.installed.empty());
+}
+
+TEST_F(DispatcherTest, FailedInstallReleasesTheLease) {
+  ruleset_.conflict = true;
+  const auto outcome = run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump());
+  EXPECT_EQ(outcome.document()["code"], 101);
+  EXPECT_EQ(agent_.released, std::vector<std::string>{"c0ffee/eth0"});
+  EXPECT_TRUE(agent_.leases.empty());
+}
+
+TEST_F(DispatcherTest, MalformedAnnotationIsCode7NamingTheToken) {
+  const auto outcome =
+      run("ADD", agentConfig({{"hostport.io/ports", "rtp=20000-19000/udp"}}).dump());
+  EXPECT_EQ(outcome.document()["code"], 7);
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find("rtp=20000-19000/udp"),
+            std::string::npos)
+      << outcome.out;
+  EXPECT_TRUE(agent_.requests.empty());
+}
+
+TEST_F(DispatcherTest, DynamicPortsNeedTheAgent) {
+  auto input = config();
+  input["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = {{"hostport.io/ports", "a=80"}};
+  const auto outcome = run("ADD", input.dump());
+  EXPECT_EQ(outcome.document()["code"], 7);
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find("agentSocket"), std::string::npos);
+}
+
+TEST_F(DispatcherTest, DelReleasesTheLeaseAndSucceedsWhenTheAgentIsDown) {
+  ASSERT_EQ(run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump()).exitCode, 0);
+  agent_.down = true;
+  const auto outcome = run("DEL", agentConfig().dump());
+  EXPECT_EQ(outcome.exitCode, 0) << outcome.out;
+  EXPECT_TRUE(ruleset_.installed.empty());  // our elements go even without the agent
+  EXPECT_EQ(agent_.released, std::vector<std::string>{"c0ffee/eth0"});
+  EXPECT_NE(outcome.err.find("reconciler"), std::string::npos) << outcome.err;
+}
+
+TEST_F(DispatcherTest, CheckComparesTheTableWithTheAgentsLease) {
+  ASSERT_EQ(run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump()).exitCode, 0);
+  EXPECT_EQ(run("CHECK", agentConfig({{"hostport.io/ports", "a=80"}}).dump()).exitCode, 0);
+  agent_.leases.clear();
+  const auto outcome = run("CHECK", agentConfig({{"hostport.io/ports", "a=80"}}).dump());
+  EXPECT_EQ(outcome.document()["code"], 103);
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find("no lease"), std::string::npos);
+}
+
+TEST_F(DispatcherTest, StatusIsCode50WhileTheAgentIsDown) {
+  EXPECT_EQ(run("STATUS", agentConfig().dump()).exitCode, 0);
+  agent_.down = true;
+  const auto outcome = run("STATUS", agentConfig().dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 50);
 }
 
 }  // namespace

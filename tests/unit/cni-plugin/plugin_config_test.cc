@@ -114,6 +114,12 @@ TEST(PluginConfigTest, ParsesPodmanStyleStdin) {
       "ips": [{"version": "4", "address": "10.88.0.6/16"}]})"));
 }
 
+TEST(PluginConfigTest, EmptyAgentSocketMeansStandalone) {
+  auto input = minimalConfig();
+  input["agentSocket"] = "";
+  EXPECT_EQ(parsed(input).agentSocket, "");
+}
+
 TEST(PluginConfigTest, AppliesDefaultsToAMinimalConfig) {
   const auto config = parsed(minimalConfig());
 
@@ -121,7 +127,7 @@ TEST(PluginConfigTest, AppliesDefaultsToAMinimalConfig) {
   EXPECT_FALSE(config.masqAll);
   EXPECT_EQ(config.conditionsV4, "");
   EXPECT_EQ(config.conditionsV6, "");
-  EXPECT_EQ(config.agentSocket, "");
+  EXPECT_EQ(config.agentSocket, "/run/hostport/agent.sock");  // the agent is the default
   EXPECT_TRUE(config.portMappings.empty());
   EXPECT_EQ(config.prevResult, std::nullopt);
   EXPECT_EQ(config.podAnnotations, json::object());

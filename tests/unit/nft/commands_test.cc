@@ -23,20 +23,22 @@ AttachmentRules sampleRules() {
 }
 
 TEST(CommandsTest, InstallsMapElementsTaggedWithTheOwner) {
-  EXPECT_EQ(installCommands(sampleRules()),
-            "add element ip hostport ports { tcp . 8080 comment \"c0ffee/eth0\" : 10.88.0.5 . 80 }\n"
-            "add element ip hostport ipports { 192.0.2.1 . udp . 5353 comment \"c0ffee/eth0\" : "
-            "10.88.0.5 . 53 }\n"
-            "add element ip6 hostport ports { sctp . 9000 comment \"c0ffee/eth0\" : fd00::5 . 9 }\n"
-            "add element ip hostport masq { 10.88.0.0/16 . 10.88.0.5 comment \"c0ffee/eth0\" }\n"
-            "add element ip hostport masq { 127.0.0.0/8 . 10.88.0.5 comment \"c0ffee/eth0\" }\n");
+  EXPECT_EQ(
+      installCommands(sampleRules()),
+      "add element ip hostport ports { tcp . 8080 comment \"c0ffee/eth0\" : 10.88.0.5 . 80 }\n"
+      "add element ip hostport ipports { 192.0.2.1 . udp . 5353 comment \"c0ffee/eth0\" : "
+      "10.88.0.5 . 53 }\n"
+      "add element ip6 hostport ports { sctp . 9000 comment \"c0ffee/eth0\" : fd00::5 . 9 }\n"
+      "add element ip hostport masq { 10.88.0.0/16 . 10.88.0.5 comment \"c0ffee/eth0\" }\n"
+      "add element ip hostport masq { 127.0.0.0/8 . 10.88.0.5 comment \"c0ffee/eth0\" }\n");
 }
 
 TEST(CommandsTest, PutsForwardsWithConditionsIntoTheConditionalChain) {
   AttachmentRules rules{"c1/eth0", {}, {}};
   rules.forwards.push_back(
       {Protocol::kTcp, ip("192.0.2.1"), 8080, ip("10.88.0.5"), 80, "ip saddr != 203.0.113.0/24"});
-  rules.forwards.push_back({Protocol::kUdp, std::nullopt, 53, ip("fd00::5"), 5353, "ip6 saddr ::1"});
+  rules.forwards.push_back(
+      {Protocol::kUdp, std::nullopt, 53, ip("fd00::5"), 5353, "ip6 saddr ::1"});
   EXPECT_EQ(installCommands(rules),
             "add rule ip hostport conditional ip saddr != 203.0.113.0/24 ip daddr 192.0.2.1 "
             "meta l4proto tcp th dport 8080 dnat ip to 10.88.0.5:80 comment \"c1/eth0\"\n"

@@ -26,15 +26,16 @@ TEST(ForwardTest, RejectsOwnersThatCouldEscapeAnNftComment) {
     EXPECT_EQ(owner.error().code, ErrorCode::kInvalidEnvironment);
   }
   EXPECT_FALSE(makeOwner(std::string(101, 'a'), "eth0"));
-  for (const auto* ifname : {"", ".", "..", "a/b", "a:b", "a b", "a\"b", "a\\b",
-                             "sixteen-chars-xx"}) {
+  for (const auto* ifname :
+       {"", ".", "..", "a/b", "a:b", "a b", "a\"b", "a\\b", "sixteen-chars-xx"}) {
     EXPECT_FALSE(makeOwner("abc", ifname)) << ifname;
   }
 }
 
 TEST(ForwardTest, JoinsAndNormalisesConditions) {
-  EXPECT_EQ(validateConditions({"ip saddr", " 192.0.2.0/24 ", "ip daddr != { 10.0.0.1, 10.0.0.2 }"}),
-            "ip saddr 192.0.2.0/24 ip daddr != { 10.0.0.1, 10.0.0.2 }");
+  EXPECT_EQ(
+      validateConditions({"ip saddr", " 192.0.2.0/24 ", "ip daddr != { 10.0.0.1, 10.0.0.2 }"}),
+      "ip saddr 192.0.2.0/24 ip daddr != { 10.0.0.1, 10.0.0.2 }");
   EXPECT_EQ(validateConditions({"ip", "saddr", "1.2.3.4"}), "ip saddr 1.2.3.4");
   EXPECT_EQ(validateConditions({}), "");
 }
@@ -52,11 +53,12 @@ TEST(ForwardTest, RejectsConditionsThatCouldEndTheRule) {
 TEST(ForwardTest, RejectsConditionsThatActInsteadOfMatch) {
   for (const auto* statement :
        {"ip saddr 192.0.2.0/24 meta mark set 0x2000", "ip saddr 1.2.3.4 drop", "jump postrouting",
-        "ip saddr 0.0.0.0/0 dnat ip to 192.0.2.100", "ip saddr 1.2.3.4 counter", "ip saddr 1.2.3.4 ACCEPT",
-        "ip saddr vmap { 1.2.3.4 : accept }"}) {
+        "ip saddr 0.0.0.0/0 dnat ip to 192.0.2.100", "ip saddr 1.2.3.4 counter",
+        "ip saddr 1.2.3.4 ACCEPT", "ip saddr vmap { 1.2.3.4 : accept }"}) {
     auto result = validateConditions({statement});
     ASSERT_FALSE(result) << statement;
-    EXPECT_NE(result.error().message.find("statement"), std::string::npos) << result.error().message;
+    EXPECT_NE(result.error().message.find("statement"), std::string::npos)
+        << result.error().message;
   }
   for (const auto* unbalanced : {"ip saddr 192.0.2.0/24 }", "ip saddr { 1.2.3.4", "} {"}) {
     EXPECT_FALSE(validateConditions({unbalanced})) << unbalanced;
@@ -67,8 +69,8 @@ TEST(ForwardTest, RejectsConditionsThatActInsteadOfMatch) {
 TEST(ForwardTest, DescribesForwardsForMessages) {
   Forward v4{Protocol::kTcp, std::nullopt, 8080, *IpAddress::parse("10.88.0.5"), 80, ""};
   EXPECT_EQ(describe(v4), "tcp 0.0.0.0:8080 -> 10.88.0.5:80");
-  Forward v6{Protocol::kUdp, *IpAddress::parse("2001:db8::1"), 53, *IpAddress::parse("fd00::5"),
-             5353, ""};
+  Forward v6{
+      Protocol::kUdp, *IpAddress::parse("2001:db8::1"), 53, *IpAddress::parse("fd00::5"), 5353, ""};
   EXPECT_EQ(describe(v6), "udp [2001:db8::1]:53 -> [fd00::5]:5353");
 }
 

@@ -91,8 +91,8 @@ TEST(TableStateTest, RejectsListingsItDoesNotUnderstand) {
 }
 
 TEST(TableStateTest, ComparesConditionsByPresenceOnly) {
-  Forward expected{Protocol::kTcp, std::nullopt, 80, *IpAddress::parse("10.0.0.1"), 8080,
-                   "ip saddr 1.2.3.4"};
+  Forward expected{Protocol::kTcp, std::nullopt,      80, *IpAddress::parse("10.0.0.1"),
+                   8080,           "ip saddr 1.2.3.4"};
   Forward installed = expected;
   installed.conditions = std::string(kInstalledConditionsMarker);
   EXPECT_TRUE(matchesInstalled(expected, installed));

@@ -1,0 +1,505 @@
+#include "agent/api/json_codec.h"
+
+#include <limits>
+#include <set>
+
+#include "agent/api/validation.h"
+
+namespace hostport::agent::api {
+namespace {
+
+using nlohmann::json;
+
+// Unwraps a Result into `target` or returns its error from the enclosing function.
+#define HOSTPORT_CONCAT_INNER(a, b) a##b
+#define HOSTPORT_CONCAT(a, b) HOSTPORT_CONCAT_INNER(a, b)
+#define HOSTPORT_TRY(target, expression)                                           \
+  auto HOSTPORT_CONCAT(result_, __LINE__) = (expression);                          \
+  if (!HOSTPORT_CONCAT(result_, __LINE__)) {                                       \
+    return std::unexpected(std::move(HOSTPORT_CONCAT(result_, __LINE__).error())); \
+  }                                                                                \
+  target = std::move(*HOSTPORT_CONCAT(result_, __LINE__))
+// As HOSTPORT_TRY for a Result<void>.
+#define HOSTPORT_CHECK(expression)                                                                 \
+  if (auto HOSTPORT_CONCAT(check_, __LINE__) = (expression); !HOSTPORT_CONCAT(check_, __LINE__)) { \
+    return std::unexpected(std::move(HOSTPORT_CONCAT(check_, __LINE__).error()));                  \
+  }
+
+constexpr uint32_t kMaxPort = 65535;
+
+std::string join(std::string_view path, std::string_view key) {
+  return path.empty() ? std::string(key) : std::string(path) + "." + std::string(key);
+}
+
+std::string indexed(std::string_view path, std::size_t index) {
+  return std::string(path) + "[" + std::to_string(index) + "]";
+}
+
+std::unexpected<Error> invalid(std::string_view field, const json& value,
+                               std::string_view problem) {
+  return fail(ErrorCode::kInvalidArgument,
+              std::string(field) + ": " + echo(value) + " " + std::string(problem));
+}
+
+std::unexpected<Error> missing(std::string_view field) {
+  return fail(ErrorCode::kInvalidArgument, std::string(field) + ": missing");
+}
+
+/// object[key], or nullptr when the key is missing or JSON null.
+const json* member(const json& object, std::string_view key) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Result<void> requireObject(const json& value, std::string_view path) {
+  if (value.is_object()) return {};
+  return invalid(path.empty() ? "body" : path, value, "must be a JSON object");
+}
+
+using Grammar = bool (*)(std::string_view);
+
+/// An optional string may be absent or empty; a required one must be present and match.
+Result<std::string> stringField(const json& object, std::string_view path, std::string_view key,
+                                bool required, Grammar grammar, std::string_view problem) {
+  const std::string field = join(path, key);
+  const json* value = member(object, key);
+  if (value == nullptr) {
+    if (required) return missing(field);
+    return std::string();
+  }
+  if (!value->is_string()) return invalid(field, *value, "must be a string");
+  const auto& text = value->get_ref<const std::string&>();
+  if (text.empty() && !required) return text;
+  if (!grammar(text)) return invalid(field, *value, problem);
+  return text;
+}
+
+Result<uint32_t> integerField(const json& object, std::string_view path, std::string_view key,
+                              std::optional<uint32_t> fallback, uint32_t min, uint32_t max) {
+  const std::string field = join(path, key);
+  const json* value = member(object, key);
+  if (value == nullptr) {
+    if (!fallback) return missing(field);
+    return *fallback;
+  }
+  const std::string problem =
+      "must be an integer " + std::to_string(min) + ".." + std::to_string(max);
+  if (!value->is_number_integer()) return invalid(field, *value, problem);
+  uint64_t number = 0;
+  if (value->is_number_unsigned()) {
+    number = value->get<uint64_t>();
+  } else {
+    const int64_t signedNumber = value->get<int64_t>();
+    if (signedNumber < 0) return invalid(field, *value, problem);
+    number = static_cast<uint64_t>(signedNumber);
+  }
+  if (number < min || number > max) return invalid(field, *value, problem);
+  return static_cast<uint32_t>(number);
+}
+
+Result<uint16_t> portField(const json& object, std::string_view path, std::string_view key) {
+  HOSTPORT_TRY(const uint32_t port, integerField(object, path, key, std::nullopt, 1, kMaxPort));
+  return static_cast<uint16_t>(port);
+}
+
+Result<uint16_t> countField(const json& object, std::string_view path) {
+  HOSTPORT_TRY(const uint32_t count, integerField(object, path, "count", 1, 1, kMaxRangeWidth));
+  return static_cast<uint16_t>(count);
+}
+
+Result<PortProtocol> protocolField(const json& object, std::string_view path) {
+  const std::string field = join(path, "protocol");
+  const json* value = member(object, "protocol");
+  if (value == nullptr) return PortProtocol::kTcp;
+  if (!value->is_string()) return invalid(field, *value, "must be a string");
+  auto protocol = parsePortProtocol(value->get_ref<const std::string&>());
+  if (!protocol) return invalid(field, *value, "must be tcp, udp, sctp or tcpudp");
+  return *protocol;
+}
+
+/// "" and the unspecified addresses mean every address, so they decode to none.
+Result<std::optional<IpAddress>> hostIpField(const json& object, std::string_view path) {
+  const std::string field = join(path, "hostIP");
+  const json* value = member(object, "hostIP");
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_string()) return invalid(field, *value, "must be a string");
+  const auto& text = value->get_ref<const std::string&>();
+  if (text.empty()) return std::nullopt;
+  auto address = IpAddress::parse(text);
+  if (!address) return invalid(field, *value, "is not an IP address");
+  if (address->isUnspecified()) return std::nullopt;
+  return *address;
+}
+
+Result<bool> boolField(const json& object, std::string_view path, std::string_view key) {
+  const json* value = member(object, key);
+  if (value == nullptr) return false;
+  if (!value->is_boolean()) return invalid(join(path, key), *value, "must be true or false");
+  return value->get<bool>();
+}
+
+/// The array at object[key]; an empty array when absent unless required.
+Result<const json*> arrayField(const json& object, std::string_view path, std::string_view key,
+                               bool required, std::size_t maxSize) {
+  static const json kEmpty = json::array();
+  const std::string field = join(path, key);
+  const json* value = member(object, key);
+  if (value == nullptr) {
+    if (required) return missing(field);
+    return &kEmpty;
+  }
+  if (!value->is_array()) return invalid(field, *value, "must be an array");
+  if (value->size() > maxSize) {
+    return fail(ErrorCode::kInvalidArgument, field + ": " + std::to_string(value->size()) +
+                                                 " entries exceed the limit of " +
+                                                 std::to_string(maxSize));
+  }
+  return value;
+}
+
+/// A row of `count` ports from `first` must end at 65535 at the latest.
+Result<void> checkRangeEnd(std::string_view path, std::string_view key, uint16_t first,
+                           uint16_t count) {
+  if (static_cast<uint32_t>(first) + count - 1 <= kMaxPort) return {};
+  return fail(ErrorCode::kInvalidArgument, std::string(path) + ": " + std::string(key) + " " +
+                                               std::to_string(first) + " with count " +
+                                               std::to_string(count) + " runs past 65535");
+}
+
+constexpr std::string_view kContainerIdProblem =
+    "must be 1-100 characters of [A-Za-z0-9_.-], starting alphanumeric";
+constexpr std::string_view kIfnameProblem =
+    "must be 1-15 printable characters without '/', ':', '\"' or '\\', and not . or ..";
+constexpr std::string_view kLabelProblem =
+    "must be lowercase letters, digits and '-', start and end alphanumeric, at most 63";
+
+Result<AttachmentKey> attachmentKeyAt(const json& value, std::string_view path) {
+  HOSTPORT_CHECK(requireObject(value, path));
+  AttachmentKey key;
+  HOSTPORT_TRY(key.containerId,
+               stringField(value, path, "containerId", true, isContainerId, kContainerIdProblem));
+  HOSTPORT_TRY(key.ifname, stringField(value, path, "ifname", true, isIfname, kIfnameProblem));
+  return key;
+}
+
+Result<PodIdentity> podIdentityAt(const json& value, std::string_view path) {
+  HOSTPORT_CHECK(requireObject(value, path));
+  PodIdentity pod;
+  HOSTPORT_TRY(pod.namespaceName,
+               stringField(value, path, "namespace", false, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(pod.name, stringField(value, path, "name", false, isDnsSubdomain,
+                                     "must be a DNS subdomain of at most 253 characters"));
+  HOSTPORT_TRY(pod.uid, stringField(value, path, "uid", false, isPodUid,
+                                    "must be 1-128 characters of [A-Za-z0-9-]"));
+  return pod;
+}
+
+/// The fields a request and a lease share: key, pod, netns, pool.
+struct Header {
+  AttachmentKey key;
+  PodIdentity pod;
+  std::string netns;
+  std::string pool;
+};
+
+Result<Header> headerAt(const json& value, std::string_view path) {
+  Header header;
+  HOSTPORT_TRY(header.key, attachmentKeyAt(value, path));
+  if (const json* pod = member(value, "pod"); pod != nullptr) {
+    HOSTPORT_TRY(header.pod, podIdentityAt(*pod, join(path, "pod")));
+  }
+  HOSTPORT_TRY(header.netns, stringField(value, path, "netns", false, isNetnsPath,
+                                         "must be an absolute path of printable characters"));
+  HOSTPORT_TRY(header.pool, stringField(value, path, "pool", false, isDnsLabel, kLabelProblem));
+  return header;
+}
+
+void putHeader(json& body, const AttachmentKey& key, const PodIdentity& pod,
+               const std::string& netns, const std::string& pool) {
+  body["containerId"] = key.containerId;
+  body["ifname"] = key.ifname;
+  body["pod"] = toJson(pod);
+  body["netns"] = netns;
+  body["pool"] = pool;
+}
+
+Result<StaticPortClaim> staticClaimAt(const json& value, std::string_view path) {
+  HOSTPORT_CHECK(requireObject(value, path));
+  StaticPortClaim claim;
+  HOSTPORT_TRY(claim.hostPort, portField(value, path, "hostPort"));
+  HOSTPORT_TRY(claim.containerPort, portField(value, path, "containerPort"));
+  HOSTPORT_TRY(claim.protocol, protocolField(value, path));
+  HOSTPORT_TRY(claim.hostIp, hostIpField(value, path));
+  return claim;
+}
+
+Result<DynamicPortRequest> dynamicRequestAt(const json& value, std::string_view path) {
+  HOSTPORT_CHECK(requireObject(value, path));
+  DynamicPortRequest request;
+  HOSTPORT_TRY(request.name, stringField(value, path, "name", true, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(request.containerPort, portField(value, path, "containerPort"));
+  HOSTPORT_TRY(request.count, countField(value, path));
+  HOSTPORT_TRY(request.protocol, protocolField(value, path));
+  HOSTPORT_CHECK(checkRangeEnd(path, "containerPort", request.containerPort, request.count));
+  return request;
+}
+
+Result<PortGrant> portGrantAt(const json& value, std::string_view path) {
+  HOSTPORT_CHECK(requireObject(value, path));
+  PortGrant grant;
+  HOSTPORT_TRY(grant.name, stringField(value, path, "name", false, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(grant.protocol, protocolField(value, path));
+  HOSTPORT_TRY(grant.hostPort, portField(value, path, "hostPort"));
+  HOSTPORT_TRY(grant.containerPort, portField(value, path, "containerPort"));
+  HOSTPORT_TRY(grant.count, countField(value, path));
+  HOSTPORT_TRY(grant.hostIp, hostIpField(value, path));
+  HOSTPORT_TRY(grant.isStatic, boolField(value, path, "static"));
+  HOSTPORT_CHECK(checkRangeEnd(path, "hostPort", grant.hostPort, grant.count));
+  HOSTPORT_CHECK(checkRangeEnd(path, "containerPort", grant.containerPort, grant.count));
+  return grant;
+}
+
+Result<Lease> leaseAt(const json& value, std::string_view path) {
+  HOSTPORT_CHECK(requireObject(value, path));
+  HOSTPORT_TRY(Header header, headerAt(value, path));
+  Lease lease{std::move(header.key),
+              std::move(header.pod),
+              std::move(header.netns),
+              std::move(header.pool),
+              {}};
+  HOSTPORT_TRY(const json* ports, arrayField(value, path, "ports", false, kMaxPortsPerRequest));
+  for (std::size_t i = 0; i < ports->size(); ++i) {
+    HOSTPORT_TRY(PortGrant grant, portGrantAt((*ports)[i], indexed(join(path, "ports"), i)));
+    lease.ports.push_back(std::move(grant));
+  }
+  return lease;
+}
+
+Result<PoolUsageRow> poolUsageRowAt(const json& value, std::string_view path) {
+  HOSTPORT_CHECK(requireObject(value, path));
+  constexpr uint32_t kMaxCount = std::numeric_limits<uint32_t>::max();
+  PoolUsageRow row;
+  HOSTPORT_TRY(row.name, stringField(value, path, "name", true, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(row.size, integerField(value, path, "size", std::nullopt, 0, kMaxCount));
+  HOSTPORT_TRY(row.used, integerField(value, path, "used", std::nullopt, 0, kMaxCount));
+  HOSTPORT_TRY(row.free, integerField(value, path, "free", std::nullopt, 0, kMaxCount));
+  HOSTPORT_TRY(row.strategy,
+               stringField(value, path, "strategy", false, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(const json* ranges, arrayField(value, path, "ranges", false, kMaxPoolRanges));
+  for (std::size_t i = 0; i < ranges->size(); ++i) {
+    const json& text = (*ranges)[i];
+    const std::string field = indexed(join(path, "ranges"), i);
+    if (!text.is_string()) return invalid(field, text, "must be a string");
+    auto range = PortRange::parse(text.get_ref<const std::string&>());
+    if (!range) return invalid(field, text, "must be a port range like 30000-32767");
+    row.ranges.push_back(*range);
+  }
+  return row;
+}
+
+Result<std::vector<Lease>> leaseArray(const json& body, std::string_view member) {
+  HOSTPORT_CHECK(requireObject(body, ""));
+  // Leases are bounded by the body size limit, not by a count.
+  HOSTPORT_TRY(const json* items, arrayField(body, "", member, true, SIZE_MAX));
+  std::vector<Lease> leases;
+  leases.reserve(items->size());
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    HOSTPORT_TRY(Lease lease, leaseAt((*items)[i], indexed(member, i)));
+    leases.push_back(std::move(lease));
+  }
+  return leases;
+}
+
+}  // namespace
+
+Result<json> parseBody(std::string_view body, std::size_t maxBytes) {
+  if (body.size() > maxBytes) {
+    return fail(ErrorCode::kDecode, "body: " + std::to_string(body.size()) +
+                                        " bytes exceed the limit of " + std::to_string(maxBytes));
+  }
+  bool tooDeep = false;
+  // Depth is bounded so hostile input cannot exhaust the stack in code that walks the document.
+  const json::parser_callback_t limitDepth = [&tooDeep](int depth, json::parse_event_t, json&) {
+    tooDeep = tooDeep || depth > kMaxNestingDepth;
+    return !tooDeep;
+  };
+  json document = json::parse(body.begin(), body.end(), limitDepth, /*allow_exceptions=*/false);
+  if (tooDeep) {
+    return fail(ErrorCode::kDecode,
+                "body: JSON nested deeper than " + std::to_string(kMaxNestingDepth) + " levels");
+  }
+  if (document.is_discarded()) return fail(ErrorCode::kDecode, "body: not valid JSON");
+  return document;
+}
+
+std::string dumpBody(const json& body) {
+  return body.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+}
+
+json toJson(const AttachmentKey& key) {
+  return {{"containerId", key.containerId}, {"ifname", key.ifname}};
+}
+
+Result<AttachmentKey> attachmentKeyFromJson(const json& value) {
+  return attachmentKeyAt(value, "");
+}
+
+json toJson(const PodIdentity& pod) {
+  return {{"namespace", pod.namespaceName}, {"name", pod.name}, {"uid", pod.uid}};
+}
+
+Result<PodIdentity> podIdentityFromJson(const json& value) { return podIdentityAt(value, ""); }
+
+json toJson(const AllocationRequest& request) {
+  json body = json::object();
+  putHeader(body, request.key, request.pod, request.netns, request.pool);
+  json statics = json::array();
+  for (const StaticPortClaim& claim : request.statics) {
+    json row = {{"hostPort", claim.hostPort},
+                {"containerPort", claim.containerPort},
+                {"protocol", protocolName(claim.protocol)}};
+    if (claim.hostIp) row["hostIP"] = claim.hostIp->str();
+    statics.push_back(std::move(row));
+  }
+  json dynamics = json::array();
+  for (const DynamicPortRequest& dynamic : request.dynamics) {
+    dynamics.push_back({{"name", dynamic.name},
+                        {"containerPort", dynamic.containerPort},
+                        {"count", dynamic.count},
+                        {"protocol", protocolName(dynamic.protocol)}});
+  }
+  body["static"] = std::move(statics);
+  body["dynamic"] = std::move(dynamics);
+  return body;
+}
+
+Result<AllocationRequest> allocationRequestFromJson(const json& value) {
+  HOSTPORT_CHECK(requireObject(value, ""));
+  HOSTPORT_TRY(Header header, headerAt(value, ""));
+  AllocationRequest request{std::move(header.key),
+                            std::move(header.pod),
+                            std::move(header.netns),
+                            std::move(header.pool),
+                            {},
+                            {}};
+  HOSTPORT_TRY(const json* statics, arrayField(value, "", "static", false, kMaxPortsPerRequest));
+  HOSTPORT_TRY(const json* dynamics, arrayField(value, "", "dynamic", false, kMaxPortsPerRequest));
+  if (statics->size() + dynamics->size() > kMaxPortsPerRequest) {
+    return fail(ErrorCode::kInvalidArgument,
+                "static and dynamic: " + std::to_string(statics->size() + dynamics->size()) +
+                    " rows exceed the limit of " + std::to_string(kMaxPortsPerRequest));
+  }
+  for (std::size_t i = 0; i < statics->size(); ++i) {
+    HOSTPORT_TRY(StaticPortClaim claim, staticClaimAt((*statics)[i], indexed("static", i)));
+    request.statics.push_back(std::move(claim));
+  }
+  std::set<std::string, std::less<>> names;
+  for (std::size_t i = 0; i < dynamics->size(); ++i) {
+    const std::string path = indexed("dynamic", i);
+    HOSTPORT_TRY(DynamicPortRequest dynamic, dynamicRequestAt((*dynamics)[i], path));
+    // Names identify ports to the pod (the self query), so two rows may not share one.
+    if (!names.insert(dynamic.name).second) {
+      return fail(ErrorCode::kInvalidArgument,
+                  path + ".name: " + quoteText(dynamic.name) + " is used twice");
+    }
+    request.dynamics.push_back(std::move(dynamic));
+  }
+  return request;
+}
+
+json toJson(const PortGrant& grant) {
+  json row = {{"name", grant.name},         {"protocol", protocolName(grant.protocol)},
+              {"hostPort", grant.hostPort}, {"containerPort", grant.containerPort},
+              {"count", grant.count},       {"static", grant.isStatic}};
+  if (grant.hostIp) row["hostIP"] = grant.hostIp->str();
+  return row;
+}
+
+json toJson(const Lease& lease) {
+  json body = json::object();
+  putHeader(body, lease.key, lease.pod, lease.netns, lease.pool);
+  json ports = json::array();
+  for (const PortGrant& grant : lease.ports) ports.push_back(toJson(grant));
+  body["ports"] = std::move(ports);
+  return body;
+}
+
+Result<Lease> leaseFromJson(const json& value) { return leaseAt(value, ""); }
+
+json toJson(const PoolUsageRow& row) {
+  json ranges = json::array();
+  for (const PortRange& range : row.ranges) ranges.push_back(range.str());
+  return {{"name", row.name}, {"size", row.size},         {"used", row.used},
+          {"free", row.free}, {"strategy", row.strategy}, {"ranges", std::move(ranges)}};
+}
+
+Result<PoolUsageRow> poolUsageRowFromJson(const json& value) { return poolUsageRowAt(value, ""); }
+
+json gcRequestBody(const std::vector<AttachmentKey>& valid) {
+  json keys = json::array();
+  for (const AttachmentKey& key : valid) keys.push_back(toJson(key));
+  return {{"valid", std::move(keys)}};
+}
+
+Result<std::vector<AttachmentKey>> gcRequestFromJson(const json& body) {
+  HOSTPORT_CHECK(requireObject(body, ""));
+  // Required: a GC without its list would read as "nothing is valid" and release everything.
+  HOSTPORT_TRY(const json* items, arrayField(body, "", "valid", true, kMaxGcKeys));
+  std::vector<AttachmentKey> keys;
+  keys.reserve(items->size());
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    HOSTPORT_TRY(AttachmentKey key, attachmentKeyAt((*items)[i], indexed("valid", i)));
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+json leaseListBody(std::string_view member, const std::vector<Lease>& leases) {
+  json items = json::array();
+  for (const Lease& lease : leases) items.push_back(toJson(lease));
+  json body = json::object();
+  body[std::string(member)] = std::move(items);
+  return body;
+}
+
+Result<std::vector<Lease>> leaseListFromJson(const json& body, std::string_view member) {
+  return leaseArray(body, member);
+}
+
+json releasedBody(const std::optional<Lease>& lease) {
+  return {{"released", lease ? toJson(*lease) : json(nullptr)}};
+}
+
+Result<std::optional<Lease>> releasedFromJson(const json& body) {
+  HOSTPORT_CHECK(requireObject(body, ""));
+  const auto it = body.find("released");
+  if (it == body.end()) return missing("released");
+  if (it->is_null()) return std::optional<Lease>();
+  HOSTPORT_TRY(Lease lease, leaseAt(*it, "released"));
+  return std::optional<Lease>(std::move(lease));
+}
+
+json poolsBody(const std::vector<PoolUsageRow>& rows) {
+  json items = json::array();
+  for (const PoolUsageRow& row : rows) items.push_back(toJson(row));
+  return {{"pools", std::move(items)}};
+}
+
+Result<std::vector<PoolUsageRow>> poolsFromJson(const json& body) {
+  HOSTPORT_CHECK(requireObject(body, ""));
+  HOSTPORT_TRY(const json* items, arrayField(body, "", "pools", true, SIZE_MAX));
+  std::vector<PoolUsageRow> rows;
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    HOSTPORT_TRY(PoolUsageRow row, poolUsageRowAt((*items)[i], indexed("pools", i)));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace hostport::agent::api
+
+#undef HOSTPORT_CHECK
+#undef HOSTPORT_TRY
+#undef HOSTPORT_CONCAT
+#undef HOSTPORT_CONCAT_INNER

@@ -1,0 +1,86 @@
+#pragma once
+// The JSON bodies of the control socket. Encoding is total; decoding never throws, checks the
+// type and grammar of every field and bounds every count, because the agent decodes requests
+// from anything that can open the socket and the plugin decodes what the agent answers.
+//
+// Conventions, on both sides: field names are lowerCamel; a missing key and JSON null mean the
+// same (absent); unknown keys are ignored, so a newer peer can add fields. Errors are
+// kInvalidArgument and name the field by path and the value, e.g.
+// `dynamic[2].containerPort: 70000 must be an integer 1..65535`; a body that is not JSON is
+// kDecode.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/core/lease.h"
+#include "common/error.h"
+
+namespace hostport::agent::api {
+
+inline constexpr std::size_t kMaxRequestBytes = 1024 * 1024;
+inline constexpr int kMaxNestingDepth = 32;
+inline constexpr std::size_t kMaxGcKeys = 65536;
+inline constexpr std::size_t kMaxPoolRanges = 1024;
+
+/// One row of GET /v1/pools.
+struct PoolUsageRow {
+  std::string name;
+  uint32_t size = 0;
+  uint32_t used = 0;
+  uint32_t free = 0;
+  std::string strategy;  // "lowest", "random", "round-robin"
+  std::vector<PortRange> ranges;
+  friend bool operator==(const PoolUsageRow&, const PoolUsageRow&) = default;
+};
+
+/// Parses a body without throwing: kDecode when it is larger than maxBytes, nested deeper than
+/// kMaxNestingDepth, or not JSON.
+Result<nlohmann::json> parseBody(std::string_view body, std::size_t maxBytes = kMaxRequestBytes);
+/// Serialises without throwing: invalid UTF-8 in a string is replaced, not an exception.
+std::string dumpBody(const nlohmann::json& body);
+
+// {"containerId", "ifname"}
+nlohmann::json toJson(const AttachmentKey& key);
+Result<AttachmentKey> attachmentKeyFromJson(const nlohmann::json& value);
+
+// {"namespace", "name", "uid"}; every field may be empty (a pod outside Kubernetes).
+nlohmann::json toJson(const PodIdentity& pod);
+Result<PodIdentity> podIdentityFromJson(const nlohmann::json& value);
+
+// {"containerId", "ifname", "pod", "netns", "pool",
+//  "static": [{"hostPort", "containerPort", "protocol", "hostIP"}],
+//  "dynamic": [{"name", "containerPort", "count", "protocol"}]}
+// containerId and ifname are required; pod, netns, pool, static and dynamic may be absent;
+// protocol defaults to tcp and count to 1. hostIP "" or unspecified (0.0.0.0, ::) means any.
+nlohmann::json toJson(const AllocationRequest& request);
+Result<AllocationRequest> allocationRequestFromJson(const nlohmann::json& value);
+
+// {"containerId", "ifname", "pod", "netns", "pool",
+//  "ports": [{"name", "protocol", "hostPort", "containerPort", "count", "hostIP"?, "static"}]}
+nlohmann::json toJson(const PortGrant& grant);
+nlohmann::json toJson(const Lease& lease);
+Result<Lease> leaseFromJson(const nlohmann::json& value);
+
+// {"name", "size", "used", "free", "strategy", "ranges": ["30000-32767"]}
+nlohmann::json toJson(const PoolUsageRow& row);
+Result<PoolUsageRow> poolUsageRowFromJson(const nlohmann::json& value);
+
+// Whole bodies of the endpoints.
+/// POST /v1/gc request: {"valid": [key...]}.
+nlohmann::json gcRequestBody(const std::vector<AttachmentKey>& valid);
+Result<std::vector<AttachmentKey>> gcRequestFromJson(const nlohmann::json& body);
+/// {"<member>": [lease...]}: "leases" for a list, "released" for GC and release-by-container.
+nlohmann::json leaseListBody(std::string_view member, const std::vector<Lease>& leases);
+Result<std::vector<Lease>> leaseListFromJson(const nlohmann::json& body, std::string_view member);
+/// DELETE /v1/attachments/{containerId}/{ifname} answer: {"released": lease or null}.
+nlohmann::json releasedBody(const std::optional<Lease>& lease);
+Result<std::optional<Lease>> releasedFromJson(const nlohmann::json& body);
+/// GET /v1/pools answer: {"pools": [row...]}.
+nlohmann::json poolsBody(const std::vector<PoolUsageRow>& rows);
+Result<std::vector<PoolUsageRow>> poolsFromJson(const nlohmann::json& body);
+
+}  // namespace hostport::agent::api

@@ -1,0 +1,124 @@
+#include "agent/api/routes.h"
+
+#include "agent/api/validation.h"
+
+namespace hostport::agent::api {
+namespace {
+
+bool isUnreserved(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string query(std::initializer_list<std::pair<std::string_view, std::string_view>> params) {
+  std::string text;
+  for (const auto& [name, value] : params) {
+    if (value.empty()) continue;
+    text += text.empty() ? "?" : "&";
+    text += std::string(name) + "=" + percentEncode(value);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string percentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string encoded;
+  encoded.reserve(text.size());
+  for (const char c : text) {
+    if (isUnreserved(c)) {
+      encoded += c;
+    } else {
+      const auto byte = static_cast<unsigned char>(c);
+      encoded += '%';
+      encoded += kHex[byte >> 4];
+      encoded += kHex[byte & 0xF];
+    }
+  }
+  return encoded;
+}
+
+Result<std::string> percentDecode(std::string_view text) {
+  std::string decoded;
+  decoded.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      decoded += text[i];
+      continue;
+    }
+    const int high = i + 2 < text.size() ? hexValue(text[i + 1]) : -1;
+    const int low = i + 2 < text.size() ? hexValue(text[i + 2]) : -1;
+    if (high < 0 || low < 0) {
+      return fail(ErrorCode::kInvalidArgument, "bad percent-escape in " + quoteText(text));
+    }
+    decoded += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return decoded;
+}
+
+std::string attachmentTarget(const AttachmentKey& key) {
+  return std::string(kAttachmentsPath) + "/" + percentEncode(key.containerId) + "/" +
+         percentEncode(key.ifname);
+}
+
+std::string listTarget(std::string_view namespaceName, std::string_view podName) {
+  return std::string(kAttachmentsPath) + query({{"namespace", namespaceName}, {"pod", podName}});
+}
+
+std::string containerTarget(std::string_view containerId) {
+  return std::string(kAttachmentsPath) + query({{"containerId", containerId}});
+}
+
+Result<Target> parseTarget(std::string_view target) {
+  if (target.empty() || target.front() != '/' || target.size() > kMaxTargetLength) {
+    return fail(ErrorCode::kInvalidArgument, "request target " + quoteText(target) +
+                                                 " must be a path of at most " +
+                                                 std::to_string(kMaxTargetLength) + " characters");
+  }
+  const std::size_t mark = target.find('?');
+  const std::string_view path = target.substr(0, mark);
+  Target parsed;
+  // "/" alone is the root; otherwise every segment between slashes must be non-empty.
+  for (std::size_t start = 1; start <= path.size() && path.size() > 1;) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    const std::string_view segment = path.substr(start, slash - start);
+    if (segment.empty()) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "request target " + quoteText(target) + " has an empty path segment");
+    }
+    auto decoded = percentDecode(segment);
+    if (!decoded) return std::unexpected(std::move(decoded.error()));
+    parsed.segments.push_back(std::move(*decoded));
+    start = slash + 1;
+  }
+  if (mark == std::string_view::npos) return parsed;
+  std::string_view rest = target.substr(mark + 1);
+  while (!rest.empty()) {
+    const std::size_t amp = std::min(rest.find('&'), rest.size());
+    const std::string_view pair = rest.substr(0, amp);
+    rest.remove_prefix(std::min(amp + 1, rest.size()));
+    if (pair.empty()) continue;
+    const std::size_t equals = std::min(pair.find('='), pair.size());
+    auto name = percentDecode(pair.substr(0, equals));
+    if (!name) return std::unexpected(std::move(name.error()));
+    auto value = percentDecode(pair.substr(std::min(equals + 1, pair.size())));
+    if (!value) return std::unexpected(std::move(value.error()));
+    if (!parsed.query.emplace(std::move(*name), std::move(*value)).second) {
+      return fail(ErrorCode::kInvalidArgument, "request target " + quoteText(target) +
+                                                   " repeats query parameter " +
+                                                   quoteText(pair.substr(0, equals)));
+    }
+  }
+  return parsed;
+}
+
+}  // namespace hostport::agent::api

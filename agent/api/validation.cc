@@ -1,0 +1,77 @@
+#include "agent/api/validation.h"
+
+#include <algorithm>
+
+namespace hostport::agent::api {
+namespace {
+
+bool isLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool isAlnum(char c) { return isLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
+// Printable ASCII without space: rejects control characters, DEL and every non-ASCII byte.
+bool isGraph(char c) { return c > ' ' && c < '\x7f'; }
+
+bool isLabel(std::string_view text, std::size_t maxLength) {
+  return !text.empty() && text.size() <= maxLength && isLowerAlnum(text.front()) &&
+         isLowerAlnum(text.back()) &&
+         std::ranges::all_of(text, [](char c) { return isLowerAlnum(c) || c == '-'; });
+}
+
+}  // namespace
+
+bool isDnsLabel(std::string_view text) { return isLabel(text, kMaxNameLength); }
+
+bool isDnsSubdomain(std::string_view text) {
+  if (text.empty() || text.size() > kMaxPodNameLength) return false;
+  for (std::size_t start = 0;;) {
+    const std::size_t dot = text.find('.', start);
+    if (!isLabel(text.substr(start, dot - start), kMaxNameLength)) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+bool isContainerId(std::string_view text) {
+  return !text.empty() && text.size() <= kMaxContainerIdLength && isAlnum(text.front()) &&
+         std::ranges::all_of(text,
+                             [](char c) { return isAlnum(c) || c == '_' || c == '.' || c == '-'; });
+}
+
+bool isIfname(std::string_view text) {
+  return !text.empty() && text.size() <= kMaxIfnameLength && text != "." && text != ".." &&
+         std::ranges::all_of(text, [](char c) {
+           return isGraph(c) && c != '/' && c != ':' && c != '"' && c != '\\';
+         });
+}
+
+bool isPodUid(std::string_view text) {
+  return !text.empty() && text.size() <= kMaxPodUidLength &&
+         std::ranges::all_of(text, [](char c) { return isAlnum(c) || c == '-'; });
+}
+
+bool isNetnsPath(std::string_view text) {
+  return !text.empty() && text.size() <= kMaxNetnsLength && text.front() == '/' &&
+         std::ranges::all_of(text, [](char c) { return isGraph(c) || c == ' '; });
+}
+
+std::string quoteText(std::string_view text) {
+  const bool cut = text.size() > kMaxEchoedBytes;
+  // ASCII-only escaping with U+FFFD for broken UTF-8, so a value cut mid-character still prints.
+  std::string result =
+      nlohmann::json(std::string(text.substr(0, kMaxEchoedBytes)))
+          .dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+  // JSON leaves DEL unescaped; it is the one control character that would reach a log raw.
+  for (std::size_t at = result.find('\x7f'); at != std::string::npos;
+       at = result.find('\x7f', at)) {
+    result.replace(at, 1, "\\u007f");
+  }
+  return cut ? result + "..." : result;
+}
+
+std::string echo(const nlohmann::json& value) {
+  if (value.is_object()) return "{...}";
+  if (value.is_array()) return "[...]";
+  if (value.is_string()) return quoteText(value.get_ref<const std::string&>());
+  return value.dump();
+}
+
+}  // namespace hostport::agent::api

@@ -1,0 +1,225 @@
+#include "agent/config/agent_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+
+namespace hostport::agent {
+namespace {
+
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text.substr(0, 64)) {
+    out += (c == '"' || c == '\\')                  ? std::string("\\") + c
+           : (static_cast<unsigned char>(c) < 0x20) ? std::string("?")
+                                                    : std::string(1, c);
+  }
+  return out + (text.size() > 64 ? "...\"" : "\"");
+}
+
+class YamlReader {
+ public:
+  explicit YamlReader(std::string_view source) : source_(source) {}
+
+  std::unexpected<Error> error(const std::string& key, const std::string& problem) const {
+    return fail(ErrorCode::kInvalidArgument, std::string(source_) + ": " + key + ": " + problem);
+  }
+
+  Result<std::string> scalar(const YAML::Node& node, const std::string& key) const {
+    if (!node.IsScalar()) return error(key, "must be a string");
+    return node.as<std::string>();
+  }
+
+  Result<bool> boolean(const YAML::Node& node, const std::string& key) const {
+    auto text = scalar(node, key);
+    if (!text) return std::unexpected(text.error());
+    if (*text == "true") return true;
+    if (*text == "false") return false;
+    return error(key, quoted(*text) + " is not true or false");
+  }
+
+  Result<void> checkKeys(const YAML::Node& map, const std::string& prefix,
+                         std::initializer_list<std::string_view> allowed) const {
+    if (!map.IsMap()) return error(prefix.empty() ? "(top level)" : prefix, "must be a mapping");
+    for (const auto& entry : map) {
+      const auto key = entry.first.as<std::string>();
+      if (std::ranges::find(allowed, key) == allowed.end()) {
+        return error(prefix.empty() ? key : prefix + "." + key, "unknown key");
+      }
+    }
+    return {};
+  }
+
+ private:
+  std::string_view source_;
+};
+
+Result<PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
+                           const YAML::Node& node) {
+  const std::string prefix = "pools." + name;
+  if (auto keys = yaml.checkKeys(node, prefix, {"ranges", "protocols", "strategy"}); !keys) {
+    return std::unexpected(keys.error());
+  }
+  PoolSpec pool{name, {}, {}, Strategy::kLowest};
+  const auto ranges = node["ranges"];
+  if (!ranges || !ranges.IsSequence() || ranges.size() == 0) {
+    return yaml.error(prefix + ".ranges", "must be a non-empty list such as [\"30000-32767\"]");
+  }
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto key = prefix + ".ranges[" + std::to_string(i) + "]";
+    auto text = yaml.scalar(ranges[i], key);
+    if (!text) return std::unexpected(text.error());
+    auto range = PortRange::parse(*text);
+    if (!range) return yaml.error(key, range.error().message);
+    pool.ranges.push_back(*range);
+  }
+  if (const auto protocols = node["protocols"]) {
+    if (!protocols.IsSequence()) return yaml.error(prefix + ".protocols", "must be a list");
+    for (std::size_t i = 0; i < protocols.size(); ++i) {
+      const auto key = prefix + ".protocols[" + std::to_string(i) + "]";
+      auto text = yaml.scalar(protocols[i], key);
+      if (!text) return std::unexpected(text.error());
+      auto protocol = parsePortProtocol(*text);
+      if (!protocol) return yaml.error(key, quoted(*text) + " is not tcp, udp, sctp or tcpudp");
+      pool.protocols.push_back(*protocol);
+    }
+  }
+  if (const auto strategy = node["strategy"]) {
+    auto text = yaml.scalar(strategy, prefix + ".strategy");
+    if (!text) return std::unexpected(text.error());
+    auto parsed = parseStrategy(*text);
+    if (!parsed) {
+      return yaml.error(prefix + ".strategy",
+                        quoted(*text) + " is not one of lowest, random, round-robin");
+    }
+    pool.strategy = *parsed;
+  }
+  return pool;
+}
+
+bool validPoolName(std::string_view name) {
+  return !name.empty() && name.size() <= 63 &&
+         std::isalnum(static_cast<unsigned char>(name.front())) &&
+         std::ranges::all_of(
+             name, [](unsigned char c) { return std::islower(c) || std::isdigit(c) || c == '-'; });
+}
+
+}  // namespace
+
+Result<std::vector<PortRange>> parsePortRanges(std::string_view text) {
+  std::vector<PortRange> ranges;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    auto item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    auto range = PortRange::parse(item);
+    if (!range) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "port range " + quoted(text) + ": " + range.error().message);
+    }
+    ranges.push_back(*range);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return ranges;
+}
+
+Result<void> applyYamlConfig(std::string_view text, std::string_view source, AgentConfig& config) {
+  const YamlReader yaml(source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return fail(ErrorCode::kInvalidArgument, std::string(source) + ": not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) return {};
+  try {
+    if (auto keys = yaml.checkKeys(root, "",
+                                   {"stateDir", "socket", "reserveLocalPorts", "logLevel",
+                                    "compactAfterJournalBytes", "pools"});
+        !keys) {
+      return keys;
+    }
+    for (const auto& [key, target] :
+         {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
+          {"socket", &config.socketPath},
+          {"logLevel", &config.logLevel}}) {
+      if (const auto node = root[key]) {
+        auto value = yaml.scalar(node, key);
+        if (!value) return std::unexpected(value.error());
+        *target = *value;
+      }
+    }
+    if (const auto node = root["reserveLocalPorts"]) {
+      auto value = yaml.boolean(node, "reserveLocalPorts");
+      if (!value) return std::unexpected(value.error());
+      config.reserveLocalPorts = *value;
+    }
+    if (const auto node = root["compactAfterJournalBytes"]) {
+      auto value = yaml.scalar(node, "compactAfterJournalBytes");
+      if (!value) return std::unexpected(value.error());
+      const auto digits =
+          std::ranges::all_of(*value, [](unsigned char c) { return std::isdigit(c); });
+      if (!digits || value->empty() || value->size() > 12) {
+        return yaml.error("compactAfterJournalBytes", quoted(*value) + " is not a byte count");
+      }
+      config.compactAfterJournalBytes = std::stoull(*value);
+    }
+    if (const auto pools = root["pools"]) {
+      if (!pools.IsMap()) return yaml.error("pools", "must be a mapping of pool name to pool");
+      config.pools.clear();
+      for (const auto& entry : pools) {
+        const auto name = entry.first.as<std::string>();
+        if (!validPoolName(name)) {
+          return yaml.error("pools." + name, "pool names are lowercase letters, digits and '-'");
+        }
+        auto pool = parsePool(yaml, name, entry.second);
+        if (!pool) return std::unexpected(pool.error());
+        config.pools.push_back(std::move(*pool));
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return fail(ErrorCode::kInvalidArgument, std::string(source) + ": " + e.what());
+  }
+  return {};
+}
+
+void setDefaultPoolRanges(AgentConfig& config, std::vector<PortRange> ranges) {
+  for (auto& pool : config.pools) {
+    if (pool.name == kDefaultPool) {
+      pool.ranges = std::move(ranges);
+      return;
+    }
+  }
+  config.pools.push_back({std::string(kDefaultPool), std::move(ranges), {}, Strategy::kLowest});
+}
+
+Result<void> finalizeConfig(AgentConfig& config) {
+  const bool hasDefault = std::ranges::any_of(
+      config.pools, [](const PoolSpec& pool) { return pool.name == kDefaultPool; });
+  if (!hasDefault) setDefaultPoolRanges(config, {*PortRange::parse(kDefaultPortRange)});
+  if (config.stateDir.empty() || config.stateDir.front() != '/') {
+    return fail(ErrorCode::kInvalidArgument,
+                "stateDir: " + quoted(config.stateDir) + " must be an absolute path");
+  }
+  if (config.socketPath.empty() || config.socketPath.front() != '/' ||
+      config.socketPath.size() > 100) {
+    return fail(ErrorCode::kInvalidArgument,
+                "socket: " + quoted(config.socketPath) +
+                    " must be an absolute path of at most 100 characters");
+  }
+  static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+  if (!kLevels.contains(config.logLevel)) {
+    return fail(ErrorCode::kInvalidArgument, "logLevel: " + quoted(config.logLevel) +
+                                                 " is not trace, debug, info, warn or error");
+  }
+  // Let the allocator judge overlaps and sizes now, so a bad config fails at start.
+  auto probe = Allocator::create(config.pools, [] { return uint64_t{0}; });
+  if (!probe) return withContext(probe.error(), "pools");
+  return {};
+}
+
+}  // namespace hostport::agent

@@ -1,0 +1,41 @@
+#pragma once
+// The agent's configuration: a YAML file (--config) with flags on top. Unknown keys are errors,
+// so a typo fails at start instead of silently meaning the default.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/core/allocator.h"
+#include "common/error.h"
+
+namespace hostport::agent {
+
+struct AgentConfig {
+  std::string stateDir = "/var/lib/hostport";
+  std::string socketPath = "/run/hostport/agent.sock";
+  bool reserveLocalPorts = true;  // add pool ranges to net.ipv4.ip_local_reserved_ports
+  std::string logLevel = "info";
+  uint64_t compactAfterJournalBytes = 8 << 20;
+  std::vector<PoolSpec> pools;  // always holds "default" once resolved
+};
+
+inline constexpr std::string_view kDefaultPortRange = "30000-32767";
+
+/// Parses YAML text into `config`, keeping what the text does not set. `source` names the file in
+/// errors. Errors are kInvalidArgument naming the key path and the value:
+/// `config.yaml: pools.games.strategy: "fastest" is not one of lowest, random, round-robin`.
+Result<void> applyYamlConfig(std::string_view text, std::string_view source, AgentConfig& config);
+
+/// "30000-31000,32000-32767" as ranges; errors name the text.
+Result<std::vector<PortRange>> parsePortRanges(std::string_view text);
+
+/// Sets the default pool's ranges (creating the pool when absent): --port-range.
+void setDefaultPoolRanges(AgentConfig& config, std::vector<PortRange> ranges);
+
+/// Fills in the default pool when none was configured, then checks the whole configuration the
+/// way the allocator will (overlaps, sizes) so errors surface at start with their key.
+Result<void> finalizeConfig(AgentConfig& config);
+
+}  // namespace hostport::agent

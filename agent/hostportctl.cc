@@ -1,0 +1,146 @@
+// hostportctl: the operator's view of this node's leases, over the agent's control socket.
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "agent/api/agent_client.h"
+#include "agent/api/json_codec.h"
+
+namespace {
+
+using namespace hostport;
+using namespace hostport::agent;
+
+std::string portsColumn(const Lease& lease) {
+  std::string out;
+  for (const auto& grant : lease.ports) {
+    if (!out.empty()) out += ", ";
+    const auto span = [&grant](uint16_t first) {
+      return grant.count > 1 ? std::to_string(first) + "-" + std::to_string(first + grant.count - 1)
+                             : std::to_string(first);
+    };
+    if (!grant.name.empty()) out += grant.name + "=";
+    if (grant.hostIp) out += grant.hostIp->str() + ":";
+    out += span(grant.hostPort) + "->" + span(grant.containerPort) + "/" +
+           std::string(protocolName(grant.protocol));
+    if (grant.isStatic) out += " (static)";
+  }
+  return out.empty() ? "-" : out;
+}
+
+void printTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
+void printLeases(const std::vector<Lease>& leases, bool json) {
+  if (json) {
+    std::cout << api::dumpBody(api::leaseListBody("leases", leases)) << "\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"NAMESPACE", "POD", "CONTAINER", "IFACE", "POOL", "PORTS"}};
+  for (const auto& lease : leases) {
+    rows.push_back({lease.pod.namespaceName.empty() ? "-" : lease.pod.namespaceName,
+                    lease.pod.name.empty() ? "-" : lease.pod.name,
+                    lease.key.containerId.substr(0, 12), lease.key.ifname,
+                    lease.pool.empty() ? "-" : lease.pool, portsColumn(lease)});
+  }
+  printTable(rows);
+}
+
+int report(const Error& error) {
+  std::cerr << "hostportctl: " << error.message << "\n";
+  return error.code == ErrorCode::kUnavailable ? 3 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hostportctl: list and manage this node's host-port leases through hostport-agent.",
+               "hostportctl"};
+  app.require_subcommand(1);
+  std::string socket(api::kDefaultAgentSocket);
+  double timeoutSeconds = 10;
+  bool json = false;
+  app.add_option("--socket", socket, "the agent's control socket")->capture_default_str();
+  app.add_option("--timeout", timeoutSeconds, "seconds to wait for the agent")
+      ->capture_default_str();
+
+  auto* list = app.add_subcommand("list", "list leases (a table; --json for JSON)");
+  std::string namespaceFilter, podFilter;
+  list->add_option("-n,--namespace", namespaceFilter, "only this namespace");
+  list->add_option("--pod", podFilter, "only this pod name");
+  list->add_flag("--json", json, "print JSON");
+
+  auto* get = app.add_subcommand("get", "show the leases of one pod");
+  std::string podRef;
+  get->add_option("pod", podRef, "<namespace>/<pod>")->required();
+  get->add_flag("--json", json, "print JSON");
+
+  auto* pools = app.add_subcommand("pools", "show pools and their usage");
+  pools->add_flag("--json", json, "print JSON");
+
+  auto* release = app.add_subcommand("release", "release every lease of a container");
+  std::string containerId;
+  release->add_option("containerID", containerId, "the container (sandbox) ID")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  const auto client = api::AgentClient::forSocket(
+      socket, std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000)));
+
+  if (*list) {
+    auto leases = client.list(namespaceFilter, podFilter);
+    if (!leases) return report(leases.error());
+    printLeases(*leases, json);
+  } else if (*get) {
+    const auto slash = podRef.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == podRef.size()) {
+      std::cerr << "hostportctl: get wants <namespace>/<pod>, not \"" << podRef << "\"\n";
+      return 2;
+    }
+    auto leases = client.list(podRef.substr(0, slash), podRef.substr(slash + 1));
+    if (!leases) return report(leases.error());
+    if (leases->empty()) {
+      std::cerr << "hostportctl: no lease for pod " << podRef << "\n";
+      return 1;
+    }
+    printLeases(*leases, json);
+  } else if (*pools) {
+    auto rows = client.poolUsage();
+    if (!rows) return report(rows.error());
+    if (json) {
+      std::cout << api::dumpBody(api::poolsBody(*rows)) << "\n";
+      return 0;
+    }
+    std::vector<std::vector<std::string>> table = {
+        {"POOL", "STRATEGY", "RANGES", "SIZE", "USED", "FREE"}};
+    for (const auto& row : *rows) {
+      std::string ranges;
+      for (const auto& range : row.ranges) ranges += (ranges.empty() ? "" : ",") + range.str();
+      table.push_back({row.name, row.strategy, ranges, std::to_string(row.size),
+                       std::to_string(row.used), std::to_string(row.free)});
+    }
+    printTable(table);
+  } else if (*release) {
+    auto released = client.releaseContainer(containerId);
+    if (!released) return report(released.error());
+    std::cout << "released " << released->size() << " lease(s) of " << containerId << "\n";
+  }
+  return 0;
+}

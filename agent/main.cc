@@ -1,0 +1,177 @@
+// hostport-agent: owns this node's port pools. Wiring only: config, store, allocator, service,
+// socket. Everything it wires is a library with its own tests.
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "agent/config/agent_config.h"
+#include "agent/server/unix_http_server.h"
+#include "agent/service/agent_service.h"
+#include "agent/service/api_handlers.h"
+#include "agent/service/socket_probe.h"
+#include "agent/store/lease_store.h"
+#include "hostnet/reserved_ports.h"
+
+namespace {
+
+using namespace hostport;
+using namespace hostport::agent;
+
+struct Flags {
+  std::string configPath;
+  std::string portRange;
+  std::string stateDir;
+  std::string socketPath;
+  std::string logLevel;
+  bool noReservedPorts = false;
+};
+
+Result<AgentConfig> resolveConfig(const Flags& flags) {
+  AgentConfig config;
+  if (!flags.configPath.empty()) {
+    std::ifstream file(flags.configPath);
+    if (!file) {
+      return fail(ErrorCode::kInvalidArgument, "--config: cannot read " + flags.configPath);
+    }
+    std::stringstream text;
+    text << file.rdbuf();
+    if (auto applied = applyYamlConfig(text.str(), flags.configPath, config); !applied) {
+      return std::unexpected(applied.error());
+    }
+  }
+  if (!flags.portRange.empty()) {
+    auto ranges = parsePortRanges(flags.portRange);
+    if (!ranges) return withContext(ranges.error(), "--port-range");
+    setDefaultPoolRanges(config, std::move(*ranges));
+  }
+  if (!flags.stateDir.empty()) config.stateDir = flags.stateDir;
+  if (!flags.socketPath.empty()) config.socketPath = flags.socketPath;
+  if (!flags.logLevel.empty()) config.logLevel = flags.logLevel;
+  if (flags.noReservedPorts) config.reserveLocalPorts = false;
+  if (auto checked = finalizeConfig(config); !checked) return std::unexpected(checked.error());
+  return config;
+}
+
+std::string describePools(const std::vector<PoolSpec>& pools) {
+  std::string out;
+  for (const auto& pool : pools) {
+    if (!out.empty()) out += "; ";
+    out += pool.name + "=";
+    for (std::size_t i = 0; i < pool.ranges.size(); ++i) {
+      out += (i ? "," : "") + pool.ranges[i].str();
+    }
+    out += " (" + std::string(strategyName(pool.strategy)) + ")";
+  }
+  return out;
+}
+
+int run(const AgentConfig& config) {
+  const auto started = std::chrono::steady_clock::now();
+  auto store = store::LeaseStore::open(config.stateDir);
+  if (!store) {
+    spdlog::error("cannot open state dir: {}", store.error().message);
+    return 1;
+  }
+  auto leases = (*store)->recover();
+  if (!leases) {
+    spdlog::error("cannot recover leases: {}", leases.error().message);
+    return 1;
+  }
+  std::random_device seed;
+  auto allocator =
+      Allocator::create(config.pools, [rng = std::mt19937_64(seed())]() mutable { return rng(); });
+  if (!allocator) {
+    spdlog::error("invalid pools: {}", allocator.error().message);
+    return 1;
+  }
+  for (auto& lease : *leases) {
+    const auto key = lease.key.str();
+    if (auto restored = allocator->restore(std::move(lease)); !restored) {
+      // Losing track of a lease could hand its ports out twice: refuse to serve instead.
+      spdlog::error("cannot restore lease {}: {}", key, restored.error().message);
+      return 1;
+    }
+  }
+  const auto recoveredIn = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  spdlog::info("recovered {} leases from {} in {} ms", allocator->leaseCount(), config.stateDir,
+               recoveredIn.count());
+
+  if (config.reserveLocalPorts) {
+    std::vector<std::pair<uint16_t, uint16_t>> ranges;
+    for (const auto& pool : config.pools) {
+      for (const auto& range : pool.ranges) ranges.emplace_back(range.first, range.last);
+    }
+    if (auto reserved = hostnet::reserveLocalPorts(ranges); !reserved) {
+      spdlog::error("cannot reserve pool ports from ephemeral use: {}", reserved.error().message);
+      return 1;
+    }
+    spdlog::info("pool ranges added to net.ipv4.ip_local_reserved_ports");
+  }
+
+  Metrics metrics;
+  AgentService service(std::move(*allocator), **store, &SocketTableProbe::snapshot, metrics,
+                       ServiceOptions{config.compactAfterJournalBytes});
+  std::atomic<bool> ready{false};
+  Router router;
+  registerApiHandlers(router, service, metrics, ready);
+
+  boost::asio::io_context io(1);
+  auto server = UnixHttpServer::listen(io, config.socketPath, 0600, router, ServerLimits{});
+  if (!server) {
+    spdlog::error("{}", server.error().message);
+    return 1;
+  }
+  ready = true;
+  spdlog::info("serving {} with pools {}", config.socketPath, describePools(config.pools));
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&io](const boost::system::error_code&, int signal) {
+    spdlog::info("signal {}: shutting down", signal);
+    io.stop();
+  });
+  io.run();
+  ready = false;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "hostport-agent: owns this node's host-port pools, allocates ports durably, checks them "
+      "against live host sockets, and serves the hostport CNI plugin and hostportctl on a Unix "
+      "socket.",
+      "hostport-agent"};
+  Flags flags;
+  app.add_option("-c,--config", flags.configPath, "YAML config file (see docs/design.md)");
+  app.add_option("--port-range,--hostport-range", flags.portRange,
+                 "ranges of the default pool, e.g. 30000-32767 or 20000-20999,22000-22999 "
+                 "(default 30000-32767)");
+  app.add_option("--state-dir", flags.stateDir,
+                 "where the lease journal and snapshot live (default /var/lib/hostport)");
+  app.add_option("--socket", flags.socketPath,
+                 "control socket path, mode 0600 (default /run/hostport/agent.sock)");
+  app.add_option("--log-level", flags.logLevel, "trace, debug, info (default), warn or error");
+  app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
+               "leave net.ipv4.ip_local_reserved_ports alone");
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("hostport-agent"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %l hostport-agent: %v");
+  auto config = resolveConfig(flags);
+  if (!config) {
+    spdlog::error("invalid configuration: {}", config.error().message);
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(config->logLevel));
+  return run(*config);
+}

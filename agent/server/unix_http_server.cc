@@ -1,0 +1,193 @@
+#include "agent/server/unix_http_server.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "agent/api/routes.h"
+
+namespace hostport::agent {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Protocol = asio::local::stream_protocol;
+using Stream = beast::basic_stream<Protocol, asio::any_io_executor, beast::unlimited_rate_policy>;
+
+namespace {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(Protocol::socket socket, const Router& router, const ServerLimits& limits,
+          std::atomic<std::size_t>& open)
+      : stream_(std::move(socket)), router_(router), limits_(limits), open_(open) {
+    ++open_;
+  }
+  ~Session() { --open_; }
+
+  void start() { read(); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(limits_.maxBodyBytes);
+    parser_->header_limit(static_cast<std::uint32_t>(limits_.maxHeaderBytes));
+    stream_.expires_after(limits_.readTimeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
+  }
+
+  void onRead(beast::error_code ec) {
+    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      keepAlive_ = false;
+      write(errorResponse(413, "too_large", "request exceeds the size limit"));
+      return;
+    }
+    if (ec) return;  // closed, timed out or garbage: drop the connection
+    stream_
+        .expires_never();  // the handler may wait for the journal; that is not the client's fault
+    const auto& message = parser_->get();
+    keepAlive_ = message.keep_alive();
+    HttpRequest request;
+    request.method = std::string(message.method_string());
+    const std::string_view rawTarget(message.target().data(), message.target().size());
+    request.path = std::string(rawTarget.substr(0, rawTarget.find('?')));
+    auto target = api::parseTarget(rawTarget);
+    if (!target) {
+      write(errorResponse(400, "invalid_argument", target.error().message));
+      return;
+    }
+    request.segments = std::move(target->segments);
+    request.query.insert(target->query.begin(), target->query.end());
+    request.body = message.body();
+    auto self = shared_from_this();
+    router_.dispatch(request, [self](HttpResponse response) {
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->write(std::move(response));
+      });
+    });
+  }
+
+  void write(HttpResponse response) {
+    auto message = std::make_shared<http::response<http::string_body>>();
+    message->result(response.status);
+    message->version(11);
+    message->set(http::field::server, "hostport-agent");
+    message->set(http::field::content_type, response.contentType);
+    message->keep_alive(keepAlive_);
+    message->body() = std::move(response.body);
+    message->prepare_payload();
+    stream_.expires_after(limits_.readTimeout);
+    http::async_write(stream_, *message,
+                      [self = shared_from_this(), message](beast::error_code ec, std::size_t) {
+                        if (ec) return;
+                        if (!self->keepAlive_) {
+                          beast::error_code ignored;
+                          self->stream_.socket().shutdown(Protocol::socket::shutdown_send, ignored);
+                          return;
+                        }
+                        self->read();
+                      });
+  }
+
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  const Router& router_;
+  const ServerLimits& limits_;
+  std::atomic<std::size_t>& open_;
+  bool keepAlive_ = true;
+};
+
+Result<UniqueFd> lockSocketPath(const std::string& path) {
+  const std::string lockPath = path + ".lock";
+  UniqueFd fd(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    return fail(ErrorCode::kIo, "cannot open " + lockPath + ": " + std::strerror(errno));
+  }
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    return fail(ErrorCode::kUnavailable,
+                "another hostport-agent is serving " + path + " (it holds " + lockPath + ")");
+  }
+  return fd;
+}
+
+}  // namespace
+
+struct UnixHttpServer::Impl {
+  Impl(asio::io_context& io, const Router& router, ServerLimits limits)
+      : io(io), acceptor(io), router(router), limits(limits) {}
+
+  void accept() {
+    acceptor.async_accept(
+        asio::make_strand(io), [this](beast::error_code ec, Protocol::socket socket) {
+          if (ec == asio::error::operation_aborted) return;
+          if (!ec) {
+            if (open.load() >= limits.maxConnections) {
+              beast::error_code ignored;
+              socket.close(ignored);  // shed load rather than queue without bound
+            } else {
+              std::make_shared<Session>(std::move(socket), router, limits, open)->start();
+            }
+          }
+          accept();
+        });
+  }
+
+  asio::io_context& io;
+  Protocol::acceptor acceptor;
+  const Router& router;
+  ServerLimits limits;
+  std::atomic<std::size_t> open{0};
+};
+
+UnixHttpServer::UnixHttpServer(std::unique_ptr<Impl> impl, std::string path, UniqueFd lock)
+    : impl_(std::move(impl)), path_(std::move(path)), lock_(std::move(lock)) {}
+
+UnixHttpServer::~UnixHttpServer() {
+  beast::error_code ignored;
+  impl_->acceptor.close(ignored);
+  ::unlink(path_.c_str());
+}
+
+Result<std::unique_ptr<UnixHttpServer>> UnixHttpServer::listen(asio::io_context& io,
+                                                               const std::string& path,
+                                                               unsigned mode, const Router& router,
+                                                               ServerLimits limits) {
+  std::error_code dirError;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), dirError);
+  if (dirError) {
+    return fail(ErrorCode::kIo,
+                "cannot create the directory of " + path + ": " + dirError.message());
+  }
+  auto lock = lockSocketPath(path);
+  if (!lock) return std::unexpected(lock.error());
+  ::unlink(path.c_str());  // stale: we hold the lock, so no live agent owns it
+
+  auto impl = std::make_unique<Impl>(io, router, limits);
+  beast::error_code ec;
+  impl->acceptor.open(Protocol(), ec);
+  if (!ec) impl->acceptor.bind(Protocol::endpoint(path), ec);
+  if (!ec && ::chmod(path.c_str(), mode) != 0) {
+    return fail(ErrorCode::kIo, "cannot chmod " + path + ": " + std::strerror(errno));
+  }
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail(ErrorCode::kIo, "cannot listen on " + path + ": " + ec.message());
+  impl->accept();
+  return std::unique_ptr<UnixHttpServer>(
+      new UnixHttpServer(std::move(impl), path, std::move(*lock)));
+}
+
+}  // namespace hostport::agent

@@ -1,0 +1,72 @@
+#pragma once
+// The agent's business: the allocator (pure, in memory) made durable through the lease store.
+// Every mutation happens under one mutex and is queued to the store inside it, so the journal
+// order is the order of the in-memory changes. A reply goes out only once its record is on disk.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/core/allocator.h"
+#include "agent/service/metrics.h"
+#include "agent/store/lease_store.h"
+
+namespace hostport::agent {
+
+using ProbeFactory = std::function<Result<std::unique_ptr<PortProbe>>()>;
+
+struct ServiceOptions {
+  uint64_t compactAfterJournalBytes = 8 << 20;
+};
+
+class AgentService {
+ public:
+  AgentService(Allocator allocator, store::LeaseStore& store, ProbeFactory probes, Metrics& metrics,
+               ServiceOptions options = {});
+
+  void allocate(const AllocationRequest& request, std::function<void(Result<Lease>)> done);
+  /// Releasing what is not there succeeds with nullopt, after a durable barrier: a release that
+  /// raced with ours is on disk before we say "nothing there".
+  void release(const AttachmentKey& key, std::function<void(Result<std::optional<Lease>>)> done);
+  /// Every interface of one container.
+  void releaseContainer(const std::string& containerId,
+                        std::function<void(Result<std::vector<Lease>>)> done);
+  /// Releases every lease whose key is not in `valid` (CNI GC).
+  void collectGarbage(const std::set<AttachmentKey>& valid,
+                      std::function<void(Result<std::vector<Lease>>)> done);
+
+  std::optional<Lease> get(const AttachmentKey& key) const;
+  /// Leases of a namespace and/or pod name; empty filters match everything.
+  std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
+  std::vector<PoolUsage> usage() const;
+  std::vector<PoolSpec> pools() const;
+  std::string metricsText() const;
+
+  /// False once a journal write failed: memory may be ahead of disk, so the agent must restart
+  /// and recover from the journal (healthz fails, and the kubelet restarts the pod).
+  bool healthy() const { return healthy_.load(); }
+
+ private:
+  void releaseMany(std::vector<AttachmentKey> keys,
+                   std::function<void(Result<std::vector<Lease>>)> done);
+  void submitRelease(Lease lease, std::function<void(Result<void>)> done);
+  void maybeCompact();  // with mutex_ held
+  void onStoreFailure(const Error& error);
+
+  mutable std::mutex mutex_;
+  Allocator allocator_;
+  store::LeaseStore& store_;
+  ProbeFactory probes_;
+  Metrics& metrics_;
+  ServiceOptions options_;
+  bool compactionQueued_ = false;
+  std::atomic<bool> healthy_{true};
+  std::atomic<uint64_t> staticConflicts_{0};
+};
+
+}  // namespace hostport::agent

@@ -1,0 +1,15 @@
+#pragma once
+
+#include <atomic>
+
+#include "agent/server/router.h"
+#include "agent/service/agent_service.h"
+
+namespace hostport::agent {
+
+/// Registers the control socket's endpoints (agent/api/routes.h) on `router`. `ready` turns
+/// /readyz green once recovery is done and the socket is served.
+void registerApiHandlers(Router& router, AgentService& service, Metrics& metrics,
+                         const std::atomic<bool>& ready);
+
+}  // namespace hostport::agent

@@ -1,0 +1,72 @@
+#include "agent/service/metrics.h"
+
+#include <sstream>
+
+namespace hostport::agent {
+
+void Metrics::observeAllocation(std::chrono::nanoseconds latency) {
+  const double seconds = std::chrono::duration<double>(latency).count();
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) bucketCounts_[i].fetch_add(1, std::memory_order_relaxed);
+  }
+  allocations_.fetch_add(1, std::memory_order_relaxed);
+  latencyNanos_.fetch_add(static_cast<uint64_t>(latency.count()), std::memory_order_relaxed);
+}
+
+void Metrics::countError(const std::string& code) {
+  std::lock_guard lock(errorsMutex_);
+  ++errors_[code];
+}
+
+std::string Metrics::render(std::size_t leases, const std::vector<PoolUsage>& pools,
+                            uint64_t hostConflicts, uint64_t staticConflicts,
+                            const StoreFigures& store) const {
+  std::ostringstream out;
+  const auto family = [&out](const char* name, const char* type, const char* help) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  };
+  family("hostport_leases", "gauge", "Attachments holding a lease.");
+  out << "hostport_leases " << leases << "\n";
+  family("hostport_pool_ports", "gauge", "Ports in a pool.");
+  for (const auto& pool : pools) {
+    out << "hostport_pool_ports{pool=\"" << pool.name << "\"} " << pool.size << "\n";
+  }
+  family("hostport_pool_free_ports", "gauge", "Ports of a pool that no lease holds.");
+  for (const auto& pool : pools) {
+    out << "hostport_pool_free_ports{pool=\"" << pool.name << "\"} " << pool.size - pool.used
+        << "\n";
+  }
+  family("hostport_allocation_duration_seconds", "histogram",
+         "Time from request to durable allocation.");
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+    out << "hostport_allocation_duration_seconds_bucket{le=\"" << kBuckets[i] << "\"} "
+        << bucketCounts_[i].load(std::memory_order_relaxed) << "\n";
+  }
+  const auto count = allocations_.load(std::memory_order_relaxed);
+  out << "hostport_allocation_duration_seconds_bucket{le=\"+Inf\"} " << count << "\n"
+      << "hostport_allocation_duration_seconds_sum "
+      << static_cast<double>(latencyNanos_.load(std::memory_order_relaxed)) / 1e9 << "\n"
+      << "hostport_allocation_duration_seconds_count " << count << "\n";
+  family("hostport_releases_total", "counter", "Leases released.");
+  out << "hostport_releases_total " << releases_.load(std::memory_order_relaxed) << "\n";
+  family("hostport_conflicts_total", "counter",
+         "Ports found taken: by a host socket, or a static claim against another lease.");
+  out << "hostport_conflicts_total{kind=\"host_socket\"} " << hostConflicts << "\n"
+      << "hostport_conflicts_total{kind=\"static_claim\"} " << staticConflicts << "\n";
+  family("hostport_errors_total", "counter", "Requests that failed, by error code.");
+  {
+    std::lock_guard lock(errorsMutex_);
+    for (const auto& [code, n] : errors_) {
+      out << "hostport_errors_total{code=\"" << code << "\"} " << n << "\n";
+    }
+  }
+  family("hostport_journal_records_total", "counter", "Records written to the lease journal.");
+  out << "hostport_journal_records_total " << store.records << "\n";
+  family("hostport_journal_fsyncs_total", "counter", "fdatasync calls on the journal.");
+  out << "hostport_journal_fsyncs_total " << store.fsyncs << "\n";
+  family("hostport_journal_bytes", "gauge", "Journal bytes since the last snapshot.");
+  out << "hostport_journal_bytes " << store.journalBytes << "\n";
+  return out.str();
+}
+
+}  // namespace hostport::agent

@@ -1,0 +1,46 @@
+#pragma once
+// Prometheus text metrics. Counters are atomics so handlers on any thread can bump them; gauges
+// (leases, free ports) are read from the allocator when /metrics is scraped.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/core/allocator.h"
+
+namespace hostport::agent {
+
+struct StoreFigures {
+  uint64_t records = 0;
+  uint64_t batches = 0;
+  uint64_t fsyncs = 0;
+  uint64_t journalBytes = 0;
+};
+
+class Metrics {
+ public:
+  void observeAllocation(std::chrono::nanoseconds latency);
+  void countError(const std::string& code);
+  void countRelease() { releases_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// The whole exposition. `hostConflicts` comes from the allocator, which counts them.
+  std::string render(std::size_t leases, const std::vector<PoolUsage>& pools,
+                     uint64_t hostConflicts, uint64_t staticConflicts,
+                     const StoreFigures& store) const;
+
+ private:
+  static constexpr std::array<double, 12> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                      0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+  std::array<std::atomic<uint64_t>, kBuckets.size()> bucketCounts_{};
+  std::atomic<uint64_t> allocations_{0};
+  std::atomic<uint64_t> latencyNanos_{0};
+  std::atomic<uint64_t> releases_{0};
+  mutable std::mutex errorsMutex_;
+  std::map<std::string, uint64_t> errors_;
+};
+
+}  // namespace hostport::agent

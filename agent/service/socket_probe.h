@@ -1,0 +1,22 @@
+#pragma once
+
+#include <memory>
+
+#include "agent/core/allocator.h"
+#include "hostnet/socket_table.h"
+
+namespace hostport::agent {
+
+/// PortProbe over one sock_diag snapshot of the host's sockets, taken per request. The owner's
+/// pid and command are looked up only for a port that is in use, for the error message.
+class SocketTableProbe : public PortProbe {
+ public:
+  static Result<std::unique_ptr<PortProbe>> snapshot();
+  std::optional<PortHolder> holder(nft::Protocol protocol, uint16_t port) override;
+
+ private:
+  explicit SocketTableProbe(hostnet::SocketTable table) : table_(std::move(table)) {}
+  hostnet::SocketTable table_;
+};
+
+}  // namespace hostport::agent

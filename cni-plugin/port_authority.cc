@@ -1,0 +1,89 @@
+#include "cni-plugin/port_authority.h"
+
+#include "agent/api/agent_client.h"
+#include "agent/api/routes.h"
+
+namespace hostport::cni {
+namespace {
+
+class AgentPortAuthority : public PortAuthority {
+ public:
+  explicit AgentPortAuthority(const std::string& socketPath)
+      : client_(agent::api::AgentClient::forSocket(socketPath)) {}
+
+  Result<agent::Lease> allocate(const agent::AllocationRequest& request) override {
+    return client_.allocate(request);
+  }
+  Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) override {
+    return client_.get(key);
+  }
+  Result<void> release(const agent::AttachmentKey& key) override {
+    auto released = client_.release(key);
+    if (!released) return std::unexpected(released.error());
+    return {};
+  }
+  Result<void> ready() override {
+    auto answer = client_.getText(agent::api::kReadyzPath);
+    if (!answer) return std::unexpected(answer.error());
+    return {};
+  }
+
+ private:
+  agent::api::AgentClient client_;
+};
+
+agent::PortProtocol portProtocol(nft::Protocol protocol) {
+  switch (protocol) {
+    case nft::Protocol::kTcp:
+      return agent::PortProtocol::kTcp;
+    case nft::Protocol::kUdp:
+      return agent::PortProtocol::kUdp;
+    case nft::Protocol::kSctp:
+      return agent::PortProtocol::kSctp;
+  }
+  return agent::PortProtocol::kTcp;
+}
+
+std::string argument(const CniEnv& env, const char* name) {
+  const auto found = env.args.find(name);
+  return found == env.args.end() ? std::string() : found->second;
+}
+
+}  // namespace
+
+std::unique_ptr<PortAuthority> agentPortAuthority(const std::string& socketPath) {
+  return std::make_unique<AgentPortAuthority>(socketPath);
+}
+
+agent::AllocationRequest allocationRequestFor(const CniEnv& env, const PluginConfig& config,
+                                              std::vector<agent::DynamicPortRequest> dynamics,
+                                              std::string pool) {
+  agent::AllocationRequest request;
+  request.key = {env.containerId, env.ifname};
+  request.pod = {argument(env, "K8S_POD_NAMESPACE"), argument(env, "K8S_POD_NAME"),
+                 argument(env, "K8S_POD_UID")};
+  request.netns = env.netns;
+  request.pool = std::move(pool);
+  for (const auto& mapping : config.portMappings) {
+    request.statics.push_back(
+        {mapping.hostPort, mapping.containerPort, portProtocol(mapping.protocol), mapping.hostIp});
+  }
+  request.dynamics = std::move(dynamics);
+  return request;
+}
+
+std::vector<PortMapping> mappingsOf(const agent::Lease& lease) {
+  std::vector<PortMapping> mappings;
+  for (const auto& grant : lease.ports) {
+    for (const auto protocol : agent::kernelProtocols(grant.protocol)) {
+      for (uint16_t i = 0; i < grant.count; ++i) {
+        mappings.push_back({static_cast<uint16_t>(grant.hostPort + i),
+                            static_cast<uint16_t>(grant.containerPort + i), protocol,
+                            grant.hostIp});
+      }
+    }
+  }
+  return mappings;
+}
+
+}  // namespace hostport::cni

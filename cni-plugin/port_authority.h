@@ -1,0 +1,44 @@
+#pragma once
+// Who grants host ports to an attachment. In production that is hostport-agent over its control
+// socket; `PortAuthority` is the seam tests fake. Standalone mode (agentSocket "") has no
+// authority: the static portMappings are forwarded as asked.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/core/lease.h"
+#include "cni-plugin/cni_env.h"
+#include "cni-plugin/plugin_config.h"
+#include "common/error.h"
+
+namespace hostport::cni {
+
+class PortAuthority {
+ public:
+  virtual ~PortAuthority() = default;
+  /// The same key again returns the same lease.
+  virtual Result<agent::Lease> allocate(const agent::AllocationRequest& request) = 0;
+  virtual Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) = 0;
+  /// Releasing what is not there succeeds.
+  virtual Result<void> release(const agent::AttachmentKey& key) = 0;
+  /// Succeeds when the authority is ready to grant ports.
+  virtual Result<void> ready() = 0;
+};
+
+/// The agent at `socketPath`; every call has the client's deadline, and an unreachable agent is
+/// kUnavailable naming the path (CNI code 11).
+std::unique_ptr<PortAuthority> agentPortAuthority(const std::string& socketPath);
+
+/// The request for one ADD: static claims from portMappings, dynamic ones from the annotations,
+/// and the pod's identity from CNI_ARGS.
+agent::AllocationRequest allocationRequestFor(const CniEnv& env, const PluginConfig& config,
+                                              std::vector<agent::DynamicPortRequest> dynamics,
+                                              std::string pool);
+
+/// The port mappings a lease grants: one per port of a range and per kernel protocol (tcpudp
+/// gives a TCP and a UDP mapping with the same numbers).
+std::vector<PortMapping> mappingsOf(const agent::Lease& lease);
+
+}  // namespace hostport::cni
