@@ -366,10 +366,11 @@ Result<void> Allocator::State::claimStatics(const AllocationRequest& request, Po
       }
     }
     for (const auto protocol : kernelProtocols(claim.protocol)) {
-      if (const auto holder = probe.holder(protocol, claim.hostPort)) {
+      if (probe.isBound(protocol, claim.hostPort)) {
         ++hostConflicts;
-        return fail(ErrorCode::kConflict, "port " + portName(protocol, claim.hostPort) +
-                                              " is in use on the host" + describe(*holder));
+        return fail(ErrorCode::kConflict,
+                    "port " + portName(protocol, claim.hostPort) + " is in use on the host" +
+                        describe(probe.holderOf(protocol, claim.hostPort)));
       }
     }
     exclude(claim.hostPort);  // not for this request's dynamic rows
@@ -393,7 +394,7 @@ Result<void> Allocator::State::pickDynamics(const AllocationRequest& request, st
     const auto freeOnHost = [&](uint16_t start) {
       for (uint32_t port = start; port < start + uint32_t{row.count}; ++port) {
         for (const auto protocol : kernel) {
-          if (probe.holder(protocol, static_cast<uint16_t>(port))) {
+          if (probe.isBound(protocol, static_cast<uint16_t>(port))) {
             exclude(static_cast<uint16_t>(port));
             ++hostConflicts;
             ++rejections;

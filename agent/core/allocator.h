@@ -36,8 +36,11 @@ struct PortHolder {
 class PortProbe {
  public:
   virtual ~PortProbe() = default;
-  /// The holder of (protocol, port) on any address, or nullopt when nothing is bound there.
-  virtual std::optional<PortHolder> holder(nft::Protocol protocol, uint16_t port) = 0;
+  /// True when something on the host is bound to (protocol, port) on any address.
+  virtual bool isBound(nft::Protocol protocol, uint16_t port) = 0;
+  /// Who holds a bound port, for an error message only: finding the process can be slow
+  /// (a /proc scan), so it is asked only once a static claim has failed.
+  virtual PortHolder holderOf(nft::Protocol protocol, uint16_t port) = 0;
 };
 
 struct PoolUsage {

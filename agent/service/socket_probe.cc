@@ -27,11 +27,13 @@ Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot() {
   return std::unique_ptr<PortProbe>(new SocketTableProbe(std::move(*table)));
 }
 
-std::optional<PortHolder> SocketTableProbe::holder(nft::Protocol protocol, uint16_t port) {
-  const uint8_t ipProto = ipProtocol(protocol);
-  if (!table_.isBound(ipProto, port)) return std::nullopt;
+bool SocketTableProbe::isBound(nft::Protocol protocol, uint16_t port) {
+  return table_.isBound(ipProtocol(protocol), port);
+}
+
+PortHolder SocketTableProbe::holderOf(nft::Protocol protocol, uint16_t port) {
   PortHolder holder;
-  if (const auto inode = table_.inodeOf(ipProto, port)) {
+  if (const auto inode = table_.inodeOf(ipProtocol(protocol), port)) {
     auto owner = hostnet::findSocketOwner(*inode);
     if (owner && *owner) {
       holder.pid = (*owner)->pid;

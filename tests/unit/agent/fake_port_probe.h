@@ -15,15 +15,14 @@ class FakePortProbe final : public PortProbe {
     bound_[{protocol, port}] = std::move(holder);
   }
   void unbind(nft::Protocol protocol, uint16_t port) { bound_.erase({protocol, port}); }
-  bool isBound(nft::Protocol protocol, uint16_t port) const {
+  bool isBound(nft::Protocol protocol, uint16_t port) override {
+    ++calls_;
     return bound_.contains({protocol, port});
   }
 
-  std::optional<PortHolder> holder(nft::Protocol protocol, uint16_t port) override {
-    ++calls_;
+  PortHolder holderOf(nft::Protocol protocol, uint16_t port) override {
     const auto found = bound_.find({protocol, port});
-    if (found == bound_.end()) return std::nullopt;
-    return found->second;
+    return found == bound_.end() ? PortHolder{} : found->second;
   }
 
   int calls() const { return calls_; }
