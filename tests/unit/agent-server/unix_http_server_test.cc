@@ -1,0 +1,166 @@
+// The control socket's transport against real Unix sockets in a temp dir: permissions, the
+// socket lock, size limits, and a slow client that must not stall anyone else.
+
+#include "agent/server/unix_http_server.h"
+
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <thread>
+
+#include "agent/api/agent_client.h"
+#include "common/unique_fd.h"
+
+namespace hostport::agent {
+namespace {
+
+using namespace std::chrono_literals;
+
+class UnixHttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/hp-server-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    path_ = dir_ + "/agent.sock";
+    router_.add("POST", "/echo", [](const HttpRequest& request, const PathParams&,
+                                    Responder respond) {
+      respond({200, "text/plain", request.body});
+    });
+    router_.add("GET", "/items/{id}", [](const HttpRequest&, const PathParams& params,
+                                         Responder respond) {
+      respond({200, "text/plain", params.at("id")});
+    });
+  }
+
+  void TearDown() override {
+    server_.reset();
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void start(ServerLimits limits = {}) {
+    auto server = UnixHttpServer::listen(io_, path_, 0600, router_, limits);
+    ASSERT_TRUE(server) << server.error().message;
+    server_ = std::move(*server);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  api::AgentClient client() const { return api::AgentClient::forSocket(path_, 2s); }
+
+  UniqueFd rawConnect() const {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path_.c_str());
+    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    return fd;
+  }
+
+  std::string dir_;
+  std::string path_;
+  Router router_;
+  boost::asio::io_context io_;
+  std::unique_ptr<UnixHttpServer> server_;
+  std::thread thread_;
+};
+
+TEST_F(UnixHttpServerTest, ServesRoutesWithDecodedPathParameters) {
+  start();
+  auto answer = client().exchange(api::HttpMethod::kGet, "/items/a%2Fb");
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(answer->status, 200u);
+  EXPECT_EQ(answer->body, "a/b");
+  auto echoed = client().exchange(api::HttpMethod::kPost, "/echo", "hello");
+  ASSERT_TRUE(echoed);
+  EXPECT_EQ(echoed->body, "hello");
+}
+
+TEST_F(UnixHttpServerTest, AnswersUnknownPathsAndMethodsWithJsonErrors) {
+  start();
+  auto missing = client().exchange(api::HttpMethod::kGet, "/nope");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404u);
+  EXPECT_NE(missing->body.find("\"not_found\""), std::string::npos);
+  auto wrongMethod = client().exchange(api::HttpMethod::kDelete, "/echo");
+  ASSERT_TRUE(wrongMethod);
+  EXPECT_EQ(wrongMethod->status, 405u);
+}
+
+TEST_F(UnixHttpServerTest, SocketIsOwnerOnly) {
+  start();
+  struct stat info {};
+  ASSERT_EQ(::stat(path_.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISSOCK(info.st_mode));
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+}
+
+TEST_F(UnixHttpServerTest, SecondServerOnTheSamePathIsRefusedAndTheFirstKeepsServing) {
+  start();
+  boost::asio::io_context otherIo;
+  auto second = UnixHttpServer::listen(otherIo, path_, 0600, router_, {});
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(second.error().message.find(path_), std::string::npos);
+  auto answer = client().exchange(api::HttpMethod::kPost, "/echo", "still here");
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(answer->body, "still here");
+}
+
+TEST_F(UnixHttpServerTest, ReplacesAStaleSocketFileNobodyServes) {
+  {
+    UniqueFd stale(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path_.c_str());
+    ASSERT_EQ(::bind(stale.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  }  // closed: the file stays behind, as after a crash
+  ASSERT_TRUE(std::filesystem::exists(path_));
+  start();
+  auto answer = client().exchange(api::HttpMethod::kPost, "/echo", "fresh");
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(answer->body, "fresh");
+}
+
+TEST_F(UnixHttpServerTest, RefusesBodiesOverTheLimit) {
+  ServerLimits limits;
+  limits.maxBodyBytes = 1024;
+  start(limits);
+  auto answer = client().exchange(api::HttpMethod::kPost, "/echo", std::string(4096, 'x'));
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(answer->status, 413u);
+}
+
+TEST_F(UnixHttpServerTest, SlowClientIsDroppedWithoutStallingOthers) {
+  ServerLimits limits;
+  limits.readTimeout = 1500ms;
+  start(limits);
+  UniqueFd slow = rawConnect();
+  const std::string partial = "POST /echo HTTP/1.1\r\nHost: x\r\n";  // and then nothing
+  ASSERT_EQ(::send(slow.get(), partial.data(), partial.size(), 0),
+            static_cast<ssize_t>(partial.size()));
+
+  auto answer = client().exchange(api::HttpMethod::kPost, "/echo", "fast");
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(answer->body, "fast");
+  // Served while the slow client still holds its connection open.
+  char byte;
+  EXPECT_EQ(::recv(slow.get(), &byte, 1, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+
+  // The server hangs up on the slow client once its deadline passes.
+  timeval wait{10, 0};
+  ASSERT_EQ(::setsockopt(slow.get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
+  EXPECT_EQ(::recv(slow.get(), &byte, 1, 0), 0) << "expected EOF after the read deadline";
+}
+
+}  // namespace
+}  // namespace hostport::agent
