@@ -1,0 +1,1041 @@
+// Crash consistency of hostport-agent: the agent is SIGKILLed in the middle of a storm of
+// parallel allocations and releases and restarted on the same state directory. Every
+// acknowledged lease must come back with exactly the acknowledged ports, no acknowledged release
+// may come back, and no port may be in two leases (agent/store/lease_store.h, docs/design.md
+// "Durability and recovery").
+//
+// The model: each client thread owns the keys it creates, and a key is never allocated again
+// after it was released, so the expected state of every key is exact. Per key the thread keeps
+// the last ACKNOWLEDGED operation; an operation whose reply was lost (the kill reset the
+// connection) is "unknown", and either outcome is accepted for that key. After each restart the
+// recovered state resolves the unknowns (what recovery found is on disk and stays there), and the
+// next round storms on the accumulated state. A small compactAfterJournalBytes makes snapshots
+// happen mid-storm, so kills also land in and around compactions.
+//
+// The agent runs in a private network namespace (a forked child unshares CLONE_NEWNET and execs
+// it), so its sock_diag probe sees only that namespace and nothing touches the host. State dir,
+// socket, config and agent logs live in a private temp dir, removed at the end.
+//
+// HOSTPORT_CRASH_SEED=<n> replays a run's random choices (not its thread timing; the seed is
+// printed and recorded). HOSTPORT_TEST_AGENT=<path> runs another agent binary, e.g. one with a
+// deliberately broken store, to see that this test notices.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/api/agent_client.h"
+#include "agent/api/json_codec.h"
+#include "agent/api/routes.h"
+#include "agent/core/lease.h"
+
+#ifndef HOSTPORT_AGENT_PATH
+#error "HOSTPORT_AGENT_PATH must name the hostport-agent binary"
+#endif
+
+namespace hostport::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using api::AgentClient;
+using Clock = std::chrono::steady_clock;
+
+constexpr PortRange kPool{20000, 39999};
+constexpr uint64_t kCompactAfterJournalBytes = 16384;  // several compactions per round
+constexpr int kStormThreads = 24;
+constexpr int kRounds = 8;  // odd rounds kill at a random time, even ones in a compaction
+constexpr std::size_t kTargetHeldPerThread = 48;   // keeps the pool far from exhaustion
+constexpr int kMaxOpsPerThreadPerRound = 200'000;  // the kill ends a round long before this
+constexpr int kMinAcksBeforeKill = 24;
+constexpr auto kKillDelayMin = 50ms;
+constexpr auto kKillDelayMax = 400ms;
+constexpr auto kClientTimeout = 5s;
+constexpr auto kReadyTimeout = 30s;
+constexpr auto kStormStartTimeout = 30s;
+constexpr auto kCompactionWaitTimeout = 5s;  // then the kill happens anyway
+constexpr auto kPollInterval = 5ms;
+
+// ---------------------------------------------------------------------------------------------
+// Process and file plumbing
+
+std::string errnoText(std::string_view what) {
+  return std::string(what) + ": " + std::strerror(errno);
+}
+
+/// A mkdtemp directory, removed recursively on destruction (also when the test fails).
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "hostport-crash-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~ScratchDir() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  bool ok() const { return !path_.empty(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// The agent under test: the built one unless HOSTPORT_TEST_AGENT names another.
+std::string agentPath() {
+  const char* path = std::getenv("HOSTPORT_TEST_AGENT");
+  return path != nullptr && *path != '\0' ? path : HOSTPORT_AGENT_PATH;
+}
+
+/// Where one agent lives: state dir, socket and config inside a scratch dir.
+struct AgentPaths {
+  std::filesystem::path root;
+  std::filesystem::path stateDir() const { return root / "state"; }
+  std::filesystem::path socket() const { return root / "agent.sock"; }
+  std::filesystem::path config() const { return root / "agent.yaml"; }
+  std::filesystem::path log(int start) const {
+    return root / ("agent-" + std::to_string(start) + ".log");
+  }
+};
+
+/// One hostport-agent process in its own network namespace. Only this pid is ever signalled;
+/// the destructor SIGKILLs and reaps it if the test has not.
+class AgentProcess {
+ public:
+  static Result<std::unique_ptr<AgentProcess>> start(const AgentPaths& paths, int startIndex) {
+    const std::string logPath = paths.log(startIndex).string();
+    std::vector<std::string> args = {agentPath(),
+                                     "--config",
+                                     paths.config().string(),
+                                     "--state-dir",
+                                     paths.stateDir().string(),
+                                     "--socket",
+                                     paths.socket().string(),
+                                     "--port-range",
+                                     kPool.str(),
+                                     "--no-reserve-local-ports",
+                                     "--log-level",
+                                     "info"};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+
+    const int logFd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (logFd < 0) return fail(ErrorCode::kIo, errnoText("open " + logPath));
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(logFd);
+      return fail(ErrorCode::kInternal, errnoText("fork"));
+    }
+    if (pid == 0) {
+      // Only async-signal-safe calls between fork and exec: this process has threads.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(125);
+      const int devNull = ::open("/dev/null", O_RDONLY);
+      if (devNull < 0 || ::dup2(devNull, 0) < 0 || ::dup2(logFd, 1) < 0 || ::dup2(logFd, 2) < 0) {
+        ::_exit(126);
+      }
+      ::close_range(3, ~0U, 0);
+      if (::unshare(CLONE_NEWNET) != 0) {
+        constexpr char kMessage[] = "agent_crash_test: unshare(CLONE_NEWNET) failed\n";
+        (void)!::write(2, kMessage, sizeof kMessage - 1);
+        ::_exit(126);
+      }
+      ::execv(argv[0], argv.data());
+      constexpr char kMessage[] = "agent_crash_test: exec of hostport-agent failed\n";
+      (void)!::write(2, kMessage, sizeof kMessage - 1);
+      ::_exit(127);
+    }
+    ::close(logFd);
+    return std::unique_ptr<AgentProcess>(new AgentProcess(pid, logPath));
+  }
+
+  ~AgentProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  std::string log() const { return readFile(logPath_); }
+
+  /// The last `lines` lines of the agent's log, for failure messages.
+  std::string logTail(std::size_t lines = 15) const {
+    const std::string text = log();
+    std::size_t at = text.size();
+    for (std::size_t seen = 0; at > 0 && seen <= lines;) {
+      if (text[--at] == '\n') ++seen;
+    }
+    return text.substr(at);
+  }
+
+  /// The "recovered N leases from ... in M ms" line of this start, or "" if absent.
+  std::string recoveryLine() const {
+    std::istringstream in(log());
+    for (std::string line; std::getline(in, line);) {
+      if (const auto at = line.find("recovered "); at != std::string::npos) return line.substr(at);
+    }
+    return {};
+  }
+
+  /// Polls /readyz until it answers 2xx; fails early if the agent exits.
+  Result<void> waitReady(const AgentClient& client) const {
+    const auto deadline = Clock::now() + kReadyTimeout;
+    std::string last = "no answer yet";
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        return fail(ErrorCode::kInternal, "hostport-agent exited before it was ready (" +
+                                              describeStatus(status) + "); log:\n" + logTail());
+      }
+      auto ready = client.getText(api::kReadyzPath);
+      if (ready) return {};
+      last = ready.error().message;
+      std::this_thread::sleep_for(kPollInterval);
+    }
+    return fail(ErrorCode::kUnavailable,
+                "hostport-agent not ready after " +
+                    std::to_string(std::chrono::seconds(kReadyTimeout).count()) +
+                    " s; last answer: " + last + "; log:\n" + logTail());
+  }
+
+  /// Sends SIGKILL; `kill()` returns as soon as the signal is sent, reap() waits for the exit.
+  void kill() const { ::kill(pid_, SIGKILL); }
+
+  /// Waits for the exit and says how it ended; an error unless SIGKILL ended it.
+  Result<void> reap() {
+    int status = 0;
+    if (::waitpid(pid_, &status, 0) != pid_)
+      return fail(ErrorCode::kInternal, errnoText("waitpid"));
+    pid_ = -1;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) return {};
+    return fail(ErrorCode::kInternal, "hostport-agent ended on its own before the SIGKILL (" +
+                                          describeStatus(status) + "); log:\n" + logTail());
+  }
+
+ private:
+  AgentProcess(pid_t pid, std::string logPath) : pid_(pid), logPath_(std::move(logPath)) {}
+
+  static std::string describeStatus(int status) {
+    if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return std::string("signal ") + ::strsignal(WTERMSIG(status));
+    return "status " + std::to_string(status);
+  }
+
+  pid_t pid_;
+  std::string logPath_;
+};
+
+/// The live journal generation (the highest N of journal.N) and whether a snapshot exists:
+/// compactions have happened when the generation is above zero. `names` lists the directory, to
+/// show where a kill landed (a snapshot.tmp or two journals mean in the middle of a compaction).
+struct StoreFiles {
+  uint64_t generation = 0;
+  bool snapshot = false;
+  std::string names;
+};
+
+StoreFiles storeFiles(const std::filesystem::path& stateDir) {
+  StoreFiles files;
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(stateDir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "lock") continue;
+    names.push_back(name);
+    if (name == "snapshot") files.snapshot = true;
+    if (name.starts_with("journal.")) {
+      const std::string digits = name.substr(8);
+      if (!digits.empty() && std::ranges::all_of(digits, ::isdigit)) {
+        files.generation = std::max<uint64_t>(files.generation, std::stoull(digits));
+      }
+    }
+  }
+  std::ranges::sort(names);
+  for (const auto& name : names) files.names += (files.names.empty() ? "" : " ") + name;
+  return files;
+}
+
+/// When a round kills the agent: at a random time, or right when a compaction step shows up in
+/// the state dir (inotify), so kills also land inside compactions (docs/design.md: write tmp,
+/// fsync, rename, fsync the directory).
+enum class KillPoint {
+  kRandomTime,
+  kSnapshotTmpCreated,  // compaction started writing the new snapshot
+  kNewJournalCreated,   // the next generation's journal exists, the rename has not happened
+  kSnapshotRenamed,     // the new snapshot is installed, the old journal not yet removed
+};
+
+std::string_view killPointName(KillPoint point) {
+  switch (point) {
+    case KillPoint::kRandomTime:
+      return "random time";
+    case KillPoint::kSnapshotTmpCreated:
+      return "snapshot.tmp created";
+    case KillPoint::kNewJournalCreated:
+      return "new journal created";
+    case KillPoint::kSnapshotRenamed:
+      return "snapshot renamed";
+  }
+  return "?";
+}
+
+/// inotify on the state dir: creations and renames into it.
+class DirWatch {
+ public:
+  explicit DirWatch(const std::filesystem::path& dir)
+      : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (fd_ >= 0 && ::inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~DirWatch() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DirWatch(const DirWatch&) = delete;
+  DirWatch& operator=(const DirWatch&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+
+  /// Drops what has happened so far, so waitFor() sees only later events.
+  void drain() {
+    alignas(inotify_event) char buffer[8192];
+    while (::read(fd_, buffer, sizeof buffer) > 0) {
+    }
+  }
+
+  /// Waits (bounded) for an event that `point` names; false on timeout.
+  bool waitFor(KillPoint point, Clock::time_point deadline) {
+    alignas(inotify_event) char buffer[8192];
+    while (Clock::now() < deadline) {
+      pollfd ready{fd_, POLLIN, 0};
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (::poll(&ready, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) <= 0) continue;
+      const ssize_t got = ::read(fd_, buffer, sizeof buffer);
+      for (ssize_t at = 0; at < got;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+        at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+        const std::string_view name = event->len > 0 ? event->name : "";
+        if (matches(point, event->mask, name)) return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  static bool matches(KillPoint point, uint32_t mask, std::string_view name) {
+    switch (point) {
+      case KillPoint::kRandomTime:
+        return false;
+      case KillPoint::kSnapshotTmpCreated:
+        return (mask & IN_CREATE) != 0 && name == "snapshot.tmp";
+      case KillPoint::kNewJournalCreated:
+        return (mask & IN_CREATE) != 0 && name.starts_with("journal.");
+      case KillPoint::kSnapshotRenamed:
+        return (mask & IN_MOVED_TO) != 0 && name == "snapshot";
+    }
+    return false;
+  }
+
+  int fd_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The model
+
+std::string show(const Lease& lease) { return api::toJson(lease).dump(); }
+
+std::string showPorts(const Lease& lease) {
+  std::string out;
+  for (const auto& grant : lease.ports) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(grant.hostPort);
+    if (grant.count > 1) out += "-" + std::to_string(grant.hostPort + grant.count - 1);
+    out += "/" + std::string(protocolName(grant.protocol));
+  }
+  return "[" + out + "]";
+}
+
+/// What the test knows about one key: its last acknowledged operation, or that the last one's
+/// outcome is unknown.
+struct KeyState {
+  enum class Kind {
+    kHeld,             // allocate (or repeated allocate) acknowledged with `lease`
+    kReleased,         // release acknowledged, or known absent after a restart
+    kRejected,         // allocate answered with an error: nothing was granted
+    kNeverAllocated,   // only ever released (a release of an unknown key)
+    kUnknownAllocate,  // first allocate's reply lost: absent, or present with any ports
+    kUnknownRelease,   // release of `lease` lost: absent, or present as `lease`
+  };
+  Kind kind = Kind::kReleased;
+  std::optional<Lease> lease;
+};
+
+using Model = std::map<AttachmentKey, KeyState>;
+
+/// What one storm round did, summed over its threads.
+struct StormFigures {
+  uint64_t ackedAllocates = 0;
+  uint64_t ackedReallocates = 0;
+  uint64_t ackedReleases = 0;
+  uint64_t ackedReleasesOfUnknownKeys = 0;
+  uint64_t rejected = 0;
+  uint64_t unknownAllocates = 0;
+  uint64_t unknownReleases = 0;
+
+  StormFigures& operator+=(const StormFigures& other) {
+    ackedAllocates += other.ackedAllocates;
+    ackedReallocates += other.ackedReallocates;
+    ackedReleases += other.ackedReleases;
+    ackedReleasesOfUnknownKeys += other.ackedReleasesOfUnknownKeys;
+    rejected += other.rejected;
+    unknownAllocates += other.unknownAllocates;
+    unknownReleases += other.unknownReleases;
+    return *this;
+  }
+  uint64_t acked() const {
+    return ackedAllocates + ackedReallocates + ackedReleases + ackedReleasesOfUnknownKeys;
+  }
+};
+
+/// Transport failures and store failures leave the outcome open; any other error is a definite
+/// answer that nothing happened.
+bool outcomeUnknown(const Error& error) {
+  return error.code == ErrorCode::kUnavailable || error.code == ErrorCode::kInternal ||
+         error.code == ErrorCode::kIo;
+}
+
+/// One client thread of a storm: it owns `held` (keys it may release) and every key it creates.
+class StormClient {
+ public:
+  StormClient(std::string socket, int round, int index, uint64_t seed, std::vector<Lease> held)
+      : client_(AgentClient::forSocket(std::move(socket), kClientTimeout)),
+        round_(round),
+        index_(index),
+        rng_(seed),
+        held_(std::move(held)) {}
+
+  /// Runs until `stop` (or the bounded op count), counting acknowledgements into `acks`.
+  void run(const std::atomic<bool>& stop, std::atomic<uint64_t>& acks) {
+    for (int op = 0; op < kMaxOpsPerThreadPerRound && !stop.load(); ++op) {
+      const double roll = std::uniform_real_distribution<double>(0, 1)(rng_);
+      const double allocateShare = held_.size() < kTargetHeldPerThread ? 0.62 : 0.38;
+      bool acked = false;
+      if (held_.empty() || roll < allocateShare) {
+        acked = allocateNew();
+      } else if (roll < allocateShare + 0.04) {
+        acked = reallocateHeld();
+      } else if (roll < allocateShare + 0.06) {
+        acked = releaseUnknownKey();
+      } else {
+        acked = releaseHeld();
+      }
+      if (acked) acks.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  const Model& model() const { return model_; }
+  const StormFigures& figures() const { return figures_; }
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  AttachmentKey freshKey() {
+    char id[64];
+    std::snprintf(id, sizeof id, "crash-r%d-t%02d-%06d", round_, index_, next_++);
+    return {id, next_ % 5 == 0 ? "net1" : "eth0"};
+  }
+
+  AllocationRequest randomRequest(const AttachmentKey& key) {
+    AllocationRequest request;
+    request.key = key;
+    request.pod = {"crash", "pod-" + key.containerId, ""};
+    const int rows = std::uniform_int_distribution<int>(1, 3)(rng_);
+    for (int i = 0; i < rows; ++i) {
+      DynamicPortRequest row;
+      row.name = "p" + std::to_string(i);
+      row.containerPort = static_cast<uint16_t>(8000 + 100 * i);
+      const int protocol = std::uniform_int_distribution<int>(0, 9)(rng_);
+      row.protocol = protocol < 5   ? PortProtocol::kTcp
+                     : protocol < 7 ? PortProtocol::kUdp
+                     : protocol < 9 ? PortProtocol::kTcpUdp
+                                    : PortProtocol::kSctp;
+      if (std::uniform_int_distribution<int>(0, 4)(rng_) == 0) {
+        row.count = static_cast<uint16_t>(std::uniform_int_distribution<int>(2, 12)(rng_));
+      }
+      request.dynamics.push_back(row);
+    }
+    return request;
+  }
+
+  /// The acknowledged lease must be what was asked for; a mismatch is a bug of its own.
+  void checkGrant(const AllocationRequest& request, const Lease& lease) {
+    auto problem = [&](const std::string& what) {
+      problems_.push_back("allocate " + request.key.str() + " acknowledged a bad lease (" + what +
+                          "): " + show(lease));
+    };
+    if (lease.key != request.key) return problem("another key");
+    if (lease.ports.size() != request.dynamics.size()) return problem("wrong number of rows");
+    for (std::size_t i = 0; i < lease.ports.size(); ++i) {
+      const auto& grant = lease.ports[i];
+      const auto& asked = request.dynamics[i];
+      if (grant.name != asked.name || grant.protocol != asked.protocol ||
+          grant.count != asked.count || grant.containerPort != asked.containerPort ||
+          grant.isStatic) {
+        return problem("row " + std::to_string(i) + " differs from the request");
+      }
+      if (!kPool.contains(grant.hostPort) || !kPool.contains(grant.hostPort + grant.count - 1)) {
+        return problem("row " + std::to_string(i) + " outside the pool " + kPool.str());
+      }
+    }
+  }
+
+  bool allocateNew() {
+    const auto request = randomRequest(freshKey());
+    auto lease = client_.allocate(request);
+    KeyState& state = model_[request.key];
+    if (lease) {
+      checkGrant(request, *lease);
+      state = {KeyState::Kind::kHeld, *lease};
+      held_.push_back(std::move(*lease));
+      ++figures_.ackedAllocates;
+      return true;
+    }
+    if (outcomeUnknown(lease.error())) {
+      state = {KeyState::Kind::kUnknownAllocate, std::nullopt};
+      ++figures_.unknownAllocates;
+      return false;
+    }
+    state = {KeyState::Kind::kRejected, std::nullopt};
+    ++figures_.rejected;
+    problems_.push_back("allocate " + request.key.str() + " was refused (the pool is sized never " +
+                        "to run out): " + lease.error().message);
+    return false;
+  }
+
+  /// ADD is idempotent: the same key again must return the same lease, whatever is asked.
+  bool reallocateHeld() {
+    const Lease& lease =
+        held_[std::uniform_int_distribution<std::size_t>(0, held_.size() - 1)(rng_)];
+    auto again = client_.allocate(randomRequest(lease.key));
+    model_[lease.key] = {KeyState::Kind::kHeld, lease};
+    if (!again) {
+      // Unknown or refused, a repeated allocate cannot change the lease: the key stays held.
+      if (!outcomeUnknown(again.error())) {
+        problems_.push_back("repeated allocate of held " + lease.key.str() +
+                            " was refused: " + again.error().message);
+      }
+      return false;
+    }
+    if (*again != lease) {
+      problems_.push_back("repeated allocate of " + lease.key.str() + " acknowledged " +
+                          show(*again) + " but the key holds " + show(lease));
+    }
+    ++figures_.ackedReallocates;
+    return true;
+  }
+
+  bool releaseHeld() {
+    const std::size_t at = std::uniform_int_distribution<std::size_t>(0, held_.size() - 1)(rng_);
+    std::swap(held_[at], held_.back());
+    Lease lease = std::move(held_.back());
+    held_.pop_back();
+    auto released = client_.release(lease.key);
+    KeyState& state = model_[lease.key];
+    if (!released) {
+      if (!outcomeUnknown(released.error())) {
+        problems_.push_back("release of held " + lease.key.str() +
+                            " was refused: " + released.error().message);
+      }
+      state = {KeyState::Kind::kUnknownRelease, std::move(lease)};
+      ++figures_.unknownReleases;
+      return false;
+    }
+    if (!*released) {
+      problems_.push_back("release of " + lease.key.str() + " acknowledged \"nothing there\" but " +
+                          "the key held the acknowledged lease " + show(lease));
+    } else if (**released != lease) {
+      problems_.push_back("release of " + lease.key.str() + " acknowledged " + show(**released) +
+                          " but the key held " + show(lease));
+    }
+    state = {KeyState::Kind::kReleased, std::nullopt};
+    ++figures_.ackedReleases;
+    return true;
+  }
+
+  /// Releasing a key that never had a lease succeeds with null and must not create anything.
+  bool releaseUnknownKey() {
+    const AttachmentKey key = freshKey();
+    model_[key] = {KeyState::Kind::kNeverAllocated, std::nullopt};
+    auto released = client_.release(key);
+    if (!released) return false;
+    if (*released) {
+      problems_.push_back("release of never-allocated " + key.str() +
+                          " acknowledged a lease: " + show(**released));
+    }
+    ++figures_.ackedReleasesOfUnknownKeys;
+    return true;
+  }
+
+  AgentClient client_;
+  int round_;
+  int index_;
+  std::mt19937_64 rng_;
+  int next_ = 0;
+  std::vector<Lease> held_;
+  Model model_;
+  StormFigures figures_;
+  std::vector<std::string> problems_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Checking a recovered state against the model
+
+struct Recovered {
+  std::vector<Lease> leases;
+  std::vector<api::PoolUsageRow> pools;
+};
+
+Result<Recovered> readState(const AgentClient& client) {
+  Recovered state;
+  auto leases = client.list("", "");
+  if (!leases) return withContext(leases.error(), "listing leases");
+  auto pools = client.poolUsage();
+  if (!pools) return withContext(pools.error(), "reading pool usage");
+  state.leases = std::move(*leases);
+  state.pools = std::move(*pools);
+  return state;
+}
+
+struct CheckFigures {
+  uint64_t leases = 0;
+  uint64_t portNumbers = 0;
+  uint64_t unknownAllocatesLanded = 0;
+  uint64_t unknownAllocatesLost = 0;
+  uint64_t unknownReleasesTookEffect = 0;
+  uint64_t unknownReleasesDidNot = 0;
+};
+
+/// Checks `state` against `model` and returns every violation, each naming what was
+/// acknowledged and what came back. `where` prefixes every message.
+std::vector<std::string> checkRecovered(const Model& model, const Recovered& state,
+                                        const std::string& where, CheckFigures& figures) {
+  std::vector<std::string> problems;
+  auto problem = [&](const std::string& text) { problems.push_back(where + ": " + text); };
+
+  std::map<AttachmentKey, const Lease*> present;
+  for (const Lease& lease : state.leases) {
+    if (!present.emplace(lease.key, &lease).second) {
+      problem("the list holds " + lease.key.str() + " twice");
+    }
+  }
+  figures.leases = present.size();
+
+  for (const auto& [key, expected] : model) {
+    const auto found = present.find(key);
+    const Lease* got = found == present.end() ? nullptr : found->second;
+    switch (expected.kind) {
+      case KeyState::Kind::kHeld:
+        if (got == nullptr) {
+          problem("LOST acknowledged allocation " + key.str() + " ports " +
+                  showPorts(*expected.lease) + ": absent after restart (acked " +
+                  show(*expected.lease) + ")");
+        } else if (*got != *expected.lease) {
+          problem("CHANGED acknowledged allocation " + key.str() + ": acked ports " +
+                  showPorts(*expected.lease) + ", recovered ports " + showPorts(*got) + " (acked " +
+                  show(*expected.lease) + ", recovered " + show(*got) + ")");
+        }
+        break;
+      case KeyState::Kind::kReleased:
+        if (got != nullptr) {
+          problem("RESURRECTED acknowledged release of " + key.str() + ": came back as " +
+                  show(*got));
+        }
+        break;
+      case KeyState::Kind::kRejected:
+        if (got != nullptr) {
+          problem("refused allocation " + key.str() + " is present after restart: " + show(*got));
+        }
+        break;
+      case KeyState::Kind::kNeverAllocated:
+        if (got != nullptr) {
+          problem("never-allocated key " + key.str() +
+                  " (only released) is present: " + show(*got));
+        }
+        break;
+      case KeyState::Kind::kUnknownAllocate:
+        ++(got != nullptr ? figures.unknownAllocatesLanded : figures.unknownAllocatesLost);
+        break;
+      case KeyState::Kind::kUnknownRelease:
+        if (got == nullptr) {
+          ++figures.unknownReleasesTookEffect;
+        } else if (*got != *expected.lease) {
+          problem("CHANGED lease " + key.str() + " whose release reply was lost: acked ports " +
+                  showPorts(*expected.lease) + ", recovered " + showPorts(*got));
+        } else {
+          ++figures.unknownReleasesDidNot;
+        }
+        break;
+    }
+  }
+
+  // Nothing the test never asked for, no (protocol, port) twice, and every port in the pool.
+  std::map<std::pair<nft::Protocol, uint32_t>, AttachmentKey> owners;
+  std::map<uint32_t, AttachmentKey> numberOwners;  // a dynamic grant holds its number for all
+  uint64_t numberSlots = 0;
+  for (const auto& [key, lease] : present) {
+    if (!model.contains(key)) problem("PHANTOM lease the test never asked for: " + show(*lease));
+    for (const auto& grant : lease->ports) {
+      for (uint32_t port = grant.hostPort; port < uint32_t{grant.hostPort} + grant.count; ++port) {
+        if (!kPool.contains(port)) {
+          problem(key.str() + " holds port " + std::to_string(port) + " outside the pool " +
+                  kPool.str());
+        }
+        ++numberSlots;
+        numberOwners.emplace(port, key);
+        for (const auto protocol : kernelProtocols(grant.protocol)) {
+          const auto [at, inserted] = owners.emplace(std::pair(protocol, port), key);
+          if (!inserted) {
+            problem("DOUBLE-BOOKED " + std::string(nft::protocolName(protocol)) + " port " +
+                    std::to_string(port) + ": in " + at->second.str() + " and " + key.str());
+          }
+        }
+      }
+    }
+  }
+  figures.portNumbers = numberOwners.size();
+  if (numberSlots != numberOwners.size()) {
+    problem(std::to_string(numberSlots - numberOwners.size()) +
+            " dynamic port numbers are granted to more than one lease (in different protocols)");
+  }
+
+  // The pool's own accounting agrees with the leases.
+  const auto pool =
+      std::ranges::find(state.pools, std::string(kDefaultPool), &api::PoolUsageRow::name);
+  if (pool == state.pools.end()) {
+    problem("GET /v1/pools has no default pool");
+  } else {
+    if (pool->size != kPool.size()) {
+      problem("default pool size " + std::to_string(pool->size) + ", want " +
+              std::to_string(kPool.size()));
+    }
+    if (pool->used != numberOwners.size()) {
+      problem("GET /v1/pools says " + std::to_string(pool->used) + " ports used, the leases hold " +
+              std::to_string(numberOwners.size()) + " port numbers");
+    }
+    if (pool->used + pool->free != pool->size) {
+      problem("GET /v1/pools: used " + std::to_string(pool->used) + " + free " +
+              std::to_string(pool->free) + " != size " + std::to_string(pool->size));
+    }
+  }
+  return problems;
+}
+
+/// After a check, what recovery found is the truth: resolve the unknowns. Absent keys stay in
+/// the model as released, so a later round still notices them coming back.
+void resolve(Model& model, const Recovered& state) {
+  std::map<AttachmentKey, const Lease*> present;
+  for (const Lease& lease : state.leases) present.emplace(lease.key, &lease);
+  for (auto& [key, expected] : model) {
+    const auto found = present.find(key);
+    if (found != present.end()) {
+      expected = {KeyState::Kind::kHeld, *found->second};
+    } else {
+      expected = {KeyState::Kind::kReleased, std::nullopt};
+    }
+  }
+}
+
+/// Reports at most `limit` problems, each as its own failure, and says how many were left out.
+void reportProblems(const std::vector<std::string>& problems, std::size_t limit = 25) {
+  for (std::size_t i = 0; i < problems.size() && i < limit; ++i) ADD_FAILURE() << problems[i];
+  if (problems.size() > limit) {
+    ADD_FAILURE() << "... and " << problems.size() - limit << " more problems like these";
+  }
+}
+
+uint64_t chooseSeed() {
+  if (const char* text = std::getenv("HOSTPORT_CRASH_SEED"); text != nullptr && *text != '\0') {
+    return std::strtoull(text, nullptr, 10);
+  }
+  return (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixture: a scratch dir with the config, and at most one agent at a time.
+
+class AgentCrashTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "needs root: the agent runs in a private network namespace "
+                      "(unshare(CLONE_NEWNET) needs CAP_SYS_ADMIN)";
+    }
+    ASSERT_TRUE(scratch_.ok()) << errnoText("mkdtemp");
+    paths_.root = scratch_.path();
+    std::ofstream config(paths_.config());
+    config << "compactAfterJournalBytes: " << kCompactAfterJournalBytes << "\n";
+    ASSERT_TRUE(config.good()) << "cannot write " << paths_.config();
+  }
+
+  /// Starts the agent on the shared state dir and waits until it is ready.
+  Result<void> startAgent() {
+    auto started = AgentProcess::start(paths_, starts_++);
+    if (!started) return std::unexpected(started.error());
+    agent_ = std::move(*started);
+    return agent_->waitReady(client());
+  }
+
+  /// SIGKILLs the running agent and checks that nothing but the kill ended it.
+  Result<void> killAgent() {
+    agent_->kill();
+    return agent_->reap();
+  }
+
+  AgentClient client() const {
+    return AgentClient::forSocket(paths_.socket().string(), kClientTimeout);
+  }
+
+  ScratchDir scratch_;
+  AgentPaths paths_;
+  std::unique_ptr<AgentProcess> agent_;
+  int starts_ = 0;
+};
+
+TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
+  const uint64_t seed = chooseSeed();
+  RecordProperty("seed", std::to_string(seed));
+  std::cout << "[ crash    ] seed " << seed << " (HOSTPORT_CRASH_SEED to replay)" << std::endl;
+  std::mt19937_64 rng(seed);
+
+  const auto first = startAgent();
+  ASSERT_TRUE(first) << "first start: " << first.error().message;
+  Model model;
+  uint64_t totalAcked = 0;
+  uint64_t highestGeneration = 0;
+  for (int round = 1; round <= kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round) + " of seed " + std::to_string(seed));
+
+    // Hand the held leases out to the clients, so releases also hit leases of earlier rounds
+    // (restored from the snapshot and journal).
+    std::vector<std::vector<Lease>> held(kStormThreads);
+    int next = 0;
+    for (const auto& [key, state] : model) {
+      if (state.kind == KeyState::Kind::kHeld) held[next++ % kStormThreads].push_back(*state.lease);
+    }
+    std::vector<std::unique_ptr<StormClient>> clients;
+    for (int i = 0; i < kStormThreads; ++i) {
+      clients.push_back(std::make_unique<StormClient>(paths_.socket().string(), round, i, rng(),
+                                                      std::move(held[i])));
+    }
+
+    const KillPoint killPoint =
+        round % 2 == 1 ? KillPoint::kRandomTime
+                       : std::array{KillPoint::kSnapshotTmpCreated, KillPoint::kNewJournalCreated,
+                                    KillPoint::kSnapshotRenamed}[(round / 2 - 1) % 3];
+    DirWatch watch(paths_.stateDir());
+    ASSERT_TRUE(watch.ok()) << errnoText("inotify on " + paths_.stateDir().string());
+
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> acks{0};
+    std::latch started(kStormThreads);
+    std::vector<std::jthread> threads;
+    for (auto& each : clients) {
+      threads.emplace_back([&, client = each.get()] {
+        started.count_down();
+        client->run(stop, acks);
+      });
+    }
+    // Kill only once the storm is under way: some acknowledgements, then a random delay.
+    started.wait();
+    const auto stormStart = Clock::now();
+    while (acks.load() < kMinAcksBeforeKill && Clock::now() - stormStart < kStormStartTimeout) {
+      std::this_thread::sleep_for(1ms);
+    }
+    const auto delay = std::chrono::milliseconds(
+        std::uniform_int_distribution<int64_t>(kKillDelayMin.count(), kKillDelayMax.count())(rng));
+    std::this_thread::sleep_for(delay);  // the random point of the kill, not a synchronisation
+    bool pointSeen = killPoint == KillPoint::kRandomTime;
+    if (!pointSeen) {
+      watch.drain();
+      pointSeen = watch.waitFor(killPoint, Clock::now() + kCompactionWaitTimeout);
+    }
+    const auto acksBeforeKill = acks.load();
+    const auto killedAt = Clock::now();
+    agent_->kill();
+    stop = true;
+    threads.clear();  // joins
+    const auto killed = agent_->reap();
+    ASSERT_TRUE(killed) << killed.error().message;
+    ASSERT_GE(acksBeforeKill, static_cast<uint64_t>(kMinAcksBeforeKill))
+        << "the storm never got going: " << acksBeforeKill << " acknowledgements";
+
+    StormFigures figures;
+    std::vector<std::string> problems;
+    for (const auto& client : clients) {
+      figures += client->figures();
+      for (const auto& [key, state] : client->model()) model[key] = state;
+      problems.insert(problems.end(), client->problems().begin(), client->problems().end());
+    }
+    totalAcked += figures.acked();
+    const auto files = storeFiles(paths_.stateDir());
+    highestGeneration = std::max(highestGeneration, files.generation);
+
+    const auto restarted = startAgent();
+    ASSERT_TRUE(restarted) << "restart after the kill of round " << round << ": "
+                           << restarted.error().message;
+    auto state = readState(client());
+    ASSERT_TRUE(state) << state.error().message;
+    CheckFigures checked;
+    const auto recoveredProblems =
+        checkRecovered(model, *state, "round " + std::to_string(round), checked);
+    problems.insert(problems.end(), recoveredProblems.begin(), recoveredProblems.end());
+
+    const auto stormMs =
+        std::chrono::duration_cast<std::chrono::milliseconds>(killedAt - stormStart).count();
+    std::ostringstream line;
+    line << "storm " << stormMs << " ms (kill at " << killPointName(killPoint)
+         << (pointSeen ? "" : " NOT SEEN, killed anyway") << ", " << delay.count() << " ms after "
+         << kMinAcksBeforeKill << " acks); acked: " << figures.ackedAllocates << " allocs, "
+         << figures.ackedReleases << " releases, " << figures.ackedReallocates
+         << " repeated allocs, " << figures.ackedReleasesOfUnknownKeys
+         << " releases of unknown keys; unknown: " << figures.unknownAllocates << " allocs ("
+         << checked.unknownAllocatesLanded << " landed), " << figures.unknownReleases
+         << " releases (" << checked.unknownReleasesTookEffect << " took effect); refused "
+         << figures.rejected << "; state dir at kill: " << files.names << "; after restart "
+         << checked.leases << " leases holding " << checked.portNumbers
+         << " ports; agent: " << agent_->recoveryLine();
+    std::cout << "[ crash    ] round " << round << ": " << line.str() << std::endl;
+    RecordProperty("round" + std::to_string(round), line.str());
+
+    reportProblems(problems);
+    if (!problems.empty()) break;  // later rounds would only repeat the damage
+    resolve(model, *state);
+  }
+  RecordProperty("ackedOperations", std::to_string(totalAcked));
+  EXPECT_GT(highestGeneration, 0u)
+      << "no compaction happened in any round: the kills never met a snapshot (raise the storm "
+         "or lower compactAfterJournalBytes)";
+}
+
+TEST_F(AgentCrashTest, RestartingTwiceAfterAnIdleSigkillKeepsTheStateIdentical) {
+  constexpr int kThreads = 8;
+  constexpr int kKeysPerThread = 120;
+  const auto first = startAgent();
+  ASSERT_TRUE(first) << "first start: " << first.error().message;
+
+  // A batch of acknowledged operations: every thread allocates its keys, then releases every
+  // third one, so the journal holds both kinds and crosses the compaction threshold.
+  std::vector<Model> models(kThreads);
+  std::vector<std::vector<std::string>> problems(kThreads);
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        const AgentClient agent = client();
+        for (int i = 0; i < kKeysPerThread; ++i) {
+          AllocationRequest request;
+          request.key = {"idle-t" + std::to_string(t) + "-" + std::to_string(i), "eth0"};
+          request.pod = {"crash", "idle-" + std::to_string(t), ""};
+          request.dynamics.push_back({"a", 80, static_cast<uint16_t>(1 + i % 4),
+                                      i % 3 == 0 ? PortProtocol::kTcpUdp : PortProtocol::kTcp});
+          auto lease = agent.allocate(request);
+          if (!lease) {
+            problems[t].push_back("allocate " + request.key.str() + ": " + lease.error().message);
+            continue;
+          }
+          models[t][request.key] = {KeyState::Kind::kHeld, *lease};
+        }
+        for (int i = 0; i < kKeysPerThread; i += 3) {
+          const AttachmentKey key{"idle-t" + std::to_string(t) + "-" + std::to_string(i), "eth0"};
+          if (auto released = agent.release(key); !released || !*released) {
+            problems[t].push_back("release " + key.str() + " was not acknowledged with the lease");
+            continue;
+          }
+          models[t][key] = {KeyState::Kind::kReleased, std::nullopt};
+        }
+      });
+    }
+  }
+  Model model;
+  std::vector<std::string> batchProblems;
+  for (int t = 0; t < kThreads; ++t) {
+    model.insert(models[t].begin(), models[t].end());
+    batchProblems.insert(batchProblems.end(), problems[t].begin(), problems[t].end());
+  }
+  reportProblems(batchProblems);
+  ASSERT_TRUE(batchProblems.empty()) << "the batch itself failed; nothing to crash-test";
+
+  auto before = readState(client());
+  ASSERT_TRUE(before) << before.error().message;
+  CheckFigures figures;
+  reportProblems(checkRecovered(model, *before, "before any kill", figures));
+  ASSERT_EQ(figures.leases, kThreads * (kKeysPerThread - (kKeysPerThread + 2) / 3));
+  const auto files = storeFiles(paths_.stateDir());
+  EXPECT_GT(files.generation, 0u) << "the batch was meant to cross the compaction threshold";
+
+  for (int restart = 1; restart <= 2; ++restart) {
+    SCOPED_TRACE("restart " + std::to_string(restart));
+    const auto killed = killAgent();
+    ASSERT_TRUE(killed) << killed.error().message;
+    const auto restarted = startAgent();
+    ASSERT_TRUE(restarted) << restarted.error().message;
+    auto after = readState(client());
+    ASSERT_TRUE(after) << after.error().message;
+    std::cout << "[ crash    ] idle restart " << restart << ": " << after->leases.size()
+              << " leases; agent: " << agent_->recoveryLine() << std::endl;
+    RecordProperty("restart" + std::to_string(restart), agent_->recoveryLine());
+    EXPECT_EQ(after->leases, before->leases) << "the leases changed across an idle SIGKILL";
+    EXPECT_EQ(after->pools, before->pools) << "the pool usage changed across an idle SIGKILL";
+    EXPECT_NE(agent_->recoveryLine().find("recovered " + std::to_string(before->leases.size()) +
+                                          " leases"),
+              std::string::npos)
+        << agent_->recoveryLine();
+  }
+}
+
+}  // namespace
+}  // namespace hostport::agent
