@@ -214,7 +214,7 @@ nlohmann::json CniNode::pluginConfig(const std::string& cniVersion,
   if (config["type"] == "hostport") config["agentSocket"] = "";
   for (const auto& [key, value] : pluginKeys.items()) config[key] = value;
   if (prevResult) config["prevResult"] = *prevResult;
-  if (!mappings.empty()) config["runtimeConfig"] = {{"portMappings", toJson(mappings)}};
+  if (!mappings.empty()) config["runtimeConfig"]["portMappings"] = toJson(mappings);
   return config;
 }
 

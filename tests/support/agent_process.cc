@@ -1,0 +1,262 @@
+#include "tests/support/agent_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "agent/api/routes.h"
+#include "common/unique_fd.h"
+
+namespace hostport::test {
+namespace {
+
+constexpr const char* kSearchPath = "/usr/sbin:/usr/bin:/sbin:/bin";
+constexpr std::size_t kLogTailBytes = 8000;
+constexpr std::chrono::milliseconds kPollInterval{10};
+
+std::string errnoText(const std::string& what, int error) {
+  return what + ": " + std::strerror(error);
+}
+
+std::string describeStatus(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+// Only async-signal-safe calls from here on: the parent has other threads.
+[[noreturn]] void childMain(pid_t parent, int netnsFd, int devNull, int log, int report,
+                            char* const* argv, char* const* envp) {
+  const auto die = [report](int error) {
+    (void)!::write(report, &error, sizeof error);
+    ::_exit(127);
+  };
+  // An agent must not outlive a test process that a ctest timeout killed.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
+  if (::getppid() != parent) ::_exit(126);
+  sigset_t all;
+  ::sigemptyset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (const int signal : {SIGPIPE, SIGTERM, SIGINT}) ::sigaction(signal, &dfl, nullptr);
+
+  if (::setns(netnsFd, CLONE_NEWNET) != 0) die(errno);
+  // Like `ip netns exec` and the plugin runner: a private mount namespace whose /sys shows the
+  // joined netns. Best effort, as in iproute2.
+  if (::unshare(CLONE_NEWNS) == 0 && ::mount("", "/", nullptr, MS_SLAVE | MS_REC, nullptr) == 0 &&
+      ::umount2("/sys", MNT_DETACH) == 0) {
+    ::mount("sysfs", "/sys", "sysfs", 0, nullptr);
+  }
+  if (::dup2(devNull, 0) < 0 || ::dup2(log, 1) < 0 || ::dup2(log, 2) < 0) die(errno);
+  ::execve(argv[0], argv, envp);
+  die(errno);
+  ::_exit(127);  // not reached: die() exits
+}
+
+}  // namespace
+
+AgentProcess::AgentProcess(TempDir dir, std::string binaryPath, std::string netnsPath,
+                           AgentOptions options)
+    : dir_(std::move(dir)),
+      binaryPath_(std::move(binaryPath)),
+      netnsPath_(std::move(netnsPath)),
+      options_(std::move(options)),
+      socketPath_(dir_.path() + "/agent.sock"),
+      stateDir_(dir_.path() + "/state"),
+      logPath_(dir_.path() + "/agent.log") {}
+
+AgentProcess::~AgentProcess() { (void)stop(); }
+
+Result<std::unique_ptr<AgentProcess>> AgentProcess::start(std::string binaryPath,
+                                                          const Netns& netns,
+                                                          AgentOptions options) {
+  if (::access(binaryPath.c_str(), X_OK) != 0) {
+    return fail(ErrorCode::kNotFound, "hostport-agent is not executable: " + binaryPath);
+  }
+  auto dir = TempDir::create();
+  if (!dir) return std::unexpected(dir.error());
+  std::unique_ptr<AgentProcess> agent(
+      new AgentProcess(std::move(*dir), std::move(binaryPath), netns.path(), std::move(options)));
+  if (!agent->options_.configYaml.empty()) {
+    agent->configPath_ = agent->dir_.path() + "/agent.yaml";
+    std::ofstream file(agent->configPath_);
+    file << agent->options_.configYaml;
+    file.close();
+    if (!file) return fail(ErrorCode::kIo, "cannot write " + agent->configPath_);
+  }
+  if (auto launched = agent->launch(); !launched) return std::unexpected(launched.error());
+  if (auto ready = agent->waitReady(); !ready) return std::unexpected(ready.error());
+  return agent;
+}
+
+Result<void> AgentProcess::launch() {
+  std::vector<std::string> args{binaryPath_, "--state-dir", stateDir_,        "--socket",
+                                socketPath_, "--log-level", options_.logLevel};
+  if (!options_.portRange.empty()) {
+    args.insert(args.end(), {"--port-range", options_.portRange});
+  }
+  if (!configPath_.empty()) args.insert(args.end(), {"--config", configPath_});
+  if (!options_.reserveLocalPorts) args.push_back("--no-reserve-local-ports");
+  args.insert(args.end(), options_.extraArgs.begin(), options_.extraArgs.end());
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::string pathEntry = std::string("PATH=") + kSearchPath;
+  char* envp[] = {pathEntry.data(), nullptr};
+
+  UniqueFd netns(::open(netnsPath_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!netns.valid()) return fail(ErrorCode::kIo, errnoText("open " + netnsPath_, errno));
+  UniqueFd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devNull.valid()) return fail(ErrorCode::kIo, errnoText("open /dev/null", errno));
+  UniqueFd log(::open(logPath_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!log.valid()) return fail(ErrorCode::kIo, errnoText("open " + logPath_, errno));
+  {
+    const std::string banner = "=== test harness: starting " + binaryPath_ + " ===\n";
+    (void)!::write(log.get(), banner.data(), banner.size());
+  }
+  int reportFds[2];
+  if (::pipe2(reportFds, O_CLOEXEC) != 0) return fail(ErrorCode::kIo, errnoText("pipe2", errno));
+  UniqueFd reportRead(reportFds[0]);
+  UniqueFd reportWrite(reportFds[1]);
+
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return fail(ErrorCode::kIo, errnoText("fork", errno));
+  if (pid == 0) {
+    childMain(parent, netns.get(), devNull.get(), log.get(), reportWrite.get(), argv.data(), envp);
+  }
+  pid_ = pid;
+  reportWrite.reset();
+  int execError = 0;
+  ssize_t n;
+  while ((n = ::read(reportRead.get(), &execError, sizeof execError)) < 0 && errno == EINTR) {
+  }
+  if (n == sizeof execError) {
+    waitExit(options_.stopTimeout);
+    return fail(ErrorCode::kIo, errnoText("cannot start " + binaryPath_, execError));
+  }
+  return {};
+}
+
+Result<void> AgentProcess::waitReady() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.readyTimeout;
+  const auto probe = client(std::chrono::milliseconds{500});
+  std::string lastError = "not tried";
+  while (true) {
+    if (reapIfExited()) {
+      return fail(ErrorCode::kUnavailable,
+                  "hostport-agent exited before it was ready (" + lastExit_ + "); " + describe());
+    }
+    auto answer = probe.getText(agent::api::kReadyzPath);
+    if (answer) return {};
+    lastError = answer.error().message;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  auto stopped = stop();
+  return fail(ErrorCode::kUnavailable,
+              "hostport-agent was not ready within " +
+                  std::to_string(options_.readyTimeout.count()) + " ms (last: " + lastError +
+                  "; then " + (stopped ? *stopped : stopped.error().message) + "); " + describe());
+}
+
+bool AgentProcess::reapIfExited() {
+  if (pid_ <= 0) return true;
+  int status = 0;
+  const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+  if (done == pid_ || (done < 0 && errno == ECHILD)) {
+    lastExit_ = done == pid_ ? describeStatus(status) : "already reaped";
+    pid_ = 0;
+    return true;
+  }
+  return false;
+}
+
+bool AgentProcess::waitExit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return true;
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!reapIfExited()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    if (pidfd.valid()) {
+      pollfd fd{pidfd.get(), POLLIN, 0};
+      (void)::poll(&fd, 1, static_cast<int>(left.count()));
+    } else {
+      std::this_thread::sleep_for(std::min(left, kPollInterval));
+    }
+  }
+  return true;
+}
+
+Result<std::string> AgentProcess::kill(int signal) {
+  if (reapIfExited()) {
+    return fail(ErrorCode::kNotFound, "hostport-agent is not running (" + lastExit_ + ")");
+  }
+  if (::kill(pid_, signal) != 0) {
+    return fail(ErrorCode::kIo, errnoText("kill " + std::to_string(pid_), errno));
+  }
+  if (!waitExit(options_.stopTimeout)) {
+    return fail(ErrorCode::kInternal, "hostport-agent pid " + std::to_string(pid_) +
+                                          " still runs " +
+                                          std::to_string(options_.stopTimeout.count()) +
+                                          " ms after signal " + std::to_string(signal));
+  }
+  return lastExit_;
+}
+
+Result<std::string> AgentProcess::stop() {
+  if (reapIfExited()) return lastExit_;
+  if (::kill(pid_, SIGTERM) == 0 && waitExit(options_.stopTimeout)) return lastExit_;
+  const pid_t stubborn = pid_;
+  ::kill(pid_, SIGKILL);
+  if (!waitExit(options_.stopTimeout)) {
+    return fail(ErrorCode::kInternal,
+                "hostport-agent pid " + std::to_string(stubborn) + " survives SIGKILL");
+  }
+  return "did not stop on SIGTERM within " + std::to_string(options_.stopTimeout.count()) +
+         " ms; " + lastExit_;
+}
+
+Result<void> AgentProcess::restart() {
+  if (auto stopped = stop(); !stopped) return std::unexpected(stopped.error());
+  if (auto launched = launch(); !launched) return launched;
+  return waitReady();
+}
+
+agent::api::AgentClient AgentProcess::client(std::chrono::milliseconds timeout) const {
+  return agent::api::AgentClient::forSocket(socketPath_, timeout);
+}
+
+std::string AgentProcess::log() const {
+  std::ifstream file(logPath_);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string AgentProcess::describe() const {
+  std::string text = log();
+  if (text.size() > kLogTailBytes) {
+    text = "[...]" + text.substr(text.size() - kLogTailBytes);
+  }
+  const std::string state =
+      pid_ > 0 ? "pid " + std::to_string(pid_) : "not running (" + lastExit_ + ")";
+  return "hostport-agent " + state + " (socket " + socketPath_ + "), log:\n" + text;
+}
+
+}  // namespace hostport::test

@@ -1,0 +1,95 @@
+#pragma once
+// A real hostport-agent process for root tests, running inside a (node) network namespace so that
+// its sock_diag probe and net.ipv4.ip_local_reserved_ports see only that netns.
+//
+// The agent gets a private state dir and control socket in its own temp dir, is started by
+// fork/setns/exec (like the CNI plugin runner in subprocess.h), and counts as started only once
+// GET /readyz answers on its socket. Its stderr goes to a log file in the temp dir that failure
+// messages quote (describe()). It is stopped by its pid alone: SIGTERM, then SIGKILL after a
+// grace period, from the destructor at the latest. The child also gets PR_SET_PDEATHSIG, so an
+// agent never outlives a test process killed by a ctest timeout; start() and restart() must
+// therefore be called from a thread that lives as long as the agent should (a test's own thread).
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/api/agent_client.h"
+#include "common/error.h"
+#include "tests/support/netns.h"
+
+namespace hostport::test {
+
+struct AgentOptions {
+  std::string portRange;          // --port-range; empty: the agent's default
+  std::string configYaml;         // written to <dir>/agent.yaml and passed as --config; empty: none
+  bool reserveLocalPorts = true;  // false: --no-reserve-local-ports
+  std::string logLevel = "debug";
+  std::vector<std::string> extraArgs;
+  std::chrono::milliseconds readyTimeout{15'000};
+  std::chrono::milliseconds stopTimeout{5'000};  // SIGTERM to SIGKILL
+};
+
+class AgentProcess {
+ public:
+  /// Starts `binaryPath` (the built hostport-agent) inside `netns` and waits until /readyz
+  /// answers. The error quotes the agent's log when it exits or does not become ready.
+  static Result<std::unique_ptr<AgentProcess>> start(std::string binaryPath, const Netns& netns,
+                                                     AgentOptions options = {});
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
+  /// Stops the agent if it is still running (see stop()).
+  ~AgentProcess();
+
+  const std::string& socketPath() const { return socketPath_; }
+  const std::string& stateDir() const { return stateDir_; }
+  const std::string& logPath() const { return logPath_; }
+  /// The running agent's pid; 0 once it has exited and been reaped.
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+
+  /// A client for the control socket (what the plugin and hostportctl use).
+  agent::api::AgentClient client(std::chrono::milliseconds timeout = std::chrono::milliseconds{
+                                     5'000}) const;
+
+  /// Sends `signal` to the agent's pid and waits (up to stopTimeout) for it to exit; returns how
+  /// it ended ("killed by signal 9", "exit 0"). An error when it is not running or outlives the
+  /// timeout (it is then still running).
+  Result<std::string> kill(int signal);
+  /// SIGTERM, then SIGKILL after stopTimeout. Returns how it ended; nothing to do when it is not
+  /// running.
+  Result<std::string> stop();
+  /// Stops the agent if it runs and starts it again with the same flags, state dir and socket;
+  /// waits for /readyz like start().
+  Result<void> restart();
+
+  /// Everything the agent has written to stderr so far (all of its runs).
+  std::string log() const;
+  /// "hostport-agent pid N (socket ...), log:\n..." for assertion messages.
+  std::string describe() const;
+
+ private:
+  AgentProcess(TempDir dir, std::string binaryPath, std::string netnsPath, AgentOptions options);
+  Result<void> launch();
+  Result<void> waitReady();
+  /// Reaps the agent if it has exited; true when it is gone.
+  bool reapIfExited();
+  /// Waits up to `timeout` for the agent to exit and reaps it.
+  bool waitExit(std::chrono::milliseconds timeout);
+
+  TempDir dir_;
+  std::string binaryPath_;
+  std::string netnsPath_;
+  AgentOptions options_;
+  std::string socketPath_;
+  std::string stateDir_;
+  std::string logPath_;
+  std::string configPath_;
+  pid_t pid_ = 0;
+  std::string lastExit_;
+};
+
+}  // namespace hostport::test
