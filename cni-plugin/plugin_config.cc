@@ -1,5 +1,7 @@
 #include "cni-plugin/plugin_config.h"
 
+#include "common/quote.h"
+
 #include <map>
 
 // Everything on stdin is input from the runtime and, through portMappings and annotations, from
@@ -15,25 +17,7 @@ using nlohmann::json;
 constexpr size_t kMaxConfigBytes = 4 * 1024 * 1024;
 constexpr int kMaxNestingDepth = 64;
 constexpr size_t kMaxPortMappings = 1024;
-constexpr size_t kMaxEchoedBytes = 64;
 constexpr std::string_view kAnnotationsKey = "io.kubernetes.cri.pod-annotations";
-
-/// Containers are elided: echoing them would be long and, for hostile input, deep.
-std::string echo(const json& value) {
-  if (value.is_object()) return "{...}";
-  if (value.is_array()) return "[...]";
-  if (!value.is_string()) return value.dump();
-  const auto& text = value.get_ref<const std::string&>();
-  const bool cut = text.size() > kMaxEchoedBytes;
-  // ASCII-only escaping with U+FFFD for broken UTF-8, so a value cut mid-character still prints.
-  std::string quoted = json(text.substr(0, kMaxEchoedBytes))
-                           .dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
-  // JSON leaves DEL unescaped; it is the one control character that would reach a log raw.
-  for (size_t at = quoted.find('\x7f'); at != std::string::npos; at = quoted.find('\x7f', at)) {
-    quoted.replace(at, 1, "\\u007f");
-  }
-  return cut ? quoted + "..." : quoted;
-}
 
 std::unexpected<Error> invalid(std::string_view field, const json& value,
                                std::string_view problem) {

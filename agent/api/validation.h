@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/quote.h"
+
 namespace hostport::agent::api {
 
 inline constexpr std::size_t kMaxNameLength = 63;          // DNS label
@@ -15,7 +17,6 @@ inline constexpr std::size_t kMaxContainerIdLength = 100;  // as nft::makeOwner
 inline constexpr std::size_t kMaxIfnameLength = 15;        // IFNAMSIZ - 1
 inline constexpr std::size_t kMaxPodUidLength = 128;
 inline constexpr std::size_t kMaxNetnsLength = 4096;  // PATH_MAX
-inline constexpr std::size_t kMaxEchoedBytes = 64;
 
 /// [a-z0-9]([a-z0-9-]*[a-z0-9])?, at most 63: a Kubernetes port name or a pool name.
 bool isDnsLabel(std::string_view text);
@@ -30,10 +31,8 @@ bool isPodUid(std::string_view text);
 /// An absolute path of printable characters, at most PATH_MAX.
 bool isNetnsPath(std::string_view text);
 
-/// Text for an error message: JSON-quoted with ASCII escapes (so quotes and newlines cannot forge
-/// log lines), invalid UTF-8 replaced, cut to kMaxEchoedBytes with "..." after the quote.
-std::string quoteText(std::string_view text);
-/// As quoteText() for strings; other scalars print as JSON, objects and arrays as {...} and [...].
-std::string echo(const nlohmann::json& value);
+// Echoing untrusted text in messages: one implementation for the whole project.
+using hostport::echo;
+using hostport::quoteText;
 
 }  // namespace hostport::agent::api
