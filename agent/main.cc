@@ -140,6 +140,9 @@ int run(const AgentConfig& config) {
   });
   io.run();
   ready = false;
+  // Drain the journal while the service its callbacks call into is still alive.
+  server->reset();
+  store->reset();
   return 0;
 }
 

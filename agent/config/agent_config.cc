@@ -1,5 +1,8 @@
 #include "agent/config/agent_config.h"
 
+#include "agent/api/validation.h"
+#include "common/quote.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,14 +11,15 @@
 namespace hostport::agent {
 namespace {
 
-std::string quoted(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text.substr(0, 64)) {
-    out += (c == '"' || c == '\\')                  ? std::string("\\") + c
-           : (static_cast<unsigned char>(c) < 0x20) ? std::string("?")
-                                                    : std::string(1, c);
+/// A key path as it goes into a message: keys come from the file (pool names, typos), so control
+/// characters become '?' (no forged log lines) and a huge key is cut.
+std::string printableKey(std::string_view key) {
+  std::string out;
+  for (const char c : key.substr(0, 128)) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += byte < 0x20 || byte == 0x7f ? '?' : c;
   }
-  return out + (text.size() > 64 ? "...\"" : "\"");
+  return key.size() > 128 ? out + "..." : out;
 }
 
 class YamlReader {
@@ -23,7 +27,8 @@ class YamlReader {
   explicit YamlReader(std::string_view source) : source_(source) {}
 
   std::unexpected<Error> error(const std::string& key, const std::string& problem) const {
-    return fail(ErrorCode::kInvalidArgument, std::string(source_) + ": " + key + ": " + problem);
+    return fail(ErrorCode::kInvalidArgument,
+                std::string(source_) + ": " + printableKey(key) + ": " + problem);
   }
 
   Result<std::string> scalar(const YAML::Node& node, const std::string& key) const {
@@ -36,7 +41,7 @@ class YamlReader {
     if (!text) return std::unexpected(text.error());
     if (*text == "true") return true;
     if (*text == "false") return false;
-    return error(key, quoted(*text) + " is not true or false");
+    return error(key, quoteText(*text) + " is not true or false");
   }
 
   Result<void> checkKeys(const YAML::Node& map, const std::string& prefix,
@@ -81,7 +86,7 @@ Result<PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
       auto text = yaml.scalar(protocols[i], key);
       if (!text) return std::unexpected(text.error());
       auto protocol = parsePortProtocol(*text);
-      if (!protocol) return yaml.error(key, quoted(*text) + " is not tcp, udp, sctp or tcpudp");
+      if (!protocol) return yaml.error(key, quoteText(*text) + " is not tcp, udp, sctp or tcpudp");
       pool.protocols.push_back(*protocol);
     }
   }
@@ -91,19 +96,15 @@ Result<PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
     auto parsed = parseStrategy(*text);
     if (!parsed) {
       return yaml.error(prefix + ".strategy",
-                        quoted(*text) + " is not one of lowest, random, round-robin");
+                        quoteText(*text) + " is not one of lowest, random, round-robin");
     }
     pool.strategy = *parsed;
   }
   return pool;
 }
 
-bool validPoolName(std::string_view name) {
-  return !name.empty() && name.size() <= 63 &&
-         std::isalnum(static_cast<unsigned char>(name.front())) &&
-         std::ranges::all_of(
-             name, [](unsigned char c) { return std::islower(c) || std::isdigit(c) || c == '-'; });
-}
+/// Pools are chosen by the hostport.io/pool annotation, so their names share its grammar.
+bool validPoolName(std::string_view name) { return api::isDnsLabel(name); }
 
 }  // namespace
 
@@ -116,10 +117,7 @@ Result<std::vector<PortRange>> parsePortRanges(std::string_view text) {
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     auto range = PortRange::parse(item);
-    if (!range) {
-      return fail(ErrorCode::kInvalidArgument,
-                  "port range " + quoted(text) + ": " + range.error().message);
-    }
+    if (!range) return std::unexpected(range.error());  // it already names the range
     ranges.push_back(*range);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -164,9 +162,12 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
       const auto digits =
           std::ranges::all_of(*value, [](unsigned char c) { return std::isdigit(c); });
       if (!digits || value->empty() || value->size() > 12) {
-        return yaml.error("compactAfterJournalBytes", quoted(*value) + " is not a byte count");
+        return yaml.error("compactAfterJournalBytes", quoteText(*value) + " is not a byte count");
       }
       config.compactAfterJournalBytes = std::stoull(*value);
+      if (config.compactAfterJournalBytes < 4096) {
+        return yaml.error("compactAfterJournalBytes", quoteText(*value) + " is below 4096");
+      }
     }
     if (const auto pools = root["pools"]) {
       if (!pools.IsMap()) return yaml.error("pools", "must be a mapping of pool name to pool");
@@ -198,22 +199,22 @@ void setDefaultPoolRanges(AgentConfig& config, std::vector<PortRange> ranges) {
 }
 
 Result<void> finalizeConfig(AgentConfig& config) {
-  const bool hasDefault = std::ranges::any_of(
-      config.pools, [](const PoolSpec& pool) { return pool.name == kDefaultPool; });
-  if (!hasDefault) setDefaultPoolRanges(config, {*PortRange::parse(kDefaultPortRange)});
+  // Only a config without pools gets the built-in default pool: adding it beside configured
+  // ones would overlap them behind the user's back.
+  if (config.pools.empty()) setDefaultPoolRanges(config, {*PortRange::parse(kDefaultPortRange)});
   if (config.stateDir.empty() || config.stateDir.front() != '/') {
     return fail(ErrorCode::kInvalidArgument,
-                "stateDir: " + quoted(config.stateDir) + " must be an absolute path");
+                "stateDir: " + quoteText(config.stateDir) + " must be an absolute path");
   }
   if (config.socketPath.empty() || config.socketPath.front() != '/' ||
       config.socketPath.size() > 100) {
     return fail(ErrorCode::kInvalidArgument,
-                "socket: " + quoted(config.socketPath) +
+                "socket: " + quoteText(config.socketPath) +
                     " must be an absolute path of at most 100 characters");
   }
   static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
   if (!kLevels.contains(config.logLevel)) {
-    return fail(ErrorCode::kInvalidArgument, "logLevel: " + quoted(config.logLevel) +
+    return fail(ErrorCode::kInvalidArgument, "logLevel: " + quoteText(config.logLevel) +
                                                  " is not trace, debug, info, warn or error");
   }
   // Let the allocator judge overlaps and sizes now, so a bad config fails at start.

@@ -1,0 +1,589 @@
+#!/usr/bin/env bash
+# hostport demo: a node agent and three pods with host ports, on this machine, in a few seconds.
+#
+# What it does, as root on Debian 12:
+#   1. installs the dependencies (scripts/setup.sh) and builds hostport, hostport-agent and
+#      hostportctl into build/ (HOSTPORT_BUILD_DIR overrides it);
+#   2. makes a "node" network namespace (a veth gives it the node IP 192.0.2.1) and an
+#      "outside" namespace (192.0.2.100) to play a client on the network;
+#   3. starts hostport-agent inside the node namespace, with a temporary state dir and socket
+#      and a pool of ten ports (30000-30009);
+#   4. starts a "host process" on the node's port 30000, then creates three "pods" (network
+#      namespaces) through the CNI chain a runtime would run: Debian's bridge plugin, then
+#      hostport, asking the agent for ports:
+#        pod-a  a static hostPort 8080 -> 80 (runtimeConfig.portMappings)
+#        pod-b  annotation hostport.io/ports: "web=80"
+#        pod-c  annotation hostport.io/ports: "web=80, dns=53/udp"
+#      and runs busybox httpd on port 80 in each;
+#   5. shows the leases (hostportctl list, pools) and the nftables map;
+#   6. shows a fourth pod's ADD refused: it claims 8080 too (CNI error 101);
+#   7. fetches each pod's page through its host port from the node (node IP and 127.0.0.1)
+#      and from the outside namespace;
+#   8. deletes the pods (hostport DEL, then bridge DEL) and shows that the leases are gone.
+# Everything lives in namespaces and a temp dir that the script removes on exit, on an error
+# and on Ctrl-C: the host's own network, nftables and sysctls are not touched. Names derive
+# from the script's PID, so a second run (even a concurrent one) does not collide.
+#
+# Usage: sudo scripts/demo.sh [--no-build]
+#   --no-build    skip setup.sh and the build; use the binaries already in the build dir
+#   -h, --help    print this help
+# Environment:
+#   HOSTPORT_BUILD_DIR=DIR   build tree to use (default: build/ in the repository)
+# Exit codes: 0 every request answered by the right pod, 1 something failed.
+set -euo pipefail
+
+readonly PROG="demo.sh"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
+readonly BUILD_DIR="${HOSTPORT_BUILD_DIR:-${REPO_ROOT}/build}"
+readonly CNI_VERSION="1.0.0"  # Debian's bridge plugin (1.1.1) speaks up to 1.0.0
+readonly POD_NAMESPACE="demo"
+readonly POOL_RANGE="30000-30009"
+readonly NODE_IP="192.0.2.1"
+readonly OUTSIDE_IP="192.0.2.100"
+readonly POD_SUBNET="10.88.0.0/24"
+readonly NET_NAME="hostport-demo"
+readonly BRIDGE="hpdemo0"  # lives in the node namespace, so a fixed name cannot collide
+
+# Names: unique per run. Pods are created in this order and deleted in reverse.
+readonly NODE_NS="hpdemo-node-$$"
+readonly OUTSIDE_NS="hpdemo-outside-$$"
+readonly PODS=(pod-a pod-b pod-c)
+
+# Filled in as the demo goes; cleanup copes with any of them unset.
+WORK=""
+AGENT_PID=""
+HOST_PID=""  # a process "on the node" that holds the pool's first port
+SOCKET=""
+declare -A POD_NS=() POD_CID=() POD_UID=() POD_IP=() POD_RESULT=() POD_CONF=() HTTPD_PID=() HOST_PORT=()
+NAMESPACES=()  # every netns we created, in creation order
+FAILURES=0
+CLEANED=0
+DO_BUILD=1
+PLUGIN=""
+AGENT_BIN=""
+CTL_BIN=""
+
+# --- output ------------------------------------------------------------------------------
+
+if [[ -t 1 ]]; then
+  BOLD=$'\e[1m' DIM=$'\e[2m' GREEN=$'\e[32m' RED=$'\e[31m' RESET=$'\e[0m'
+else
+  BOLD="" DIM="" GREEN="" RED="" RESET=""
+fi
+STEP=0
+readonly STEPS=9
+
+section() {
+  STEP=$((STEP + 1))
+  printf '\n%s== [%d/%d] %s ==%s\n' "$BOLD" "$STEP" "$STEPS" "$*" "$RESET"
+}
+say() { printf '%s\n' "$*"; }
+why() { printf '%s%s%s\n' "$DIM" "$*" "$RESET"; }
+ok() { printf '  %sok%s    %s\n' "$GREEN" "$RESET" "$*"; }
+bad() {
+  printf '  %sFAIL%s  %s\n' "$RED" "$RESET" "$*"
+  FAILURES=$((FAILURES + 1))
+}
+die() {
+  printf '%s%s: error: %s%s\n' "$RED" "$PROG" "$*" "$RESET" >&2
+  exit 1
+}
+indent() { sed 's/^/    /'; }
+# Prints a command before running it, so the reader can repeat it; its output is indented.
+show() {
+  printf '  %s$ %s%s\n' "$DIM" "$*" "$RESET"
+  "$@" 2>&1 | indent
+  return "${PIPESTATUS[0]}"
+}
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+# --- cleanup -----------------------------------------------------------------------------
+
+# Stops one process we started: SIGTERM, then SIGKILL after ~5 s.
+stop_pid() {
+  local pid="$1" try
+  [[ -n "$pid" ]] || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for try in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    : "$try"
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local rc=$?
+  ((CLEANED == 0)) || return 0
+  CLEANED=1
+  trap - EXIT INT TERM
+  set +e
+  printf '\n%s== cleanup ==%s\n' "$BOLD" "$RESET"
+  local pod ns i
+  for pod in "${PODS[@]}"; do
+    if [[ -n "${HTTPD_PID[$pod]:-}" ]]; then
+      stop_pid "${HTTPD_PID[$pod]}"
+    fi
+  done
+  stop_pid "$HOST_PID"
+  if [[ -n "$AGENT_PID" ]]; then
+    stop_pid "$AGENT_PID"
+    say "  stopped hostport-agent (pid $AGENT_PID)"
+  fi
+  # Deleting the namespaces takes everything in them along: the pods' veths, the bridge, the
+  # node's nft table and sysctls. Deepest first: pods, then the outside and the node.
+  for ((i = ${#NAMESPACES[@]} - 1; i >= 0; i--)); do
+    ns="${NAMESPACES[$i]}"
+    if [[ -e "/run/netns/$ns" ]]; then
+      ip netns del "$ns" && say "  deleted netns $ns"
+    fi
+  done
+  if [[ -n "$WORK" && -d "$WORK" ]]; then
+    rm -rf "$WORK" && say "  removed $WORK"
+  fi
+  if ((rc == 0 && FAILURES > 0)); then
+    rc=1
+  fi
+  if ((rc == 0)); then
+    printf '\n%sdemo passed%s: every pod answered through its host port.\n' "$GREEN" "$RESET"
+  elif ((rc == 130 || rc == 143)); then
+    printf '\n%sdemo interrupted%s; everything it created is gone.\n' "$RED" "$RESET"
+  else
+    printf '\n%sdemo FAILED%s (exit %d); everything it created is gone.\n' "$RED" "$RESET" "$rc"
+  fi
+  exit "$rc"
+}
+
+on_signal() {
+  printf '\n%s: interrupted by SIG%s\n' "$PROG" "$1" >&2
+  [[ "$1" == "INT" ]] && exit 130
+  exit 143
+}
+
+# --- steps -------------------------------------------------------------------------------
+
+build() {
+  section "setup and build"
+  why "Installs the Debian packages (quick when present), then builds the plugin, the agent"
+  why "and its CLI with CMake and Ninja."
+  if ((DO_BUILD)); then
+    "$REPO_ROOT/scripts/setup.sh"
+    show cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ||
+      die "cmake configure failed"
+    show cmake --build "$BUILD_DIR" -j2 --target hostport hostport-agent hostportctl ||
+      die "build failed"
+  else
+    say "  --no-build: using the binaries in $BUILD_DIR"
+  fi
+  PLUGIN="$BUILD_DIR/cni-plugin/hostport"
+  AGENT_BIN="$BUILD_DIR/agent/hostport-agent"
+  CTL_BIN="$BUILD_DIR/agent/hostportctl"
+  local bin
+  for bin in "$PLUGIN" "$AGENT_BIN" "$CTL_BIN"; do
+    [[ -x "$bin" ]] || die "missing $bin (run without --no-build)"
+  done
+  local tool
+  for tool in ip nft curl; do
+    command -v "$tool" >/dev/null || die "missing tool '$tool' (run scripts/setup.sh)"
+  done
+  [[ -x /bin/busybox ]] || die "missing /bin/busybox (install busybox-static)"
+  [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] ||
+    die "missing /usr/lib/cni/{bridge,host-local} (install containernetworking-plugins)"
+  # The CNI plugin dir a runtime would use: ours next to Debian's.
+  mkdir -p "$WORK/cni-bin"
+  cp "$PLUGIN" "$WORK/cni-bin/hostport"
+  ok "built: $PLUGIN, $AGENT_BIN, $CTL_BIN"
+}
+
+new_netns() {
+  ip netns add "$1"
+  NAMESPACES+=("$1")
+  ip -n "$1" link set lo up
+}
+
+make_node() {
+  section "a node and the network around it"
+  why "A network namespace plays the node, so the demo changes nothing on this machine."
+  why "A veth pair links it to an 'outside' namespace, a client on the node's network."
+  new_netns "$NODE_NS"
+  new_netns "$OUTSIDE_NS"
+  ip -n "$NODE_NS" link add hpd0 type veth peer name hpd1 netns "$OUTSIDE_NS"
+  ip -n "$NODE_NS" addr add "$NODE_IP/24" dev hpd0
+  ip -n "$NODE_NS" link set hpd0 up
+  ip -n "$OUTSIDE_NS" addr add "$OUTSIDE_IP/24" dev hpd1
+  ip -n "$OUTSIDE_NS" link set hpd1 up
+  ok "node netns     $NODE_NS  (node IP $NODE_IP on hpd0)"
+  ok "outside netns  $OUTSIDE_NS  (client IP $OUTSIDE_IP on hpd1)"
+}
+
+start_agent() {
+  section "hostport-agent on the node"
+  why "The agent owns the node's port pool. It checks each port against the node's live"
+  why "sockets and its durable leases before handing it out, and serves the plugin and"
+  why "hostportctl on a Unix socket. Here: state and socket in a temp dir, pool $POOL_RANGE."
+  SOCKET="$WORK/agent.sock"
+  mkdir -p "$WORK/state"
+  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --port-range %s%s\n' \
+    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$POOL_RANGE" "$RESET"
+  # In the node netns, the agent's reserved-ports sysctl and socket checks are the node's.
+  ip netns exec "$NODE_NS" "$AGENT_BIN" --state-dir "$WORK/state" --socket "$SOCKET" \
+    --port-range "$POOL_RANGE" --log-level info >"$WORK/agent.log" 2>&1 &
+  AGENT_PID=$!
+  local try
+  for try in $(seq 1 100); do
+    if ! kill -0 "$AGENT_PID" 2>/dev/null; then
+      indent <"$WORK/agent.log" >&2
+      die "hostport-agent exited at start (log above)"
+    fi
+    if [[ -S "$SOCKET" ]] && ctl pools >/dev/null 2>&1; then
+      break
+    fi
+    : "$try"
+    sleep 0.1
+  done
+  ctl pools >/dev/null 2>&1 || {
+    indent <"$WORK/agent.log" >&2
+    die "hostport-agent did not answer on $SOCKET within 10 s"
+  }
+  ok "hostport-agent pid $AGENT_PID answers on $SOCKET"
+  say "  its log so far:"
+  indent <"$WORK/agent.log"
+  say "  the node's ip_local_reserved_ports (ephemeral connections stay out of the pool):"
+  printf '    %s\n' "$(ip netns exec "$NODE_NS" cat /proc/sys/net/ipv4/ip_local_reserved_ports)"
+}
+
+# hostportctl on our socket; `show` prints the whole command so it can be repeated.
+ctl() { "$CTL_BIN" --socket "$SOCKET" "$@"; }
+
+# cni VERB POD PLUGIN_PATH STDIN: runs one plugin the way a runtime does (env + stdin, in the
+# node netns) and prints its stdout; its stderr goes to the pod's log.
+cni() {
+  local verb="$1" pod="$2" plugin="$3" config="$4"
+  printf '%s' "$config" | ip netns exec "$NODE_NS" env -i \
+    PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+    CNI_COMMAND="$verb" \
+    CNI_CONTAINERID="${POD_CID[$pod]}" \
+    CNI_NETNS="/run/netns/${POD_NS[$pod]}" \
+    CNI_IFNAME=eth0 \
+    CNI_PATH="$WORK/cni-bin:/usr/lib/cni" \
+    CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=$POD_NAMESPACE;K8S_POD_NAME=$pod;K8S_POD_INFRA_CONTAINER_ID=${POD_CID[$pod]};K8S_POD_UID=${POD_UID[$pod]}" \
+    "$plugin" 2>>"$WORK/$pod.cni.log"
+}
+
+bridge_config() {
+  local prev="${1:-}"
+  cat <<EOF
+{
+  "cniVersion": "$CNI_VERSION",
+  "name": "$NET_NAME",
+  "type": "bridge",
+  "bridge": "$BRIDGE",
+  "isGateway": true,
+  "ipMasq": false,
+  "hairpinMode": true,
+  "ipam": {
+    "type": "host-local",
+    "ranges": [[{"subnet": "$POD_SUBNET"}]],
+    "routes": [{"dst": "0.0.0.0/0"}],
+    "dataDir": "$WORK/ipam"
+  }${prev:+,
+  \"prevResult\": $prev}
+}
+EOF
+}
+
+# What the runtime passes in runtimeConfig for each pod: capability arguments of the conflist
+# ({"type": "hostport", "capabilities": {"portMappings": true,
+#   "io.kubernetes.cri.pod-annotations": true}}).
+runtime_config() {
+  case "$1" in
+    pod-a) printf '%s' '{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}' ;;
+    pod-b) printf '%s' '{"io.kubernetes.cri.pod-annotations": {"hostport.io/ports": "web=80"}}' ;;
+    pod-c) printf '%s' '{"io.kubernetes.cri.pod-annotations": {"hostport.io/ports": "web=80, dns=53/udp"}}' ;;
+    pod-d) printf '%s' '{"portMappings": [{"hostPort": 8080, "containerPort": 8000, "protocol": "tcp"}]}' ;;
+  esac
+}
+
+# hostport's stdin; without PREV_RESULT there is no prevResult (a DEL after a failed ADD).
+hostport_config() {
+  local pod="$1" prev="${2:-}"
+  cat <<EOF
+{
+  "cniVersion": "$CNI_VERSION",
+  "name": "$NET_NAME",
+  "type": "hostport",
+  "agentSocket": "$SOCKET",
+  "runtimeConfig": $(runtime_config "$pod")${prev:+,
+  \"prevResult\": $prev}
+}
+EOF
+}
+
+# The pod's IPv4 address from a CNI result ("address": "10.88.0.2/24").
+result_ip() {
+  grep -o '"address": *"[0-9.]*/' <<<"$1" | head -n 1 | sed -E 's/.*"([0-9.]+)\/$/\1/'
+}
+
+# The CNI error a plugin printed, for a message.
+cni_failure() {
+  local pod="$1" what="$2" out="$3"
+  say "  $what failed for $pod. Its answer:"
+  indent <<<"$out"
+  say "  its stderr:"
+  indent <"$WORK/$pod.cni.log"
+  die "$what failed for $pod"
+}
+
+add_pod() {
+  local pod="$1" out
+  POD_NS[$pod]="hpdemo-$pod-$$"
+  POD_CID[$pod]="${pod}-$$-demo"
+  POD_UID[$pod]="$(cat /proc/sys/kernel/random/uuid)"
+  : >"$WORK/$pod.cni.log"
+  new_netns "${POD_NS[$pod]}"
+  out="$(cni ADD "$pod" /usr/lib/cni/bridge "$(bridge_config)")" ||
+    cni_failure "$pod" "bridge ADD" "$out"
+  POD_IP[$pod]="$(result_ip "$out")"
+  [[ -n "${POD_IP[$pod]}" ]] || die "bridge ADD for $pod gave no IPv4 address: $out"
+  POD_CONF[$pod]="$(hostport_config "$pod" "$out")"
+  POD_RESULT[$pod]="$(cni ADD "$pod" "$WORK/cni-bin/hostport" "${POD_CONF[$pod]}")" ||
+    cni_failure "$pod" "hostport ADD" "${POD_RESULT[$pod]}"
+  ok "$pod  netns ${POD_NS[$pod]}, IP ${POD_IP[$pod]}, runtimeConfig $(runtime_config "$pod")"
+}
+
+start_httpd() {
+  local pod="$1"
+  local dir="$WORK/www-$pod"
+  mkdir -p "$dir"
+  printf 'hello from %s/%s (pod IP %s)\n' "$POD_NAMESPACE" "$pod" "${POD_IP[$pod]}" \
+    >"$dir/index.html"
+  ip netns exec "${POD_NS[$pod]}" /bin/busybox httpd -f -p 80 -h "$dir" &
+  HTTPD_PID[$pod]=$!
+}
+
+# A process on the node that already listens on the pool's first port: the agent must see
+# it (sock_diag) and skip that port.
+start_host_process() {
+  local port="${POOL_RANGE%%-*}" try
+  mkdir -p "$WORK/www-host"
+  printf 'hello from a process on the node\n' >"$WORK/www-host/index.html"
+  ip netns exec "$NODE_NS" /bin/busybox httpd -f -p "$port" -h "$WORK/www-host" &
+  HOST_PID=$!
+  for try in $(seq 1 50); do
+    if ip netns exec "$NODE_NS" curl -fsS --max-time 1 "http://127.0.0.1:$port/" >/dev/null 2>&1; then
+      ok "a host process (busybox httpd, pid $HOST_PID) listens on the node's port $port"
+      return 0
+    fi
+    : "$try"
+    sleep 0.1
+  done
+  die "the host process on port $port did not start"
+}
+
+create_pods() {
+  section "three pods through the CNI chain bridge -> hostport"
+  why "First, something on the node takes the pool's lowest port, as a host service might."
+  start_host_process
+  printf '\n'
+  why "Each pod is a netns. As a runtime does, the script runs Debian's bridge plugin (pod IP"
+  why "from host-local, hairpin mode on), then hostport with the bridge's result as prevResult."
+  why "hostport asks the agent for ports and installs the DNAT as nftables map elements."
+  why "  pod-a: a static hostPort 8080 -> 80 (a claim: checked and recorded, never moved)"
+  why "  pod-b: annotation hostport.io/ports=\"web=80\" (a port from the pool)"
+  why "  pod-c: annotation hostport.io/ports=\"web=80, dns=53/udp\""
+  why "The agent skips ${POOL_RANGE%%-*}: it is bound on the node."
+  local pod
+  for pod in "${PODS[@]}"; do
+    add_pod "$pod"
+  done
+  for pod in "${PODS[@]}"; do
+    start_httpd "$pod"
+  done
+  ok "busybox httpd on port 80 in each pod (pids ${HTTPD_PID[pod-a]} ${HTTPD_PID[pod-b]} ${HTTPD_PID[pod-c]})"
+}
+
+# The host port that forwards to container port 80/tcp, from `hostportctl get --json`: the
+# grant object that holds "containerPort":80 and "protocol":"tcp".
+host_port_of() {
+  local pod="$1" json
+  json="$(ctl get "$POD_NAMESPACE/$pod" --json)" || return 1
+  grep -o '{[^{}]*"hostPort":[0-9]*[^{}]*}' <<<"$json" |
+    grep '"containerPort":80[,}]' | grep '"protocol":"tcp"' |
+    head -n 1 | sed -E 's/.*"hostPort":([0-9]+).*/\1/'
+}
+
+show_leases() {
+  section "what the agent granted"
+  why "hostportctl talks to the agent's socket. The leases are durable (journal + fsync)"
+  why "and keyed by (containerID, ifname), not by pod name."
+  show "$CTL_BIN" --socket "$SOCKET" list
+  printf '\n'
+  show "$CTL_BIN" --socket "$SOCKET" pools
+  local pod
+  for pod in "${PODS[@]}"; do
+    HOST_PORT[$pod]="$(host_port_of "$pod")" || true
+    [[ -n "${HOST_PORT[$pod]}" ]] || die "no host port for $pod/80 in 'hostportctl get $POD_NAMESPACE/$pod --json'"
+  done
+  printf '\n'
+  why "The forwards, as elements of one nftables map in the node (O(1) lookup, fixed rules):"
+  show ip netns exec "$NODE_NS" nft list map ip hostport ports
+}
+
+# fetch LABEL FROM_NS URL POD: one GET from a namespace; the body must name the pod.
+fetch() {
+  local label="$1" from="$2" url="$3" pod="$4" body="" try
+  for try in $(seq 1 20); do
+    if body="$(ip netns exec "$from" curl -fsS --max-time 2 "$url" 2>&1)"; then
+      break
+    fi
+    : "$try"
+    sleep 0.25  # httpd may still be starting
+  done
+  if [[ "$body" == *"$POD_NAMESPACE/$pod "* ]]; then
+    ok "$(printf 'from %-8s GET %-28s -> %s' "$label" "$url" "$body")"
+  else
+    bad "$(printf 'from %-8s GET %-28s -> %s' "$label" "$url" "${body:-<no answer>}") (expected $pod)"
+  fi
+}
+
+refused_pod() {
+  section "a conflict the agent refuses"
+  why "pod-d claims static hostPort 8080 as well. portmap would install a second DNAT and the"
+  why "last one would win; the agent refuses the claim, and the runtime gets CNI error 101."
+  local pod=pod-d out code
+  POD_NS[$pod]="hpdemo-$pod-$$"
+  POD_CID[$pod]="${pod}-$$-demo"
+  POD_UID[$pod]="$(cat /proc/sys/kernel/random/uuid)"
+  : >"$WORK/$pod.cni.log"
+  new_netns "${POD_NS[$pod]}"
+  out="$(cni ADD "$pod" /usr/lib/cni/bridge "$(bridge_config)")" ||
+    cni_failure "$pod" "bridge ADD" "$out"
+  if out="$(cni ADD "$pod" "$WORK/cni-bin/hostport" "$(hostport_config "$pod" "$out")")"; then
+    bad "hostport ADD for $pod claimed 8080 a second time and succeeded"
+  else
+    code="$(grep -o '"code": *[0-9]*' <<<"$out" | grep -o '[0-9]*$' || true)"
+    say "  hostport ADD for $pod answered:"
+    indent <<<"$out"
+    if [[ "$code" == "101" ]]; then
+      ok "refused with CNI error 101 (port conflict): 8080 stays with pod-a"
+    else
+      bad "expected CNI error 101 (port conflict), got code '${code:-none}'"
+    fi
+  fi
+  # As after any failed ADD, the runtime cleans up with DEL (here without prevResult).
+  out="$(cni DEL "$pod" "$WORK/cni-bin/hostport" "$(hostport_config "$pod")")" ||
+    cni_failure "$pod" "hostport DEL" "$out"
+  out="$(cni DEL "$pod" /usr/lib/cni/bridge "$(bridge_config)")" ||
+    cni_failure "$pod" "bridge DEL" "$out"
+  ip netns del "${POD_NS[$pod]}"
+  ok "$pod cleaned up (hostport DEL, bridge DEL)"
+}
+
+traffic() {
+  section "traffic through the host ports"
+  why "Each pod's page, fetched through the node's host port: from the node itself (its IP,"
+  why "and 127.0.0.1 through route_localnet) and from the outside namespace."
+  local pod port
+  for pod in "${PODS[@]}"; do
+    port="${HOST_PORT[$pod]}"
+    say "  $pod (host port $port -> ${POD_IP[$pod]}:80):"
+    fetch node "$NODE_NS" "http://$NODE_IP:$port/" "$pod"
+    fetch node "$NODE_NS" "http://127.0.0.1:$port/" "$pod"
+    fetch outside "$OUTSIDE_NS" "http://$NODE_IP:$port/" "$pod"
+  done
+}
+
+delete_pods() {
+  section "deleting the pods"
+  why "As a runtime does: the chain in reverse for each pod (hostport DEL, then bridge DEL),"
+  why "with the same config as ADD and the final result as prevResult."
+  local i pod out prev
+  for ((i = ${#PODS[@]} - 1; i >= 0; i--)); do
+    pod="${PODS[$i]}"
+    [[ -n "${POD_RESULT[$pod]:-}" ]] || continue
+    stop_pid "${HTTPD_PID[$pod]}"
+    HTTPD_PID[$pod]=""
+    prev="${POD_RESULT[$pod]}"
+    out="$(cni DEL "$pod" "$WORK/cni-bin/hostport" "$(hostport_config "$pod" "$prev")")" ||
+      cni_failure "$pod" "hostport DEL" "$out"
+    out="$(cni DEL "$pod" /usr/lib/cni/bridge "$(bridge_config "$prev")")" ||
+      cni_failure "$pod" "bridge DEL" "$out"
+    POD_RESULT[$pod]=""
+    ok "$pod deleted"
+  done
+  printf '\n'
+  show "$CTL_BIN" --socket "$SOCKET" list
+  show "$CTL_BIN" --socket "$SOCKET" pools
+  local left
+  left="$(ctl list --json)"
+  if [[ "$left" == '{"leases":[]}' ]]; then
+    ok "no lease left: every port is back in the pool"
+  else
+    bad "leases left after DEL: $left"
+  fi
+  if ip netns exec "$NODE_NS" nft -j list map ip hostport ports 2>/dev/null | grep -q '"elem"'; then
+    bad "map ip hostport ports still has elements after DEL"
+  else
+    ok "no forward left in the node's nftables map"
+  fi
+}
+
+summary() {
+  section "summary"
+  local pod
+  printf '  %-7s %-16s %-10s %s\n' WHO "IP" "HOST PORT" HOW
+  printf '  %-7s %-16s %-10s %s\n' "host" "$NODE_IP" "${POOL_RANGE%%-*}" "a node process: skipped by the agent"
+  for pod in "${PODS[@]}"; do
+    printf '  %-7s %-16s %-10s %s\n' "$pod" "${POD_IP[$pod]}" "${HOST_PORT[$pod]}" \
+      "$(case "$pod" in pod-a) echo "static hostPort" ;; *) echo "hostport.io/ports from pool $POOL_RANGE" ;; esac)"
+  done
+  say ""
+  say "  pod-d's claim of 8080 was refused (CNI error 101)."
+  say "  Each pod was reached on node IP, 127.0.0.1 and from outside: $((3 * ${#PODS[@]})) requests,"
+  say "  $FAILURES failed. Next: docs/design.md for the design, 'sudo scripts/test.sh' for the tests."
+}
+
+# --- main --------------------------------------------------------------------------------
+
+main() {
+  while (($# > 0)); do
+    case "$1" in
+      -h | --help) usage; return 0 ;;
+      --no-build) DO_BUILD=0 ;;
+      *) usage >&2; die "unknown argument: $1" ;;
+    esac
+    shift
+  done
+  ((EUID == 0)) || die "needs root (network namespaces, nftables): run 'sudo $0'"
+  command -v ip >/dev/null || die "missing 'ip' (install iproute2, or run scripts/setup.sh)"
+
+  trap cleanup EXIT
+  trap 'on_signal INT' INT
+  trap 'on_signal TERM' TERM
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/hostport-demo.XXXXXX")"
+  ((${#WORK} < 80)) || die "temp dir path too long for a Unix socket: $WORK (set TMPDIR)"
+
+  printf '%shostport demo%s: conflict-free host ports for pods, decided on the node.\n' \
+    "$BOLD" "$RESET"
+  say "Work dir $WORK; everything is removed at exit."
+  build
+  make_node
+  start_agent
+  create_pods
+  show_leases
+  refused_pod
+  traffic
+  delete_pods
+  summary
+  ((FAILURES == 0)) || exit 1
+}
+
+main "$@"

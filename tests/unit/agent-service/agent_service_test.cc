@@ -1,0 +1,505 @@
+// AgentService (agent/service/agent_service.h): the allocator made durable through a real
+// LeaseStore in a temp dir, with a fake PortProbe for the host's sockets and the store's FileOps
+// seam for disk failures. Every acknowledged change must survive reopening the store.
+
+#include "agent/service/agent_service.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <future>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/agent-store/faulty_file_ops.h"
+#include "tests/unit/agent-store/store_test_util.h"
+#include "tests/unit/agent/fake_port_probe.h"
+
+namespace hostport::agent {
+namespace {
+
+using ::testing::HasSubstr;
+using store::LeaseStore;
+using store::StoreOptions;
+using store::testing::FaultyFileOps;
+using store::testing::TempDir;
+using Op = FaultyFileOps::Op;
+
+constexpr auto kWait = std::chrono::seconds(30);
+
+std::vector<PoolSpec> pools() {
+  return {{"default", {{30000, 30009}}, {}, Strategy::kLowest},
+          {"media", {{20000, 20099}}, {PortProtocol::kUdp}, Strategy::kLowest}};
+}
+
+AllocationRequest request(const std::string& containerId, const std::string& ns,
+                          const std::string& pod, std::string ifname = "eth0") {
+  AllocationRequest r;
+  r.key = {containerId, std::move(ifname)};
+  r.pod = {ns, pod, "uid-" + containerId};
+  r.netns = "/run/netns/" + containerId;
+  r.dynamics.push_back({"web", 80, 1, PortProtocol::kTcp});
+  return r;
+}
+
+/// Waits for an async result; a missing callback fails the test instead of hanging it.
+template <typename T>
+class Waiter {
+ public:
+  std::function<void(T)> callback() {
+    return [this](T value) { promise_.set_value(std::move(value)); };
+  }
+  T get() {
+    auto future = promise_.get_future();
+    if (future.wait_for(kWait) != std::future_status::ready) {
+      ADD_FAILURE() << "the callback never came";
+      std::abort();
+    }
+    return future.get();
+  }
+
+ private:
+  std::promise<T> promise_;
+};
+
+/// One agent's worth of objects on a state dir: the store, the metrics and the service.
+/// Destroyed in reverse order, after the test has waited for every callback.
+class Agent {
+ public:
+  Agent(const TempDir& dir, FakePortProbe& probe, std::shared_ptr<store::FileOps> fileOps = {},
+        ServiceOptions options = {}) {
+    StoreOptions storeOptions;
+    storeOptions.fileOps = std::move(fileOps);
+    auto opened = LeaseStore::open(dir.path(), storeOptions);
+    if (!opened) {
+      ADD_FAILURE() << "open: " << opened.error().message;
+      std::abort();
+    }
+    store_ = std::move(*opened);
+    auto leases = store_->recover();
+    if (!leases) {
+      ADD_FAILURE() << "recover: " << leases.error().message;
+      std::abort();
+    }
+    recovered_ = *leases;
+    auto allocator = Allocator::create(pools(), [] { return uint64_t{42}; });
+    if (!allocator) {
+      ADD_FAILURE() << "allocator: " << allocator.error().message;
+      std::abort();
+    }
+    for (const auto& lease : recovered_) {
+      if (auto restored = allocator->restore(lease); !restored) {
+        ADD_FAILURE() << "restore: " << restored.error().message;
+      }
+    }
+    service_ = std::make_unique<AgentService>(
+        std::move(*allocator), *store_,
+        [&probe]() -> Result<std::unique_ptr<PortProbe>> {
+          return std::make_unique<FakePortProbe>(probe);
+        },
+        metrics_, options);
+  }
+  ~Agent() {
+    // The store calls back into the service (a queued compaction's `done` takes its mutex), so
+    // every queued item must be done before the service goes. The store acknowledges in
+    // submission order: a record submitted straight to the store (not through the service,
+    // which could queue one more compaction) is a barrier behind everything queued before.
+    Waiter<Result<void>> barrier;
+    store_->submit({store::JournalRecord::Kind::kRelease, Lease{{"barrier", "eth0"}, {}, {}, {}, {}}},
+                   barrier.callback());
+    (void)barrier.get();  // fails when the store failed earlier; drained all the same
+    service_.reset();
+    store_.reset();
+  }
+
+  AgentService& service() { return *service_; }
+  LeaseStore& store() { return *store_; }
+  const std::vector<Lease>& recovered() const { return recovered_; }
+
+  Result<Lease> allocate(const AllocationRequest& r) {
+    Waiter<Result<Lease>> waiter;
+    service_->allocate(r, waiter.callback());
+    return waiter.get();
+  }
+  Result<std::optional<Lease>> release(const AttachmentKey& key) {
+    Waiter<Result<std::optional<Lease>>> waiter;
+    service_->release(key, waiter.callback());
+    return waiter.get();
+  }
+  Result<std::vector<Lease>> releaseContainer(const std::string& containerId) {
+    Waiter<Result<std::vector<Lease>>> waiter;
+    service_->releaseContainer(containerId, waiter.callback());
+    return waiter.get();
+  }
+  Result<std::vector<Lease>> collectGarbage(const std::set<AttachmentKey>& valid) {
+    Waiter<Result<std::vector<Lease>>> waiter;
+    service_->collectGarbage(valid, waiter.callback());
+    return waiter.get();
+  }
+
+ private:
+  Metrics metrics_;
+  std::unique_ptr<LeaseStore> store_;
+  std::vector<Lease> recovered_;
+  std::unique_ptr<AgentService> service_;
+};
+
+/// The leases that a fresh agent recovers from `dir`.
+std::vector<Lease> recoverFrom(const TempDir& dir) {
+  FakePortProbe probe;
+  Agent agent(dir, probe);
+  return agent.recovered();
+}
+
+std::set<std::string> keysOf(const std::vector<Lease>& leases) {
+  std::set<std::string> keys;
+  for (const auto& lease : leases) keys.insert(lease.key.str());
+  return keys;
+}
+
+class AgentServiceTest : public ::testing::Test {
+ protected:
+  TempDir dir_;
+  FakePortProbe probe_;
+};
+
+TEST_F(AgentServiceTest, AllocationIsDurable) {
+  Lease granted;
+  {
+    Agent agent(dir_, probe_);
+    auto lease = agent.allocate(request("c1", "ns", "pod-1"));
+    ASSERT_TRUE(lease.has_value()) << lease.error().message;
+    ASSERT_EQ(lease->ports.size(), 1u);
+    EXPECT_EQ(lease->ports[0].hostPort, 30000);
+    EXPECT_EQ(lease->ports[0].containerPort, 80);
+    EXPECT_EQ(lease->ports[0].name, "web");
+    EXPECT_EQ(lease->pool, "default");
+    EXPECT_EQ(lease->pod.name, "pod-1");
+    EXPECT_EQ(agent.service().get({"c1", "eth0"}), *lease);
+    EXPECT_TRUE(agent.service().healthy());
+    granted = *lease;
+  }
+  const auto recovered = recoverFrom(dir_);
+  ASSERT_EQ(recovered.size(), 1u);
+  EXPECT_EQ(recovered[0], granted);
+}
+
+TEST_F(AgentServiceTest, RecoveredLeasesKeepTheirPorts) {
+  {
+    Agent agent(dir_, probe_);
+    ASSERT_TRUE(agent.allocate(request("c1", "ns", "pod-1")));
+  }
+  Agent agent(dir_, probe_);
+  ASSERT_EQ(agent.recovered().size(), 1u);
+  // The restored lease holds 30000, so the next pod gets 30001; the same key gets its lease back.
+  auto next = agent.allocate(request("c2", "ns", "pod-2"));
+  ASSERT_TRUE(next.has_value()) << next.error().message;
+  EXPECT_EQ(next->ports.at(0).hostPort, 30001);
+  auto again = agent.allocate(request("c1", "ns", "pod-1"));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(*again, agent.recovered()[0]);
+}
+
+TEST_F(AgentServiceTest, RepeatedAllocateReturnsTheSameLease) {
+  Agent agent(dir_, probe_);
+  auto first = agent.allocate(request("c1", "ns", "pod-1"));
+  auto second = agent.allocate(request("c1", "ns", "pod-1"));
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(*first, *second);
+  EXPECT_EQ(agent.service().list("", "").size(), 1u);
+}
+
+TEST_F(AgentServiceTest, ReleaseIsDurable) {
+  {
+    Agent agent(dir_, probe_);
+    auto lease = agent.allocate(request("c1", "ns", "pod-1"));
+    ASSERT_TRUE(agent.allocate(request("c2", "ns", "pod-2")));
+    ASSERT_TRUE(lease.has_value());
+    auto released = agent.release({"c1", "eth0"});
+    ASSERT_TRUE(released.has_value()) << released.error().message;
+    ASSERT_TRUE(released->has_value());
+    EXPECT_EQ(**released, *lease);
+    EXPECT_FALSE(agent.service().get({"c1", "eth0"}).has_value());
+  }
+  EXPECT_EQ(keysOf(recoverFrom(dir_)), std::set<std::string>{"c2/eth0"});
+}
+
+TEST_F(AgentServiceTest, ReleasedPortIsFreeAgain) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "pod-1")));
+  ASSERT_TRUE(agent.release({"c1", "eth0"}));
+  auto lease = agent.allocate(request("c2", "ns", "pod-2"));
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->ports.at(0).hostPort, 30000);  // lowest-free
+}
+
+TEST_F(AgentServiceTest, ReleaseOfAnUnknownKeySucceedsWithNothing) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "pod-1")));
+  auto released = agent.release({"nobody", "eth0"});
+  ASSERT_TRUE(released.has_value()) << released.error().message;
+  EXPECT_FALSE(released->has_value());
+  // Twice is fine too (DEL comes twice per pod).
+  ASSERT_TRUE(agent.release({"c1", "eth0"}).value().has_value());
+  auto again = agent.release({"c1", "eth0"});
+  ASSERT_TRUE(again.has_value());
+  EXPECT_FALSE(again->has_value());
+}
+
+TEST_F(AgentServiceTest, ReleaseContainerTakesEveryInterface) {
+  {
+    Agent agent(dir_, probe_);
+    ASSERT_TRUE(agent.allocate(request("c1", "ns", "pod-1", "eth0")));
+    ASSERT_TRUE(agent.allocate(request("c1", "ns", "pod-1", "net1")));
+    ASSERT_TRUE(agent.allocate(request("c2", "ns", "pod-2")));
+    auto released = agent.releaseContainer("c1");
+    ASSERT_TRUE(released.has_value()) << released.error().message;
+    EXPECT_EQ(keysOf(*released), (std::set<std::string>{"c1/eth0", "c1/net1"}));
+    auto none = agent.releaseContainer("c1");
+    ASSERT_TRUE(none.has_value());
+    EXPECT_TRUE(none->empty());
+  }
+  EXPECT_EQ(keysOf(recoverFrom(dir_)), std::set<std::string>{"c2/eth0"});
+}
+
+TEST_F(AgentServiceTest, CollectGarbageReleasesExactlyTheInvalid) {
+  {
+    Agent agent(dir_, probe_);
+    for (const char* id : {"c1", "c2", "c3", "c4"}) {
+      ASSERT_TRUE(agent.allocate(request(id, "ns", std::string("pod-") + id)));
+    }
+    // Valid keys that hold no lease are ignored; c1 on another ifname is a different key.
+    auto released = agent.collectGarbage(
+        {{"c2", "eth0"}, {"c4", "eth0"}, {"c9", "eth0"}, {"c1", "net1"}});
+    ASSERT_TRUE(released.has_value()) << released.error().message;
+    EXPECT_EQ(keysOf(*released), (std::set<std::string>{"c1/eth0", "c3/eth0"}));
+    EXPECT_EQ(keysOf(agent.service().list("", "")),
+              (std::set<std::string>{"c2/eth0", "c4/eth0"}));
+    // Nothing left to collect: an empty answer.
+    auto again = agent.collectGarbage({{"c2", "eth0"}, {"c4", "eth0"}});
+    ASSERT_TRUE(again.has_value());
+    EXPECT_TRUE(again->empty());
+  }
+  EXPECT_EQ(keysOf(recoverFrom(dir_)), (std::set<std::string>{"c2/eth0", "c4/eth0"}));
+}
+
+TEST_F(AgentServiceTest, CollectGarbageWithNoValidKeysReleasesEverything) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
+  ASSERT_TRUE(agent.allocate(request("c2", "ns", "p2")));
+  auto released = agent.collectGarbage({});
+  ASSERT_TRUE(released.has_value());
+  EXPECT_EQ(released->size(), 2u);
+  EXPECT_TRUE(agent.service().list("", "").empty());
+}
+
+TEST_F(AgentServiceTest, ListFiltersByNamespaceAndPod) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "games", "server-0")));
+  ASSERT_TRUE(agent.allocate(request("c2", "games", "server-1")));
+  ASSERT_TRUE(agent.allocate(request("c3", "media", "server-0")));
+  auto& service = agent.service();
+  EXPECT_EQ(keysOf(service.list("", "")),
+            (std::set<std::string>{"c1/eth0", "c2/eth0", "c3/eth0"}));
+  EXPECT_EQ(keysOf(service.list("games", "")), (std::set<std::string>{"c1/eth0", "c2/eth0"}));
+  EXPECT_EQ(keysOf(service.list("", "server-0")), (std::set<std::string>{"c1/eth0", "c3/eth0"}));
+  EXPECT_EQ(keysOf(service.list("media", "server-0")), std::set<std::string>{"c3/eth0"});
+  EXPECT_TRUE(service.list("media", "server-1").empty());
+  EXPECT_TRUE(service.list("nope", "").empty());
+  // Filters are exact, not prefixes.
+  EXPECT_TRUE(service.list("game", "").empty());
+  EXPECT_TRUE(service.list("", "server").empty());
+}
+
+TEST_F(AgentServiceTest, UsageAndPoolsReflectLeases) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
+  const auto usage = agent.service().usage();
+  ASSERT_EQ(usage.size(), 2u);
+  EXPECT_EQ(usage[0].name, "default");
+  EXPECT_EQ(usage[0].size, 10u);
+  EXPECT_EQ(usage[0].used, 1u);
+  EXPECT_EQ(usage[1].name, "media");
+  EXPECT_EQ(usage[1].used, 0u);
+  const auto specs = agent.service().pools();
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[1].protocols, std::vector<PortProtocol>{PortProtocol::kUdp});
+}
+
+TEST_F(AgentServiceTest, HostSocketsAreSkippedAndStaticClaimsChecked) {
+  probe_.bind(nft::Protocol::kTcp, 30000, {1234, "nginx"});
+  probe_.bind(nft::Protocol::kTcp, 8080, {99, "sshd"});
+  Agent agent(dir_, probe_);
+  auto lease = agent.allocate(request("c1", "ns", "p1"));
+  ASSERT_TRUE(lease.has_value()) << lease.error().message;
+  EXPECT_EQ(lease->ports.at(0).hostPort, 30001);
+
+  AllocationRequest claim = request("c2", "ns", "p2");
+  claim.dynamics.clear();
+  claim.statics.push_back({8080, 80, PortProtocol::kTcp, std::nullopt});
+  auto refused = agent.allocate(claim);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+  EXPECT_THAT(refused.error().message, HasSubstr("8080"));
+  EXPECT_FALSE(agent.service().get({"c2", "eth0"}).has_value());
+  EXPECT_TRUE(agent.service().healthy()) << "a refused request is not a store failure";
+
+  const auto metrics = agent.service().metricsText();
+  EXPECT_THAT(metrics, HasSubstr("hostport_conflicts_total{kind=\"static_claim\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("hostport_conflicts_total{kind=\"host_socket\"} "));
+}
+
+TEST_F(AgentServiceTest, ExhaustedPoolIsAnErrorAndNothingIsWritten) {
+  Agent agent(dir_, probe_);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(agent.allocate(request("c" + std::to_string(i), "ns", "p")));
+  }
+  const auto records = agent.store().stats().records;
+  auto refused = agent.allocate(request("c10", "ns", "p"));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kExhausted);
+  EXPECT_EQ(agent.store().stats().records, records);
+}
+
+TEST_F(AgentServiceTest, MetricsTextHasTheExpectedFamilies) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
+  ASSERT_TRUE(agent.allocate(request("c2", "ns", "p2")));
+  ASSERT_TRUE(agent.release({"c2", "eth0"}));
+  const auto text = agent.service().metricsText();
+  for (const auto& [family, type] : std::vector<std::pair<std::string, std::string>>{
+           {"hostport_leases", "gauge"},
+           {"hostport_pool_ports", "gauge"},
+           {"hostport_pool_free_ports", "gauge"},
+           {"hostport_allocation_duration_seconds", "histogram"},
+           {"hostport_releases_total", "counter"},
+           {"hostport_conflicts_total", "counter"},
+           {"hostport_errors_total", "counter"},
+           {"hostport_journal_records_total", "counter"},
+           {"hostport_journal_fsyncs_total", "counter"},
+           {"hostport_journal_bytes", "gauge"},
+       }) {
+    EXPECT_THAT(text, HasSubstr("# HELP " + family + " ")) << family;
+    EXPECT_THAT(text, HasSubstr("# TYPE " + family + " " + type + "\n")) << family;
+  }
+  EXPECT_THAT(text, HasSubstr("\nhostport_leases 1\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_pool_ports{pool=\"default\"} 10\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_pool_ports{pool=\"media\"} 100\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_pool_free_ports{pool=\"default\"} 9\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_allocation_duration_seconds_count 2\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_allocation_duration_seconds_bucket{le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_releases_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_journal_records_total 3\n"));
+  // Every line is a comment or "name[{labels}] value".
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = text.find('\n', start);
+    ASSERT_NE(end, std::string::npos) << "the exposition must end with a newline";
+    const auto line = text.substr(start, end - start);
+    EXPECT_TRUE(line.starts_with("# HELP ") || line.starts_with("# TYPE ") ||
+                (line.starts_with("hostport_") && line.find(' ') != std::string::npos))
+        << line;
+    start = end + 1;
+  }
+}
+
+TEST_F(AgentServiceTest, CompactionKeepsEveryLease) {
+  {
+    Agent agent(dir_, probe_, {}, ServiceOptions{1});  // compact after every write
+    for (int i = 0; i < 6; ++i) {
+      ASSERT_TRUE(agent.allocate(request("c" + std::to_string(i), "ns", "p")));
+    }
+    ASSERT_TRUE(agent.release({"c2", "eth0"}));
+    // Compactions run on the committer thread, queued behind records; wait until one has.
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (agent.store().stats().compactions == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_GE(agent.store().stats().compactions, 1u);
+    EXPECT_TRUE(agent.service().healthy());
+  }
+  EXPECT_EQ(keysOf(recoverFrom(dir_)),
+            (std::set<std::string>{"c0/eth0", "c1/eth0", "c3/eth0", "c4/eth0", "c5/eth0"}));
+}
+
+TEST_F(AgentServiceTest, StoreFailureMakesTheAgentUnhealthy) {
+  auto faulty = std::make_shared<FaultyFileOps>();
+  {
+    Agent agent(dir_, probe_, faulty);
+    ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
+    faulty->failAlways(Op::kFdatasync, EIO);
+
+    auto lease = agent.allocate(request("c2", "ns", "p2"));
+    ASSERT_FALSE(lease.has_value());
+    EXPECT_EQ(lease.error().code, ErrorCode::kIo) << lease.error().message;
+    EXPECT_FALSE(agent.service().healthy());
+    // The failed grant is not served from memory either.
+    EXPECT_FALSE(agent.service().get({"c2", "eth0"}).has_value());
+    EXPECT_THAT(agent.service().metricsText(),
+                HasSubstr("hostport_errors_total{code=\"journal_write\"} 1\n"));
+
+    // From now on every mutation is refused until a restart recovers from disk.
+    auto refused = agent.allocate(request("c3", "ns", "p3"));
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+    auto release = agent.release({"c1", "eth0"});
+    ASSERT_FALSE(release.has_value());
+    EXPECT_EQ(release.error().code, ErrorCode::kUnavailable);
+    EXPECT_TRUE(agent.service().get({"c1", "eth0"}).has_value());
+    auto gc = agent.collectGarbage({});
+    ASSERT_FALSE(gc.has_value());
+    EXPECT_EQ(gc.error().code, ErrorCode::kUnavailable);
+    auto container = agent.releaseContainer("c1");
+    ASSERT_FALSE(container.has_value());
+    EXPECT_EQ(container.error().code, ErrorCode::kUnavailable);
+    // Reads still work: operators can see what the agent holds.
+    EXPECT_EQ(agent.service().list("", "").size(), 1u);
+  }
+  // The acknowledged lease survived; the failed one is "unknown" (it may or may not be there).
+  const auto recovered = keysOf(recoverFrom(dir_));
+  EXPECT_TRUE(recovered.contains("c1/eth0"));
+  EXPECT_FALSE(recovered.contains("c3/eth0"));
+}
+
+TEST_F(AgentServiceTest, FailedReleaseKeepsTheLeaseInMemory) {
+  auto faulty = std::make_shared<FaultyFileOps>();
+  Agent agent(dir_, probe_, faulty);
+  auto lease = agent.allocate(request("c1", "ns", "p1"));
+  ASSERT_TRUE(lease.has_value());
+  faulty->failAlways(Op::kPwrite, ENOSPC);
+  auto released = agent.release({"c1", "eth0"});
+  ASSERT_FALSE(released.has_value());
+  EXPECT_FALSE(agent.service().healthy());
+  // Not on disk as released, so not released: the port must not be handed out again.
+  EXPECT_EQ(agent.service().get({"c1", "eth0"}), *lease);
+}
+
+TEST_F(AgentServiceTest, ProbeFailureFailsTheRequestButNotTheAgent) {
+  auto opened = LeaseStore::open(dir_.path());
+  ASSERT_TRUE(opened.has_value());
+  ASSERT_TRUE((*opened)->recover().has_value());
+  Metrics metrics;
+  {
+    AgentService service(
+        Allocator::create(pools(), [] { return uint64_t{1}; }).value(), **opened,
+        []() -> Result<std::unique_ptr<PortProbe>> {
+          return fail(ErrorCode::kKernel, "sock_diag: permission denied");
+        },
+        metrics);
+    Waiter<Result<Lease>> waiter;
+    service.allocate(request("c1", "ns", "p1"), waiter.callback());
+    auto lease = waiter.get();
+    ASSERT_FALSE(lease.has_value());
+    EXPECT_EQ(lease.error().code, ErrorCode::kKernel);
+    EXPECT_TRUE(service.healthy());
+    EXPECT_TRUE(service.list("", "").empty());
+  }
+}
+
+}  // namespace
+}  // namespace hostport::agent
