@@ -1,0 +1,157 @@
+// hostport-bench-agent-startup: how long hostport-agent takes from exec to a ready control
+// socket, what it logs for its own recovery, and its resident memory once idle.
+//
+//   --agent PATH --state-dir DIR --socket PATH [--netns PATH] [--port-range R] [--runs 3]
+//   [--settle-ms 500] [--log FILE]
+//
+// Each run forks, joins --netns (so the agent's sysctl and socket probe see only that netns),
+// execs the agent with stderr to the log file, and polls GET /readyz every millisecond through
+// AgentClient. Once ready it waits --settle-ms, reads VmRSS and VmHWM from /proc/<pid>/status,
+// and stops the agent with SIGTERM. The agent's own line "recovered N leases from DIR in X ms"
+// is read from the log. Prints one JSON object:
+//   {"runs":[{"readyMs","recoveredLeases","recoveredMs","vmRssKiB","vmHwmKiB"}...],
+//    "readyMsMedian","recoveredMsMedian","vmRssKiBMedian"}
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/api/agent_client.h"
+#include "bench/bench_util.h"
+
+namespace hostport::bench {
+namespace {
+
+using nlohmann::json;
+
+long statusKiB(pid_t pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+json runOnce(const Args& args, const std::string& logPath) {
+  std::vector<std::string> argv = {args.get("agent"),
+                                   "--state-dir",
+                                   args.get("state-dir"),
+                                   "--socket",
+                                   args.get("socket"),
+                                   "--log-level",
+                                   "info"};
+  if (args.has("port-range")) {
+    argv.push_back("--port-range");
+    argv.push_back(args.get("port-range"));
+  }
+  std::vector<char*> argvp;
+  for (auto& arg : argv) argvp.push_back(arg.data());
+  argvp.push_back(nullptr);
+  const int logFd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (logFd < 0) die("cannot create " + logPath);
+  int nsFd = -1;
+  if (args.has("netns")) {
+    nsFd = ::open(args.get("netns").c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsFd < 0) die("cannot open " + args.get("netns"));
+  }
+  const auto client =
+      agent::api::AgentClient::forSocket(args.get("socket"), std::chrono::milliseconds(200));
+  const auto started = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) die("fork failed");
+  if (pid == 0) {
+    if (nsFd >= 0 && ::setns(nsFd, CLONE_NEWNET) != 0) _exit(126);
+    ::dup2(logFd, 2);
+    ::execv(argvp[0], argvp.data());
+    _exit(127);
+  }
+  ::close(logFd);
+  if (nsFd >= 0) ::close(nsFd);
+  double readyMs = -1;
+  for (;;) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      die("the agent exited before it was ready; log:\n" + readFile(logPath));
+    }
+    if (auto ready = client.getText("/readyz"); ready) {
+      readyMs = msSince(started);
+      break;
+    }
+    if (msSince(started) > 120'000) {
+      ::kill(pid, SIGKILL);
+      die("the agent was not ready after 120 s; log:\n" + readFile(logPath));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(args.getLong("settle-ms", 500)));
+  const long rss = statusKiB(pid, "VmRSS");
+  const long hwm = statusKiB(pid, "VmHWM");
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+
+  const std::string log = readFile(logPath);
+  std::smatch match;
+  long leases = -1;
+  long recoveredMs = -1;
+  static const std::regex kRecovered(R"(recovered (\d+) leases from .* in (\d+) ms)");
+  if (std::regex_search(log, match, kRecovered)) {
+    leases = std::stol(match[1]);
+    recoveredMs = std::stol(match[2]);
+  }
+  return {{"readyMs", readyMs},
+          {"recoveredLeases", leases},
+          {"recoveredMs", recoveredMs},
+          {"vmRssKiB", rss},
+          {"vmHwmKiB", hwm},
+          {"exitStatus", WIFEXITED(status) ? WEXITSTATUS(status) : -1}};
+}
+
+}  // namespace
+}  // namespace hostport::bench
+
+int main(int argc, char** argv) {
+  using namespace hostport::bench;
+  const Args args(argc, argv);
+  if (args.has("help") || !args.has("agent") || !args.has("state-dir") || !args.has("socket")) {
+    std::cout << "usage: hostport-bench-agent-startup --agent PATH --state-dir DIR --socket PATH "
+                 "[--netns PATH] [--port-range R] [--runs 3] [--settle-ms 500] [--log FILE]\n";
+    return args.has("help") ? 0 : 2;
+  }
+  const long runs = std::max(1L, args.getLong("runs", 3));
+  const std::string logPath = args.get("log", args.get("state-dir") + ".agent.log");
+  json all = json::array();
+  std::vector<double> ready, recovered, rss;
+  for (long i = 0; i < runs; ++i) {
+    json run = runOnce(args, logPath);
+    ready.push_back(run["readyMs"].get<double>());
+    recovered.push_back(run["recoveredMs"].get<double>());
+    rss.push_back(run["vmRssKiB"].get<double>());
+    all.push_back(run);
+  }
+  json out = {{"runs", all},
+              {"readyMsMedian", percentile(ready, 50)},
+              {"recoveredMsMedian", percentile(recovered, 50)},
+              {"vmRssKiBMedian", percentile(rss, 50)}};
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
