@@ -1,5 +1,6 @@
 #include "cni-plugin/plugin_config.h"
 
+#include "common/bounded_json.h"
 #include "common/quote.h"
 
 #include <map>
@@ -31,22 +32,9 @@ std::unexpected<Error> missing(std::string_view field) {
 /// The depth limit keeps hostile input from exhausting the stack in code that walks the
 /// document recursively (copies, dumps).
 Result<json> parseDocument(std::string_view text) {
-  if (text.size() > kMaxConfigBytes) {
-    return fail(ErrorCode::kDecode, "stdin: " + std::to_string(text.size()) +
-                                        " bytes exceed the limit of " +
-                                        std::to_string(kMaxConfigBytes));
-  }
-  bool tooDeep = false;
-  const json::parser_callback_t limitDepth = [&tooDeep](int depth, json::parse_event_t, json&) {
-    tooDeep = tooDeep || depth > kMaxNestingDepth;
-    return !tooDeep;
-  };
-  json document = json::parse(text.begin(), text.end(), limitDepth, /*allow_exceptions=*/false);
-  if (tooDeep) {
-    return fail(ErrorCode::kDecode,
-                "stdin: JSON nested deeper than " + std::to_string(kMaxNestingDepth) + " levels");
-  }
-  if (document.is_discarded()) return fail(ErrorCode::kDecode, "stdin: not valid JSON");
+  auto parsed = parseBoundedJson(text, "stdin", kMaxConfigBytes, kMaxNestingDepth);
+  if (!parsed) return parsed;
+  json document = std::move(*parsed);
   if (!document.is_object()) {
     return invalidValue(ErrorCode::kDecode, "stdin", document, "must be a JSON object");
   }

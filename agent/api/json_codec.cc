@@ -1,5 +1,7 @@
 #include "agent/api/json_codec.h"
 
+#include "common/bounded_json.h"
+
 #include <limits>
 #include <set>
 
@@ -314,23 +316,7 @@ Result<std::vector<Lease>> leaseArray(const json& body, std::string_view member)
 }  // namespace
 
 Result<json> parseBody(std::string_view body, std::size_t maxBytes) {
-  if (body.size() > maxBytes) {
-    return fail(ErrorCode::kDecode, "body: " + std::to_string(body.size()) +
-                                        " bytes exceed the limit of " + std::to_string(maxBytes));
-  }
-  bool tooDeep = false;
-  // Depth is bounded so hostile input cannot exhaust the stack in code that walks the document.
-  const json::parser_callback_t limitDepth = [&tooDeep](int depth, json::parse_event_t, json&) {
-    tooDeep = tooDeep || depth > kMaxNestingDepth;
-    return !tooDeep;
-  };
-  json document = json::parse(body.begin(), body.end(), limitDepth, /*allow_exceptions=*/false);
-  if (tooDeep) {
-    return fail(ErrorCode::kDecode,
-                "body: JSON nested deeper than " + std::to_string(kMaxNestingDepth) + " levels");
-  }
-  if (document.is_discarded()) return fail(ErrorCode::kDecode, "body: not valid JSON");
-  return document;
+  return parseBoundedJson(body, "body", maxBytes, kMaxNestingDepth);
 }
 
 std::string dumpBody(const json& body) {
