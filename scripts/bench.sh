@@ -19,9 +19,10 @@ Measures, in private network namespaces only (nothing touches the root netns):
      empty and with 50,000 leases.
 
 options:
-  --quick               smaller N (0,200,1000), fewer samples; about 2-4 minutes after the build
+  --quick               smaller N (0,200,1000), fewer samples; about 1-2 minutes after the build
   --sizes LIST          mappings installed before measuring (default 0,1000,5000)
-  --samples N           ADD+DEL pairs per size and plugin (default 40; quick 10)
+  --samples N           ADD+DEL pairs per size for hostport (default 100; quick 20)
+  --portmap-samples N   the same for portmap, whose ADD takes up to a second (default 40; quick 10)
   --bulk B              mappings per prepopulation ADD (default 10)
   --portmap-budget S    seconds portmap may take; larger sizes are skipped and reported
                         (default 1500; quick 120)
@@ -42,6 +43,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 quick=0
 sizes=""
 samples=""
+portmap_samples=""
 bulk=10
 portmap_budget=""
 leases=50000
@@ -55,6 +57,7 @@ while (($#)); do
     --quick) quick=1 ;;
     --sizes) sizes=$2; shift ;;
     --samples) samples=$2; shift ;;
+    --portmap-samples) portmap_samples=$2; shift ;;
     --bulk) bulk=$2; shift ;;
     --portmap-budget) portmap_budget=$2; shift ;;
     --leases) leases=$2; shift ;;
@@ -69,11 +72,11 @@ while (($#)); do
 done
 
 if ((quick)); then
-  : "${sizes:=0,200,1000}" "${samples:=10}" "${portmap_budget:=120}"
-  tcp_seconds=1; tcp_rounds=1; load_seconds=2; startup_runs=2
+  : "${sizes:=0,200,1000}" "${samples:=20}" "${portmap_samples:=10}" "${portmap_budget:=120}"
+  tcp_seconds=1; tcp_rounds=3; load_seconds=2; startup_runs=2
 else
-  : "${sizes:=0,1000,5000}" "${samples:=40}" "${portmap_budget:=1500}"
-  tcp_seconds=2; tcp_rounds=5; load_seconds=5; startup_runs=5
+  : "${sizes:=0,1000,5000}" "${samples:=100}" "${portmap_samples:=40}" "${portmap_budget:=1500}"
+  tcp_seconds=2; tcp_rounds=7; load_seconds=5; startup_runs=5
 fi
 section() { [[ ",$only," == *",$1,"* ]]; }
 log() { printf '%s bench: %s\n' "$(date +%T)" "$*" >&2; }
@@ -247,13 +250,15 @@ started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 run_started=$SECONDS
 log "mode $( ((quick)) && echo quick || echo full), sizes $sizes, load average $load_start"
 
-cni_common=(--node-ip 192.0.2.1 --container-port 8080 --bulk "$bulk" --samples "$samples")
+cni_common=(--node-ip 192.0.2.1 --container-port 8080 --bulk "$bulk")
 if section cni; then
   for kind in hostport portmap hostport-agent; do
-    log "CNI $kind: sizes $sizes, $samples samples each"
+    kind_samples=$samples
+    [[ $kind == portmap ]] && kind_samples=$portmap_samples
+    log "CNI $kind: sizes $sizes, $kind_samples samples each"
     node_up "$kind"
     args=(--kind "$kind" --node-netns "/run/netns/$node_ns" --pod-netns "/run/netns/$pod_ns"
-      --prev-result "$prev_result" --sizes "$sizes" "${cni_common[@]}")
+      --prev-result "$prev_result" --sizes "$sizes" --samples "$kind_samples" "${cni_common[@]}")
     case $kind in
       hostport)
         args+=(--plugin "$hostport_bin" --tcp-client "$tcp_bench" --tcp-seconds "$tcp_seconds"
@@ -335,7 +340,8 @@ jq -n \
   --arg dirty "$(git -C "$repo" status --porcelain 2>/dev/null | grep -q . && echo yes || echo no)" \
   --arg pluginsVersion "$portmap_version" \
   --arg iptables "$(iptables -V)" --arg nft "$(nft -v)" \
-  --arg sizes "$sizes" --argjson samples "$samples" --argjson bulk "$bulk" \
+  --arg sizes "$sizes" --argjson samples "$samples" --argjson portmapSamples "$portmap_samples" \
+  --argjson bulk "$bulk" \
   --argjson tcpSeconds "$tcp_seconds" --argjson tcpRounds "$tcp_rounds" \
   --argjson leases "$leases" \
   --argjson hostport "$(slurp "$tmp/cni-hostport.jsonl")" \
@@ -348,7 +354,7 @@ jq -n \
   --argjson kibSnapshot "$(number_or_null "$tmp/recovery-snapshot.kib")" \
   --argjson kibJournal "$(number_or_null "$tmp/recovery-journal.kib")" \
   '
-  def rows($x): [$x[] | select(.done != true)];
+  def rows($x): [$x[] | select(.done != true) | del(.addSamplesMs, .delSamplesMs)];
   def fin($x): ([$x[] | select(.done == true)] | first);
   {
     date: $date, mode: $mode, seconds: $seconds,
@@ -357,7 +363,8 @@ jq -n \
     versions: {hostport: ($commit + (if $dirty == "yes" then " (uncommitted changes)" else "" end)),
                containernetworkingPlugins: $pluginsVersion, iptables: $iptables, nft: $nft},
     method: {
-      sizes: $sizes, samplesPerSize: $samples, mappingsPerPrepopulationAdd: $bulk,
+      sizes: $sizes, samplesPerSize: $samples, portmapSamplesPerSize: $portmapSamples,
+      mappingsPerPrepopulationAdd: $bulk,
       cniVersion: "1.0.0",
       prevResult: "one real bridge (host-local) ADD per plugin for the measured pod netns; measured ADD/DEL samples reuse it with a distinct container ID each (ADD then DEL); prepopulated mappings come from the same plugin ADD in bulk, one fabricated pod per ADD with the prevResult IP rewritten to a distinct 10.88.x.y",
       latency: "wall time from fork to reaping of the plugin process, run in the node netns with the CNI_* env and the config on stdin; p99 is nearest-rank over the samples",
@@ -442,7 +449,7 @@ end_marker='<!-- bench.sh: end of the generated part -->'
     "# Benchmarks: hostport vs Debian portmap\n",
     "Generated by `scripts/bench.sh\(if .mode == "quick" then " --quick" else "" end)` on \(.date) (\(.mode) run, \(.seconds) s). Machine: \(.machine.cores) cores (\(.machine.cpu)), \(.machine.memory), kernel \(.machine.kernel); load average \(.machine.loadAverageStart) at the start, \(.machine.loadAverageEnd) at the end (other builds ran at the same time: absolute figures are noisy, ratios measured side by side much less so). hostport \(.versions.hostport); portmap from containernetworking-plugins \(.versions.containernetworkingPlugins); \(.versions.iptables); \(.versions.nft). Raw figures: `benchmarks.json`.\n",
     "## CNI ADD / DEL latency (ms) with N mappings installed\n",
-    "Each plugin runs as a runtime runs it (process, CNI_* env, config with a real bridge prevResult on stdin, cniVersion 1.0.0) in a private node netns; \(.method.samplesPerSize) ADD+DEL pairs per size; the N mappings were installed by the same plugin, \(.method.mappingsPerPrepopulationAdd) per ADD. hostport rows are standalone (`\"agentSocket\": \"\"`, a static hostPort, like portmap); the agent row asks for a dynamic port by annotation.\n",
+    "Each plugin runs as a runtime runs it: a process with the CNI_* env and the config on stdin (cniVersion 1.0.0), in a private node netns, chained after a real prevResult: Debian'"'"'s bridge + host-local ran once per plugin for the measured pod netns, and every sample reuses that prevResult with a distinct container ID (ADD, then DEL of the same attachment). \(.method.samplesPerSize) ADD+DEL pairs per size for hostport, \(.method.portmapSamplesPerSize) for portmap; p99 is nearest-rank. The N mappings were installed first by the same plugin'"'"'s ADD, \(.method.mappingsPerPrepopulationAdd) mappings per ADD, each ADD a fabricated pod (that prevResult with a distinct IP of the bridge subnet). hostport rows are standalone (`\"agentSocket\": \"\"`, a static hostPort, like portmap); the agent row asks hostport-agent for a dynamic port by annotation.\n",
     "| plugin | N | ADD p50 | ADD p99 | DEL p50 | DEL p99 | prepopulation |",
     "|---|---:|---:|---:|---:|---:|---|",
     ((["hostport", "hostport"], ["portmap", "portmap"], ["hostportAgent", "hostport + agent"]) as [$key, $title]
