@@ -71,25 +71,40 @@ int onData(const nlmsghdr* nlh, void* data) noexcept {
   return MNL_CB_OK;
 }
 
-int onError(const nlmsghdr* nlh, void* data) noexcept {
-  auto& state = *static_cast<ReplyState*>(data);
-  const Bytes body = wholeMessage(nlh).subspan(NLMSG_HDRLEN);
+/// What one NLMSG_ERROR says: errno 0 is an ACK.
+struct ErrorReply {
+  int errnum = 0;
+  std::string extack;
+};
+
+std::optional<ErrorReply> readErrorReply(Bytes message) {
+  const auto header = readStruct<nlmsghdr>(message);
+  const Bytes body = message.subspan(NLMSG_HDRLEN);
   const auto error = readStruct<nlmsgerr>(body);
-  if (!error) {
-    state.protocolProblem = "truncated NLMSG_ERROR";
-    return MNL_CB_STOP;
-  }
-  if (error->error == 0) return MNL_CB_STOP;  // the ACK: the request is complete
-  state.kernelErrno = error->error < 0 ? -error->error : error->error;
-  if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+  if (!header || !error) return std::nullopt;
+  ErrorReply reply;
+  reply.errnum = error->error < 0 ? -error->error : error->error;
+  if (reply.errnum != 0 && (header->nlmsg_flags & NLM_F_ACK_TLVS)) {
     // The original request is echoed after nlmsgerr unless the ACK was capped.
     size_t offset = sizeof(nlmsgerr);
-    if (!(nlh->nlmsg_flags & NLM_F_CAPPED) && error->msg.nlmsg_len >= NLMSG_HDRLEN) {
+    if (!(header->nlmsg_flags & NLM_F_CAPPED) && error->msg.nlmsg_len >= NLMSG_HDRLEN) {
       offset += error->msg.nlmsg_len - NLMSG_HDRLEN;
     }
     offset = NLMSG_ALIGN(offset);
-    if (offset <= body.size()) state.extack = extackMessage(body.subspan(offset));
+    if (offset <= body.size()) reply.extack = extackMessage(body.subspan(offset));
   }
+  return reply;
+}
+
+int onError(const nlmsghdr* nlh, void* data) noexcept {
+  auto& state = *static_cast<ReplyState*>(data);
+  const auto reply = readErrorReply(wholeMessage(nlh));
+  if (!reply) {
+    state.protocolProblem = "truncated NLMSG_ERROR";
+    return MNL_CB_STOP;
+  }
+  state.kernelErrno = reply->errnum;  // 0: the ACK, the request is complete
+  state.extack = reply->extack;
   return MNL_CB_STOP;
 }
 
@@ -220,6 +235,77 @@ Result<int> NetlinkSocket::requestAccepting(std::span<std::byte> message, std::s
   }
   if (state.callbackError) return withContext(std::move(*state.callbackError), context);
   return state.kernelErrno;
+}
+
+Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::string_view what) {
+  const std::string context(what);
+  if (poisoned_) {
+    return fail(ErrorCode::kKernel, context + ": netlink socket unusable after an earlier failure");
+  }
+  // Number every message; remember which ones the kernel will answer.
+  std::vector<uint32_t> awaited;
+  uint32_t firstSeq = nextSeq_;
+  for (size_t offset = 0; offset < messages.size();) {
+    const auto bytes = messageBytes(std::as_bytes(messages.subspan(offset)));
+    if (!bytes) return fail(ErrorCode::kInternal, context + ": malformed netlink batch");
+    auto header = *readStruct<nlmsghdr>(*bytes);
+    header.nlmsg_flags |= NLM_F_REQUEST;
+    header.nlmsg_seq = nextSeq_++;
+    if (nextSeq_ == 0) nextSeq_ = 1;
+    header.nlmsg_pid = 0;
+    std::memcpy(messages.data() + offset, &header, sizeof(nlmsghdr));
+    if (header.nlmsg_flags & NLM_F_ACK) awaited.push_back(header.nlmsg_seq);
+    offset += NLMSG_ALIGN(header.nlmsg_len);
+  }
+  const uint32_t lastSeq = nextSeq_ - 1;
+
+  const ssize_t sent = mnl_socket_sendto(socket_.get(), messages.data(), messages.size());
+  if (sent < 0 || static_cast<size_t>(sent) != messages.size()) {
+    const int error = sent < 0 ? errno : EMSGSIZE;
+    return fail(ErrorCode::kKernel, context + ": cannot send netlink batch: " + errnoText(error));
+  }
+
+  std::optional<ErrorReply> firstError;
+  std::vector<std::byte> buffer(kReceiveBufferSize);
+  while (!awaited.empty()) {
+    const ssize_t received = mnl_socket_recvfrom(socket_.get(), buffer.data(), buffer.size());
+    if (received < 0) {
+      const int error = errno;
+      if (error == EINTR) continue;
+      poisoned_ = true;
+      return fail(ErrorCode::kKernel,
+                  context + (error == EAGAIN || error == EWOULDBLOCK
+                                 ? ": no netlink reply from the kernel in time"
+                                 : ": cannot receive netlink reply: " + errnoText(error)));
+    }
+    Bytes rest = Bytes(buffer).first(static_cast<size_t>(received));
+    while (!rest.empty()) {
+      const auto message = messageBytes(rest);
+      const auto header = message ? readStruct<nlmsghdr>(*message) : std::nullopt;
+      const auto reply =
+          header && header->nlmsg_type == NLMSG_ERROR ? readErrorReply(*message) : std::nullopt;
+      const bool ours = header && header->nlmsg_seq >= firstSeq && header->nlmsg_seq <= lastSeq;
+      if (!reply || !ours) {
+        poisoned_ = true;
+        return fail(ErrorCode::kKernel, context + ": unexpected netlink reply to a batch");
+      }
+      if (reply->errnum != 0 && !firstError) firstError = reply;
+      const auto it = std::ranges::find(awaited, header->nlmsg_seq);
+      if (it != awaited.end()) {
+        awaited.erase(it);
+      } else if (reply->errnum != 0) {
+        awaited.clear();  // the batch as a whole was refused: nothing else will come
+      }
+      rest =
+          rest.subspan(std::min(rest.size(), static_cast<size_t>(NLMSG_ALIGN(header->nlmsg_len))));
+    }
+  }
+  if (firstError) {
+    std::string text = context + ": " + errnoText(firstError->errnum);
+    if (!firstError->extack.empty()) text += " (" + firstError->extack + ")";
+    return fail(ErrorCode::kKernel, std::move(text));
+  }
+  return {};
 }
 
 }  // namespace hostport::hostnet

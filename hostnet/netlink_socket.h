@@ -59,6 +59,13 @@ class NetlinkSocket {
                                std::initializer_list<int> accepted,
                                const MessageCallback& onMessage = nullptr);
 
+  /// Sends several complete messages in one write, such as an nfnetlink batch (BEGIN, changes,
+  /// END), and waits for one reply to each message that carries NLM_F_ACK, or for an error
+  /// addressed to a message that does not (the kernel refusing the batch as a whole). The first
+  /// kernel error is returned, as in request(); a batch is all or nothing in the kernel, so
+  /// acknowledgements that precede an error mean nothing.
+  Result<void> requestBatch(std::span<std::byte> messages, std::string_view what);
+
   uint32_t portId() const { return portId_; }
 
  private:

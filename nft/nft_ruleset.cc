@@ -12,44 +12,92 @@ namespace {
 // transaction; the transaction then fails whole and we list again.
 constexpr int kRemoveAttempts = 3;
 
-}  // namespace
-
-Result<std::unique_ptr<NftRuleset>> NftRuleset::create() {
-  auto context = NftContext::create();
-  if (!context) return std::unexpected(context.error());
-  return std::unique_ptr<NftRuleset>(new NftRuleset(std::move(*context)));
-}
-
-namespace {
-
 std::string bothLayouts() {
   return tableLayoutCommands(Family::kIPv4) + tableLayoutCommands(Family::kIPv6);
 }
 
+bool hasConditions(const AttachmentRules& rules) {
+  return std::ranges::any_of(rules.forwards,
+                             [](const Forward& forward) { return !forward.conditions.empty(); });
+}
+
+std::vector<SetElement> elementsOf(const AttachmentRules& rules) {
+  std::vector<SetElement> elements;
+  for (const auto& forward : rules.forwards) elements.push_back(elementOf(forward, rules.owner));
+  for (const auto& masquerade : rules.masquerades) {
+    elements.push_back(elementOf(masquerade, rules.owner));
+  }
+  return elements;
+}
+
+std::vector<SetElement> elementsOf(const TableState& state) {
+  std::vector<SetElement> elements;
+  for (const auto& installed : state.forwards) {
+    elements.push_back(elementOf(installed.forward, installed.owner));
+  }
+  for (const auto& installed : state.masquerades) {
+    elements.push_back(elementOf(installed.masquerade, installed.owner));
+  }
+  return elements;
+}
+
 }  // namespace
 
+Result<std::unique_ptr<NftRuleset>> NftRuleset::create() {
+  auto elements = ElementTable::open();
+  if (!elements) return std::unexpected(elements.error());
+  return std::unique_ptr<NftRuleset>(new NftRuleset(std::move(*elements)));
+}
+
+Result<NftContext*> NftRuleset::context() {
+  if (!context_) {
+    auto created = NftContext::create();
+    if (!created) return std::unexpected(created.error());
+    context_.emplace(std::move(*created));
+  }
+  return &*context_;
+}
+
 Result<void> NftRuleset::ensureTables() {
-  auto done = context_.run(bothLayouts());
+  auto nft = context();
+  if (!nft) return std::unexpected(nft.error());
+  auto done = (*nft)->run(bothLayouts());
   if (!done) return withContext(done.error(), "creating the hostport tables");
   return {};
 }
 
 Result<void> NftRuleset::install(const AttachmentRules& rules) {
   if (rules.empty()) return {};
-  // The layout rides in the same transaction, so it is repaired by every ADD and never left
-  // behind by a failed one.
+  if (hasConditions(rules)) return installWithLayout(rules);
+  // The common case touches nothing but our elements. Re-sending the layout with every ADD
+  // would flush and re-add the fixed rules: the kernel then re-checks every element of the maps
+  // (O(N)) and closing the socket waits for an RCU grace period (~10 ms).
+  auto added = elements_.change(ElementChange::kAdd, elementsOf(rules));
+  if (added) return {};
+  if (isAlreadyExists(added.error())) {
+    return std::unexpected(describeConflict(added.error(), rules));
+  }
+  if (!isNotFound(added.error())) {
+    return withContext(added.error(), "installing the forwards of " + rules.owner);
+  }
+  // A table or set is missing: the first ADD on this node, or someone deleted it.
+  return installWithLayout(rules);
+}
+
+Result<void> NftRuleset::installWithLayout(const AttachmentRules& rules) {
+  auto nft = context();
+  if (!nft) return std::unexpected(nft.error());
+  // The layout rides in the same transaction, so a failed ADD never leaves it half made.
   const std::string commands = bothLayouts() + installCommands(rules);
-  const bool conditional = std::ranges::any_of(
-      rules.forwards, [](const Forward& forward) { return !forward.conditions.empty(); });
-  if (conditional) {
+  if (hasConditions(rules)) {
     // Conditions are user text: let nft judge them before anything is committed, so a bad one
     // is a config error (CNI code 7), not a kernel failure.
-    if (auto checked = context_.check(commands); !checked && !isAlreadyExists(checked.error())) {
+    if (auto checked = (*nft)->check(commands); !checked && !isAlreadyExists(checked.error())) {
       return fail(ErrorCode::kInvalidArgument,
                   "conditionsV4/conditionsV6 refused by nftables: " + checked.error().message);
     }
   }
-  auto done = context_.run(commands);
+  auto done = (*nft)->run(commands);
   if (done) return {};
   if (isAlreadyExists(done.error())) return std::unexpected(describeConflict(done.error(), rules));
   return withContext(done.error(), "installing the forwards of " + rules.owner);
@@ -59,7 +107,7 @@ Error NftRuleset::describeConflict(Error error, const AttachmentRules& rules) {
   error.code = ErrorCode::kConflict;
   error.details = error.message;
   error.message = "a host port of " + rules.owner + " is already forwarded for another attachment";
-  auto state = readState();
+  auto state = elements_.read();
   if (!state) return error;
   for (const auto& wanted : rules.forwards) {
     for (const auto& held : state->forwards) {
@@ -77,14 +125,32 @@ Error NftRuleset::describeConflict(Error error, const AttachmentRules& rules) {
   return error;
 }
 
+Result<TableState> NftRuleset::ownedState(const std::string& owner) {
+  auto conditional = elements_.hasConditionalRules(owner);
+  if (!conditional) return std::unexpected(conditional.error());
+  auto state = *conditional ? readState() : elements_.read(&owner);
+  if (!state) return std::unexpected(state.error());
+  return state->ownedBy(owner);
+}
+
 Result<AttachmentRules> NftRuleset::remove(const std::string& owner) {
   for (int attempt = 1;; ++attempt) {
-    auto state = readState();
-    if (!state) return std::unexpected(state.error());
-    const TableState owned = state->ownedBy(owner);
-    if (owned.empty()) return AttachmentRules{owner, {}, {}};
-    auto done = context_.run(removeCommands(owned));
-    if (done) return owned.rulesOf(owner);
+    auto owned = ownedState(owner);
+    if (!owned) return std::unexpected(owned.error());
+    if (owned->empty()) return AttachmentRules{owner, {}, {}};
+    const bool rules = std::ranges::any_of(owned->forwards, [](const InstalledForward& installed) {
+      return installed.ruleHandle.has_value();
+    });
+    Result<void> done;
+    if (rules) {
+      auto nft = context();
+      if (!nft) return std::unexpected(nft.error());
+      auto ran = (*nft)->run(removeCommands(*owned));
+      if (!ran) done = std::unexpected(ran.error());
+    } else {
+      done = elements_.change(ElementChange::kDelete, elementsOf(*owned));
+    }
+    if (done) return owned->rulesOf(owner);
     if (!isNotFound(done.error()) || attempt == kRemoveAttempts) {
       return withContext(done.error(), "removing the forwards of " + owner);
     }
@@ -92,16 +158,18 @@ Result<AttachmentRules> NftRuleset::remove(const std::string& owner) {
 }
 
 Result<AttachmentRules> NftRuleset::listOwned(const std::string& owner) {
-  auto state = readState();
-  if (!state) return std::unexpected(state.error());
-  return state->rulesOf(owner);
+  auto owned = ownedState(owner);
+  if (!owned) return std::unexpected(owned.error());
+  return owned->rulesOf(owner);
 }
 
 Result<TableState> NftRuleset::readState() {
+  auto nft = context();
+  if (!nft) return std::unexpected(nft.error());
   TableState state;
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
-    auto listing = context_.list("list table " + std::string(nftFamily(family)) + " " +
-                                 std::string(kTableName));
+    auto listing = (*nft)->list("list table " + std::string(nftFamily(family)) + " " +
+                                std::string(kTableName));
     if (!listing) {
       if (isNotFound(listing.error())) continue;
       return withContext(listing.error(), "reading the hostport table");

@@ -1,14 +1,18 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
+#include "nft/element_table.h"
 #include "nft/nft_context.h"
 #include "nft/ruleset.h"
 #include "nft/table_state.h"
 
 namespace hostport::nft {
 
-/// Ruleset over libnftables, in the network namespace of the calling thread.
+/// Ruleset over the kernel, in the network namespace of the calling thread. Elements take the
+/// netlink fast path (element_table.h); the layout and conditional rules go through libnftables,
+/// whose context is created only when one of those is needed.
 class NftRuleset : public Ruleset {
  public:
   static Result<std::unique_ptr<NftRuleset>> create();
@@ -18,14 +22,20 @@ class NftRuleset : public Ruleset {
   Result<AttachmentRules> remove(const std::string& owner) override;
   Result<AttachmentRules> listOwned(const std::string& owner) override;
 
-  /// Everything in both tables, every owner. A missing table reads as empty.
+  /// Everything in both tables, every owner, conditional rules included. A missing table reads
+  /// as empty.
   Result<TableState> readState();
 
  private:
-  explicit NftRuleset(NftContext context) : context_(std::move(context)) {}
+  explicit NftRuleset(ElementTable elements) : elements_(std::move(elements)) {}
+  Result<NftContext*> context();
+  Result<void> installWithLayout(const AttachmentRules& rules);
+  /// What `owner` holds: from the sets alone unless it has conditional rules.
+  Result<TableState> ownedState(const std::string& owner);
   Error describeConflict(Error error, const AttachmentRules& rules);
 
-  NftContext context_;
+  ElementTable elements_;
+  std::optional<NftContext> context_;
 };
 
 }  // namespace hostport::nft

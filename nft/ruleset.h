@@ -13,10 +13,11 @@ class Ruleset {
   /// Creates `table ip hostport` and `table ip6 hostport` with their fixed chains, maps and set.
   /// Idempotent, and never touches elements that are already there.
   virtual Result<void> ensureTables() = 0;
-  /// Brings the tables to their fixed layout and adds every element and rule of one attachment,
-  /// in a single transaction: all or nothing, so a failed ADD leaves no table and no element
-  /// behind. A key held by another owner is ErrorCode::kConflict; conditions nft refuses are
-  /// kInvalidArgument.
+  /// Adds every element and rule of one attachment in a single transaction: all or nothing, so
+  /// a failed ADD leaves no element behind. When a table or set is missing, the layout is
+  /// created in that same transaction; a layout that exists is left as it is (repairing an
+  /// edited one is ensureTables()' job). A key held by another owner is ErrorCode::kConflict;
+  /// conditions nft refuses are kInvalidArgument.
   virtual Result<void> install(const AttachmentRules& rules) = 0;
   /// Deletes everything tagged with `owner` in one transaction and returns what it deleted.
   /// Nothing there (not even the tables) is success.

@@ -1,0 +1,254 @@
+#include "nft/element_messages.h"
+
+#include <arpa/inet.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "hostnet/netlink_attributes.h"
+#include "nft/table_layout.h"
+
+namespace hostport::nft {
+namespace {
+
+using hostnet::Bytes;
+using hostnet::forEachAttribute;
+using hostnet::readStruct;
+
+/// Appends netlink messages and (nested) attributes to one buffer, NLA-aligned.
+class MessageWriter {
+ public:
+  void begin(uint16_t type, uint16_t flags, uint8_t family, uint16_t resId = 0) {
+    start_ = bytes_.size();
+    nlmsghdr header{};
+    header.nlmsg_type = type;
+    header.nlmsg_flags = NLM_F_REQUEST | flags;
+    append(&header, sizeof(header));
+    nfgenmsg generic{};
+    generic.nfgen_family = family;
+    generic.version = NFNETLINK_V0;
+    generic.res_id = htons(resId);
+    append(&generic, sizeof(generic));
+  }
+  void end() {
+    const auto length = static_cast<uint32_t>(bytes_.size() - start_);
+    std::memcpy(bytes_.data() + start_, &length, sizeof(length));  // nlmsg_len comes first
+  }
+
+  void attribute(uint16_t type, const void* data, size_t size) {
+    nlattr header{static_cast<uint16_t>(NLA_HDRLEN + size), type};
+    append(&header, sizeof(header));
+    append(data, size);
+    bytes_.resize(NLA_ALIGN(bytes_.size()));
+  }
+  void attribute(uint16_t type, const ByteString& data) {
+    attribute(type, data.data(), data.size());
+  }
+  void stringAttribute(uint16_t type, std::string_view text) {
+    std::string terminated(text);
+    attribute(type, terminated.c_str(), terminated.size() + 1);
+  }
+  size_t beginNest(uint16_t type) {
+    const size_t at = bytes_.size();
+    nlattr header{0, static_cast<uint16_t>(type | NLA_F_NESTED)};
+    append(&header, sizeof(header));
+    return at;
+  }
+  void endNest(size_t at) {
+    const auto length = static_cast<uint16_t>(bytes_.size() - at);
+    std::memcpy(bytes_.data() + at, &length, sizeof(length));  // nla_len comes first
+  }
+  /// A nest holding one NFTA_DATA_VALUE: how nf_tables wraps keys and data.
+  void dataValue(uint16_t type, const ByteString& value) {
+    const size_t nest = beginNest(type);
+    attribute(NFTA_DATA_VALUE, value);
+    endNest(nest);
+  }
+
+  ByteString take() { return std::move(bytes_); }
+
+ private:
+  void append(const void* data, size_t size) {
+    const auto* first = static_cast<const std::byte*>(data);
+    bytes_.insert(bytes_.end(), first, first + size);
+  }
+  ByteString bytes_;
+  size_t start_ = 0;
+};
+
+uint8_t netfilterFamily(Family family) {
+  return family == Family::kIPv4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+}
+
+uint16_t nftablesType(int message) {
+  return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | message);
+}
+
+void batchMarker(MessageWriter& writer, uint16_t type) {
+  writer.begin(type, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+  writer.end();
+}
+
+Result<void> malformed(std::string_view what) {
+  return fail(ErrorCode::kKernel, "malformed nf_tables " + std::string(what) + " reply");
+}
+
+/// The payload of an nft_data nest: its NFTA_DATA_VALUE (verdicts are not ours).
+ByteString valueIn(Bytes nest) {
+  ByteString value;
+  forEachAttribute(nest, [&](uint16_t type, Bytes payload) {
+    if (type == NFTA_DATA_VALUE) value.assign(payload.begin(), payload.end());
+    return true;
+  });
+  return value;
+}
+
+std::string stringIn(Bytes payload) {
+  std::string text(reinterpret_cast<const char*>(payload.data()), payload.size());
+  if (const auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);
+  return text;
+}
+
+/// True when the element's userdata holds the comment `owner`.
+bool commentIs(Bytes item, const std::string& owner) {
+  bool match = false;
+  forEachAttribute(item, [&](uint16_t type, Bytes payload) {
+    if (type == NFTA_SET_ELEM_USERDATA) {
+      match = commentOf(ByteString(payload.begin(), payload.end())) == owner;
+    }
+    return true;
+  });
+  return match;
+}
+
+/// The nfgenmsg family and the attributes after it, for a message of `type`.
+std::optional<std::pair<Family, Bytes>> nftablesBody(Bytes message, int type) {
+  const auto header = readStruct<nlmsghdr>(message);
+  if (!header || header->nlmsg_len > message.size() || header->nlmsg_type != nftablesType(type)) {
+    return std::nullopt;
+  }
+  const Bytes body = message.first(header->nlmsg_len).subspan(NLMSG_HDRLEN);
+  const auto generic = readStruct<nfgenmsg>(body);
+  if (!generic) return std::nullopt;
+  const Family family = generic->nfgen_family == NFPROTO_IPV6 ? Family::kIPv6 : Family::kIPv4;
+  return std::pair{family, body.subspan(NLMSG_ALIGN(sizeof(nfgenmsg)))};
+}
+
+}  // namespace
+
+ByteString elementBatch(ElementChange change, const std::vector<SetElement>& elements) {
+  // One message per (family, set): the kernel takes a list of elements per set.
+  std::map<std::pair<Family, std::string>, std::vector<const SetElement*>> bySet;
+  for (const auto& element : elements) bySet[{element.family, element.set}].push_back(&element);
+
+  MessageWriter writer;
+  batchMarker(writer, NFNL_MSG_BATCH_BEGIN);
+  for (const auto& [where, members] : bySet) {
+    const bool add = change == ElementChange::kAdd;
+    writer.begin(nftablesType(add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
+                 NLM_F_ACK | (add ? NLM_F_CREATE : 0), netfilterFamily(where.first));
+    writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
+    writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, where.second);
+    const size_t list = writer.beginNest(NFTA_SET_ELEM_LIST_ELEMENTS);
+    for (const SetElement* element : members) {
+      const size_t item = writer.beginNest(NFTA_LIST_ELEM);
+      writer.dataValue(NFTA_SET_ELEM_KEY, element->key);
+      if (!element->keyEnd.empty()) writer.dataValue(NFTA_SET_ELEM_KEY_END, element->keyEnd);
+      if (add && !element->data.empty()) writer.dataValue(NFTA_SET_ELEM_DATA, element->data);
+      if (add && !element->userdata.empty()) {
+        writer.attribute(NFTA_SET_ELEM_USERDATA, element->userdata);
+      }
+      writer.endNest(item);
+    }
+    writer.endNest(list);
+    writer.end();
+  }
+  batchMarker(writer, NFNL_MSG_BATCH_END);
+  return writer.take();
+}
+
+ByteString elementDumpRequest(Family family, std::string_view set) {
+  MessageWriter writer;
+  writer.begin(nftablesType(NFT_MSG_GETSETELEM), NLM_F_DUMP, netfilterFamily(family));
+  writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
+  writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, set);
+  writer.end();
+  return writer.take();
+}
+
+ByteString ruleDumpRequest(Family family, std::string_view chain) {
+  MessageWriter writer;
+  writer.begin(nftablesType(NFT_MSG_GETRULE), NLM_F_DUMP, netfilterFamily(family));
+  writer.stringAttribute(NFTA_RULE_TABLE, kTableName);
+  writer.stringAttribute(NFTA_RULE_CHAIN, chain);
+  writer.end();
+  return writer.take();
+}
+
+Result<void> parseElementReply(std::span<const std::byte> message, std::vector<SetElement>& out,
+                               const std::string* owner) {
+  const auto body = nftablesBody(message, NFT_MSG_NEWSETELEM);
+  if (!body) return malformed("set element");
+  std::string set;
+  std::optional<Bytes> list;
+  if (!forEachAttribute(body->second, [&](uint16_t type, Bytes payload) {
+        if (type == NFTA_SET_ELEM_LIST_SET) set = stringIn(payload);
+        if (type == NFTA_SET_ELEM_LIST_ELEMENTS) list = payload;
+        return true;
+      })) {
+    return malformed("set element");
+  }
+  if (!list) return {};
+  const bool parsed = forEachAttribute(*list, [&](uint16_t type, Bytes item) {
+    if (type != NFTA_LIST_ELEM) return true;
+    if (owner != nullptr && !commentIs(item, *owner)) return true;
+    SetElement element;
+    element.family = body->first;
+    element.set = set;
+    const bool ok = forEachAttribute(item, [&](uint16_t field, Bytes payload) {
+      switch (field) {
+        case NFTA_SET_ELEM_KEY:
+          element.key = valueIn(payload);
+          break;
+        case NFTA_SET_ELEM_KEY_END:
+          element.keyEnd = valueIn(payload);
+          break;
+        case NFTA_SET_ELEM_DATA:
+          element.data = valueIn(payload);
+          break;
+        case NFTA_SET_ELEM_USERDATA:
+          element.userdata.assign(payload.begin(), payload.end());
+          break;
+      }
+      return true;
+    });
+    if (ok) out.push_back(std::move(element));
+    return ok;
+  });
+  return parsed ? Result<void>{} : malformed("set element");
+}
+
+Result<RuleComment> parseRuleReply(std::span<const std::byte> message) {
+  const auto body = nftablesBody(message, NFT_MSG_NEWRULE);
+  if (!body) return std::unexpected(malformed("rule").error());
+  RuleComment rule;
+  const bool parsed = forEachAttribute(body->second, [&](uint16_t type, Bytes payload) {
+    if (type == NFTA_RULE_HANDLE && payload.size() == 8) {
+      for (const std::byte b : payload)
+        rule.handle = rule.handle << 8 | std::to_integer<uint8_t>(b);
+    }
+    if (type == NFTA_RULE_USERDATA)
+      rule.comment = commentOf(ByteString(payload.begin(), payload.end()));
+    return true;
+  });
+  if (!parsed) return std::unexpected(malformed("rule").error());
+  return rule;
+}
+
+}  // namespace hostport::nft

@@ -1,0 +1,45 @@
+#pragma once
+// nf_tables netlink messages for the element fast path, built and parsed as bytes. Pure: the
+// socket is element_table.h's business, so all of this is unit-tested without root.
+//
+// Why not libnftables here: it parses text, fetches a cache of the whole ruleset and, for any
+// `get element` or listing, every element of every set: O(N) per CNI call. These messages touch
+// only the elements named (ADD) or read one set (DEL, CHECK).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "nft/set_element.h"
+
+namespace hostport::nft {
+
+enum class ElementChange { kAdd, kDelete };
+
+/// BEGIN, one NEWSETELEM/DELSETELEM per (family, set) holding its elements, END: a single
+/// nf_tables transaction. Each change message asks for an ACK. Sequence numbers are left to the
+/// socket. Adding an element whose key exists with other data fails with EEXIST; with the same
+/// data it succeeds (nft's `add element`).
+ByteString elementBatch(ElementChange change, const std::vector<SetElement>& elements);
+
+/// A dump request for every element of `set` in our table of `family`.
+ByteString elementDumpRequest(Family family, std::string_view set);
+/// A dump request for the rules of `chain` in our table of `family`.
+ByteString ruleDumpRequest(Family family, std::string_view chain);
+
+/// Appends the elements one NEWSETELEM dump reply holds; with `owner`, only those whose comment
+/// is `owner` (the others are skipped before they cost an allocation). kKernel for malformed
+/// bytes.
+Result<void> parseElementReply(std::span<const std::byte> message, std::vector<SetElement>& out,
+                               const std::string* owner = nullptr);
+
+struct RuleComment {
+  uint64_t handle = 0;
+  std::string comment;
+};
+/// The handle and comment of the rule in one NEWRULE dump reply.
+Result<RuleComment> parseRuleReply(std::span<const std::byte> message);
+
+}  // namespace hostport::nft

@@ -1,0 +1,68 @@
+#include "nft/element_table.h"
+
+#include <linux/netlink.h>
+
+#include <cerrno>
+
+#include "nft/table_layout.h"
+
+namespace hostport::nft {
+namespace {
+
+constexpr Family kFamilies[] = {Family::kIPv4, Family::kIPv6};
+
+}  // namespace
+
+Result<ElementTable> ElementTable::open() {
+  auto socket = hostnet::NetlinkSocket::open(NETLINK_NETFILTER);
+  if (!socket) return std::unexpected(socket.error());
+  return ElementTable(std::move(*socket));
+}
+
+Result<void> ElementTable::change(ElementChange change, const std::vector<SetElement>& elements) {
+  if (elements.empty()) return {};
+  ByteString batch = elementBatch(change, elements);
+  return socket_.requestBatch(
+      batch, change == ElementChange::kAdd ? "adding set elements" : "deleting set elements");
+}
+
+Result<TableState> ElementTable::read(const std::string* owner) {
+  TableState state;
+  for (const Family family : kFamilies) {
+    for (const std::string_view set : {kPortsMap, kHostIpPortsMap, kMasqueradeSet}) {
+      std::vector<SetElement> elements;
+      ByteString request = elementDumpRequest(family, set);
+      auto dumped = socket_.requestAccepting(request, "listing set " + std::string(set), {ENOENT},
+                                             [&](std::span<const std::byte> message) {
+                                               return parseElementReply(message, elements, owner);
+                                             });
+      if (!dumped) return std::unexpected(dumped.error());
+      for (const auto& element : elements) {
+        if (auto forward = forwardOf(element)) state.forwards.push_back(std::move(*forward));
+        if (auto masquerade = masqueradeOf(element)) {
+          state.masquerades.push_back(std::move(*masquerade));
+        }
+      }
+    }
+  }
+  return state;
+}
+
+Result<bool> ElementTable::hasConditionalRules(const std::string& owner) {
+  for (const Family family : kFamilies) {
+    bool found = false;
+    ByteString request = ruleDumpRequest(family, kConditionalChain);
+    auto dumped = socket_.requestAccepting(request, "listing the conditional chain", {ENOENT},
+                                           [&](std::span<const std::byte> message) -> Result<void> {
+                                             auto rule = parseRuleReply(message);
+                                             if (!rule) return std::unexpected(rule.error());
+                                             found = found || rule->comment == owner;
+                                             return {};
+                                           });
+    if (!dumped) return std::unexpected(dumped.error());
+    if (found) return true;
+  }
+  return false;
+}
+
+}  // namespace hostport::nft

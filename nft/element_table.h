@@ -1,0 +1,39 @@
+#pragma once
+// The fast path to our tables' elements: raw nf_tables netlink on one socket, in the network
+// namespace of the calling thread. ADD writes only its own elements, DEL and CHECK read only
+// our three sets (and the conditional chain's comments), so a CNI call costs a few messages
+// instead of libnftables' parse, ruleset cache and whole-table listing. Everything else
+// (creating or repairing the layout, conditional rules) stays with libnftables (nft_ruleset.h).
+
+#include <string>
+#include <vector>
+
+#include "hostnet/netlink_socket.h"
+#include "nft/element_messages.h"
+#include "nft/table_state.h"
+
+namespace hostport::nft {
+
+class ElementTable {
+ public:
+  static Result<ElementTable> open();
+
+  /// All of `elements` in one transaction, or none. The error message carries the kernel's
+  /// errno text, so isNotFound() (a table or set is missing) and isAlreadyExists() (a key is
+  /// held with other data) apply to it.
+  Result<void> change(ElementChange change, const std::vector<SetElement>& elements);
+
+  /// The forwards and masquerades in both families' maps and set; with `owner`, only that
+  /// owner's. A missing table or set reads as empty; elements we cannot decode are not ours and
+  /// are left out.
+  Result<TableState> read(const std::string* owner = nullptr);
+
+  /// True when a rule of the conditional chain, in either family, is commented `owner`.
+  Result<bool> hasConditionalRules(const std::string& owner);
+
+ private:
+  explicit ElementTable(hostnet::NetlinkSocket socket) : socket_(std::move(socket)) {}
+  hostnet::NetlinkSocket socket_;
+};
+
+}  // namespace hostport::nft

@@ -1,0 +1,205 @@
+#include "nft/set_element.h"
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <cstring>
+
+#include "nft/table_layout.h"
+
+namespace hostport::nft {
+namespace {
+
+constexpr std::byte kCommentTlv{0};  // NFTNL_UDATA_SET_ELEM_COMMENT
+constexpr size_t kRegister = 4;      // NFT_REG32_SIZE: the width every concatenated field rounds to
+
+size_t addressSize(Family family) { return family == Family::kIPv4 ? 4 : 16; }
+
+void appendAddress(ByteString& out, const IpAddress& address) {
+  std::array<std::byte, 16> raw{};
+  // IpAddress holds canonical text that inet_pton accepted once already.
+  inet_pton(address.family() == Family::kIPv4 ? AF_INET : AF_INET6, address.str().c_str(),
+            raw.data());
+  out.insert(out.end(), raw.begin(), raw.begin() + addressSize(address.family()));
+}
+
+void appendProtocol(ByteString& out, Protocol protocol) {
+  const uint8_t number = protocol == Protocol::kTcp ? 6 : protocol == Protocol::kUdp ? 17 : 132;
+  out.insert(out.end(), {std::byte{number}, std::byte{0}, std::byte{0}, std::byte{0}});
+}
+
+void appendPort(ByteString& out, uint16_t port) {
+  out.insert(out.end(), {std::byte(port >> 8), std::byte(port & 0xff), std::byte{0}, std::byte{0}});
+}
+
+/// Reads the fields of a concatenation front to back; any misfit poisons the whole read.
+class FieldReader {
+ public:
+  explicit FieldReader(const ByteString& bytes) : bytes_(bytes) {}
+
+  std::optional<IpAddress> address(Family family) {
+    const size_t size = addressSize(family);
+    if (!take(size)) return std::nullopt;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (inet_ntop(family == Family::kIPv4 ? AF_INET : AF_INET6, bytes_.data() + offset_ - size,
+                  text, sizeof(text)) == nullptr) {
+      return std::nullopt;
+    }
+    auto parsed = IpAddress::parse(text);
+    return parsed ? std::optional(*parsed) : std::nullopt;
+  }
+
+  std::optional<Protocol> protocol() {
+    if (!take(kRegister) || !padded(offset_ - 3)) return std::nullopt;
+    switch (std::to_integer<uint8_t>(bytes_[offset_ - kRegister])) {
+      case 6:
+        return Protocol::kTcp;
+      case 17:
+        return Protocol::kUdp;
+      case 132:
+        return Protocol::kSctp;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<uint16_t> port() {
+    if (!take(kRegister) || !padded(offset_ - 2)) return std::nullopt;
+    return static_cast<uint16_t>(std::to_integer<uint16_t>(bytes_[offset_ - 4]) << 8 |
+                                 std::to_integer<uint16_t>(bytes_[offset_ - 3]));
+  }
+
+  bool atEnd() const { return offset_ == bytes_.size(); }
+
+ private:
+  bool take(size_t size) {
+    if (bytes_.size() - offset_ < size) return false;
+    offset_ += size;
+    return true;
+  }
+  bool padded(size_t from) const {
+    for (size_t i = from; i < offset_; ++i) {
+      if (bytes_[i] != std::byte{0}) return false;
+    }
+    return true;
+  }
+
+  const ByteString& bytes_;
+  size_t offset_ = 0;
+};
+
+/// Sets the low (width - length) bits of an address; the last address of a prefix.
+ByteString lastAddress(ByteString first, int length) {
+  for (size_t bit = static_cast<size_t>(length); bit < first.size() * 8; ++bit) {
+    first[bit / 8] |= std::byte(0x80 >> (bit % 8));
+  }
+  return first;
+}
+
+/// The prefix length whose range is exactly [first, last]; nullopt when it is not a prefix.
+std::optional<int> prefixLength(const ByteString& first, const ByteString& last) {
+  for (int length = 0; length <= static_cast<int>(first.size() * 8); ++length) {
+    if (lastAddress(first, length) != last) continue;
+    ByteString network = first;
+    for (size_t bit = static_cast<size_t>(length); bit < network.size() * 8; ++bit) {
+      network[bit / 8] &= ~std::byte(0x80 >> (bit % 8));
+    }
+    if (network == first) return length;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ByteString commentUserdata(std::string_view comment) {
+  ByteString out{kCommentTlv, std::byte(comment.size() + 1)};
+  for (const char c : comment) out.push_back(std::byte(c));
+  out.push_back(std::byte{0});
+  return out;
+}
+
+std::string commentOf(const ByteString& userdata) {
+  for (size_t offset = 0; offset + 2 <= userdata.size();) {
+    const auto type = userdata[offset];
+    const auto length = std::to_integer<size_t>(userdata[offset + 1]);
+    if (offset + 2 + length > userdata.size()) break;
+    if (type == kCommentTlv && length > 0) {
+      std::string text(reinterpret_cast<const char*>(userdata.data() + offset + 2), length);
+      if (const auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);
+      return text;
+    }
+    offset += 2 + length;
+  }
+  return {};
+}
+
+SetElement elementOf(const Forward& forward, std::string_view owner) {
+  SetElement element;
+  element.family = forward.family();
+  element.set = std::string(forward.hostIp ? kHostIpPortsMap : kPortsMap);
+  if (forward.hostIp) appendAddress(element.key, *forward.hostIp);
+  appendProtocol(element.key, forward.protocol);
+  appendPort(element.key, forward.hostPort);
+  appendAddress(element.data, forward.containerIp);
+  appendPort(element.data, forward.containerPort);
+  element.userdata = commentUserdata(owner);
+  return element;
+}
+
+SetElement elementOf(const Masquerade& masquerade, std::string_view owner) {
+  SetElement element;
+  element.family = masquerade.family();
+  element.set = std::string(kMasqueradeSet);
+  ByteString first;
+  appendAddress(first, masquerade.source.network().address);
+  element.key = first;
+  appendAddress(element.key, masquerade.podIp);
+  element.keyEnd = lastAddress(first, masquerade.source.length);
+  appendAddress(element.keyEnd, masquerade.podIp);
+  element.userdata = commentUserdata(owner);
+  return element;
+}
+
+std::optional<InstalledForward> forwardOf(const SetElement& element) {
+  const bool byHostIp = element.set == kHostIpPortsMap;
+  if (!byHostIp && element.set != kPortsMap) return std::nullopt;
+  InstalledForward installed;
+  installed.owner = commentOf(element.userdata);
+  Forward& forward = installed.forward;
+  FieldReader key(element.key);
+  if (byHostIp) {
+    forward.hostIp = key.address(element.family);
+    if (!forward.hostIp) return std::nullopt;
+  }
+  const auto protocol = key.protocol();
+  const auto hostPort = key.port();
+  FieldReader data(element.data);
+  const auto containerIp = data.address(element.family);
+  const auto containerPort = data.port();
+  if (!protocol || !hostPort || !key.atEnd() || !containerIp || !containerPort || !data.atEnd()) {
+    return std::nullopt;
+  }
+  forward.protocol = *protocol;
+  forward.hostPort = *hostPort;
+  forward.containerIp = *containerIp;
+  forward.containerPort = *containerPort;
+  return installed;
+}
+
+std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element) {
+  if (element.set != kMasqueradeSet) return std::nullopt;
+  const size_t size = addressSize(element.family);
+  if (element.key.size() != 2 * size || element.keyEnd.size() != 2 * size) return std::nullopt;
+  const ByteString first(element.key.begin(), element.key.begin() + size);
+  const ByteString last(element.keyEnd.begin(), element.keyEnd.begin() + size);
+  if (!std::equal(element.key.begin() + size, element.key.end(), element.keyEnd.begin() + size)) {
+    return std::nullopt;  // a range of pod IPs: not ours
+  }
+  const auto length = prefixLength(first, last);
+  FieldReader start(element.key);
+  const auto source = start.address(element.family);
+  const auto podIp = start.address(element.family);
+  if (!length || !source || !podIp) return std::nullopt;
+  return InstalledMasquerade{commentOf(element.userdata), Masquerade{{*source, *length}, *podIp}};
+}
+
+}  // namespace hostport::nft

@@ -1,0 +1,49 @@
+#pragma once
+// Our map and set elements as the bytes the kernel stores, for the netlink fast path
+// (element_table.h). The layout is nft's own, so `nft list` prints what we write exactly as if
+// nft had written it, and libnftables reads back what we write:
+//  - every field of a concatenation takes a multiple of 4 bytes (one nft register), padded
+//    with zeros after the value: inet_proto is 1 byte + 3, inet_service 2 bytes (big-endian) + 2;
+//  - the masq set is an interval set of concatenations: key is (first address of the source
+//    prefix . pod IP), keyEnd (last address . pod IP);
+//  - the owner rides in the element's userdata as nft's comment TLV (type 0, NUL-terminated).
+// Pure: no I/O.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nft/forward.h"
+#include "nft/table_state.h"
+
+namespace hostport::nft {
+
+using ByteString = std::vector<std::byte>;
+
+struct SetElement {
+  Family family = Family::kIPv4;
+  std::string set;  // kPortsMap, kHostIpPortsMap or kMasqueradeSet
+  ByteString key;
+  ByteString keyEnd;    // interval sets only
+  ByteString data;      // maps only
+  ByteString userdata;  // nft's TLVs: the comment
+
+  friend bool operator==(const SetElement&, const SetElement&) = default;
+};
+
+/// A forward without conditions, in kPortsMap or kHostIpPortsMap.
+SetElement elementOf(const Forward& forward, std::string_view owner);
+SetElement elementOf(const Masquerade& masquerade, std::string_view owner);
+
+/// The comment in nft's userdata TLVs; empty when there is none.
+std::string commentOf(const ByteString& userdata);
+ByteString commentUserdata(std::string_view comment);
+
+/// Reads back an element of one of our sets; nullopt for bytes we did not write (a wrong size,
+/// an unknown protocol, a range that is not a prefix), which the caller treats as foreign.
+std::optional<InstalledForward> forwardOf(const SetElement& element);
+std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element);
+
+}  // namespace hostport::nft

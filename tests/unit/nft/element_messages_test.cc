@@ -1,0 +1,166 @@
+#include "nft/element_messages.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+
+#include <cstring>
+
+#include "nft/table_layout.h"
+
+namespace hostport::nft {
+namespace {
+
+IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+IpPrefix prefix(const char* text) { return *IpPrefix::parse(text); }
+
+/// The messages of a batch, each as its own bytes.
+std::vector<ByteString> split(const ByteString& batch) {
+  std::vector<ByteString> messages;
+  for (size_t offset = 0; offset < batch.size();) {
+    nlmsghdr header;
+    std::memcpy(&header, batch.data() + offset, sizeof(header));
+    EXPECT_GE(header.nlmsg_len, NLMSG_HDRLEN);
+    EXPECT_LE(offset + header.nlmsg_len, batch.size());
+    messages.emplace_back(batch.begin() + offset, batch.begin() + offset + header.nlmsg_len);
+    offset += NLMSG_ALIGN(header.nlmsg_len);
+  }
+  return messages;
+}
+
+nlmsghdr headerOf(const ByteString& message) {
+  nlmsghdr header;
+  std::memcpy(&header, message.data(), sizeof(header));
+  return header;
+}
+
+std::vector<SetElement> sample() {
+  return {
+      elementOf(Forward{Protocol::kTcp, std::nullopt, 8080, ip("10.88.0.5"), 80, ""}, "a/eth0"),
+      elementOf(Forward{Protocol::kUdp, std::nullopt, 8081, ip("10.88.0.5"), 81, ""}, "a/eth0"),
+      elementOf(Forward{Protocol::kTcp, ip("192.0.2.1"), 8080, ip("10.88.0.5"), 80, ""}, "a/eth0"),
+      elementOf(Forward{Protocol::kTcp, std::nullopt, 8080, ip("fd00::5"), 80, ""}, "a/eth0"),
+      elementOf(Masquerade{prefix("127.0.0.0/8"), ip("10.88.0.5")}, "a/eth0"),
+  };
+}
+
+TEST(ElementMessagesTest, AddBatchIsOneTransactionWithOneAckedMessagePerSet) {
+  const auto messages = split(elementBatch(ElementChange::kAdd, sample()));
+  ASSERT_EQ(messages.size(), 6u);  // BEGIN, ip ports, ip ipports, ip masq, ip6 ports, END
+  EXPECT_EQ(headerOf(messages.front()).nlmsg_type, NFNL_MSG_BATCH_BEGIN);
+  EXPECT_EQ(headerOf(messages.back()).nlmsg_type, NFNL_MSG_BATCH_END);
+  nfgenmsg begin;
+  std::memcpy(&begin, messages.front().data() + NLMSG_HDRLEN, sizeof(begin));
+  EXPECT_EQ(ntohs(begin.res_id), NFNL_SUBSYS_NFTABLES);
+  EXPECT_FALSE(headerOf(messages.front()).nlmsg_flags & NLM_F_ACK);
+
+  std::vector<SetElement> back;
+  for (size_t i = 1; i + 1 < messages.size(); ++i) {
+    const auto header = headerOf(messages[i]);
+    EXPECT_EQ(header.nlmsg_type, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWSETELEM);
+    EXPECT_TRUE(header.nlmsg_flags & NLM_F_ACK);
+    EXPECT_TRUE(header.nlmsg_flags & NLM_F_CREATE);
+    EXPECT_FALSE(header.nlmsg_flags & NLM_F_EXCL);  // the same element again is no error
+    // A NEWSETELEM request has the layout of a dump reply: our parser reads it back.
+    ASSERT_TRUE(parseElementReply(messages[i], back));
+  }
+  auto expected = sample();
+  ASSERT_EQ(back.size(), expected.size());
+  for (const auto& element : expected) {
+    EXPECT_NE(std::ranges::find(back, element), back.end()) << element.set;
+  }
+}
+
+TEST(ElementMessagesTest, DeleteBatchCarriesKeysOnly) {
+  const auto messages = split(elementBatch(ElementChange::kDelete, sample()));
+  ASSERT_EQ(messages.size(), 6u);
+  std::vector<SetElement> back;
+  for (size_t i = 1; i + 1 < messages.size(); ++i) {
+    EXPECT_EQ(headerOf(messages[i]).nlmsg_type, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELSETELEM);
+    // Same layout as NEWSETELEM apart from the type: patch it to reuse the parser.
+    ByteString asNew = messages[i];
+    const uint16_t type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWSETELEM;
+    std::memcpy(asNew.data() + offsetof(nlmsghdr, nlmsg_type), &type, sizeof(type));
+    ASSERT_TRUE(parseElementReply(asNew, back));
+  }
+  for (const auto& element : back) {
+    EXPECT_FALSE(element.key.empty());
+    EXPECT_TRUE(element.data.empty());
+    EXPECT_TRUE(element.userdata.empty());
+  }
+  const auto masq = std::ranges::find(back, std::string(kMasqueradeSet), &SetElement::set);
+  ASSERT_NE(masq, back.end());
+  EXPECT_FALSE(masq->keyEnd.empty());  // an interval element is named by both ends
+}
+
+TEST(ElementMessagesTest, OwnerFilterSkipsOtherOwners) {
+  auto elements = sample();
+  elements.push_back(
+      elementOf(Forward{Protocol::kTcp, std::nullopt, 9090, ip("10.88.0.6"), 80, ""}, "b/eth0"));
+  const auto messages = split(elementBatch(ElementChange::kAdd, elements));
+  const std::string owner = "b/eth0";
+  std::vector<SetElement> back;
+  for (size_t i = 1; i + 1 < messages.size(); ++i) {
+    ASSERT_TRUE(parseElementReply(messages[i], back, &owner));
+  }
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back.front(), elements.back());
+}
+
+TEST(ElementMessagesTest, MalformedRepliesAreErrors) {
+  const auto messages = split(elementBatch(ElementChange::kAdd, sample()));
+  std::vector<SetElement> out;
+  EXPECT_FALSE(parseElementReply(messages.front(), out));  // BEGIN is not an element reply
+  ByteString truncated = messages[1];
+  truncated.resize(truncated.size() - 6);  // nlmsg_len now promises more than there is
+  EXPECT_FALSE(parseElementReply(truncated, out));
+  ByteString badAttribute = messages[1];
+  const uint16_t huge = 0xfff0;  // the first attribute's nla_len runs past the message
+  std::memcpy(badAttribute.data() + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)), &huge,
+              sizeof(huge));
+  EXPECT_FALSE(parseElementReply(badAttribute, out));
+  EXPECT_FALSE(parseElementReply(ByteString(3), out));
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(ElementMessagesTest, DumpRequestsNameOurTable) {
+  const ByteString sets = elementDumpRequest(Family::kIPv6, kPortsMap);
+  const auto header = headerOf(sets);
+  EXPECT_EQ(header.nlmsg_len, sets.size());
+  EXPECT_EQ(header.nlmsg_type, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSETELEM);
+  EXPECT_EQ(header.nlmsg_flags & NLM_F_DUMP, NLM_F_DUMP);
+  const std::string text(reinterpret_cast<const char*>(sets.data()), sets.size());
+  EXPECT_NE(text.find("hostport"), std::string::npos);
+  EXPECT_NE(text.find("ports"), std::string::npos);
+  const ByteString rules = ruleDumpRequest(Family::kIPv4, kConditionalChain);
+  EXPECT_EQ(headerOf(rules).nlmsg_type, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE);
+}
+
+TEST(ElementMessagesTest, ParsesARuleReply) {
+  // nlmsghdr, nfgenmsg, NFTA_RULE_HANDLE (be64 = 42), NFTA_RULE_USERDATA (comment "c/eth0").
+  ByteString message(NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)));
+  auto attribute = [&](uint16_t type, const ByteString& payload) {
+    nlattr header{static_cast<uint16_t>(NLA_HDRLEN + payload.size()), type};
+    const auto* raw = reinterpret_cast<const std::byte*>(&header);
+    message.insert(message.end(), raw, raw + sizeof(header));
+    message.insert(message.end(), payload.begin(), payload.end());
+    message.resize(NLA_ALIGN(message.size()));
+  };
+  ByteString handle(8);
+  handle[7] = std::byte{42};
+  attribute(NFTA_RULE_HANDLE, handle);
+  attribute(NFTA_RULE_USERDATA, commentUserdata("c/eth0"));
+  nlmsghdr header{};
+  header.nlmsg_len = static_cast<uint32_t>(message.size());
+  header.nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE;
+  std::memcpy(message.data(), &header, sizeof(header));
+  auto rule = parseRuleReply(message);
+  ASSERT_TRUE(rule) << rule.error().message;
+  EXPECT_EQ(rule->handle, 42u);
+  EXPECT_EQ(rule->comment, "c/eth0");
+}
+
+}  // namespace
+}  // namespace hostport::nft
