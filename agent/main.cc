@@ -9,6 +9,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "agent/service/agent_service.h"
 #include "agent/service/api_handlers.h"
 #include "agent/service/socket_probe.h"
+#include "agent/service/table_repair.h"
 #include "agent/store/lease_store.h"
 #include "hostnet/reserved_ports.h"
 
@@ -32,6 +34,7 @@ struct Flags {
   std::string socketPath;
   std::string logLevel;
   bool noReservedPorts = false;
+  std::optional<uint32_t> tableRepairSeconds;
 };
 
 Result<AgentConfig> resolveConfig(const Flags& flags) {
@@ -56,6 +59,7 @@ Result<AgentConfig> resolveConfig(const Flags& flags) {
   if (!flags.socketPath.empty()) config.socketPath = flags.socketPath;
   if (!flags.logLevel.empty()) config.logLevel = flags.logLevel;
   if (flags.noReservedPorts) config.reserveLocalPorts = false;
+  if (flags.tableRepairSeconds) config.tableRepairSeconds = *flags.tableRepairSeconds;
   if (auto checked = finalizeConfig(config); !checked) return std::unexpected(checked.error());
   return config;
 }
@@ -130,6 +134,10 @@ int run(const AgentConfig& config) {
     spdlog::error("{}", server.error().message);
     return 1;
   }
+  std::unique_ptr<TableRepair> tableRepair;
+  if (config.tableRepairSeconds > 0) {
+    tableRepair = TableRepair::start(io, std::chrono::seconds(config.tableRepairSeconds));
+  }
   ready = true;
   spdlog::info("serving {} with pools {}", config.socketPath, describePools(config.pools));
 
@@ -164,6 +172,10 @@ int main(int argc, char** argv) {
   app.add_option("--socket", flags.socketPath,
                  "control socket path, mode 0600 (default /run/hostport/agent.sock)");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info (default), warn or error");
+  app.add_option("--table-repair-interval", flags.tableRepairSeconds,
+                 "seconds between checks of table ip/ip6 hostport's fixed chains, which are laid "
+                 "out again when someone edited them; 0: never touch nftables (default 30)")
+      ->check(CLI::Range(0, 86400));
   app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
                "leave net.ipv4.ip_local_reserved_ports alone");
   CLI11_PARSE(app, argc, argv);

@@ -234,15 +234,16 @@ Result<void> parseElementReply(std::span<const std::byte> message, std::vector<S
   return parsed ? Result<void>{} : malformed("set element");
 }
 
-Result<RuleComment> parseRuleReply(std::span<const std::byte> message) {
+Result<RuleSummary> parseRuleReply(std::span<const std::byte> message) {
   const auto body = nftablesBody(message, NFT_MSG_NEWRULE);
   if (!body) return std::unexpected(malformed("rule").error());
-  RuleComment rule;
+  RuleSummary rule;
   const bool parsed = forEachAttribute(body->second, [&](uint16_t type, Bytes payload) {
     if (type == NFTA_RULE_HANDLE && payload.size() == 8) {
       for (const std::byte b : payload)
         rule.handle = rule.handle << 8 | std::to_integer<uint8_t>(b);
     }
+    if (type == NFTA_RULE_EXPRESSIONS) rule.expressions.assign(payload.begin(), payload.end());
     if (type == NFTA_RULE_USERDATA)
       rule.comment = commentOf(ByteString(payload.begin(), payload.end()));
     return true;

@@ -35,11 +35,12 @@ ByteString ruleDumpRequest(Family family, std::string_view chain);
 Result<void> parseElementReply(std::span<const std::byte> message, std::vector<SetElement>& out,
                                const std::string* owner = nullptr);
 
-struct RuleComment {
+struct RuleSummary {
   uint64_t handle = 0;
   std::string comment;
+  ByteString expressions;  // NFTA_RULE_EXPRESSIONS as the kernel sent them
 };
-/// The handle and comment of the rule in one NEWRULE dump reply.
-Result<RuleComment> parseRuleReply(std::span<const std::byte> message);
+/// The rule in one NEWRULE dump reply.
+Result<RuleSummary> parseRuleReply(std::span<const std::byte> message);
 
 }  // namespace hostport::nft

@@ -1,12 +1,12 @@
 #include "agent/config/agent_config.h"
 
-#include "agent/api/validation.h"
-#include "common/quote.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <set>
+
+#include "agent/api/validation.h"
+#include "common/quote.h"
 
 namespace hostport::agent {
 namespace {
@@ -36,6 +36,20 @@ class YamlReader {
     return node.as<std::string>();
   }
 
+  /// A whole number in [min, max], written in decimal digits.
+  Result<uint64_t> count(const YAML::Node& node, const std::string& key, uint64_t min,
+                         uint64_t max) const {
+    auto text = scalar(node, key);
+    if (!text) return std::unexpected(text.error());
+    const bool digits = std::ranges::all_of(*text, [](unsigned char c) { return std::isdigit(c); });
+    if (!digits || text->empty() || text->size() > 15) {
+      return error(key, quoteText(*text) + " is not a whole number");
+    }
+    const uint64_t value = std::stoull(*text);
+    if (value < min) return error(key, quoteText(*text) + " is below " + std::to_string(min));
+    if (value > max) return error(key, quoteText(*text) + " is above " + std::to_string(max));
+    return value;
+  }
   Result<bool> boolean(const YAML::Node& node, const std::string& key) const {
     auto text = scalar(node, key);
     if (!text) return std::unexpected(text.error());
@@ -137,7 +151,7 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   try {
     if (auto keys = yaml.checkKeys(root, "",
                                    {"stateDir", "socket", "reserveLocalPorts", "logLevel",
-                                    "compactAfterJournalBytes", "pools"});
+                                    "compactAfterJournalBytes", "tableRepairSeconds", "pools"});
         !keys) {
       return keys;
     }
@@ -157,17 +171,14 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
       config.reserveLocalPorts = *value;
     }
     if (const auto node = root["compactAfterJournalBytes"]) {
-      auto value = yaml.scalar(node, "compactAfterJournalBytes");
+      auto value = yaml.count(node, "compactAfterJournalBytes", 4096, uint64_t{1} << 40);
       if (!value) return std::unexpected(value.error());
-      const auto digits =
-          std::ranges::all_of(*value, [](unsigned char c) { return std::isdigit(c); });
-      if (!digits || value->empty() || value->size() > 12) {
-        return yaml.error("compactAfterJournalBytes", quoteText(*value) + " is not a byte count");
-      }
-      config.compactAfterJournalBytes = std::stoull(*value);
-      if (config.compactAfterJournalBytes < 4096) {
-        return yaml.error("compactAfterJournalBytes", quoteText(*value) + " is below 4096");
-      }
+      config.compactAfterJournalBytes = *value;
+    }
+    if (const auto node = root["tableRepairSeconds"]) {
+      auto value = yaml.count(node, "tableRepairSeconds", 0, 86400);
+      if (!value) return std::unexpected(value.error());
+      config.tableRepairSeconds = static_cast<uint32_t>(*value);
     }
     if (const auto pools = root["pools"]) {
       if (!pools.IsMap()) return yaml.error("pools", "must be a mapping of pool name to pool");

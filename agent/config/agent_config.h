@@ -18,6 +18,9 @@ struct AgentConfig {
   bool reserveLocalPorts = true;  // add pool ranges to net.ipv4.ip_local_reserved_ports
   std::string logLevel = "info";
   uint64_t compactAfterJournalBytes = 8 << 20;
+  /// How often the agent checks the fixed layout of table ip/ip6 hostport and repairs it; 0:
+  /// never touch nftables (another agent or nothing keeps the layout).
+  uint32_t tableRepairSeconds = 30;
   std::vector<PoolSpec> pools;  // always holds "default" once resolved
 };
 

@@ -108,9 +108,11 @@ class AgentPluginTest : public PluginFixture {
   }
 
   /// Starts the agent in the node netns with `portRange` as its default pool.
-  void startAgent(const std::string& portRange = kSmallPool) {
+  void startAgent(const std::string& portRange = kSmallPool,
+                  std::vector<std::string> extraArgs = {}) {
     ASSERT_OK_AND_ASSIGN(
-        agent_, AgentProcess::start(HOSTPORT_AGENT_PATH, nodeNetns(), {.portRange = portRange}));
+        agent_, AgentProcess::start(HOSTPORT_AGENT_PATH, nodeNetns(),
+                                    {.portRange = portRange, .extraArgs = std::move(extraArgs)}));
   }
 
   agent::api::AgentClient client() const { return agent_->client(); }
@@ -517,6 +519,28 @@ TEST_F(AgentPluginTest, MalformedAnnotationFailsNamingTheBadTokenAndLeavesNothin
   EXPECT_THAT(error.msg, HasSubstr("dns=53/bogus"));
   EXPECT_THAT(allLeases(), IsEmpty());
   EXPECT_THAT(entries(), IsEmpty());
+}
+
+TEST_F(AgentPluginTest, AgentRepairsAChainSomeoneFlushedAndTrafficFlowsAgain) {
+  ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--table-repair-interval", "1"}));
+  EXPECT_THAT(agent_->log(), HasSubstr("table ip/ip6 hostport laid out; checked every 1 s"));
+  Pod* pod = addAgentPod("pod-a", "web=8080");
+  ASSERT_NE(pod, nullptr);
+  auto server = serve(*pod, Transport::kTcp, 8080);
+  ASSERT_NE(server, nullptr);
+  const uint16_t port = grantedPort(*pod, "web", agent::PortProtocol::kTcp);
+  ASSERT_THAT(tcpRequest(outside(), kNodeIpV4, port), RepliesFrom("pod-a tcp"));
+
+  // What another tool (or a hand) might do: the ADD path never looks at the chains again.
+  ASSERT_OK(nodeNetns().exec({"nft", "flush", "chain", "ip", "hostport", "prerouting"}));
+  bool repaired = false;
+  for (int attempt = 0; attempt < 50 && !repaired; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    repaired = agent_->log().find("had been edited") != std::string::npos;
+  }
+  ASSERT_TRUE(repaired) << agent_->describe();
+  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), RepliesFrom("pod-a tcp"));
+  EXPECT_THAT(ownedBy(entries(), pod->owner()), Not(IsEmpty()));  // elements untouched
 }
 
 }  // namespace

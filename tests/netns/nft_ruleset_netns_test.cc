@@ -10,6 +10,7 @@
 #include <functional>
 #include <thread>
 
+#include "nft/layout_guard.h"
 #include "nft/nft_context.h"
 #include "nft/nft_ruleset.h"
 
@@ -240,6 +241,45 @@ TEST_F(NftRulesetTest, FailedFastPathAddLeavesNothing) {
     EXPECT_EQ(clash.error().code, ErrorCode::kConflict);
     EXPECT_NE(clash.error().message.find("a/eth0"), std::string::npos) << clash.error().message;
     EXPECT_EQ(listTables(), before);
+  });
+}
+
+TEST_F(NftRulesetTest, LayoutGuardRepairsWhatWasEditedAndKeepsElements) {
+  inPrivateNetns([] {
+    LayoutGuard guard(ruleset());
+    ASSERT_EQ(guard.check(), LayoutCheck::kLaidOut);
+    auto tables = ruleset();
+    ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
+    EXPECT_EQ(guard.check(), LayoutCheck::kIntact);  // elements are not layout
+    const std::string intact = listTables();
+    const auto reference = layoutFingerprint();
+    ASSERT_TRUE(reference);
+    auto context = NftContext::create();
+
+    for (const char* edit : {"flush chain ip hostport prerouting",
+                             "add rule ip6 hostport hostports tcp dport 22 accept",
+                             "delete chain ip hostport output",
+                             "insert rule ip hostport postrouting counter",
+                             "delete table ip6 hostport"}) {
+      // Chains are deleted only once nothing refers to them.
+      if (std::string_view(edit).starts_with("delete chain")) {
+        ASSERT_TRUE(context->run(std::string("flush chain ip hostport output\n") + edit));
+      } else {
+        auto edited = context->run(edit);
+        ASSERT_TRUE(edited) << edited.error().message;
+      }
+      EXPECT_NE(listTables(), intact) << edit;
+      auto checked = guard.check();
+      ASSERT_TRUE(checked) << checked.error().message;
+      EXPECT_EQ(*checked, LayoutCheck::kRepaired) << edit;
+      EXPECT_EQ(guard.check(), LayoutCheck::kIntact) << edit;
+      const auto now = layoutFingerprint();  // not the listing: chain order there may differ
+      ASSERT_TRUE(now);
+      EXPECT_TRUE(*now == *reference) << edit;
+    }
+    // The ip table was only ever edited, never deleted: a's ip elements are all still there.
+    EXPECT_EQ(tables->listOwned("a/eth0")->forwards.size(), 2u);
+    EXPECT_EQ(tables->listOwned("a/eth0")->masquerades.size(), 2u);
   });
 }
 

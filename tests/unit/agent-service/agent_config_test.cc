@@ -214,8 +214,8 @@ TEST(AgentConfigTest, QuotedAndPlainScalarsAreTheSame) {
 }
 
 TEST(AgentConfigTest, FlowStyleWorks) {
-  auto config = loadFinal(
-      "{stateDir: /s, pools: {default: {ranges: [30000-30009], strategy: random}}}");
+  auto config =
+      loadFinal("{stateDir: /s, pools: {default: {ranges: [30000-30009], strategy: random}}}");
   ASSERT_TRUE(config.has_value()) << config.error().message;
   EXPECT_EQ(config->stateDir, "/s");
   EXPECT_EQ(config->pools.at(0).strategy, Strategy::kRandom);
@@ -265,31 +265,44 @@ TEST(AgentConfigTest, BooleansAreTrueOrFalseOnly) {
             "config.yaml: reserveLocalPorts: must be a string");
 }
 
-TEST(AgentConfigTest, ByteCountsAreDecimalDigits) {
+TEST(AgentConfigTest, CountsAreDecimalDigitsWithinBounds) {
   EXPECT_EQ(load("compactAfterJournalBytes: 999999999999\n")->compactAfterJournalBytes,
             999999999999u);
-  for (const char* value : {"-1", "1e6", "0x10", "8MiB", "1.5", "''", "1000000000000", " +5"}) {
+  for (const char* value : {"-1", "1e6", "0x10", "8MiB", "1.5", "''", " +5", "9999999999999999"}) {
     const auto message = loadError(std::string("compactAfterJournalBytes: ") + value + "\n");
     EXPECT_THAT(message, AllOf(HasSubstr("config.yaml: compactAfterJournalBytes: "),
-                               HasSubstr("is not a byte count")))
+                               HasSubstr("is not a whole number")))
         << value;
   }
   EXPECT_EQ(loadError("compactAfterJournalBytes: 8MiB\n"),
-            "config.yaml: compactAfterJournalBytes: \"8MiB\" is not a byte count");
+            "config.yaml: compactAfterJournalBytes: \"8MiB\" is not a whole number");
+  EXPECT_EQ(loadError("compactAfterJournalBytes: 2000000000000\n"),
+            "config.yaml: compactAfterJournalBytes: \"2000000000000\" is above 1099511627776");
+}
+
+TEST(AgentConfigTest, TableRepairSecondsDefaultsTo30AndZeroTurnsItOff) {
+  EXPECT_EQ(load("logLevel: info\n")->tableRepairSeconds, 30u);
+  EXPECT_EQ(load("tableRepairSeconds: 0\n")->tableRepairSeconds, 0u);
+  EXPECT_EQ(load("tableRepairSeconds: 86400\n")->tableRepairSeconds, 86400u);
+  EXPECT_EQ(loadError("tableRepairSeconds: 86401\n"),
+            "config.yaml: tableRepairSeconds: \"86401\" is above 86400");
+  EXPECT_EQ(loadError("tableRepairSeconds: 30s\n"),
+            "config.yaml: tableRepairSeconds: \"30s\" is not a whole number");
 }
 
 TEST(AgentConfigTest, PoolsMustBeAMapping) {
-  EXPECT_EQ(loadError("pools: [a]\n"), "config.yaml: pools: must be a mapping of pool name to pool");
+  EXPECT_EQ(loadError("pools: [a]\n"),
+            "config.yaml: pools: must be a mapping of pool name to pool");
   EXPECT_EQ(loadError("pools:\n"), "config.yaml: pools: must be a mapping of pool name to pool");
   EXPECT_EQ(loadError("pools: default\n"),
             "config.yaml: pools: must be a mapping of pool name to pool");
-  EXPECT_EQ(loadError("pools:\n  games: 7000-7099\n"), "config.yaml: pools.games: must be a mapping");
+  EXPECT_EQ(loadError("pools:\n  games: 7000-7099\n"),
+            "config.yaml: pools.games: must be a mapping");
 }
 
 TEST(AgentConfigTest, PoolNamesAreLowercaseLabels) {
   for (const char* name : {"Games", "ga_mes", "ga.mes", "-games", "gämes", "''"}) {
-    const auto message =
-        loadError(std::string("pools:\n  ") + name + ":\n    ranges: ['7000']\n");
+    const auto message = loadError(std::string("pools:\n  ") + name + ":\n    ranges: ['7000']\n");
     EXPECT_THAT(message, HasSubstr("pool names are lowercase letters, digits and '-'")) << name;
   }
   EXPECT_EQ(loadError("pools:\n  Games:\n    ranges: ['7000']\n"),
@@ -314,10 +327,9 @@ TEST(AgentConfigTest, BadRangesNameTheirIndexAndText) {
   EXPECT_EQ(loadError("pools:\n  games:\n    ranges: ['7000', '7100-7000']\n"),
             "config.yaml: pools.games.ranges[1]: port range \"7100-7000\" is empty: its first "
             "port is above its last");
-  for (const char* bad : {"0-10", "65536", "7000-70000", "abc", "7000-", "-7000", "7000--7001",
-                          "", " 7000", "7000-7001-7002", "+7000", "0x1b58"}) {
-    const auto message =
-        loadError(std::string("pools:\n  games:\n    ranges: ['") + bad + "']\n");
+  for (const char* bad : {"0-10", "65536", "7000-70000", "abc", "7000-", "-7000", "7000--7001", "",
+                          " 7000", "7000-7001-7002", "+7000", "0x1b58"}) {
+    const auto message = loadError(std::string("pools:\n  games:\n    ranges: ['") + bad + "']\n");
     EXPECT_THAT(message, AllOf(HasSubstr("pools.games.ranges[0]: port range"),
                                HasSubstr(std::string("\"") + bad + "\"")))
         << bad;
@@ -397,22 +409,22 @@ pools:
   games:
     ranges: ["31000-31099", "30900-30950"]
 )");
-  EXPECT_THAT(message, AllOf(HasSubstr("pools: "), HasSubstr("\"games\""),
-                             HasSubstr("30900-30950"), HasSubstr("\"default\""),
-                             HasSubstr("30000-30999"), HasSubstr("overlaps")));
+  EXPECT_THAT(message,
+              AllOf(HasSubstr("pools: "), HasSubstr("\"games\""), HasSubstr("30900-30950"),
+                    HasSubstr("\"default\""), HasSubstr("30000-30999"), HasSubstr("overlaps")));
 }
 
 TEST(AgentConfigTest, OverlappingRangesInOnePoolAreErrors) {
   const auto message =
       finalError("pools:\n  default:\n    ranges: ['30000-30010', '30005-30020']\n");
-  EXPECT_THAT(message, AllOf(HasSubstr("overlaps"), HasSubstr("30005-30020"),
-                             HasSubstr("30000-30010")));
+  EXPECT_THAT(message,
+              AllOf(HasSubstr("overlaps"), HasSubstr("30005-30020"), HasSubstr("30000-30010")));
 }
 
 TEST(AgentConfigTest, DuplicatePoolNamesAreErrors) {
   // YAML itself forbids duplicate keys; yaml-cpp keeps both, and the allocator refuses them.
-  auto config = loadFinal(
-      "pools:\n  games:\n    ranges: ['7000']\n  games:\n    ranges: ['8000']\n");
+  auto config =
+      loadFinal("pools:\n  games:\n    ranges: ['7000']\n  games:\n    ranges: ['8000']\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_THAT(config.error().message, HasSubstr("duplicate pool name \"games\""));
 }
@@ -503,7 +515,8 @@ TEST(AgentConfigHostileTest, AliasBombIsNotExpanded) {
 }
 
 TEST(AgentConfigHostileTest, AliasBombUnderAKnownKeyIsATypeError) {
-  std::string text = "pools:\n  default:\n    ranges: &r0 ['1', '2', '3', '4', '5', '6', '7', '8']\n";
+  std::string text =
+      "pools:\n  default:\n    ranges: &r0 ['1', '2', '3', '4', '5', '6', '7', '8']\n";
   text += "    protocols: &r1 [*r0, *r0, *r0, *r0, *r0, *r0, *r0, *r0]\n";
   const auto started = std::chrono::steady_clock::now();
   EXPECT_EQ(loadError(text), "config.yaml: pools.default.protocols[0]: must be a string");
@@ -553,7 +566,8 @@ TEST(AgentConfigHostileTest, ManyKeysFailAtTheFirstUnknownOne) {
 
 TEST(AgentConfigHostileTest, EveryPortAsItsOwnRange) {
   std::string manyRanges = "pools:\n  default:\n    ranges:\n";
-  for (int port = 1; port <= 65535; ++port) manyRanges += "      - '" + std::to_string(port) + "'\n";
+  for (int port = 1; port <= 65535; ++port)
+    manyRanges += "      - '" + std::to_string(port) + "'\n";
   auto ranges = loadFinal(manyRanges);
   ASSERT_TRUE(ranges.has_value()) << ranges.error().message;
   EXPECT_EQ(ranges->pools.at(0).ranges.size(), 65535u);
@@ -571,8 +585,8 @@ TEST(AgentConfigHostileTest, NonUtf8FailsCleanly) {
   }
   for (const std::string& text :
        {std::string("\xff\xfe\x00\x01", 4), std::string("stateDir: /a\x80\x81\n"),
-        std::string("pools:\n  \xc3\x28:\n    ranges: ['1']\n"), std::string("\xef\xbb\xbf") +
-        "logLevel: info\n", std::string("logLevel: in\0fo\n", 15)}) {
+        std::string("pools:\n  \xc3\x28:\n    ranges: ['1']\n"),
+        std::string("\xef\xbb\xbf") + "logLevel: info\n", std::string("logLevel: in\0fo\n", 15)}) {
     AgentConfig config;
     Result<void> applied;
     EXPECT_NO_THROW(applied = applyYamlConfig(text, "config.yaml", config));
@@ -597,8 +611,8 @@ TEST(AgentConfigHostileTest, KeysInMessagesCannotForgeLogLines) {
   // A key is echoed in the message: control characters become '?', so a newline in it cannot
   // start a forged log line.
   // (The exact escape is not the point; one line per message is.)
-  for (const auto& [text, path, problem] : std::vector<std::tuple<std::string, std::string,
-                                                                  std::string>>{
+  for (const auto& [text, path, problem] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
            {"\"bad\\nINFO forged\\x7f\": 1\n", "config.yaml: bad", "INFO forged"},
            {"pools:\n  \"x\\nERROR forged\":\n    ranges: ['1']\n", "config.yaml: pools.x",
             "pool names are lowercase letters, digits and '-'"},
