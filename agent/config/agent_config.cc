@@ -61,10 +61,24 @@ class YamlReader {
   Result<void> checkKeys(const YAML::Node& map, const std::string& prefix,
                          std::initializer_list<std::string_view> allowed) const {
     if (!map.IsMap()) return error(prefix.empty() ? "(top level)" : prefix, "must be a mapping");
+    if (auto unique = checkUniqueKeys(map, prefix); !unique) return unique;
     for (const auto& entry : map) {
       const auto key = entry.first.as<std::string>();
       if (std::ranges::find(allowed, key) == allowed.end()) {
         return error(prefix.empty() ? key : prefix + "." + key, "unknown key");
+      }
+    }
+    return {};
+  }
+
+  /// yaml-cpp keeps both entries of a repeated key and lookups see only the first, so a second
+  /// `logLevel:` further down a long file would be silently ignored.
+  Result<void> checkUniqueKeys(const YAML::Node& map, const std::string& prefix) const {
+    std::set<std::string> seen;
+    for (const auto& entry : map) {
+      const auto key = entry.first.as<std::string>();
+      if (!seen.insert(key).second) {
+        return error(prefix.empty() ? key : prefix + "." + key, "appears more than once");
       }
     }
     return {};
@@ -182,6 +196,7 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
     }
     if (const auto pools = root["pools"]) {
       if (!pools.IsMap()) return yaml.error("pools", "must be a mapping of pool name to pool");
+      if (auto unique = yaml.checkUniqueKeys(pools, "pools"); !unique) return unique;
       config.pools.clear();
       for (const auto& entry : pools) {
         const auto name = entry.first.as<std::string>();
