@@ -4,11 +4,11 @@
 #
 # Everything podman touches is private to one temp dir: storage root, runroot, tmpdir,
 # containers.conf, storage.conf, CNI config dir, CNI plugin dir and host-local dataDir.
-# Nothing under /etc changes. Names, bridge, subnet and host port derive from $$ or are
-# random, so parallel runs do not collide. The `hostport` nft table lives in the root
-# netns (podman runs the plugins there); the test removes only its own elements (through
-# the plugin's DEL) and deletes the table only when the table did not exist before and
-# no other run of this test is going on (a shared flock on LOCK_FILE marks a run).
+# Nothing under /etc changes. podman runs the CNI plugins in its own network namespace, so
+# the script first re-runs itself in a private one (nsenter --net, which keeps the mounts
+# podman and runc need, such as /sys/fs/cgroup): the bridge, the `hostport` nft table and
+# conntrack entries never touch the machine's. Names, bridge, subnet and host port derive
+# from $$ or are random, so parallel runs do not collide.
 #
 # Usage: podman_test.sh PLUGIN_BINARY
 # Environment (for debugging the harness):
@@ -24,7 +24,6 @@ readonly PROG="podman_test.sh"
 readonly SKIP=77
 readonly PLUGIN_TYPE="${HOSTPORT_E2E_PLUGIN:-hostport}"
 readonly CNI_VERSION="1.0.0"
-readonly LOCK_FILE="/run/lock/hostport-e2e.lock"
 readonly TOKEN="hostport-e2e-$$-${RANDOM}${RANDOM}"
 
 # Filled in by setup steps; read by cleanup, which must cope with any of them unset.
@@ -34,8 +33,6 @@ BRIDGE="hpe2e$$"  # at most 5 + 7 digits: within IFNAMSIZ (15)
 CTR="hpe2e-ctr-$$"
 IMAGE="localhost/hostport-e2e:$$"
 SUBNET="" GATEWAY="" HOST_PORT="" CONTAINER_IP=""
-TABLE4_EXISTED="" TABLE6_EXISTED=""
-LOCK_FD=""
 PODMAN=()
 FAILURES=0
 CLEANED=0
@@ -54,7 +51,7 @@ usage() {
 
 require_tools() {
   local tool
-  for tool in podman runc conmon curl nft ip ss tar timeout flock; do
+  for tool in podman runc conmon curl nft ip ss tar timeout nsenter; do
     command -v "$tool" >/dev/null || fatal "missing tool '$tool' (run scripts/setup.sh)"
   done
   [[ -x /bin/busybox ]] || fatal "missing /bin/busybox (install busybox-static)"
@@ -138,13 +135,9 @@ EOF
     --cgroup-manager cgroupfs --events-backend file)
 }
 
-# Runs podman on the private root, without our lock fd (conmon would inherit and keep it).
+# Runs podman on the private root.
 podman_() {
-  if [[ -n "$LOCK_FD" ]]; then
-    "${PODMAN[@]}" "$@" {LOCK_FD}>&-
-  else
-    "${PODMAN[@]}" "$@"
-  fi
+  "${PODMAN[@]}" "$@"
 }
 
 install_plugin() {
@@ -293,32 +286,18 @@ check_mapping_gone() {
 
 # Takes a shared lock for the whole run: other runs may go on, but a run that wants to
 # delete the tables at its end must be alone.
-take_run_lock() {
-  mkdir -p "${LOCK_FILE%/*}"
-  exec {LOCK_FD}>>"$LOCK_FILE"
-  timeout 300 flock -s "$LOCK_FD" || fatal "could not lock $LOCK_FILE within 300 s"
-}
-
-# Deletes table ip/ip6 hostport if it did not exist at our start and no other run is on.
-delete_tables_we_created() {
-  [[ "$TABLE4_EXISTED" == "no" || "$TABLE6_EXISTED" == "no" ]] || return 0
-  [[ -n "$LOCK_FD" ]] || return 0
-  exec {LOCK_FD}>&-
-  exec {LOCK_FD}>>"$LOCK_FILE"
-  if ! flock -n -x "$LOCK_FD"; then
-    log "cleanup: another e2e run is on; leaving table hostport to it"
-    return 0
-  fi
-  local family existed
-  for family in ip ip6; do
-    existed="$TABLE4_EXISTED"
-    [[ "$family" == "ip" ]] || existed="$TABLE6_EXISTED"
-    if [[ "$existed" == "no" ]] && nft list table "$family" hostport >/dev/null 2>&1; then
-      log "cleanup: deleting table $family hostport (created during this test)"
-      nft delete table "$family" hostport
-    fi
-  done
-  exec {LOCK_FD}>&-
+# podman runs the plugins in the netns it runs in: give it a private one, deleted at exit.
+run_in_private_netns() {
+  local ns="hpe2e-$$-${RANDOM}" rc=0
+  ip netns add "$ns" || fatal "ip netns add $ns failed"
+  trap 'ip netns del "'"$ns"'" 2>/dev/null' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  ip -n "$ns" link set lo up || fatal "cannot bring lo up in $ns"
+  log "running in private netns $ns"
+  HOSTPORT_E2E_NETNS="$ns" nsenter --net="/run/netns/$ns" "$BASH" "${BASH_SOURCE[0]}" "$@" ||
+    rc=$?
+  exit "$rc"
 }
 
 cleanup() {
@@ -337,9 +316,6 @@ cleanup() {
     # Only when DEL failed to: the key was free when we picked it, so it is ours.
     log "cleanup: removing our leftover element tcp . $HOST_PORT"
     nft delete element ip hostport ports "{ tcp . $HOST_PORT }"
-  fi
-  if [[ "$PLUGIN_TYPE" == "hostport" ]]; then
-    delete_tables_we_created
   fi
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link del "$BRIDGE"
@@ -381,17 +357,15 @@ main() {
     -h | --help) usage; return 0 ;;
   esac
   if ((EUID != 0)); then
-    log "SKIP: needs root (podman with CNI networking, nftables in the root netns)"
+    log "SKIP: needs root (podman with CNI networking, a private network namespace)"
     exit "$SKIP"
   fi
+  [[ -n "${HOSTPORT_E2E_NETNS:-}" ]] || run_in_private_netns "$@"
   trap cleanup EXIT
   trap 'on_signal INT' INT
   trap 'on_signal TERM' TERM
 
   require_tools
-  take_run_lock
-  if nft list table ip hostport >/dev/null 2>&1; then TABLE4_EXISTED=yes; else TABLE4_EXISTED=no; fi
-  if nft list table ip6 hostport >/dev/null 2>&1; then TABLE6_EXISTED=yes; else TABLE6_EXISTED=no; fi
   pick_subnet
   pick_host_port
   make_dirs
