@@ -259,10 +259,24 @@ Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::str
   }
   const uint32_t lastSeq = nextSeq_ - 1;
 
+  // A batch is one transaction only when it is one send, and a send larger than the socket's
+  // buffer fails: make room (root may exceed the sysctl limit, and the plugin runs as root).
+  const int fd = mnl_socket_get_fd(socket_.get());
+  int sendBuffer = 0;
+  socklen_t length = sizeof(sendBuffer);
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, &length) == 0 &&
+      static_cast<size_t>(sendBuffer) < messages.size() + 4096) {
+    const int wanted = static_cast<int>(messages.size() + 4096);
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &wanted, sizeof(wanted)) != 0) {
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &wanted, sizeof(wanted));
+    }
+  }
   const ssize_t sent = mnl_socket_sendto(socket_.get(), messages.data(), messages.size());
   if (sent < 0 || static_cast<size_t>(sent) != messages.size()) {
     const int error = sent < 0 ? errno : EMSGSIZE;
-    return fail(ErrorCode::kKernel, context + ": cannot send netlink batch: " + errnoText(error));
+    return fail(ErrorCode::kKernel, context + ": cannot send netlink batch of " +
+                                        std::to_string(messages.size()) +
+                                        " bytes: " + errnoText(error));
   }
 
   std::optional<ErrorReply> firstError;

@@ -71,6 +71,7 @@ class MessageWriter {
     endNest(nest);
   }
 
+  size_t size() const { return bytes_.size(); }
   ByteString take() { return std::move(bytes_); }
 
  private:
@@ -81,6 +82,10 @@ class MessageWriter {
   ByteString bytes_;
   size_t start_ = 0;
 };
+
+// Bytes of elements per list attribute: well under the 16-bit attribute length, with room for
+// the largest element (a comment of up to 255 bytes, IPv6 keys and data).
+constexpr size_t kElementListBudget = 32 * 1024;
 
 uint8_t netfilterFamily(Family family) {
   return family == Family::kIPv4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
@@ -147,27 +152,33 @@ ByteString elementBatch(ElementChange change, const std::vector<SetElement>& ele
   std::map<std::pair<Family, std::string>, std::vector<const SetElement*>> bySet;
   for (const auto& element : elements) bySet[{element.family, element.set}].push_back(&element);
 
+  const bool add = change == ElementChange::kAdd;
   MessageWriter writer;
   batchMarker(writer, NFNL_MSG_BATCH_BEGIN);
   for (const auto& [where, members] : bySet) {
-    const bool add = change == ElementChange::kAdd;
-    writer.begin(nftablesType(add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
-                 NLM_F_ACK | (add ? NLM_F_CREATE : 0), netfilterFamily(where.first));
-    writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
-    writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, where.second);
-    const size_t list = writer.beginNest(NFTA_SET_ELEM_LIST_ELEMENTS);
-    for (const SetElement* element : members) {
-      const size_t item = writer.beginNest(NFTA_LIST_ELEM);
-      writer.dataValue(NFTA_SET_ELEM_KEY, element->key);
-      if (!element->keyEnd.empty()) writer.dataValue(NFTA_SET_ELEM_KEY_END, element->keyEnd);
-      if (add && !element->data.empty()) writer.dataValue(NFTA_SET_ELEM_DATA, element->data);
-      if (add && !element->userdata.empty()) {
-        writer.attribute(NFTA_SET_ELEM_USERDATA, element->userdata);
+    // An attribute's length is 16 bits: a range request can hold more elements than one
+    // list attribute can carry, so a set's elements may take several messages. They stay one
+    // transaction: the batch is.
+    for (size_t first = 0; first < members.size();) {
+      writer.begin(nftablesType(add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
+                   NLM_F_ACK | (add ? NLM_F_CREATE : 0), netfilterFamily(where.first));
+      writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
+      writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, where.second);
+      const size_t list = writer.beginNest(NFTA_SET_ELEM_LIST_ELEMENTS);
+      for (; first < members.size() && writer.size() - list < kElementListBudget; ++first) {
+        const SetElement& element = *members[first];
+        const size_t item = writer.beginNest(NFTA_LIST_ELEM);
+        writer.dataValue(NFTA_SET_ELEM_KEY, element.key);
+        if (!element.keyEnd.empty()) writer.dataValue(NFTA_SET_ELEM_KEY_END, element.keyEnd);
+        if (add && !element.data.empty()) writer.dataValue(NFTA_SET_ELEM_DATA, element.data);
+        if (add && !element.userdata.empty()) {
+          writer.attribute(NFTA_SET_ELEM_USERDATA, element.userdata);
+        }
+        writer.endNest(item);
       }
-      writer.endNest(item);
+      writer.endNest(list);
+      writer.end();
     }
-    writer.endNest(list);
-    writer.end();
   }
   batchMarker(writer, NFNL_MSG_BATCH_END);
   return writer.take();

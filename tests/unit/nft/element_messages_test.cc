@@ -73,6 +73,23 @@ TEST(ElementMessagesTest, AddBatchIsOneTransactionWithOneAckedMessagePerSet) {
   }
 }
 
+TEST(ElementMessagesTest, ManyElementsOfOneSetSpreadOverMessagesThatEachFitAnAttribute) {
+  std::vector<SetElement> elements;
+  for (int port = 10000; port < 13000; ++port) {
+    elements.push_back(elementOf(
+        Forward{Protocol::kTcp, std::nullopt, static_cast<uint16_t>(port), ip("fd00::5"), 80, ""},
+        std::string(200, 'o') + "/eth0"));
+  }
+  const auto messages = split(elementBatch(ElementChange::kAdd, elements));
+  ASSERT_GT(messages.size(), 3u);
+  std::vector<SetElement> back;
+  for (size_t i = 1; i + 1 < messages.size(); ++i) {
+    EXPECT_LT(messages[i].size(), 65535u);  // every nest length fits its 16 bits
+    ASSERT_TRUE(parseElementReply(messages[i], back));
+  }
+  EXPECT_EQ(back, elements);
+}
+
 TEST(ElementMessagesTest, DeleteBatchCarriesKeysOnly) {
   const auto messages = split(elementBatch(ElementChange::kDelete, sample()));
   ASSERT_EQ(messages.size(), 6u);

@@ -1,0 +1,134 @@
+// The netlink element fast path (nft/element_table.h) and NetlinkSocket::requestBatch against
+// the real kernel, each test in a network namespace of its own thread.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include "nft/element_table.h"
+#include "nft/nft_ruleset.h"
+
+namespace hostport::nft {
+namespace {
+
+IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+
+void inPrivateNetns(const std::function<void()>& body) {
+  std::thread worker([&] {
+    ASSERT_EQ(unshare(CLONE_NEWNET), 0) << "unshare(CLONE_NEWNET) failed";
+    body();
+  });
+  worker.join();
+}
+
+class ElementTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace";
+  }
+
+  static ElementTable table() {
+    auto opened = ElementTable::open();
+    EXPECT_TRUE(opened) << opened.error().message;
+    return std::move(*opened);
+  }
+
+  static void layOut() {
+    auto ruleset = NftRuleset::create();
+    ASSERT_TRUE(ruleset);
+    ASSERT_TRUE((*ruleset)->ensureTables());
+  }
+
+  static SetElement forward(uint16_t port, const std::string& owner) {
+    const std::string podIp =
+        "10.88." + std::to_string(port / 250 % 250) + "." + std::to_string(port % 250 + 1);
+    return elementOf(Forward{Protocol::kTcp, std::nullopt, port, ip(podIp.c_str()), 80, ""}, owner);
+  }
+};
+
+TEST_F(ElementTableTest, AddingToAMissingTableIsNotFound) {
+  inPrivateNetns([] {
+    auto elements = table();
+    auto added = elements.change(ElementChange::kAdd, {forward(8080, "a/eth0")});
+    ASSERT_FALSE(added);
+    EXPECT_TRUE(isNotFound(added.error())) << added.error().message;
+    auto state = elements.read();  // and a missing table reads as empty, not as an error
+    ASSERT_TRUE(state) << state.error().message;
+    EXPECT_TRUE(state->empty());
+  });
+}
+
+TEST_F(ElementTableTest, SameElementTwiceIsFineOtherDataIsAlreadyExists) {
+  inPrivateNetns([] {
+    ASSERT_NO_FATAL_FAILURE(layOut());
+    auto elements = table();
+    ASSERT_TRUE(elements.change(ElementChange::kAdd, {forward(8080, "a/eth0")}));
+    EXPECT_TRUE(elements.change(ElementChange::kAdd, {forward(8080, "a/eth0")}));
+    SetElement other = forward(8080, "b/eth0");
+    other.data = forward(8081, "b/eth0").data;  // the same key toward another pod
+    auto clash = elements.change(ElementChange::kAdd, {forward(9000, "b/eth0"), other});
+    ASSERT_FALSE(clash);
+    EXPECT_TRUE(isAlreadyExists(clash.error())) << clash.error().message;
+    EXPECT_EQ(elements.read()->forwards.size(), 1u);  // 9000 went down with the batch
+
+    auto gone = elements.change(ElementChange::kDelete, {forward(7000, "a/eth0")});
+    ASSERT_FALSE(gone);
+    EXPECT_TRUE(isNotFound(gone.error())) << gone.error().message;
+  });
+}
+
+TEST_F(ElementTableTest, ReadsDumpsThatSpanManyMessagesAndFiltersByOwner) {
+  inPrivateNetns([] {
+    ASSERT_NO_FATAL_FAILURE(layOut());
+    auto elements = table();
+    // Thousands of elements: the kernel splits the dump over many replies and reads.
+    std::vector<SetElement> batch;
+    for (uint16_t port = 10000; port < 13000; ++port) {
+      batch.push_back(forward(port, port % 1000 == 7 ? "x/eth0" : "c" + std::to_string(port)));
+    }
+    ASSERT_TRUE(elements.change(ElementChange::kAdd, batch));
+    auto all = elements.read();
+    ASSERT_TRUE(all) << all.error().message;
+    EXPECT_EQ(all->forwards.size(), 3000u);
+    const std::string owner = "x/eth0";
+    auto mine = elements.read(&owner);
+    ASSERT_TRUE(mine);
+    ASSERT_EQ(mine->forwards.size(), 3u);
+    for (const auto& installed : mine->forwards) {
+      EXPECT_EQ(installed.owner, owner);
+      EXPECT_EQ(installed.forward.hostPort % 1000, 7);
+    }
+  });
+}
+
+TEST_F(ElementTableTest, ABatchTheKernelRefusesWholeFailsAtOnceAndTheSocketStaysUsable) {
+  inPrivateNetns([] {
+    ASSERT_NO_FATAL_FAILURE(layOut());
+    auto socket = hostnet::NetlinkSocket::open(NETLINK_NETFILTER, std::chrono::seconds(2));
+    ASSERT_TRUE(socket);
+    ByteString batch = elementBatch(ElementChange::kAdd, {forward(8080, "a/eth0")});
+    // BEGIN names no subsystem the kernel knows: it refuses the batch with one error
+    // addressed to BEGIN, and never answers the element message that asked for an ACK.
+    const uint16_t unknown = htons(NFNL_SUBSYS_COUNT + 7);
+    std::memcpy(batch.data() + NLMSG_HDRLEN + offsetof(nfgenmsg, res_id), &unknown,
+                sizeof(unknown));
+    const auto started = std::chrono::steady_clock::now();
+    auto refused = socket->requestBatch(batch, "a refused batch");
+    EXPECT_FALSE(refused);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1))
+        << "waited for a reply that never comes";
+
+    ByteString good = elementBatch(ElementChange::kAdd, {forward(8080, "a/eth0")});
+    auto accepted = socket->requestBatch(good, "a good batch");
+    EXPECT_TRUE(accepted) << accepted.error().message;
+  });
+}
+
+}  // namespace
+}  // namespace hostport::nft
