@@ -16,12 +16,39 @@ namespace hostport::hostnet {
 namespace {
 
 static_assert(sizeof(inet_diag_req_v2) == 56, "inet_diag_req_v2 is ABI");
+static_assert(sizeof(inet_diag_req) == 60, "inet_diag_req is ABI");
 static_assert(sizeof(inet_diag_msg) == 72, "inet_diag_msg is ABI");
+static_assert(sizeof(inet_diag_bc_op) == 4, "inet_diag_bc_op is ABI");
 
 constexpr uint32_t stateBit(uint8_t state) { return 1u << state; }
 
 std::unexpected<Error> malformed(const std::string& why) {
   return fail(ErrorCode::kDecode, "malformed sock_diag message: " + why);
+}
+
+/// A dump request: header, `request` (inet_diag_req or _v2), and the filter as an attribute.
+template <typename Request>
+std::vector<std::byte> dumpMessage(uint16_t type, const Request& request,
+                                   std::span<const std::byte> portFilter) {
+  const std::size_t filterBytes =
+      portFilter.empty() ? 0 : NLA_HDRLEN + NLA_ALIGN(portFilter.size());
+  nlmsghdr header{};
+  header.nlmsg_len = static_cast<uint32_t>(NLMSG_LENGTH(sizeof(Request)) + filterBytes);
+  header.nlmsg_type = type;
+  header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+
+  std::vector<std::byte> buffer(header.nlmsg_len);
+  std::memcpy(buffer.data(), &header, sizeof(header));
+  std::memcpy(buffer.data() + NLMSG_HDRLEN, &request, sizeof(request));
+  if (!portFilter.empty()) {
+    nlattr attribute{};
+    attribute.nla_len = static_cast<uint16_t>(NLA_HDRLEN + portFilter.size());
+    attribute.nla_type = INET_DIAG_REQ_BYTECODE;
+    std::byte* at = buffer.data() + NLMSG_LENGTH(sizeof(Request));
+    std::memcpy(at, &attribute, sizeof(attribute));
+    std::memcpy(at + NLA_HDRLEN, portFilter.data(), portFilter.size());
+  }
+  return buffer;
 }
 
 }  // namespace
@@ -61,28 +88,77 @@ uint32_t boundStateMask(uint8_t protocol, bool boundOnlyTcp) {
   }
 }
 
-std::vector<std::byte> buildSockDiagDump(Family family, uint8_t protocol, uint32_t states) {
-  nlmsghdr header{};
-  header.nlmsg_len = NLMSG_LENGTH(sizeof(inet_diag_req_v2));
-  header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+std::vector<PortSpan> normalizedSpans(std::vector<PortSpan> spans) {
+  for (auto& span : spans) {
+    if (span.first > span.last) std::swap(span.first, span.last);
+  }
+  std::ranges::sort(spans, {}, &PortSpan::first);
+  std::vector<PortSpan> merged;
+  for (const auto& span : spans) {
+    if (!merged.empty() && uint32_t{span.first} <= uint32_t{merged.back().last} + 1) {
+      merged.back().last = std::max(merged.back().last, span.last);
+    } else {
+      merged.push_back(span);
+    }
+  }
+  return merged;
+}
+
+std::vector<std::byte> buildPortFilter(std::span<const PortSpan> spans) {
+  const auto merged = normalizedSpans({spans.begin(), spans.end()});
+  if (merged.empty() || merged.size() > kMaxFilterSpans) return {};
+  if (merged.front().first == 0 && merged.front().last == 65535) return {};
+
+  // Per span a 16-byte block: S_GE first (port in the next op's `no`), S_LE last. Between blocks
+  // a 4-byte JMP whose `no` lands exactly at the end (accept). A failed comparison jumps to the
+  // next block, or 4 bytes past the end for the last one (reject). Offsets are relative to the
+  // op that jumps; `yes` continues with the next op.
+  constexpr uint16_t kBlock = 4 * sizeof(inet_diag_bc_op);  // 16
+  constexpr uint16_t kJump = sizeof(inet_diag_bc_op);       // 4
+  const std::size_t total = merged.size() * kBlock + (merged.size() - 1) * kJump;
+  std::vector<inet_diag_bc_op> ops;
+  ops.reserve(total / sizeof(inet_diag_bc_op));
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    ops.push_back({INET_DIAG_BC_S_GE, 8, kBlock + kJump});
+    ops.push_back({0, 0, merged[i].first});
+    ops.push_back({INET_DIAG_BC_S_LE, 8, kBlock + kJump - 8});
+    ops.push_back({0, 0, merged[i].last});
+    if (i + 1 < merged.size()) {
+      const std::size_t here = ops.size() * sizeof(inet_diag_bc_op);
+      ops.push_back({INET_DIAG_BC_JMP, kJump, static_cast<uint16_t>(total - here)});
+    }
+  }
+  std::vector<std::byte> program(total);
+  std::memcpy(program.data(), ops.data(), total);
+  return program;
+}
+
+std::vector<std::byte> buildSockDiagDump(Family family, uint8_t protocol, uint32_t states,
+                                         std::span<const std::byte> portFilter) {
   inet_diag_req_v2 request{};  // zero id: no address or port filter, any interface
   request.sdiag_family = family == Family::kIPv4 ? AF_INET : AF_INET6;
   request.sdiag_protocol = protocol;
   request.idiag_ext = 0;  // no extensions: about 100 bytes per socket instead of ~300
   request.idiag_states = states;
+  return dumpMessage(SOCK_DIAG_BY_FAMILY, request, portFilter);
+}
 
-  std::vector<std::byte> buffer(header.nlmsg_len);
-  std::memcpy(buffer.data(), &header, sizeof(header));
-  std::memcpy(buffer.data() + NLMSG_HDRLEN, &request, sizeof(request));
-  return buffer;
+std::vector<std::byte> buildTcpDumpBothFamilies(uint32_t states,
+                                                std::span<const std::byte> portFilter) {
+  inet_diag_req request{};  // the kernel dumps both families whatever idiag_family says
+  request.idiag_family = AF_INET;
+  request.idiag_ext = 0;
+  request.idiag_states = states;
+  return dumpMessage(TCPDIAG_GETSOCK, request, portFilter);
 }
 
 Result<BoundSocket> parseSockDiagMessage(std::span<const std::byte> message, uint8_t protocol) {
   const auto bytes = messageBytes(message);
   if (!bytes) return malformed("truncated netlink header or bad nlmsg_len");
   const auto header = readStruct<nlmsghdr>(*bytes);
-  if (header->nlmsg_type != SOCK_DIAG_BY_FAMILY) {
+  // TCPDIAG_GETSOCK: the kernel answers a compat dump in the request's own type.
+  const bool compatTcp = header->nlmsg_type == TCPDIAG_GETSOCK && protocol == IPPROTO_TCP;
+  if (header->nlmsg_type != SOCK_DIAG_BY_FAMILY && !compatTcp) {
     return malformed("unexpected message type " + std::to_string(header->nlmsg_type));
   }
   const Bytes body = bytes->subspan(NLMSG_HDRLEN);

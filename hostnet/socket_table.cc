@@ -3,6 +3,8 @@
 #include <linux/netlink.h>
 #include <netinet/in.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <string>
 #include <system_error>
@@ -12,8 +14,7 @@
 namespace hostport::hostnet {
 namespace {
 
-constexpr size_t kPortsPerProtocol = 65536;
-constexpr size_t kWordsPerProtocol = kPortsPerProtocol / 64;
+constexpr uint8_t kAllProtocols = (1u << kBoundSocketProtocols.size()) - 1;
 
 /// Index of `protocol` in kBoundSocketProtocols, or -1.
 int protocolIndex(uint8_t protocol) {
@@ -23,15 +24,20 @@ int protocolIndex(uint8_t protocol) {
   return -1;
 }
 
-uint32_t holderKey(int index, uint16_t port) { return (static_cast<uint32_t>(index) << 16) | port; }
+uint32_t holderKey(uint8_t protocol, uint16_t port) {
+  return (static_cast<uint32_t>(protocol) << 16) | port;
+}
 
 /// Dumps one (family, protocol) into `out`. SCTP may be missing from the kernel altogether.
 Result<void> dumpInto(NetlinkSocket& socket, Family family, uint8_t protocol,
-                      const SnapshotOptions& options, std::vector<BoundSocket>& out) {
-  auto request =
-      buildSockDiagDump(family, protocol, boundStateMask(protocol, options.includeBoundOnlyTcp));
-  const std::string what = "sock_diag dump of " + std::string(familyName(family)) + " " +
-                           ipProtocolName(protocol) + " sockets";
+                      const SnapshotOptions& options, std::span<const std::byte> portFilter,
+                      std::vector<BoundSocket>& out) {
+  auto request = buildSockDiagDump(
+      family, protocol, boundStateMask(protocol, options.includeBoundOnlyTcp), portFilter);
+  const auto what = [&] {
+    return "sock_diag dump of " + std::string(familyName(family)) + " " + ipProtocolName(protocol) +
+           " sockets";
+  };
   const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
     auto parsed = parseSockDiagMessage(message, protocol);
     if (!parsed) return std::unexpected(std::move(parsed.error()));
@@ -41,21 +47,51 @@ Result<void> dumpInto(NetlinkSocket& socket, Family family, uint8_t protocol,
   if (protocol == IPPROTO_SCTP) {
     // ENOENT: no sctp_diag handler (and no module to load). EINVAL/EOPNOTSUPP/EPROTONOSUPPORT:
     // older or trimmed kernels. None of them can have an SCTP socket to collide with.
-    auto status = socket.requestAccepting(request, what,
+    auto status = socket.requestAccepting(request, "sock_diag dump of sctp sockets",
                                           {ENOENT, EINVAL, EOPNOTSUPP, EPROTONOSUPPORT}, collect);
     if (!status) return std::unexpected(std::move(status.error()));
     return {};
   }
-  auto status = socket.requestAccepting(request, what, {ENOENT}, collect);
-  if (!status) return std::unexpected(std::move(status.error()));
+  // The description is built only on failure: this runs for every allocation.
+  auto status = socket.requestAccepting(request, "sock_diag dump", {ENOENT}, collect);
+  if (!status) return withContext(status.error(), what());
   if (*status == ENOENT) {
     // No tcp_diag/udp_diag handler: nothing can be verified without it, so this stays an error,
     // but one that says what to do.
-    return fail(ErrorCode::kKernel, what + ": " + std::generic_category().message(ENOENT) +
+    return fail(ErrorCode::kKernel, what() + ": " + std::generic_category().message(ENOENT) +
                                         " (is the " + ipProtocolName(protocol) +
                                         "_diag module loaded?)");
   }
   return {};
+}
+
+/// Set once a kernel refused the compat TCP dump: then TCP goes per family, like the others.
+std::atomic<bool> compatTcpRefused{false};
+
+/// Dumps TCP sockets of both families with one TCPDIAG_GETSOCK request. False (and nothing
+/// added) when the kernel does not take that request.
+Result<bool> dumpTcpBothFamilies(NetlinkSocket& socket, const SnapshotOptions& options,
+                                 std::span<const std::byte> portFilter,
+                                 std::vector<BoundSocket>& out) {
+  if (compatTcpRefused.load(std::memory_order_relaxed)) return false;
+  auto request = buildTcpDumpBothFamilies(boundStateMask(IPPROTO_TCP, options.includeBoundOnlyTcp),
+                                          portFilter);
+  const std::size_t before = out.size();
+  const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
+    auto parsed = parseSockDiagMessage(message, IPPROTO_TCP);
+    if (!parsed) return std::unexpected(std::move(parsed.error()));
+    out.push_back(*parsed);
+    return {};
+  };
+  auto status = socket.requestAccepting(request, "sock_diag dump of tcp sockets",
+                                        {EOPNOTSUPP, EINVAL, ENOENT}, collect);
+  if (!status) return std::unexpected(std::move(status.error()));
+  if (*status != 0) {
+    out.resize(before);
+    compatTcpRefused = true;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -63,47 +99,95 @@ Result<void> dumpInto(NetlinkSocket& socket, Family family, uint8_t protocol,
 Result<SocketTable> SocketTable::snapshot(const SnapshotOptions& options) {
   auto socket = NetlinkSocket::open(NETLINK_SOCK_DIAG);
   if (!socket) return std::unexpected(std::move(socket.error()));
+  return snapshot(*socket, options);
+}
+
+Result<SocketTable> SocketTable::snapshot(NetlinkSocket& socket, const SnapshotOptions& options) {
+  uint8_t covered = 0;
+  for (const uint8_t protocol : options.protocols) {
+    const int index = protocolIndex(protocol);
+    if (index < 0) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "cannot snapshot " + ipProtocolName(protocol) + " sockets");
+    }
+    covered |= uint8_t{1} << index;
+  }
+  if (options.protocols.empty()) covered = kAllProtocols;
+  const auto filter = buildPortFilter(options.ports);
+
   std::vector<BoundSocket> sockets;
-  sockets.reserve(256);
+  bool tcpDone = false;
+  if (covered & (1u << protocolIndex(IPPROTO_TCP))) {
+    auto both = dumpTcpBothFamilies(socket, options, filter, sockets);
+    if (!both) return std::unexpected(std::move(both.error()));
+    tcpDone = *both;
+  }
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
-    for (const uint8_t protocol : kBoundSocketProtocols) {
-      if (auto result = dumpInto(*socket, family, protocol, options, sockets); !result) {
+    for (size_t i = 0; i < kBoundSocketProtocols.size(); ++i) {
+      if ((covered & (1u << i)) == 0) continue;
+      if (tcpDone && kBoundSocketProtocols[i] == IPPROTO_TCP) continue;
+      if (auto result =
+              dumpInto(socket, family, kBoundSocketProtocols[i], options, filter, sockets);
+          !result) {
         return std::unexpected(std::move(result.error()));
       }
     }
   }
-  return fromSockets(std::move(sockets));
+  SocketTable table = fromSockets(std::move(sockets));
+  table.coveredProtocols_ = covered;
+  // A filter the builder declined (too many spans, every port) dumped every port.
+  if (!filter.empty()) table.coveredPorts_ = normalizedSpans(options.ports);
+  return table;
 }
 
 SocketTable SocketTable::fromSockets(std::vector<BoundSocket> sockets) {
   SocketTable table;
   table.sockets_ = std::move(sockets);
-  table.bits_.assign(kBoundSocketProtocols.size() * kWordsPerProtocol, 0);
-  table.holders_.reserve(table.sockets_.size());
+  table.coveredProtocols_ = kAllProtocols;
+  auto& holders = table.holders_;
+  holders.reserve(table.sockets_.size());
   for (uint32_t i = 0; i < table.sockets_.size(); ++i) {
     const BoundSocket& socket = table.sockets_[i];
-    const int index = protocolIndex(socket.protocol);
-    if (index < 0 || socket.port == 0) continue;
-    table.bits_[static_cast<size_t>(index) * kWordsPerProtocol + socket.port / 64] |=
-        uint64_t{1} << (socket.port % 64);
-    // The first socket with a file speaks for the port: its inode can name a process. A kernel
-    // socket (inode 0) is kept only until one with a file turns up.
-    auto [it, inserted] = table.holders_.try_emplace(holderKey(index, socket.port), i);
-    if (!inserted && table.sockets_[it->second].inode == 0 && socket.inode != 0) it->second = i;
+    if (protocolIndex(socket.protocol) < 0 || socket.port == 0) continue;
+    holders.emplace_back(holderKey(socket.protocol, socket.port), i);
   }
+  std::ranges::stable_sort(holders, {}, &std::pair<uint32_t, uint32_t>::first);
+  // One entry per key. The first socket with a file speaks for the port: its inode can name a
+  // process. A kernel socket (inode 0) speaks only when there is no other.
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < holders.size(); ++i) {
+    if (kept > 0 && holders[kept - 1].first == holders[i].first) {
+      if (table.sockets_[holders[kept - 1].second].inode == 0 &&
+          table.sockets_[holders[i].second].inode != 0) {
+        holders[kept - 1].second = holders[i].second;
+      }
+      continue;
+    }
+    holders[kept++] = holders[i];
+  }
+  holders.resize(kept);
   return table;
 }
 
-bool SocketTable::isBound(uint8_t protocol, uint16_t port) const {
+bool SocketTable::covers(uint8_t protocol, uint16_t port) const {
   const int index = protocolIndex(protocol);
-  if (index < 0) return false;
-  return (bits_[static_cast<size_t>(index) * kWordsPerProtocol + port / 64] >> (port % 64)) & 1u;
+  if (index < 0 || (coveredProtocols_ & (1u << index)) == 0) return false;
+  if (coveredPorts_.empty()) return true;
+  // The last span that starts at or below `port`.
+  const auto after = std::ranges::upper_bound(coveredPorts_, port, {}, &PortSpan::first);
+  return after != coveredPorts_.begin() && port <= std::prev(after)->last;
+}
+
+bool SocketTable::isBound(uint8_t protocol, uint16_t port) const {
+  return find(protocol, port) != nullptr;
 }
 
 const BoundSocket* SocketTable::find(uint8_t protocol, uint16_t port) const {
-  if (!isBound(protocol, port)) return nullptr;
-  const auto it = holders_.find(holderKey(protocolIndex(protocol), port));
-  return it == holders_.end() ? nullptr : &sockets_[it->second];
+  if (port == 0 || protocolIndex(protocol) < 0) return nullptr;
+  const uint32_t key = holderKey(protocol, port);
+  const auto it =
+      std::ranges::lower_bound(holders_, key, {}, &std::pair<uint32_t, uint32_t>::first);
+  return it == holders_.end() || it->first != key ? nullptr : &sockets_[it->second];
 }
 
 std::optional<uint32_t> SocketTable::inodeOf(uint8_t protocol, uint16_t port) const {

@@ -3,19 +3,24 @@
 // on request bound-only TCP; IPv4 and IPv6), for checking candidate host ports against reality.
 //
 // Design note:
-// - One snapshot per allocation request: about 0.7 ms for a thousand sockets (median, measured by
-//   tests/netns/hostnet_sockets_netns_test.cc on a loaded 2-vCPU VM; nearly all of it is the
-//   kernel filling ~0.5 us per socket), and then every candidate port is an O(1) lookup, so a
-//   request that skips many busy ports still pays for one dump only.
+// - One snapshot per allocation request, then every candidate port is a lookup, so a request that
+//   skips many busy ports still pays for one dump per protocol and family only. A dump costs
+//   about 0.7 ms for a thousand sockets (tests/netns/hostnet_sockets_netns_test.cc, loaded
+//   2-vCPU VM; nearly all of it the kernel filling ~0.5 us per socket), so callers narrow it:
+//   only the protocols a request needs, only the ports of the pools (a kernel-side filter, see
+//   sock_diag_message.h), over a netlink socket kept open (NetlinkSocketPool).
+// - A narrowed table knows only what it asked for: covers() says which (protocol, port) it can
+//   answer, and isBound() outside that is "not known to be bound", not "free".
 // - "Bound" ignores the address: a pod's host port is DNAT'd for every node address, so a host
 //   socket on 127.0.0.1:P or [::1]:P collides with it just as much as one on *:P.
 // - Which states count as bound is decided in sock_diag_message.h (see its design note).
-// - The snapshot is taken in the netns of the calling thread (the netlink socket binds there).
+// - The snapshot is taken in the netns of the netlink socket: the calling thread's one for the
+//   overload that opens its own.
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -28,18 +33,34 @@ struct SnapshotOptions {
   /// default: it adds a walk of the kernel's global TCP hash tables, about 1.6 ms per family on
   /// a 24 GB node and more on bigger ones, whatever the number of sockets (sock_diag_message.h).
   bool includeBoundOnlyTcp = false;
+  /// The protocols to dump (IPPROTO_*), out of kBoundSocketProtocols; empty: all of them.
+  std::vector<uint8_t> protocols;
+  /// The local ports to ask the kernel for; empty: every port.
+  std::vector<PortSpan> ports;
 };
+
+class NetlinkSocket;
 
 /// The bound sockets of one network namespace at one moment, indexed by (protocol, port).
 class SocketTable {
  public:
-  /// Dumps tcp, udp and sctp sockets of both families in the calling thread's netns. A kernel
-  /// without SCTP counts as "no SCTP sockets"; any other refusal is an Error{kKernel}.
+  /// Dumps the sockets of `options` (by default tcp, udp and sctp, every port) of both families
+  /// in the calling thread's netns. A kernel without SCTP counts as "no SCTP sockets"; any other
+  /// refusal is an Error{kKernel}.
   static Result<SocketTable> snapshot(const SnapshotOptions& options = {});
 
-  /// A table over `sockets` (for tests and for callers that filter a dump). Sockets of other
-  /// protocols, and with port 0, are kept in sockets() but never count as bound.
+  /// The same over `socket`, an open NETLINK_SOCK_DIAG socket (its netns is the one dumped). After
+  /// an error the socket may hold the rest of a reply: close it rather than reuse it.
+  static Result<SocketTable> snapshot(NetlinkSocket& socket, const SnapshotOptions& options);
+
+  /// A table over `sockets` that covers every port of kBoundSocketProtocols (for tests and for
+  /// callers that filter a dump). Sockets of other protocols, and with port 0, are kept in
+  /// sockets() but never count as bound.
   static SocketTable fromSockets(std::vector<BoundSocket> sockets);
+
+  /// Whether this table can answer for (protocol, port): the protocol was dumped and the port was
+  /// inside the dump's port filter.
+  bool covers(uint8_t protocol, uint16_t port) const;
 
   /// Whether any socket of `protocol` (IPPROTO_*) holds `port`, on any address of either family.
   bool isBound(uint8_t protocol, uint16_t port) const;
@@ -60,11 +81,12 @@ class SocketTable {
   SocketTable() = default;
 
   std::vector<BoundSocket> sockets_;
-  // One bit per port for each of kBoundSocketProtocols: 3 x 8 KiB, in one heap block so a table
-  // moves cheaply.
-  std::vector<uint64_t> bits_;
-  // (protocol index << 16 | port) -> index into sockets_ of the representative socket.
-  std::unordered_map<uint32_t, uint32_t> holders_;
+  // (protocol << 16 | port, index into sockets_ of the representative socket), sorted by key, one
+  // entry per key. A sorted vector rather than per-port bitmaps: a narrowed dump holds a handful
+  // of sockets, and clearing 24 KiB of bitmaps per request cost more than the lookups.
+  std::vector<std::pair<uint32_t, uint32_t>> holders_;
+  uint8_t coveredProtocols_ = 0;        // bit i: kBoundSocketProtocols[i] was dumped
+  std::vector<PortSpan> coveredPorts_;  // normalized; empty: every port
 };
 
 }  // namespace hostport::hostnet

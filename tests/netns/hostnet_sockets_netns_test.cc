@@ -114,8 +114,10 @@ uint16_t localPort(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port);
 }
 
-/// socket() + bind(address, port 0) [+ listen()]. An empty `fd` on failure (ADD_FAILURE too).
-TestSocket makeSocket(uint8_t protocol, const std::string& address, bool listening) {
+/// socket() + bind(address, port) [+ listen()]; port 0 lets the kernel choose. An empty `fd` on
+/// failure (ADD_FAILURE too).
+TestSocket makeSocket(uint8_t protocol, const std::string& address, bool listening,
+                      uint16_t port = 0) {
   TestSocket result;
   result.protocol = protocol;
   result.address = address;
@@ -133,11 +135,13 @@ TestSocket makeSocket(uint8_t protocol, const std::string& address, bool listeni
     auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
     sin6->sin6_family = AF_INET6;
     inet_pton(AF_INET6, address.c_str(), &sin6->sin6_addr);
+    sin6->sin6_port = htons(port);
     length = sizeof(sockaddr_in6);
   } else {
     auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
     sin->sin_family = AF_INET;
     inet_pton(AF_INET, address.c_str(), &sin->sin_addr);
+    sin->sin_port = htons(port);
     length = sizeof(sockaddr_in);
   }
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0) {
@@ -289,7 +293,8 @@ TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn)
     }
     EXPECT_EQ(table->size(), 3u) << "listener, two udp";
 
-    auto withBound = SocketTable::snapshot({.includeBoundOnlyTcp = true});
+    auto withBound =
+        SocketTable::snapshot({.includeBoundOnlyTcp = true, .protocols = {}, .ports = {}});
     ASSERT_TRUE(withBound) << withBound.error().message;
     if (!kernelDumpsBoundInactive()) {
       std::cout << "[          ] this kernel does not dump bound-only TCP sockets (< 6.10)\n";
@@ -371,7 +376,7 @@ TEST(HostnetSocketsNetnsTest, SnapshotOfAThousandSocketsIsFast) {
       ::testing::Test::RecordProperty(name + "_snapshot_1000_median_us", std::to_string(median));
     };
     measure({}, "default");
-    measure({.includeBoundOnlyTcp = true}, "bound_only_tcp");
+    measure({.includeBoundOnlyTcp = true, .protocols = {}, .ports = {}}, "bound_only_tcp");
     auto table = SocketTable::snapshot();
     ASSERT_TRUE(table) << table.error().message;
     expectExactly(*table, sockets);
