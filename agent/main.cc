@@ -1,6 +1,9 @@
 // hostport-agent: owns this node's port pools. Wiring only: config, store, allocator, service,
 // socket. Everything it wires is a library with its own tests.
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -77,6 +80,54 @@ std::string describePools(const std::vector<PoolSpec>& pools) {
   return out;
 }
 
+// Reads the leases back into a new allocator, which keeps them packed. The decoded leases
+// (~25 MB at 50,000) live only in this function, so they are freed before the agent serves.
+std::optional<Allocator> recoverAllocator(store::LeaseStore& store, const AgentConfig& config) {
+  auto leases = store.recover();
+  if (!leases) {
+    spdlog::error("cannot recover leases: {}", leases.error().message);
+    return std::nullopt;
+  }
+  std::random_device seed;
+  auto allocator =
+      Allocator::create(config.pools, [rng = std::mt19937_64(seed())]() mutable { return rng(); });
+  if (!allocator) {
+    spdlog::error("invalid pools: {}", allocator.error().message);
+    return std::nullopt;
+  }
+  allocator->reserve(leases->size());
+  for (const auto& lease : *leases) {
+    if (auto restored = allocator->restore(lease); !restored) {
+      // Losing track of a lease could hand its ports out twice: refuse to serve instead.
+      spdlog::error("cannot restore lease {}: {}", lease.key.str(), restored.error().message);
+      return std::nullopt;
+    }
+  }
+  return std::move(*allocator);
+}
+
+// The heap while recovery runs. glibc keeps freed memory for reuse, and the decoded leases
+// (~250,000 small strings at 50,000 leases) sat below the allocator's packed ones, out of reach
+// of its trimming at the top of the heap: malloc_trim() hands their pages back to the kernel at
+// the end. Fastbins are off meanwhile, so those strings coalesce as they are freed instead of
+// all at once inside malloc_trim() (free and trim: 27 -> 16 ms at 50,000 leases).
+class RecoveryHeap {
+ public:
+  RecoveryHeap() {
+#ifdef __GLIBC__
+    mallopt(M_MXFAST, 0);
+#endif
+  }
+  ~RecoveryHeap() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+    mallopt(M_MXFAST, 64 * sizeof(std::size_t) / 4);  // glibc's default
+#endif
+  }
+  RecoveryHeap(const RecoveryHeap&) = delete;
+  RecoveryHeap& operator=(const RecoveryHeap&) = delete;
+};
+
 int run(const AgentConfig& config) {
   const auto started = std::chrono::steady_clock::now();
   auto store = store::LeaseStore::open(config.stateDir);
@@ -84,26 +135,12 @@ int run(const AgentConfig& config) {
     spdlog::error("cannot open state dir: {}", store.error().message);
     return 1;
   }
-  auto leases = (*store)->recover();
-  if (!leases) {
-    spdlog::error("cannot recover leases: {}", leases.error().message);
-    return 1;
+  std::optional<Allocator> allocator;
+  {
+    const RecoveryHeap heap;
+    allocator = recoverAllocator(**store, config);
   }
-  std::random_device seed;
-  auto allocator =
-      Allocator::create(config.pools, [rng = std::mt19937_64(seed())]() mutable { return rng(); });
-  if (!allocator) {
-    spdlog::error("invalid pools: {}", allocator.error().message);
-    return 1;
-  }
-  for (auto& lease : *leases) {
-    const auto key = lease.key.str();
-    if (auto restored = allocator->restore(std::move(lease)); !restored) {
-      // Losing track of a lease could hand its ports out twice: refuse to serve instead.
-      spdlog::error("cannot restore lease {}: {}", key, restored.error().message);
-      return 1;
-    }
-  }
+  if (!allocator) return 1;
   const auto recoveredIn = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   spdlog::info("recovered {} leases from {} in {} ms", allocator->leaseCount(), config.stateDir,

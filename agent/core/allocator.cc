@@ -10,15 +10,21 @@
 // found busy on the host are set aside in a scratch bitmap that is cleared on every exit. Only a
 // request that succeeded touches the tables, the pickers' order and the sticky memory, so a
 // failure leaves no trace.
+//
+// Leases are held packed (packed_lease.h), one small heap block each, in a slot table; the key
+// index is a hash set of slot numbers hashed through the packed key bytes, so each key is kept
+// once. A Lease is unpacked only to answer a call or to report a conflict.
 
 #include <algorithm>
 #include <random>
 #include <unordered_map>
-#include <unordered_set>
 
+#include "agent/core/id_index.h"
 #include "agent/core/message.h"
+#include "agent/core/packed_lease.h"
 #include "agent/core/port_picker.h"
 #include "agent/core/sticky_memory.h"
+#include "agent/core/string_table.h"
 
 namespace hostport::agent {
 namespace {
@@ -115,30 +121,6 @@ struct Allocator::State {
     std::optional<IpAddress> hostIp;  // normalised: nullopt is every address
   };
 
-  // The lease index stores slot numbers and hashes through the slots, so each key is kept once.
-  struct KeyHash {
-    using is_transparent = void;
-    const State* state;
-    std::size_t operator()(const AttachmentKey& key) const {
-      const std::size_t a = std::hash<std::string>{}(key.containerId);
-      return a ^
-             (std::hash<std::string>{}(key.ifname) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    }
-    std::size_t operator()(uint32_t slot) const { return (*this)(state->slots[slot]->key); }
-  };
-  struct KeyEqual {
-    using is_transparent = void;
-    const State* state;
-    const AttachmentKey& keyOf(uint32_t slot) const { return state->slots[slot]->key; }
-    const AttachmentKey& keyOf(const AttachmentKey& key) const { return key; }
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return keyOf(a) == keyOf(b);
-    }
-  };
-
-  State() : index(0, KeyHash{this}, KeyEqual{this}) {}
-
   // Request scratch: the ports a request has set aside. Cleared by Scratch on every exit.
   struct Scratch {
     explicit Scratch(State& state) : state_(state) {}
@@ -160,10 +142,53 @@ struct Allocator::State {
     return std::nullopt;
   }
 
+  static uint64_t hashKey(std::string_view keyBytes) {
+    return std::hash<std::string_view>{}(keyBytes);
+  }
+
+  std::optional<uint32_t> findSlot(std::string_view keyBytes) const {
+    return index.find(hashKey(keyBytes),
+                      [&](uint32_t slot) { return slots[slot].keyBytes() == keyBytes; });
+  }
+
   std::optional<uint32_t> findSlot(const AttachmentKey& key) const {
-    const auto found = index.find(key);
-    if (found == index.end()) return std::nullopt;
-    return *found;
+    std::string bytes;
+    PackedLease::packKey(key, bytes);
+    return findSlot(bytes);
+  }
+
+  Lease leaseAt(uint32_t slot) const { return slots[slot].unpack(strings); }
+
+  // The live slots in key order. The keys are unpacked into one buffer and compared there, so
+  // sorting allocates nothing per comparison.
+  std::vector<uint32_t> keyOrder() const {
+    struct Entry {
+      std::size_t at;  // in `text`: the container ID, then the ifname
+      uint32_t idLength;
+      uint32_t ifnameLength;
+      uint32_t slot;
+    };
+    std::vector<Entry> entries;
+    entries.reserve(index.size());
+    std::string text;
+    for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+      if (slots[slot].empty()) continue;
+      const AttachmentKey key = slots[slot].key();
+      entries.push_back({text.size(), static_cast<uint32_t>(key.containerId.size()),
+                         static_cast<uint32_t>(key.ifname.size()), slot});
+      text += key.containerId;
+      text += key.ifname;
+    }
+    const std::string_view all(text);
+    const auto keyOf = [&](const Entry& entry) {
+      return std::pair(all.substr(entry.at, entry.idLength),
+                       all.substr(entry.at + entry.idLength, entry.ifnameLength));
+    };
+    std::ranges::sort(entries, [&](const Entry& a, const Entry& b) { return keyOf(a) < keyOf(b); });
+    std::vector<uint32_t> order;
+    order.reserve(entries.size());
+    for (const Entry& entry : entries) order.push_back(entry.slot);
+    return order;
   }
 
   void exclude(uint16_t port) {
@@ -197,7 +222,7 @@ struct Allocator::State {
 
   Error heldError(nft::Protocol protocol, uint16_t port, uint32_t holder) const {
     return Error{ErrorCode::kConflict,
-                 "port " + portName(protocol, port) + " is held by " + describe(*slots[holder]),
+                 "port " + portName(protocol, port) + " is held by " + describe(leaseAt(holder)),
                  {}};
   }
 
@@ -261,7 +286,8 @@ struct Allocator::State {
     }
   }
 
-  const Lease& commit(Lease lease) {
+  // Takes `lease`, packed with `pool` (a pool's own name) in place of lease.pool.
+  void commit(PackedLease packed, const Lease& lease, std::string_view pool) {
     uint32_t slot;
     if (freeSlots.empty()) {
       slot = static_cast<uint32_t>(slots.size());
@@ -270,11 +296,10 @@ struct Allocator::State {
       slot = freeSlots.back();
       freeSlots.pop_back();
     }
-    slots[slot] = std::make_unique<Lease>(std::move(lease));
-    index.insert(slot);
-    apply(slot, *slots[slot]);
-    sticky.remember(slots[slot]->pod, slots[slot]->pool, slots[slot]->ports);
-    return *slots[slot];
+    slots[slot] = std::move(packed);
+    index.insert(slot, hashKey(slots[slot].keyBytes()));
+    apply(slot, lease);
+    sticky.remember(lease.pod, pool, lease.ports);
   }
 
   Result<std::size_t> resolvePool(const std::string& name) const {
@@ -299,9 +324,10 @@ struct Allocator::State {
   PortBitmap excluded;
   std::vector<uint16_t> excludedPorts;
   std::unordered_map<uint32_t, std::vector<StaticHold>> statics;
-  std::vector<std::unique_ptr<Lease>> slots;
+  std::vector<PackedLease> slots;  // empty: free
   std::vector<uint32_t> freeSlots;
-  std::unordered_set<uint32_t, KeyHash, KeyEqual> index;
+  IdIndex index;        // slot numbers, by the hash of their packed key
+  StringTable strings;  // what the packed leases intern
   StickyMemory sticky;
   std::function<uint64_t()> random;
   uint64_t hostConflicts = 0;
@@ -368,9 +394,9 @@ Result<void> Allocator::State::claimStatics(const AllocationRequest& request, Po
     for (const auto protocol : kernelProtocols(claim.protocol)) {
       if (probe.isBound(protocol, claim.hostPort)) {
         ++hostConflicts;
-        return fail(ErrorCode::kConflict,
-                    "port " + portName(protocol, claim.hostPort) + " is in use on the host" +
-                        describe(probe.holderOf(protocol, claim.hostPort)));
+        return fail(ErrorCode::kConflict, "port " + portName(protocol, claim.hostPort) +
+                                              " is in use on the host" +
+                                              describe(probe.holderOf(protocol, claim.hostPort)));
       }
     }
     exclude(claim.hostPort);  // not for this request's dynamic rows
@@ -566,7 +592,7 @@ Allocator::~Allocator() = default;
 
 Result<Lease> Allocator::allocate(const AllocationRequest& request, PortProbe& probe) {
   State& state = *state_;
-  if (const auto slot = state.findSlot(request.key)) return *state.slots[*slot];
+  if (const auto slot = state.findSlot(request.key)) return state.leaseAt(*slot);
 
   const auto poolIndex = state.resolvePool(request.pool);
   if (!poolIndex) return std::unexpected(poolIndex.error());
@@ -583,55 +609,72 @@ Result<Lease> Allocator::allocate(const AllocationRequest& request, PortProbe& p
   if (auto picked = state.pickDynamics(request, *poolIndex, probe, grants); !picked) {
     return std::unexpected(std::move(picked.error()));
   }
-  return state.commit(Lease{request.key, request.pod, request.netns, state.pools[*poolIndex].name,
-                            std::move(grants)});
+  Lease lease{request.key, request.pod, request.netns, state.pools[*poolIndex].name,
+              std::move(grants)};
+  state.commit(PackedLease::pack(lease, lease.pool, state.strings), lease, lease.pool);
+  return lease;
 }
 
 std::optional<Lease> Allocator::release(const AttachmentKey& key) {
   State& state = *state_;
-  const auto found = state.index.find(key);
-  if (found == state.index.end()) return std::nullopt;
-  const uint32_t slot = *found;
-  state.index.erase(found);  // while the slot, which the index hashes through, is still there
-  state.unapply(slot, *state.slots[slot]);
-  Lease lease = std::move(*state.slots[slot]);
-  state.slots[slot].reset();
-  state.freeSlots.push_back(slot);
+  const auto slot = state.findSlot(key);
+  if (!slot) return std::nullopt;
+  PackedLease& packed = state.slots[*slot];
+  Lease lease = packed.unpack(state.strings);
+  // While the packed key, which the index hashes, is still there.
+  state.index.erase(State::hashKey(packed.keyBytes()), [&](uint32_t at) { return at == *slot; });
+  state.unapply(*slot, lease);
+  packed.release(state.strings);
+  state.freeSlots.push_back(*slot);
   return lease;
 }
 
-Result<void> Allocator::restore(Lease lease) {
+Result<void> Allocator::restore(const Lease& lease) {
   State& state = *state_;
   const auto poolIndex = state.resolvePool(lease.pool);
   if (!poolIndex)
     return withContext(poolIndex.error(), "restoring " + quoted(lease.key.str(), 120));
-  if (state.findSlot(lease.key)) {
-    return fail(ErrorCode::kConflict, "restoring " + quoted(lease.key.str(), 120) +
-                                          ": the attachment already has a lease");
+  const std::string& pool = state.pools[*poolIndex].name;
+  // Packed first, to look the key up in the form the index holds; a refused lease gives back
+  // the references packing took.
+  PackedLease packed = PackedLease::pack(lease, pool, state.strings);
+  const auto refuse = [&](Error error) -> Result<void> {
+    packed.release(state.strings);
+    return std::unexpected(std::move(error));
+  };
+  if (state.findSlot(packed.keyBytes())) {
+    return refuse(
+        Error{ErrorCode::kConflict,
+              "restoring " + quoted(lease.key.str(), 120) + ": the attachment already has a lease",
+              {}});
   }
   {
     const State::Scratch scratch(state);
-    if (auto checked = state.checkRestore(lease); !checked) {
-      return std::unexpected(std::move(checked.error()));
-    }
+    if (auto checked = state.checkRestore(lease); !checked) return refuse(checked.error());
   }
-  lease.pool = state.pools[*poolIndex].name;
-  state.commit(std::move(lease));
+  state.commit(std::move(packed), lease, pool);
   return {};
 }
 
-const Lease* Allocator::find(const AttachmentKey& key) const {
-  const auto slot = state_->findSlot(key);
-  return slot ? state_->slots[*slot].get() : nullptr;
+void Allocator::reserve(std::size_t leases) {
+  state_->slots.reserve(leases);
+  state_->index.reserve(leases);
 }
 
-std::vector<const Lease*> Allocator::leases() const {
-  std::vector<const Lease*> out;
+std::optional<Lease> Allocator::find(const AttachmentKey& key) const {
+  const auto slot = state_->findSlot(key);
+  if (!slot) return std::nullopt;
+  return state_->leaseAt(*slot);
+}
+
+void Allocator::forEachLease(const std::function<void(const Lease&)>& visit) const {
+  for (const uint32_t slot : state_->keyOrder()) visit(state_->leaseAt(slot));
+}
+
+std::vector<Lease> Allocator::leases() const {
+  std::vector<Lease> out;
   out.reserve(state_->index.size());
-  for (const auto& lease : state_->slots) {
-    if (lease) out.push_back(lease.get());
-  }
-  std::ranges::sort(out, [](const Lease* a, const Lease* b) { return a->key < b->key; });
+  forEachLease([&](const Lease& lease) { out.push_back(lease); });
   return out;
 }
 

@@ -73,10 +73,16 @@ class Allocator {
 
   /// Puts back a lease read from storage, unchecked against the host. kConflict if it overlaps
   /// a lease already held (storage corruption), kInvalidArgument for an unknown pool.
-  Result<void> restore(Lease lease);
+  Result<void> restore(const Lease& lease);
+  /// Makes room for `leases` in all, so restoring that many does not grow the tables on the way.
+  void reserve(std::size_t leases);
 
-  const Lease* find(const AttachmentKey& key) const;
-  std::vector<const Lease*> leases() const;  // in key order
+  /// Leases are held packed (packed_lease.h): these return unpacked copies.
+  std::optional<Lease> find(const AttachmentKey& key) const;
+  /// Calls `visit` with each lease in key order, one unpacked at a time, so a caller that keeps
+  /// a few never has them all unpacked at once. `visit` must not call into the allocator.
+  void forEachLease(const std::function<void(const Lease&)>& visit) const;
+  std::vector<Lease> leases() const;  // in key order
   std::size_t leaseCount() const;
   std::vector<PoolUsage> usage() const;
   const std::vector<PoolSpec>& pools() const;

@@ -3,16 +3,20 @@
 // restarted sandbox) is offered the host ports it had last time. Only the most recent pods are
 // remembered (least recently granted are forgotten first), so memory stays bounded however
 // many pods churn through the node.
+//
+// Every restored lease passes through here at start-up, so an entry is one packed string (about
+// 64 bytes of heap) in a slot table with an intrusive recency list and an open-addressing index:
+// no list or map nodes to allocate per pod, and a forgotten pod's slot, string buffer included,
+// is reused by the next one.
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "agent/core/id_index.h"
 #include "agent/core/lease.h"
 
 namespace hostport::agent {
@@ -29,26 +33,30 @@ class StickyMemory {
   /// The host port `pod` last got in `pool` for a request of the same name, protocol and count.
   std::optional<uint16_t> previous(const PodIdentity& pod, std::string_view pool,
                                    const DynamicPortRequest& request) const;
-  std::size_t size() const { return entries_.size(); }
+  std::size_t size() const { return index_.size(); }
 
  private:
-  struct Row {
-    std::string name;
-    PortProtocol protocol;
-    uint16_t count;
-    uint16_t hostPort;
-  };
+  static constexpr uint32_t kNone = UINT32_MAX;
   struct Entry {
-    std::string pod;  // "namespace/name"
-    std::string pool;
-    std::vector<Row> rows;
+    // Packed (packed_text.h), in order: bytes "namespace/name", bytes pool, varint row count,
+    // then per dynamic row: bytes name, u8 protocol, u16 count, u16 hostPort.
+    std::string packed;
+    uint32_t newer = kNone;  // the recency list
+    uint32_t older = kNone;
   };
 
   static std::string podKey(const PodIdentity& pod) { return pod.namespaceName + "/" + pod.name; }
+  static uint64_t hashOf(std::string_view key);
+  static std::string_view keyOf(const Entry& entry);
+  std::optional<uint32_t> find(std::string_view key, uint64_t hash) const;
+  void unlink(uint32_t at);
+  void makeNewest(uint32_t at);
 
   std::size_t capacity_;
-  std::list<Entry> entries_;  // most recently granted first
-  std::unordered_map<std::string, std::list<Entry>::iterator> byPod_;
+  std::vector<Entry> entries_;  // slots; every slot holds a pod once filled
+  IdIndex index_;               // slots by the hash of their pod key
+  uint32_t newest_ = kNone;
+  uint32_t oldest_ = kNone;
 };
 
 }  // namespace hostport::agent

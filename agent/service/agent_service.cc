@@ -125,9 +125,9 @@ void AgentService::releaseContainer(const std::string& containerId,
   std::vector<AttachmentKey> keys;
   {
     std::lock_guard lock(mutex_);
-    for (const Lease* lease : allocator_.leases()) {
-      if (lease->key.containerId == containerId) keys.push_back(lease->key);
-    }
+    allocator_.forEachLease([&](const Lease& lease) {
+      if (lease.key.containerId == containerId) keys.push_back(lease.key);
+    });
   }
   releaseMany(std::move(keys), std::move(done));
 }
@@ -137,20 +137,17 @@ void AgentService::collectGarbage(const std::set<AttachmentKey>& valid,
   std::vector<AttachmentKey> keys;
   {
     std::lock_guard lock(mutex_);
-    for (const Lease* lease : allocator_.leases()) {
-      if (!valid.contains(lease->key)) keys.push_back(lease->key);
-    }
+    allocator_.forEachLease([&](const Lease& lease) {
+      if (!valid.contains(lease.key)) keys.push_back(lease.key);
+    });
   }
   releaseMany(std::move(keys), std::move(done));
 }
 
 void AgentService::maybeCompact() {
   if (compactionQueued_ || store_.journalBytes() < options_.compactAfterJournalBytes) return;
-  std::vector<Lease> leases;
-  leases.reserve(allocator_.leaseCount());
-  for (const Lease* lease : allocator_.leases()) leases.push_back(*lease);
   compactionQueued_ = true;
-  store_.submitCompaction(std::move(leases), [this](Result<void> written) {
+  store_.submitCompaction(allocator_.leases(), [this](Result<void> written) {
     std::lock_guard lock(mutex_);
     compactionQueued_ = false;
     if (!written) onStoreFailure(written.error());
@@ -159,19 +156,18 @@ void AgentService::maybeCompact() {
 
 std::optional<Lease> AgentService::get(const AttachmentKey& key) const {
   std::lock_guard lock(mutex_);
-  const Lease* lease = allocator_.find(key);
-  return lease != nullptr ? std::optional(*lease) : std::nullopt;
+  return allocator_.find(key);
 }
 
 std::vector<Lease> AgentService::list(const std::string& namespaceName,
                                       const std::string& podName) const {
   std::lock_guard lock(mutex_);
   std::vector<Lease> out;
-  for (const Lease* lease : allocator_.leases()) {
-    if (!namespaceName.empty() && lease->pod.namespaceName != namespaceName) continue;
-    if (!podName.empty() && lease->pod.name != podName) continue;
-    out.push_back(*lease);
-  }
+  allocator_.forEachLease([&](const Lease& lease) {
+    if (!namespaceName.empty() && lease.pod.namespaceName != namespaceName) return;
+    if (!podName.empty() && lease.pod.name != podName) return;
+    out.push_back(lease);
+  });
   return out;
 }
 

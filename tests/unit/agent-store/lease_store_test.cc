@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <numeric>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -161,6 +163,52 @@ TEST_F(LeaseStoreTest, RecoversGrantsAndReleasesSortedByKeyWithTheLastGrantWinni
   EXPECT_EQ(recovery.recordsReplayed, 13u);
   EXPECT_EQ(recovery.releasesOfUnknownKeys, 1u);
   EXPECT_FALSE(recovery.tornTailDropped);
+}
+
+TEST_F(LeaseStoreTest, RecoversSnapshotAndJournalSortedByKeyWhateverTheOrderWritten) {
+  // Keys alike far beyond their first 8 bytes, one a prefix of another, written shuffled; the
+  // snapshot holds keys more than once (the later lease wins, as in the journal); the journal
+  // then releases, replaces and adds.
+  std::mt19937 rng(11);
+  std::map<AttachmentKey, Lease> model;
+  std::vector<Lease> snapshot;
+  for (int i = 0; i < 400; ++i) {
+    Lease lease = sampleLease(i);
+    lease.key.containerId =
+        (i % 3 == 0 ? "0123456789abcdef" : "0123456789abcdef0") + std::to_string(i % 41);
+    lease.key.ifname = "eth" + std::to_string(i % 2);
+    snapshot.push_back(std::move(lease));
+  }
+  std::shuffle(snapshot.begin(), snapshot.end(), rng);
+  for (const Lease& lease : snapshot) model[lease.key] = lease;
+  ASSERT_LT(model.size(), snapshot.size());
+  {
+    auto store = openStore();
+    ASSERT_TRUE(store->recover().has_value());
+    ASSERT_TRUE(compactAndWait(*store, snapshot).has_value());
+    int n = 0;
+    std::vector<AttachmentKey> keys;
+    for (const auto& [key, lease] : model) keys.push_back(key);
+    std::shuffle(keys.begin(), keys.end(), rng);
+    for (const AttachmentKey& key : keys) {
+      JournalRecord record{JournalRecord::Kind::kGrant, model[key]};
+      if (n % 3 == 0) {
+        record.kind = JournalRecord::Kind::kRelease;
+        model.erase(key);
+      } else if (n % 3 == 1) {
+        record.lease.netns = "/var/run/netns/replaced-" + std::to_string(n);
+        model[key] = record.lease;
+      } else {
+        record.lease.key.containerId += "-new";
+        model[record.lease.key] = record.lease;
+      }
+      ++n;
+      ASSERT_TRUE(submitAndWait(*store, record).has_value());
+    }
+  }
+  std::vector<Lease> expected;
+  for (const auto& [key, lease] : model) expected.push_back(lease);
+  EXPECT_EQ(reopenAndRecover(), expected);
 }
 
 TEST_F(LeaseStoreTest, GroupCommitsConcurrentSubmittersInSubmissionOrder) {

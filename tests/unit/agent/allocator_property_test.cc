@@ -109,8 +109,8 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<std::tuple<Strateg
       // Restart: replay every lease into a fresh allocator, which must accept them all.
       auto fresh = Allocator::create(pools_, [this] { return rng_(); });
       ASSERT_TRUE(fresh);
-      for (const Lease* lease : allocator_->leases()) {
-        auto restored = fresh->restore(*lease);
+      for (const Lease& lease : allocator_->leases()) {
+        auto restored = fresh->restore(lease);
         ASSERT_TRUE(restored) << restored.error().message;
       }
       EXPECT_EQ(fresh->usage()[0].used, allocator_->usage()[0].used);
@@ -122,8 +122,7 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<std::tuple<Strateg
 
   void checkInvariants() {
     ASSERT_EQ(allocator_->leaseCount(), model_.size());
-    std::vector<Lease> listed;
-    for (const Lease* lease : allocator_->leases()) listed.push_back(*lease);
+    const std::vector<Lease> listed = allocator_->leases();
     std::vector<Lease> expected;
     for (const auto& [key, lease] : model_) expected.push_back(lease);
     ASSERT_EQ(listed, expected);

@@ -394,7 +394,7 @@ TEST_F(AllocatorTest, LeavesNoTraceWhenALaterRowFails) {
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().code, ErrorCode::kExhausted);
   EXPECT_EQ(allocator.leaseCount(), 1u);
-  EXPECT_EQ(allocator.find({"b", "eth0"}), nullptr);
+  EXPECT_FALSE(allocator.find({"b", "eth0"}));
   EXPECT_EQ(usageOf(allocator.usage(), "default").used, 1u);
   // Neither the static claim, nor the ports the first rows had picked, nor the order moved.
   EXPECT_TRUE(allocator.allocate(request("c", {}, {claim(80)}), probe_));
@@ -512,10 +512,87 @@ TEST_F(AllocatorTest, ListsLeasesInKeyOrder) {
   auto allocator = make(Strategy::kLowest);
   for (const char* id : {"c", "a", "b"}) grab(allocator, id);
   std::vector<std::string> ids;
-  for (const Lease* lease : allocator.leases()) ids.push_back(lease->key.containerId);
+  for (const Lease& lease : allocator.leases()) ids.push_back(lease.key.containerId);
   EXPECT_EQ(ids, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(allocator.find({"b", "eth0"})->ports[0].hostPort, 30002);
-  EXPECT_EQ(allocator.find({"b", "eth1"}), nullptr);
+  EXPECT_FALSE(allocator.find({"b", "eth1"}));
+}
+
+TEST_F(AllocatorTest, ListsLeasesInKeyOrderWhenIdsShareLongPrefixes) {
+  auto allocator = make(Strategy::kLowest, {30000, 30999});
+  // Container IDs alike in their first bytes, prefixes of one another, hex and not, with a NUL;
+  // each under two ifnames.
+  const std::vector<std::string> ids = {"0123456789abcdef01",
+                                        "0123456789abcdef",
+                                        "0123456789abcdef00",
+                                        "0123456789ABCDEF",
+                                        "0123456789abcdef0",
+                                        "01234567",
+                                        "0123456",
+                                        "012345678",
+                                        std::string("01234567\0", 9),
+                                        "ffffffffffffffff",
+                                        "fffffffffffffffe"};
+  std::set<AttachmentKey> expected;
+  for (const auto& id : ids) {
+    for (const char* ifname : {"net1", "eth0"}) {
+      AllocationRequest req = request(id, {dyn("p")});
+      req.key.ifname = ifname;
+      ASSERT_TRUE(allocator.allocate(req, probe_));
+      expected.insert(req.key);
+    }
+  }
+  std::vector<AttachmentKey> listed;
+  for (const Lease& lease : allocator.leases()) listed.push_back(lease.key);
+  EXPECT_EQ(listed, std::vector<AttachmentKey>(expected.begin(), expected.end()));
+  std::vector<AttachmentKey> visited;
+  allocator.forEachLease([&](const Lease& lease) { visited.push_back(lease.key); });
+  EXPECT_EQ(visited, listed);
+}
+
+TEST_F(AllocatorTest, KeepsLeasesWithAnyTextExactlyAsGiven) {
+  auto allocator = make(Strategy::kLowest);
+  const std::vector<std::string> texts = {std::string(64, 'a'),
+                                          std::string(63, 'a'),
+                                          "ABCDEF",
+                                          "3f2a9c1e-0b7d-4e21-8f00-5a6b7c8d9e0f",
+                                          std::string("a\0-/\xff", 5),
+                                          std::string(4096, '-')};
+  std::vector<Lease> granted;
+  for (const auto& text : texts) {
+    AllocationRequest req = request(
+        text, {dyn(text)},
+        {claim(static_cast<uint16_t>(100 + granted.size()), PortProtocol::kUdp, ip("fd00::1"))},
+        PodIdentity{text, text, text});
+    req.key.ifname = text;
+    req.netns = "/var/run/netns/" + text;
+    auto lease = allocator.allocate(req, probe_);
+    ASSERT_TRUE(lease) << lease.error().message;
+    EXPECT_EQ(lease->key, req.key);
+    EXPECT_EQ(lease->pod, req.pod);
+    EXPECT_EQ(lease->netns, req.netns);
+    EXPECT_EQ(lease->ports[0].hostIp, ip("fd00::1"));
+    EXPECT_EQ(allocator.find(req.key), *lease);
+    granted.push_back(*lease);
+  }
+  for (const auto& lease : granted) {
+    EXPECT_EQ(allocator.release(lease.key), lease);
+    EXPECT_FALSE(allocator.find(lease.key));
+  }
+  EXPECT_EQ(allocator.leaseCount(), 0u);
+}
+
+TEST_F(AllocatorTest, TellsKeysApartWhereTheIdEndsAndTheIfnameStarts) {
+  auto allocator = make(Strategy::kLowest);
+  AllocationRequest first = request("ab", {dyn("p")});
+  first.key.ifname = "c";
+  AllocationRequest second = request("a", {dyn("p")});
+  second.key.ifname = "bc";
+  EXPECT_EQ(allocator.allocate(first, probe_)->ports[0].hostPort, 30000);
+  EXPECT_EQ(allocator.allocate(second, probe_)->ports[0].hostPort, 30001);
+  EXPECT_EQ(allocator.leaseCount(), 2u);
+  EXPECT_EQ(allocator.release(second.key)->key, second.key);
+  EXPECT_EQ(allocator.find(first.key)->ports[0].hostPort, 30000);
 }
 
 Lease storedLease(std::string id, std::vector<PortGrant> ports, std::string pool = "default") {
@@ -581,6 +658,20 @@ TEST_F(AllocatorTest, RefusesRestoringIntoAnUnknownPoolOrMalformedGrants) {
   ASSERT_FALSE(wrapping);
   EXPECT_EQ(wrapping.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(allocator.leaseCount(), 0u);
+}
+
+TEST_F(AllocatorTest, RestoresUnderThePoolsOwnNameAndGivesBackWhatItHeld) {
+  auto allocator = make(Strategy::kLowest);
+  Lease unnamed = storedLease("a", {dynamicGrant(30000), staticGrant(80)}, "");
+  unnamed.pod.uid = "3f2a9c1e-0b7d-4e21-8f00-5a6b7c8d9e0f";
+  ASSERT_TRUE(allocator.restore(unnamed));
+  Lease expected = unnamed;
+  expected.pool = "default";
+  EXPECT_EQ(allocator.find(unnamed.key), expected);
+  // A refused restore leaves the held one as it was.
+  EXPECT_FALSE(allocator.restore(storedLease("a", {dynamicGrant(30005)})));
+  EXPECT_EQ(allocator.leases(), std::vector<Lease>{expected});
+  EXPECT_EQ(allocator.release(unnamed.key), expected);
 }
 
 TEST_F(AllocatorTest, RemembersRestoredPodsForStickyPorts) {

@@ -56,5 +56,49 @@ TEST(StickyMemoryTest, ForgetsTheLeastRecentlyGrantedPodWhenFull) {
   EXPECT_EQ(memory.previous({"c", "p", ""}, "default", x), 4);
 }
 
+TEST(StickyMemoryTest, KeepsTheLatestPodsThroughManyEvictions) {
+  // Forgotten pods hand their slots to new ones; what is remembered must stay exact.
+  StickyMemory memory(50);
+  const DynamicPortRequest x{"x", 1, 1, PortProtocol::kTcp};
+  for (int i = 0; i < 1000; ++i) {
+    // Every pod has a differently sized record, so a reused slot's buffer grows and shrinks.
+    std::vector<PortGrant> rows;
+    for (int row = 0; row <= i % 5; ++row) {
+      rows.push_back(dynamic(row == 0 ? "x" : std::string(row * 40, 'r'),
+                             static_cast<uint16_t>(i * 5 + row + 1)));
+    }
+    memory.remember({"ns", "pod-" + std::to_string(i), ""}, i % 2 == 0 ? "default" : "media", rows);
+    ASSERT_LE(memory.size(), 50u);
+  }
+  EXPECT_EQ(memory.size(), 50u);
+  for (int i = 0; i < 1000; ++i) {
+    const PodIdentity pod{"ns", "pod-" + std::to_string(i), ""};
+    const std::string pool = i % 2 == 0 ? "default" : "media";
+    if (i < 950) {
+      EXPECT_FALSE(memory.previous(pod, pool, x)) << i;
+    } else {
+      EXPECT_EQ(memory.previous(pod, pool, x), i * 5 + 1) << i;
+      EXPECT_FALSE(memory.previous(pod, i % 2 == 0 ? "media" : "default", x)) << i;
+    }
+  }
+}
+
+TEST(StickyMemoryTest, TellsPodsApartByNamespaceAndNameWithAnyText) {
+  StickyMemory memory;
+  const DynamicPortRequest x{"x", 1, 1, PortProtocol::kTcp};
+  const std::string binary("n\0\xff", 3);
+  memory.remember({"a", "b", ""}, "default", {dynamic("x", 1)});
+  memory.remember({"ab", "c", ""}, "default", {dynamic("x", 2)});
+  memory.remember({binary, std::string(5000, 'p'), ""}, "default", {dynamic("x", 3)});
+  memory.remember({"a", "b", ""}, "default", {dynamic("", 4), dynamic("x", 5, 3)});
+  EXPECT_EQ(memory.size(), 3u);
+  EXPECT_FALSE(memory.previous({"a", "b", ""}, "default", x));  // replaced: x now has count 3
+  EXPECT_EQ(memory.previous({"a", "b", ""}, "default", {"x", 1, 3, PortProtocol::kTcp}), 5);
+  EXPECT_EQ(memory.previous({"a", "b", ""}, "default", {"", 1, 1, PortProtocol::kTcp}), 4);
+  EXPECT_EQ(memory.previous({"ab", "c", ""}, "default", x), 2);
+  EXPECT_EQ(memory.previous({binary, std::string(5000, 'p'), ""}, "default", x), 3);
+  EXPECT_FALSE(memory.previous({binary, std::string(4999, 'p'), ""}, "default", x));
+}
+
 }  // namespace
 }  // namespace hostport::agent
