@@ -158,8 +158,13 @@ int run(const AgentConfig& config) {
     spdlog::info("pool ranges added to net.ipv4.ip_local_reserved_ports");
   }
 
+  auto probes = SocketProbeFactory::create(config.pools);
+  if (!probes) {
+    spdlog::error("cannot read the host's sockets: {}", probes.error().message);
+    return 1;
+  }
   Metrics metrics;
-  AgentService service(std::move(*allocator), **store, &SocketTableProbe::snapshot, metrics,
+  AgentService service(std::move(*allocator), **store, std::move(*probes), metrics,
                        ServiceOptions{config.compactAfterJournalBytes});
   std::atomic<bool> ready{false};
   Router router;

@@ -25,8 +25,9 @@ void AgentService::allocate(const AllocationRequest& request,
     done(fail(ErrorCode::kUnavailable, "the lease journal failed; the agent must restart"));
     return;
   }
-  // The host's sockets are read before the lock: the snapshot is per request and slow-ish.
-  auto probe = probes_();
+  // The host's sockets are read before the lock: the snapshot is per request, narrowed to what
+  // the request can ask about (socket_probe.h).
+  auto probe = probes_(request);
   if (!probe) {
     done(std::unexpected(probe.error()));
     return;

@@ -18,7 +18,10 @@
 
 namespace hostport::agent {
 
-using ProbeFactory = std::function<Result<std::unique_ptr<PortProbe>>()>;
+/// The host probe of one request (socket_probe.h): it may narrow what it reads to what the
+/// request can ask about.
+using ProbeFactory =
+    std::function<Result<std::unique_ptr<PortProbe>>(const AllocationRequest& request)>;
 
 struct ServiceOptions {
   uint64_t compactAfterJournalBytes = 8 << 20;

@@ -1,6 +1,9 @@
 #include "agent/service/socket_probe.h"
 
+#include <linux/netlink.h>
 #include <netinet/in.h>
+
+#include <algorithm>
 
 #include "hostnet/socket_owner.h"
 
@@ -19,21 +22,77 @@ uint8_t ipProtocol(nft::Protocol protocol) {
   return IPPROTO_TCP;
 }
 
+void addProtocols(PortProtocol protocol, std::vector<uint8_t>& out) {
+  for (const auto kernel : kernelProtocols(protocol)) {
+    const uint8_t ip = ipProtocol(kernel);
+    if (std::ranges::find(out, ip) == out.end()) out.push_back(ip);
+  }
+}
+
 }  // namespace
 
-Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot() {
-  auto table = hostnet::SocketTable::snapshot();
-  if (!table) return withContext(table.error(), "reading the host's sockets");
-  return std::unique_ptr<PortProbe>(new SocketTableProbe(std::move(*table)));
+ProbeScope scopeOf(const AllocationRequest& request, std::span<const hostnet::PortSpan> poolPorts) {
+  ProbeScope scope;
+  std::vector<hostnet::PortSpan> ports(poolPorts.begin(), poolPorts.end());
+  for (const auto& claim : request.statics) {
+    addProtocols(claim.protocol, scope.protocols);
+    ports.push_back({claim.hostPort, claim.hostPort});
+  }
+  for (const auto& row : request.dynamics) addProtocols(row.protocol, scope.protocols);
+  std::ranges::sort(scope.protocols);
+  scope.ports = hostnet::normalizedSpans(std::move(ports));
+  return scope;
+}
+
+std::vector<hostnet::PortSpan> poolSpans(const std::vector<PoolSpec>& pools) {
+  std::vector<hostnet::PortSpan> spans;
+  for (const auto& pool : pools) {
+    for (const auto& range : pool.ranges) spans.push_back({range.first, range.last});
+  }
+  return hostnet::normalizedSpans(std::move(spans));
+}
+
+Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot(hostnet::NetlinkSocketPool& sockets,
+                                                              const ProbeScope& scope) {
+  std::unique_ptr<SocketTableProbe> probe(new SocketTableProbe(sockets));
+  if (scope.protocols.empty()) return probe;  // a request without ports asks nothing
+  auto socket = sockets.acquire();
+  if (!socket) return withContext(socket.error(), "reading the host's sockets");
+  auto table = hostnet::SocketTable::snapshot(**socket,
+                                              {.protocols = scope.protocols, .ports = scope.ports});
+  if (!table) {
+    socket->discard();
+    return withContext(table.error(), "reading the host's sockets");
+  }
+  probe->tables_.push_back(std::move(*table));
+  return probe;
+}
+
+const hostnet::SocketTable* SocketTableProbe::tableFor(uint8_t protocol, uint16_t port) {
+  for (const auto& table : tables_) {
+    if (table.covers(protocol, port)) return &table;
+  }
+  auto socket = sockets_.acquire();
+  if (!socket) return nullptr;
+  auto table = hostnet::SocketTable::snapshot(**socket, {.protocols = {protocol}, .ports = {}});
+  if (!table) {
+    socket->discard();
+    return nullptr;
+  }
+  tables_.push_back(std::move(*table));
+  return &tables_.back();
 }
 
 bool SocketTableProbe::isBound(nft::Protocol protocol, uint16_t port) {
-  return table_.isBound(ipProtocol(protocol), port);
+  const hostnet::SocketTable* table = tableFor(ipProtocol(protocol), port);
+  return table == nullptr || table->isBound(ipProtocol(protocol), port);
 }
 
 PortHolder SocketTableProbe::holderOf(nft::Protocol protocol, uint16_t port) {
   PortHolder holder;
-  if (const auto inode = table_.inodeOf(ipProtocol(protocol), port)) {
+  const hostnet::SocketTable* table = tableFor(ipProtocol(protocol), port);
+  if (table == nullptr) return holder;
+  if (const auto inode = table->inodeOf(ipProtocol(protocol), port)) {
     auto owner = hostnet::findSocketOwner(*inode);
     if (owner && *owner) {
       holder.pid = (*owner)->pid;
@@ -41,6 +100,18 @@ PortHolder SocketTableProbe::holderOf(nft::Protocol protocol, uint16_t port) {
     }
   }
   return holder;
+}
+
+Result<SocketProbeFactory> SocketProbeFactory::create(const std::vector<PoolSpec>& pools) {
+  auto sockets = hostnet::NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
+  if (!sockets) return std::unexpected(sockets.error());
+  return SocketProbeFactory(std::make_shared<hostnet::NetlinkSocketPool>(std::move(*sockets)),
+                            poolSpans(pools));
+}
+
+Result<std::unique_ptr<PortProbe>> SocketProbeFactory::operator()(
+    const AllocationRequest& request) const {
+  return SocketTableProbe::snapshot(*sockets_, scopeOf(request, poolPorts_));
 }
 
 }  // namespace hostport::agent

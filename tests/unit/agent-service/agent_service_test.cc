@@ -23,11 +23,11 @@
 namespace hostport::agent {
 namespace {
 
-using ::testing::HasSubstr;
 using store::LeaseStore;
 using store::StoreOptions;
 using store::testing::FaultyFileOps;
 using store::testing::TempDir;
+using ::testing::HasSubstr;
 using Op = FaultyFileOps::Op;
 
 constexpr auto kWait = std::chrono::seconds(30);
@@ -99,7 +99,7 @@ class Agent {
     }
     service_ = std::make_unique<AgentService>(
         std::move(*allocator), *store_,
-        [&probe]() -> Result<std::unique_ptr<PortProbe>> {
+        [&probe](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
           return std::make_unique<FakePortProbe>(probe);
         },
         metrics_, options);
@@ -110,8 +110,9 @@ class Agent {
     // submission order: a record submitted straight to the store (not through the service,
     // which could queue one more compaction) is a barrier behind everything queued before.
     Waiter<Result<void>> barrier;
-    store_->submit({store::JournalRecord::Kind::kRelease, Lease{{"barrier", "eth0"}, {}, {}, {}, {}}},
-                   barrier.callback());
+    store_->submit(
+        {store::JournalRecord::Kind::kRelease, Lease{{"barrier", "eth0"}, {}, {}, {}, {}}},
+        barrier.callback());
     (void)barrier.get();  // fails when the store failed earlier; drained all the same
     service_.reset();
     store_.reset();
@@ -274,12 +275,11 @@ TEST_F(AgentServiceTest, CollectGarbageReleasesExactlyTheInvalid) {
       ASSERT_TRUE(agent.allocate(request(id, "ns", std::string("pod-") + id)));
     }
     // Valid keys that hold no lease are ignored; c1 on another ifname is a different key.
-    auto released = agent.collectGarbage(
-        {{"c2", "eth0"}, {"c4", "eth0"}, {"c9", "eth0"}, {"c1", "net1"}});
+    auto released =
+        agent.collectGarbage({{"c2", "eth0"}, {"c4", "eth0"}, {"c9", "eth0"}, {"c1", "net1"}});
     ASSERT_TRUE(released.has_value()) << released.error().message;
     EXPECT_EQ(keysOf(*released), (std::set<std::string>{"c1/eth0", "c3/eth0"}));
-    EXPECT_EQ(keysOf(agent.service().list("", "")),
-              (std::set<std::string>{"c2/eth0", "c4/eth0"}));
+    EXPECT_EQ(keysOf(agent.service().list("", "")), (std::set<std::string>{"c2/eth0", "c4/eth0"}));
     // Nothing left to collect: an empty answer.
     auto again = agent.collectGarbage({{"c2", "eth0"}, {"c4", "eth0"}});
     ASSERT_TRUE(again.has_value());
@@ -304,8 +304,7 @@ TEST_F(AgentServiceTest, ListFiltersByNamespaceAndPod) {
   ASSERT_TRUE(agent.allocate(request("c2", "games", "server-1")));
   ASSERT_TRUE(agent.allocate(request("c3", "media", "server-0")));
   auto& service = agent.service();
-  EXPECT_EQ(keysOf(service.list("", "")),
-            (std::set<std::string>{"c1/eth0", "c2/eth0", "c3/eth0"}));
+  EXPECT_EQ(keysOf(service.list("", "")), (std::set<std::string>{"c1/eth0", "c2/eth0", "c3/eth0"}));
   EXPECT_EQ(keysOf(service.list("games", "")), (std::set<std::string>{"c1/eth0", "c2/eth0"}));
   EXPECT_EQ(keysOf(service.list("", "server-0")), (std::set<std::string>{"c1/eth0", "c3/eth0"}));
   EXPECT_EQ(keysOf(service.list("media", "server-0")), std::set<std::string>{"c3/eth0"});
@@ -487,7 +486,7 @@ TEST_F(AgentServiceTest, ProbeFailureFailsTheRequestButNotTheAgent) {
   {
     AgentService service(
         Allocator::create(pools(), [] { return uint64_t{1}; }).value(), **opened,
-        []() -> Result<std::unique_ptr<PortProbe>> {
+        [](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
           return fail(ErrorCode::kKernel, "sock_diag: permission denied");
         },
         metrics);

@@ -1,0 +1,239 @@
+// The agent's narrowed view of host sockets against the real kernel, each test in its own netns:
+// the sock_diag port filter and protocol choice (SocketTable::snapshot with options), the kept-open
+// netlink sockets (NetlinkSocketPool), and SocketTableProbe answering questions in and out of its
+// scope. A filter that dropped a bound port would let the agent hand out a busy one, so every
+// test checks both sides: what is inside the scope is seen, what is outside is not claimed free
+// by a table that did not look.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/service/socket_probe.h"
+#include "common/unique_fd.h"
+#include "hostnet/netlink_socket.h"
+#include "hostnet/netlink_socket_pool.h"
+#include "hostnet/socket_table.h"
+#include "tests/support/netns.h"
+
+namespace hostport {
+namespace {
+
+using hostnet::NetlinkSocketPool;
+using hostnet::PortSpan;
+using hostnet::SnapshotOptions;
+using hostnet::SocketTable;
+
+/// A socket bound to `address`:`port` (TCP ones listen); invalid after an ADD_FAILURE.
+UniqueFd bound(uint8_t protocol, const std::string& address, uint16_t port) {
+  const bool v6 = address.find(':') != std::string::npos;
+  UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET,
+                       (protocol == IPPROTO_UDP ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC,
+                       protocol));
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (v6) {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(port);
+    inet_pton(AF_INET6, address.c_str(), &sin6->sin6_addr);
+    length = sizeof(*sin6);
+  } else {
+    auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+    inet_pton(AF_INET, address.c_str(), &sin->sin_addr);
+    length = sizeof(*sin);
+  }
+  if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0 ||
+      (protocol == IPPROTO_TCP && ::listen(fd.get(), 4) != 0)) {
+    ADD_FAILURE() << "cannot bind " << address << ":" << port << ": " << std::strerror(errno);
+    return UniqueFd();
+  }
+  return fd;
+}
+
+class SocketProbeNetnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::haveRoot()) GTEST_SKIP() << "needs root to create network namespaces";
+    auto netns = test::Netns::create();
+    ASSERT_TRUE(netns) << netns.error().message;
+    netns_.emplace(std::move(*netns));
+  }
+
+  /// Runs `fn` inside this test's netns, failing the test if it cannot get there.
+  void inNetns(const std::function<void()>& fn) {
+    auto ran = netns_->run(fn);
+    ASSERT_TRUE(ran) << ran.error().message;
+  }
+
+  /// TCP listeners and bound UDP sockets, on 127.0.0.1 and ::1, at every port of `ports`.
+  static std::vector<UniqueFd> bindAll(const std::vector<uint16_t>& ports) {
+    std::vector<UniqueFd> fds;
+    for (const uint16_t port : ports) {
+      for (const uint8_t protocol : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
+        for (const char* address : {"127.0.0.1", "::1"})
+          fds.push_back(bound(protocol, address, port));
+      }
+    }
+    return fds;
+  }
+
+  std::optional<test::Netns> netns_;
+};
+
+// Ports in the scope and their neighbours just outside it.
+const std::vector<PortSpan> kSpans = {{20000, 20009}, {20500, 20500}};
+const std::vector<uint16_t> kInside = {20000, 20005, 20009, 20500};
+const std::vector<uint16_t> kOutside = {19999, 20010, 20499, 20501, 41000};
+
+TEST_F(SocketProbeNetnsTest, NarrowedSnapshotHoldsExactlyItsProtocolsAndPorts) {
+  inNetns([] {
+    std::vector<uint16_t> all = kInside;
+    all.insert(all.end(), kOutside.begin(), kOutside.end());
+    const auto fds = bindAll(all);
+    for (const auto& fd : fds) ASSERT_TRUE(fd.valid());
+
+    for (const uint8_t protocol : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
+      const uint8_t other = protocol == IPPROTO_TCP ? IPPROTO_UDP : IPPROTO_TCP;
+      SCOPED_TRACE(hostnet::ipProtocolName(protocol));
+      auto socket = hostnet::NetlinkSocket::open(NETLINK_SOCK_DIAG);
+      ASSERT_TRUE(socket) << socket.error().message;
+      SnapshotOptions options;
+      options.protocols = {protocol};
+      options.ports = kSpans;
+      auto table = SocketTable::snapshot(*socket, options);
+      ASSERT_TRUE(table) << table.error().message;
+      // Both families of every inside port, and nothing else: the kernel filtered the rest.
+      EXPECT_EQ(table->size(), kInside.size() * 2);
+      for (const auto& socketSeen : table->sockets()) {
+        EXPECT_EQ(socketSeen.protocol, protocol) << socketSeen.describe();
+      }
+      for (const uint16_t port : kInside) {
+        EXPECT_TRUE(table->covers(protocol, port)) << port;
+        EXPECT_TRUE(table->isBound(protocol, port)) << port;
+        EXPECT_FALSE(table->covers(other, port)) << port;
+      }
+      for (const uint16_t port : kOutside) {
+        EXPECT_FALSE(table->covers(protocol, port)) << port;
+        EXPECT_FALSE(table->isBound(protocol, port)) << port;
+      }
+      // The same socket again, for the next request: no leftover of the last reply.
+      auto again = SocketTable::snapshot(*socket, options);
+      ASSERT_TRUE(again) << again.error().message;
+      EXPECT_EQ(again->size(), table->size());
+    }
+
+    // Every protocol, every port: the options' defaults.
+    auto full = SocketTable::snapshot();
+    ASSERT_TRUE(full) << full.error().message;
+    EXPECT_EQ(full->size(), all.size() * 4);
+    for (const uint16_t port : all) {
+      EXPECT_TRUE(full->covers(IPPROTO_TCP, port) && full->covers(IPPROTO_UDP, port));
+      EXPECT_TRUE(full->isBound(IPPROTO_TCP, port) && full->isBound(IPPROTO_UDP, port)) << port;
+    }
+  });
+}
+
+TEST_F(SocketProbeNetnsTest, ProbeAnswersInScopeFromItsSnapshotAndOutOfScopeByLookingAgain) {
+  inNetns([] {
+    const auto fds = bindAll({20005, 41000});
+    for (const auto& fd : fds) ASSERT_TRUE(fd.valid());
+    auto pool = NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
+    ASSERT_TRUE(pool) << pool.error().message;
+
+    agent::AllocationRequest request;
+    request.dynamics.push_back({"web", 8080, 1, agent::PortProtocol::kTcp});
+    const auto scope = agent::scopeOf(request, kSpans);
+    EXPECT_EQ(scope.protocols, std::vector<uint8_t>{IPPROTO_TCP});
+    auto probe = agent::SocketTableProbe::snapshot(*pool, scope);
+    ASSERT_TRUE(probe) << probe.error().message;
+
+    EXPECT_TRUE((*probe)->isBound(nft::Protocol::kTcp, 20005));
+    EXPECT_FALSE((*probe)->isBound(nft::Protocol::kTcp, 20006));
+    // Outside the scope (another port, another protocol): a fresh dump answers, never "free".
+    EXPECT_TRUE((*probe)->isBound(nft::Protocol::kTcp, 41000));
+    EXPECT_TRUE((*probe)->isBound(nft::Protocol::kUdp, 20005));
+    EXPECT_TRUE((*probe)->isBound(nft::Protocol::kUdp, 41000));
+    EXPECT_FALSE((*probe)->isBound(nft::Protocol::kUdp, 41001));
+    const auto holder = (*probe)->holderOf(nft::Protocol::kTcp, 41000);
+    EXPECT_EQ(holder.pid, static_cast<uint32_t>(::getpid()));
+    // Every socket it used went back to the pool.
+    EXPECT_GE(pool->idleCount(), 1u);
+  });
+}
+
+TEST_F(SocketProbeNetnsTest, StaticClaimsOutsideThePoolsAreInScope) {
+  inNetns([] {
+    const auto fds = bindAll({8443});
+    for (const auto& fd : fds) ASSERT_TRUE(fd.valid());
+    agent::AllocationRequest request;
+    request.statics.push_back({8443, 443, agent::PortProtocol::kTcpUdp, std::nullopt});
+    const auto scope = agent::scopeOf(request, kSpans);
+    EXPECT_EQ(scope.protocols, (std::vector<uint8_t>{IPPROTO_TCP, IPPROTO_UDP}));
+    EXPECT_EQ(scope.ports, (std::vector<PortSpan>{{8443, 8443}, {20000, 20009}, {20500, 20500}}));
+    auto socket = hostnet::NetlinkSocket::open(NETLINK_SOCK_DIAG);
+    ASSERT_TRUE(socket) << socket.error().message;
+    auto table = SocketTable::snapshot(
+        *socket,
+        {.includeBoundOnlyTcp = false, .protocols = scope.protocols, .ports = scope.ports});
+    ASSERT_TRUE(table) << table.error().message;
+    EXPECT_TRUE(table->covers(IPPROTO_UDP, 8443));
+    EXPECT_TRUE(table->isBound(IPPROTO_TCP, 8443));
+    EXPECT_TRUE(table->isBound(IPPROTO_UDP, 8443));
+  });
+}
+
+TEST_F(SocketProbeNetnsTest, PoolKeepsAtMostItsIdleSocketsAndClosesDiscardedOnes) {
+  inNetns([] {
+    auto pool = NetlinkSocketPool::create(NETLINK_SOCK_DIAG, /*maxIdle=*/2);
+    ASSERT_TRUE(pool) << pool.error().message;
+    {
+      auto a = pool->acquire();
+      auto b = pool->acquire();
+      auto c = pool->acquire();
+      ASSERT_TRUE(a && b && c);
+      EXPECT_EQ(pool->idleCount(), 0u);
+    }
+    EXPECT_EQ(pool->idleCount(), 2u) << "the third socket is closed, not kept";
+    {
+      auto lease = pool->acquire();
+      ASSERT_TRUE(lease);
+      EXPECT_EQ(pool->idleCount(), 1u);
+      lease->discard();
+    }
+    EXPECT_EQ(pool->idleCount(), 1u) << "a discarded socket does not come back";
+    auto reused = pool->acquire();
+    ASSERT_TRUE(reused);
+    auto table = SocketTable::snapshot(**reused, SnapshotOptions{});
+    EXPECT_TRUE(table) << table.error().message;
+  });
+}
+
+TEST_F(SocketProbeNetnsTest, PoolRefusesToOpenSocketsForAnotherNetns) {
+  std::optional<NetlinkSocketPool> pool;
+  inNetns([&] {
+    auto created = NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
+    ASSERT_TRUE(created) << created.error().message;
+    pool.emplace(std::move(*created));
+  });
+  ASSERT_TRUE(pool);
+  // This thread is in the test process's netns, not the pool's: a socket opened here would
+  // dump the wrong sockets.
+  auto lease = pool->acquire();
+  ASSERT_FALSE(lease);
+  EXPECT_EQ(lease.error().code, ErrorCode::kInternal);
+}
+
+}  // namespace
+}  // namespace hostport
