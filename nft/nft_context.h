@@ -11,6 +11,8 @@ struct nft_ctx;
 
 namespace hostport::nft {
 
+struct LibNftables;
+
 /// One libnftables context with buffered output and errors. Each run() is one transaction:
 /// all of its commands apply, or none do.
 class NftContext {
@@ -26,9 +28,11 @@ class NftContext {
 
  private:
   struct Deleter {
+    const LibNftables* lib;
     void operator()(nft_ctx* ctx) const;
   };
-  explicit NftContext(nft_ctx* ctx) : ctx_(ctx) {}
+  NftContext(const LibNftables& lib, nft_ctx* ctx) : lib_(&lib), ctx_(ctx, Deleter{&lib}) {}
+  const LibNftables* lib_;  // libnftables.h: loaded by the first context
   std::unique_ptr<nft_ctx, Deleter> ctx_;
 };
 
