@@ -52,9 +52,10 @@ class Invocation {
   Result<hostnet::HostNetwork*> hostNetwork();
   void flushUdpConntrack(const std::vector<uint16_t>& ports);
   agent::AttachmentKey key() const { return {env_.containerId, env_.ifname}; }
+  // One write per line (stderr is unbuffered), so lines of concurrent plugins stay whole.
   void log(const std::string& message) const {
-    io_.err << "hostport " << verbName(env_.verb) << " " << env_.containerId << "/" << env_.ifname
-            << ": " << message << "\n";
+    io_.err << "hostport " + std::string(verbName(env_.verb)) + " " + env_.containerId + "/" +
+                   env_.ifname + ": " + message + "\n";
   }
 
   const PluginIo& io_;
