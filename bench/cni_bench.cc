@@ -351,7 +351,25 @@ void usage() {
   --tcp-client PATH       hostport-bench-tcp; with --tcp-seconds > 0 also measure the datapath
   --tcp-seconds S --tcp-threads T --tcp-rounds R --node-ip IP --container-port P
   --first-host-port 10000 --sample-host-port 50000
+
+or: hostport-bench-cni --exec-floor PROGRAM [--samples 100]
+  runs PROGRAM with CNI_COMMAND=VERSION and empty stdin, as the runtime would, and prints
+  {"program":..,"wallMs":{summary}}: the cost of a process start here, with no work in it.
 )";
+}
+
+/// Process start and exit alone: the floor under every CNI call on this machine.
+int execFloor(const std::string& program, long samples) {
+  std::vector<double> wall;
+  for (long i = 0; i < samples; ++i) {
+    const RunResult run =
+        runProgram({program}, {{"CNI_COMMAND", "VERSION"}, {"PATH", kSearchPath}}, "");
+    if (!run.ok()) die(program + " VERSION failed: " + run.describe());
+    wall.push_back(run.wallMs);
+  }
+  std::cout << json{{"program", program}, {"wallMs", json::parse(summaryJson(wall))}}.dump()
+            << std::endl;
+  return 0;
 }
 
 }  // namespace
@@ -364,6 +382,7 @@ int main(int argc, char** argv) {
     usage();
     return argc == 1 ? 2 : 0;
   }
+  if (args.has("exec-floor")) return execFloor(args.get("exec-floor"), args.getLong("samples", 100));
   Options o;
   o.kindName = args.get("kind", "hostport");
   if (o.kindName == "hostport") {
