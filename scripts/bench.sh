@@ -32,10 +32,13 @@ options:
   --build-dir DIR       build tree (default build-bench in the repository)
   --no-build            use the binaries already in the build tree
   --out DIR             where the results go (default docs/ in the repository)
+  --replot              measure nothing: redraw the plot and rewrite the Markdown from the
+                        benchmarks.json already in --out (after a change to either template)
   -h, --help            this text
 
-Needs root, iproute2, nftables, iptables, conntrack, jq, containernetworking-plugins
-(/usr/lib/cni/{bridge,host-local,portmap}) and, for the plot, gnuplot (gnuplot-nox).
+Needs root. Installs what it needs with scripts/setup.sh --bench (apt-get, only when something
+is missing): iproute2, nftables, iptables, conntrack, jq, containernetworking-plugins
+(/usr/lib/cni/{bridge,host-local,portmap}) and gnuplot-nox for the plot.
 EOF
 }
 
@@ -50,6 +53,7 @@ leases=50000
 only="cni,agent,recovery"
 build_dir="$repo/build-bench"
 build=1
+replot=0
 out_dir="$repo/docs"
 
 while (($#)); do
@@ -65,6 +69,7 @@ while (($#)); do
     --build-dir) build_dir=$2; shift ;;
     --no-build) build=0 ;;
     --out) out_dir=$2; shift ;;
+    --replot) replot=1; only="" ;;
     -h | --help) usage; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -83,6 +88,7 @@ log() { printf '%s bench: %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 [[ $(id -u) == 0 ]] || die "needs root (network namespaces, nftables, iptables)"
+"$repo/scripts/setup.sh" --bench >&2 || die "scripts/setup.sh --bench failed"
 for tool in ip nft iptables conntrack jq cmake ninja; do
   command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh, apt-get install jq)"
 done
@@ -130,7 +136,7 @@ bin_path() {  # the path of a built executable, in either build layout
   done
   die "$1 is not built in $build_dir (run without --no-build)"
 }
-if ((build)); then
+if ((build && !replot)); then
   if grep -q 'HOSTPORT_BUILD_BENCH' "$repo/CMakeLists.txt"; then
     source_dir=$repo
     extra=(-DHOSTPORT_BUILD_BENCH=ON -DBUILD_TESTING=OFF)
@@ -160,17 +166,19 @@ EOF
   ninja -C "$build_dir" -j2 hostport-bench >"$tmp/build.log" 2>&1 ||
     { tail -50 "$tmp/build.log" >&2; die "build failed"; }
 fi
-hostport_bin=$(bin_path hostport cni-plugin)
-agent_bin=$(bin_path hostport-agent agent)
-cni_bench=$(bin_path hostport-bench-cni bench)
-tcp_bench=$(bin_path hostport-bench-tcp bench)
-load_bench=$(bin_path hostport-bench-agent-load bench)
-startup_bench=$(bin_path hostport-bench-agent-startup bench)
-leasegen=$(bin_path hostport-bench-leasegen bench)
-# CNI finds a plugin by the file name in "type": give ours its real name in a private dir.
-mkdir -p "$tmp/cni-bin"
-cp "$hostport_bin" "$tmp/cni-bin/hostport"
-hostport_bin="$tmp/cni-bin/hostport"
+if ((!replot)); then
+  hostport_bin=$(bin_path hostport cni-plugin)
+  agent_bin=$(bin_path hostport-agent agent)
+  cni_bench=$(bin_path hostport-bench-cni bench)
+  tcp_bench=$(bin_path hostport-bench-tcp bench)
+  load_bench=$(bin_path hostport-bench-agent-load bench)
+  startup_bench=$(bin_path hostport-bench-agent-startup bench)
+  leasegen=$(bin_path hostport-bench-leasegen bench)
+  # CNI finds a plugin by the file name in "type": give ours its real name in a private dir.
+  mkdir -p "$tmp/cni-bin"
+  cp "$hostport_bin" "$tmp/cni-bin/hostport"
+  hostport_bin="$tmp/cni-bin/hostport"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # A simulated node: a node netns with a "node IP" on a veth (192.0.2.1), a pod netns attached by
@@ -332,93 +340,104 @@ slurp() { if [[ -s $1 ]]; then jq -s . "$1"; else echo '[]'; fi; }
 object() { if [[ -s $1 ]]; then cat "$1"; else echo null; fi; }
 number_or_null() { if [[ -s $1 ]]; then cat "$1"; else echo null; fi; }
 
-portmap_version=$(dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/null || echo unknown)
-jq -n \
-  --arg date "$started_at" \
-  --arg mode "$( ((quick)) && echo quick || echo full)" \
-  --arg kernel "$(uname -r)" \
-  --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
-  --argjson cores "$(nproc)" \
-  --arg memory "$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)" \
-  --arg loadStart "$load_start" --arg loadEnd "$load_end" \
-  --argjson seconds "$((SECONDS - run_started))" \
-  --arg commit "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-  --arg dirty "$(git -C "$repo" status --porcelain 2>/dev/null | grep -q . && echo yes || echo no)" \
-  --arg pluginsVersion "$portmap_version" \
-  --arg iptables "$(iptables -V)" --arg nft "$(nft -v)" \
-  --arg sizes "$sizes" --argjson samples "$samples" --argjson portmapSamples "$portmap_samples" \
-  --argjson bulk "$bulk" \
-  --argjson tcpSeconds "$tcp_seconds" --argjson tcpRounds "$tcp_rounds" \
-  --argjson leases "$leases" \
-  --argjson hostport "$(slurp "$tmp/cni-hostport.jsonl")" \
-  --argjson portmap "$(slurp "$tmp/cni-portmap.jsonl")" \
-  --argjson agentPlugin "$(slurp "$tmp/cni-hostport-agent.jsonl")" \
-  --argjson load "$(slurp "$tmp/agent-load.jsonl")" \
-  --argjson floor "$(slurp "$tmp/exec-floor.jsonl")" \
-  --argjson recEmpty "$(object "$tmp/recovery-empty.json")" \
-  --argjson recSnapshot "$(object "$tmp/recovery-snapshot.json")" \
-  --argjson recJournal "$(object "$tmp/recovery-journal.json")" \
-  --argjson kibSnapshot "$(number_or_null "$tmp/recovery-snapshot.kib")" \
-  --argjson kibJournal "$(number_or_null "$tmp/recovery-journal.kib")" \
-  '
-  def rows($x): [$x[] | select(.done != true) | del(.addSamplesMs, .delSamplesMs)];
-  def fin($x): ([$x[] | select(.done == true)] | first);
-  {
-    date: $date, mode: $mode, seconds: $seconds,
-    machine: {cores: $cores, cpu: $cpu, memory: $memory, kernel: $kernel,
-              loadAverageStart: $loadStart, loadAverageEnd: $loadEnd},
-    versions: {hostport: ($commit + (if $dirty == "yes" then " (uncommitted changes)" else "" end)),
-               containernetworkingPlugins: $pluginsVersion, iptables: $iptables, nft: $nft},
-    method: {
-      sizes: $sizes, samplesPerSize: $samples, portmapSamplesPerSize: $portmapSamples,
-      mappingsPerPrepopulationAdd: $bulk,
-      cniVersion: "1.0.0",
-      prevResult: "one real bridge (host-local) ADD per plugin for the measured pod netns; measured ADD/DEL samples reuse it with a distinct container ID each (ADD then DEL); prepopulated mappings come from the same plugin ADD in bulk, one fabricated pod per ADD with the prevResult IP rewritten to a distinct 10.88.x.y",
-      latency: "wall time from fork to reaping of the plugin process, run in the node netns with the CNI_* env and the config on stdin; p99 is nearest-rank over the samples",
-      datapath: "hostport-bench-tcp: connect, read 1 byte, close (SO_LINGER 0), 2 client threads, from the node netns to 192.0.2.1:hostPort (output hook DNAT) and, alternating, straight to the pod IP (the pod server has 2 accept threads); rates are medians of the rounds, ratioToDirect the median of the per-round ratios; conntrack flushed before each round",
-      tcpSecondsPerRound: $tcpSeconds, tcpRounds: $tcpRounds,
-      agent: "hostport-agent in its own netns, state dir on the root filesystem (fdatasync on), hostport-bench-agent-load through AgentClient (one connection per call); a round trip is allocate (1 dynamic TCP port) then release",
-      recovery: "leases written by hostport-bench-leasegen through hostport_store (snapshot: one compacted snapshot; journal: one grant record each); hostport-agent started in a private netns, ready = first 200 from GET /readyz, polled every 1 ms; RSS read 500 ms after ready"
-    },
-    execFloorMs: {
-      true: ([$floor[] | select(.program == "/bin/true") | .wallMs] | first),
-      hostportVersion: ([$floor[] | select(.program | endswith("/hostport")) | .wallMs] | first),
-      portmapVersion: ([$floor[] | select(.program | endswith("/portmap")) | .wallMs] | first)
-    },
-    cni: {hostport: rows($hostport), portmap: rows($portmap), hostportAgent: rows($agentPlugin),
-          portmapStoppedAt: (fin($portmap).stoppedAt // null),
-          portmapStopReason: (fin($portmap).reason // "")},
-    agentLoad: [$load[] | select(.clients != null)],
-    stateDirFdatasyncMs: ([$load[] | select(.fdatasyncMs != null) | .fdatasyncMs] | first),
-    recovery: {leases: $leases, empty: $recEmpty, snapshot: $recSnapshot, journal: $recJournal,
-               stateDirKiB: {snapshot: $kibSnapshot, journal: $kibJournal}}
-  }
-  | .targets = (
-      . as $r
-      | {
-        hostportAddP50Max: ([$r.cni.hostport[].add.p50] | max),
-        hostportAddP50AtoMost3ms: (([$r.cni.hostport[].add.p50] | max) as $m | if $m == null then null else $m <= 3 end),
-        datapathRatioLargestNToN0: (
-          ($r.cni.hostport | map(select(.datapath != null))) as $d
-          | if ($d | length) < 2 then null else
-              (($d | last).datapath.ratioToDirect) / (($d | first).datapath.ratioToDirect) end),
-        agent32ClientsPerSecond: ([$r.agentLoad[] | select(.clients == 32) | .allocationsPerSecond] | first),
-        recovery50kMs: ($r.recovery.snapshot.recoveredMsMedian // null),
-        rss50kMiB: (if $r.recovery.snapshot == null then null else ($r.recovery.snapshot.vmRssKiBMedian / 1024) end)
-      })
-  ' >"$json_file.tmp"
-mv "$json_file.tmp" "$json_file"
-log "wrote $json_file"
+if ((replot)); then
+  [[ -s $json_file ]] || die "--replot: no $json_file to redraw from"
+  log "replot: from $json_file"
+else
+  portmap_version=$(dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/null || echo unknown)
+  jq -n \
+    --arg date "$started_at" \
+    --arg mode "$( ((quick)) && echo quick || echo full)" \
+    --arg kernel "$(uname -r)" \
+    --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
+    --argjson cores "$(nproc)" \
+    --arg memory "$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)" \
+    --arg loadStart "$load_start" --arg loadEnd "$load_end" \
+    --argjson seconds "$((SECONDS - run_started))" \
+    --arg commit "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+    --arg dirty "$(git -C "$repo" status --porcelain 2>/dev/null | grep -q . && echo yes || echo no)" \
+    --arg pluginsVersion "$portmap_version" \
+    --arg iptables "$(iptables -V)" --arg nft "$(nft -v)" \
+    --arg sizes "$sizes" --argjson samples "$samples" --argjson portmapSamples "$portmap_samples" \
+    --argjson bulk "$bulk" \
+    --argjson tcpSeconds "$tcp_seconds" --argjson tcpRounds "$tcp_rounds" \
+    --argjson leases "$leases" \
+    --argjson hostport "$(slurp "$tmp/cni-hostport.jsonl")" \
+    --argjson portmap "$(slurp "$tmp/cni-portmap.jsonl")" \
+    --argjson agentPlugin "$(slurp "$tmp/cni-hostport-agent.jsonl")" \
+    --argjson load "$(slurp "$tmp/agent-load.jsonl")" \
+    --argjson floor "$(slurp "$tmp/exec-floor.jsonl")" \
+    --argjson recEmpty "$(object "$tmp/recovery-empty.json")" \
+    --argjson recSnapshot "$(object "$tmp/recovery-snapshot.json")" \
+    --argjson recJournal "$(object "$tmp/recovery-journal.json")" \
+    --argjson kibSnapshot "$(number_or_null "$tmp/recovery-snapshot.kib")" \
+    --argjson kibJournal "$(number_or_null "$tmp/recovery-journal.kib")" \
+    '
+    def rows($x): [$x[] | select(.done != true) | del(.addSamplesMs, .delSamplesMs)];
+    def fin($x): ([$x[] | select(.done == true)] | first);
+    {
+      date: $date, mode: $mode, seconds: $seconds,
+      machine: {cores: $cores, cpu: $cpu, memory: $memory, kernel: $kernel,
+                loadAverageStart: $loadStart, loadAverageEnd: $loadEnd},
+      versions: {hostport: ($commit + (if $dirty == "yes" then " (uncommitted changes)" else "" end)),
+                 containernetworkingPlugins: $pluginsVersion, iptables: $iptables, nft: $nft},
+      method: {
+        sizes: $sizes, samplesPerSize: $samples, portmapSamplesPerSize: $portmapSamples,
+        mappingsPerPrepopulationAdd: $bulk,
+        cniVersion: "1.0.0",
+        prevResult: "one real bridge (host-local) ADD per plugin for the measured pod netns; measured ADD/DEL samples reuse it with a distinct container ID each (ADD then DEL); prepopulated mappings come from the same plugin ADD in bulk, one fabricated pod per ADD with the prevResult IP rewritten to a distinct 10.88.x.y",
+        latency: "wall time from fork to reaping of the plugin process, run in the node netns with the CNI_* env and the config on stdin; p99 is nearest-rank over the samples",
+        datapath: "hostport-bench-tcp: connect, read 1 byte, close (SO_LINGER 0), 2 client threads, from the node netns to 192.0.2.1:hostPort (output hook DNAT) and, alternating, straight to the pod IP (the pod server has 2 accept threads); rates are medians of the rounds, ratioToDirect the median of the per-round ratios; conntrack flushed before each round",
+        tcpSecondsPerRound: $tcpSeconds, tcpRounds: $tcpRounds,
+        agent: "hostport-agent in its own netns, state dir on the root filesystem (fdatasync on), hostport-bench-agent-load through AgentClient (one connection per call); a round trip is allocate (1 dynamic TCP port) then release",
+        recovery: "leases written by hostport-bench-leasegen through hostport_store (snapshot: one compacted snapshot; journal: one grant record each); hostport-agent started in a private netns, ready = first 200 from GET /readyz, polled every 1 ms; RSS read 500 ms after ready"
+      },
+      execFloorMs: {
+        true: ([$floor[] | select(.program == "/bin/true") | .wallMs] | first),
+        hostportVersion: ([$floor[] | select(.program | endswith("/hostport")) | .wallMs] | first),
+        portmapVersion: ([$floor[] | select(.program | endswith("/portmap")) | .wallMs] | first)
+      },
+      cni: {hostport: rows($hostport), portmap: rows($portmap), hostportAgent: rows($agentPlugin),
+            portmapStoppedAt: (fin($portmap).stoppedAt // null),
+            portmapStopReason: (fin($portmap).reason // "")},
+      agentLoad: [$load[] | select(.clients != null)],
+      stateDirFdatasyncMs: ([$load[] | select(.fdatasyncMs != null) | .fdatasyncMs] | first),
+      recovery: {leases: $leases, empty: $recEmpty, snapshot: $recSnapshot, journal: $recJournal,
+                 stateDirKiB: {snapshot: $kibSnapshot, journal: $kibJournal}}
+    }
+    | .targets = (
+        . as $r
+        | {
+          hostportAddP50Max: ([$r.cni.hostport[].add.p50] | max),
+          hostportAddP50AtoMost3ms: (([$r.cni.hostport[].add.p50] | max) as $m | if $m == null then null else $m <= 3 end),
+          datapathRatioLargestNToN0: (
+            ($r.cni.hostport | map(select(.datapath != null))) as $d
+            | if ($d | length) < 2 then null else
+                (($d | last).datapath.ratioToDirect) / (($d | first).datapath.ratioToDirect) end),
+          agent32ClientsPerSecond: ([$r.agentLoad[] | select(.clients == 32) | .allocationsPerSecond] | first),
+          recovery50kMs: ($r.recovery.snapshot.recoveredMsMedian // null),
+          rss50kMiB: (if $r.recovery.snapshot == null then null else ($r.recovery.snapshot.vmRssKiBMedian / 1024) end)
+        })
+    ' >"$json_file.tmp"
+  mv "$json_file.tmp" "$json_file"
+  log "wrote $json_file"
+fi
 
 # The plot: ADD latency (p50 and p99) against N, both plugins, log scale.
 plot_note="(not drawn: gnuplot is missing; apt-get install gnuplot-nox)"
-if ! section cni; then
+if [[ $(jq '.cni.hostport | length' "$json_file") == 0 ]]; then
   plot_note="(not drawn: this run skipped the CNI section)"
 elif command -v gnuplot >/dev/null; then
   for series in hostport portmap hostportAgent; do
     jq -r --arg s "$series" '.cni[$s][] | "\(.n) \(.add.p50) \(.add.p99)"' "$json_file" \
       >"$tmp/plot-$series.dat"
   done
+  floor=$(jq -r '.execFloorMs.true.p50 // empty' "$json_file")
+  floor_lines=""
+  if [[ -n $floor ]]; then
+    floor_lines="set arrow from graph 0, first $floor to graph 1, first $floor nohead dt 2 lw 1 lc rgb \"#999999\"
+set label \"a bare process start (/bin/true) p50\" at graph 0.98, first $floor * 0.85 right tc rgb \"#999999\""
+  fi
   machine=$(jq -r '"\(.machine.cores) cores, kernel \(.machine.kernel), load \(.machine.loadAverageStart), \(.date[0:10])"' "$json_file")
   gnuplot <<EOF || die "gnuplot failed"
 set terminal pngcairo size 900,560 font "sans,11"
@@ -428,10 +447,11 @@ set xlabel "mappings already installed (N)"
 set ylabel "ADD latency, ms (log scale)"
 set logscale y
 set grid ytics mytics xtics
-set key top left box opaque
+set key right center box opaque
 set yrange [1:*]
 set arrow from graph 0, first 3 to graph 1, first 3 nohead dt 3 lw 1.5 lc rgb "#555555"
 set label "goal: hostport ADD p50 <= 3 ms" at graph 0.98, first 3.5 right tc rgb "#555555"
+$floor_lines
 set style line 1 lc rgb "#1b7837" lw 2.5 pt 7 ps 1.2
 set style line 2 lc rgb "#1b7837" lw 1.2 dt 2 pt 6 ps 1.0
 set style line 3 lc rgb "#c51b7d" lw 2.5 pt 5 ps 1.2

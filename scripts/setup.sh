@@ -6,7 +6,7 @@ set -euo pipefail
 readonly PROG="setup.sh"
 
 # Build toolchain and libraries, then the runtime tools the netns and e2e tests drive.
-readonly PACKAGES=(
+PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libnftables-dev libmnl-dev libnl-3-dev libnl-route-3-dev libnl-idiag-3-dev
   libboost-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
@@ -15,19 +15,23 @@ readonly PACKAGES=(
   podman runc busybox-static iptables
   curl procps ca-certificates
 )
+# What scripts/bench.sh needs on top: JSON results and the plot.
+readonly BENCH_PACKAGES=(jq gnuplot-nox)
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
 
 usage() {
   cat <<EOF
-Usage: sudo scripts/setup.sh [--help]
+Usage: sudo scripts/setup.sh [--bench] [--help]
 
 Installs the Debian packages hostport needs to build and test:
   ${PACKAGES[*]}
 
 Runs 'apt-get update' and 'apt-get install --no-install-recommends' only when a
 package is missing; when everything is installed it exits at once. Needs root.
+
+  --bench   also install what scripts/bench.sh needs: ${BENCH_PACKAGES[*]}
 EOF
 }
 
@@ -45,6 +49,7 @@ missing_packages() {
 main() {
   case "${1:-}" in
     -h | --help) usage; return 0 ;;
+    --bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
     "") ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
