@@ -3,41 +3,16 @@
 #include <sys/un.h>
 
 #include <algorithm>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
-#include <exception>
 
 #include "agent/api/http_errors.h"
 #include "agent/api/routes.h"
+#include "agent/api/unix_http_exchange.h"
 #include "agent/api/validation.h"
-
-// The sync Beast API has no deadlines, so each call runs the async operations on a private
-// io_context for at most the timeout (run_for) and closes the socket if they are not done. No
-// threads, no signals; Asio sends with MSG_NOSIGNAL, so a dead peer is an error, not SIGPIPE.
 
 namespace hostport::agent::api {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 using nlohmann::json;
-using Socket = asio::local::stream_protocol::socket;
-
-http::verb verbOf(HttpMethod method) {
-  switch (method) {
-    case HttpMethod::kGet:
-      return http::verb::get;
-    case HttpMethod::kPost:
-      return http::verb::post;
-    case HttpMethod::kDelete:
-      return http::verb::delete_;
-  }
-  return http::verb::get;
-}
 
 std::string_view methodName(HttpMethod method) {
   switch (method) {
@@ -50,24 +25,6 @@ std::string_view methodName(HttpMethod method) {
   }
   return "GET";
 }
-
-/// Lowercase reasons for the errors people meet; the system text otherwise.
-std::string reason(const beast::error_code& error) {
-  if (error == asio::error::connection_refused) return "connection refused";
-  if (error == asio::error::not_found || error == boost::system::errc::no_such_file_or_directory) {
-    return "no socket file";
-  }
-  if (error == asio::error::access_denied) return "permission denied";
-  if (error == asio::error::eof || error == http::error::end_of_stream ||
-      error == http::error::partial_message) {
-    return "connection closed before a complete answer";
-  }
-  if (error == asio::error::connection_reset) return "connection reset";
-  if (error == asio::error::broken_pipe) return "connection closed while sending";
-  return error.message();
-}
-
-enum class Stage { kConnect, kWrite, kRead, kDone };
 
 }  // namespace
 
@@ -94,96 +51,9 @@ Result<HttpResponse> AgentClient::exchange(HttpMethod method, std::string_view t
     return fail(ErrorCode::kInvalidArgument,
                 "request target " + quoteText(target) + " must be a path of printable characters");
   }
-  const std::string unreachable = "hostport-agent is not reachable at " + path_ + ": ";
-  // Asio and Beast report failures through error codes here; what can still throw is
-  // allocation and io_context setup, which must not escape into the plugin either.
-  try {
-    asio::io_context io(1);
-    Socket socket(io);
-    http::request<http::string_body> request{verbOf(method),
-                                             beast::string_view(target.data(), target.size()), 11};
-    request.set(http::field::host, "hostport-agent");
-    request.set(http::field::user_agent, "hostport-client");
-    request.set(http::field::accept, "application/json, text/plain");
-    if (method == HttpMethod::kPost) request.set(http::field::content_type, "application/json");
-    request.body() = std::string(body);
-    request.keep_alive(false);
-    request.prepare_payload();
-
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(maxResponseBytes_);
-
-    Stage stage = Stage::kConnect;
-    beast::error_code failure;
-    socket.async_connect(
-        asio::local::stream_protocol::endpoint(path_), [&](const beast::error_code& error) {
-          if (error) {
-            failure = error;
-            return;
-          }
-          stage = Stage::kWrite;
-          http::async_write(socket, request, [&](const beast::error_code& error, std::size_t) {
-            if (error) {
-              failure = error;
-              return;
-            }
-            stage = Stage::kRead;
-            // Headers first: Beast 1.74 loses the body_limit error for a response's
-            // Content-Length in eager mode, so that limit is checked here. Chunked and
-            // read-to-EOF bodies are counted by the parser itself.
-            http::async_read_header(
-                socket, buffer, parser, [&](const beast::error_code& error, std::size_t) {
-                  if (!error && parser.content_length().value_or(0) > maxResponseBytes_) {
-                    failure = http::error::body_limit;
-                    return;
-                  }
-                  if (error || parser.is_done()) {
-                    failure = error;
-                    if (!error) stage = Stage::kDone;
-                    return;
-                  }
-                  http::async_read(socket, buffer, parser,
-                                   [&](const beast::error_code& error, std::size_t) {
-                                     failure = error;
-                                     if (!error) stage = Stage::kDone;
-                                   });
-                });
-          });
-        });
-    io.run_for(timeout_);
-    if (stage != Stage::kDone && !failure) {
-      // Closing cancels the pending operation; its handler must run before the locals it
-      // captures go away.
-      beast::error_code ignored;
-      socket.close(ignored);
-      io.restart();
-      io.run();
-      return fail(ErrorCode::kUnavailable,
-                  unreachable + "no answer within " + std::to_string(timeout_.count()) + " ms (" +
-                      std::string(methodName(method)) + " " + std::string(target) + ")");
-    }
-    if (failure) {
-      const auto& httpErrors = make_error_code(http::error::end_of_stream).category();
-      if (failure == http::error::body_limit) {
-        return fail(ErrorCode::kInternal, "hostport-agent at " + path_ +
-                                              " sent an answer larger than " +
-                                              std::to_string(maxResponseBytes_) + " bytes");
-      }
-      const bool transport = failure.category() != httpErrors ||
-                             failure == http::error::end_of_stream ||
-                             failure == http::error::partial_message;
-      if (transport) return fail(ErrorCode::kUnavailable, unreachable + reason(failure));
-      return fail(ErrorCode::kInternal, "hostport-agent at " + path_ +
-                                            " sent a malformed HTTP answer: " + failure.message());
-    }
-    http::response<http::string_body> response = parser.release();
-    return HttpResponse{response.result_int(), std::string(response[http::field::content_type]),
-                        std::move(response.body())};
-  } catch (const std::exception& error) {
-    return fail(ErrorCode::kInternal,
-                "talking to hostport-agent at " + path_ + ": " + std::string(error.what()));
-  }
+  const HttpExchange request{methodName(method), target,
+                             method == HttpMethod::kPost ? "application/json" : "", body};
+  return exchangeOverUnixSocket(path_, request, timeout_, maxResponseBytes_);
 }
 
 Error AgentClient::invalidAnswer(std::string_view target, const Error& error) const {

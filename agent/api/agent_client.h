@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent/api/json_codec.h"
+#include "agent/api/unix_http_exchange.h"
 #include "agent/core/lease.h"
 #include "common/error.h"
 
@@ -31,13 +32,6 @@ inline constexpr std::chrono::milliseconds kDefaultClientTimeout{10'000};
 inline constexpr std::size_t kDefaultMaxResponseBytes = 8 * 1024 * 1024;
 
 enum class HttpMethod { kGet, kPost, kDelete };
-
-/// One answer as it came off the wire.
-struct HttpResponse {
-  unsigned status = 0;
-  std::string contentType;
-  std::string body;
-};
 
 class AgentClient {
  public:

@@ -1,11 +1,10 @@
 #include "agent/api/json_codec.h"
 
-#include "common/bounded_json.h"
-
 #include <limits>
 #include <set>
 
 #include "agent/api/validation.h"
+#include "common/bounded_json.h"
 
 namespace hostport::agent::api {
 namespace {

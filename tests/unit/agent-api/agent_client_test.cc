@@ -308,6 +308,27 @@ TEST(AgentClientTest, ReadsAChunkedAnswer) {
   EXPECT_EQ(*lease, sampleLease());
 }
 
+TEST(AgentClientTest, ReadsAnAnswerWhoseBodyEndsWithTheConnection) {
+  // No Content-Length and not chunked: the body is everything until the server hangs up.
+  const std::string body = toJson(sampleLease()).dump();
+  FakeAgentServer server(
+      always("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body));
+  const auto lease = AgentClient::forSocket(server.path(), 5s).get({"abc123", "eth0"});
+  ASSERT_TRUE(lease.has_value()) << lease.error().message;
+  EXPECT_EQ(*lease, sampleLease());
+}
+
+TEST(AgentClientTest, IsUnavailableWhenTheAnswerIsCutShort) {
+  const std::string body = toJson(sampleLease()).dump();
+  FakeAgentServer server(
+      always("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+             body.substr(0, body.size() / 2)));
+  const auto lease = AgentClient::forSocket(server.path(), 5s).get({"abc123", "eth0"});
+  ASSERT_FALSE(lease.has_value());
+  EXPECT_EQ(lease.error().code, ErrorCode::kUnavailable);
+  EXPECT_THAT(lease.error().message, HasSubstr("connection closed before a complete answer"));
+}
+
 TEST(AgentClientTest, ReturnsTheAgentsErrorCodeAndMessage) {
   for (const ErrorCode code :
        {ErrorCode::kInvalidArgument, ErrorCode::kConflict, ErrorCode::kExhausted,
