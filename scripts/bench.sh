@@ -238,8 +238,12 @@ stop_pid() {  # stops one process this script started, by its pid
   wait "$1" 2>/dev/null || true
 }
 
+# The agent runs as its image runs it (daemonset/Dockerfile): with malloc's heap on
+# transparent huge pages.
+agent_env=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
+
 start_agent() {  # netns state-dir socket port-range log: sets agent_pid
-  ip netns exec "$1" "$agent_bin" --state-dir "$2" --socket "$3" --port-range "$4" \
+  ip netns exec "$1" env "${agent_env[@]}" "$agent_bin" --state-dir "$2" --socket "$3" --port-range "$4" \
     --log-level warn 2>"$5" &
   agent_pid=$!
   pids+=("$agent_pid")
@@ -311,7 +315,7 @@ if section recovery; then
   ip -n "$tag-recovery" link set lo up
   range=10000-$((10000 + leases - 1 > 60999 ? 10000 + leases - 1 : 60999))
   startup() {  # state-dir: one JSON object
-    run "$startup_bench" --agent "$agent_bin" --state-dir "$1" --socket "$tmp/startup.sock" \
+    run env "${agent_env[@]}" "$startup_bench" --agent "$agent_bin" --state-dir "$1" --socket "$tmp/startup.sock" \
       --netns "/run/netns/$tag-recovery" --port-range "$range" --runs "$startup_runs" \
       --log "$1.log"
   }
@@ -390,7 +394,8 @@ else
         datapath: "hostport-bench-tcp: connect, read 1 byte, close (SO_LINGER 0), 2 client threads, from the node netns to 192.0.2.1:hostPort (output hook DNAT) and, alternating, straight to the pod IP (the pod server has 2 accept threads); rates are medians of the rounds, ratioToDirect the median of the per-round ratios; conntrack flushed before each round",
         tcpSecondsPerRound: $tcpSeconds, tcpRounds: $tcpRounds,
         agent: "hostport-agent in its own netns, state dir on the root filesystem (fdatasync on), hostport-bench-agent-load through AgentClient (one connection per call); a round trip is allocate (1 dynamic TCP port) then release",
-        recovery: "leases written by hostport-bench-leasegen through hostport_store (snapshot: one compacted snapshot; journal: one grant record each); hostport-agent started in a private netns, ready = first 200 from GET /readyz, polled every 1 ms; RSS read 500 ms after ready"
+        agentEnvironment: "GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as daemonset/Dockerfile sets it",
+      recovery: "leases written by hostport-bench-leasegen through hostport_store (snapshot: one compacted snapshot; journal: one grant record each); hostport-agent started in a private netns, ready = first 200 from GET /readyz, polled every 1 ms; RSS read 500 ms after ready"
       },
       execFloorMs: {
         true: ([$floor[] | select(.program == "/bin/true") | .wallMs] | first),
@@ -505,7 +510,7 @@ end_marker='<!-- bench.sh: end of the generated part -->'
     (.agentLoad[] | "| \(.clients) | \(.roundTripsPerSecond | round) | \(f(.allocate.p50)) | \(f(.allocate.p99)) | \(f(.release.p99)) | \(f(.roundTrip.p50)) | \(f(.roundTrip.p99)) | \(.failures) |"),
     "",
     "## hostport-agent: start-up and memory\n",
-    "\(.recovery.leases) leases of one port each, written through hostport_store; medians of the runs. `ready` is exec to the first 200 from GET /readyz; `recovered` is the agent'"'"'s own log line.\n",
+    "\(.recovery.leases) leases of one port each, written through hostport_store; medians of the runs. The agent runs with `\(.method.agentEnvironment // "its default environment")`. `ready` is exec to the first 200 from GET /readyz; `recovered` is the agent'"'"'s own log line.\n",
     "| state dir | leases | exec -> /readyz (ms) | \"recovered in\" (ms) | VmRSS (MiB) | VmHWM (MiB) |",
     "|---|---:|---:|---:|---:|---:|",
     ((["empty", "empty"], ["snapshot", "compacted snapshot"], ["journal", "journal only"]) as [$key, $title]
