@@ -5,7 +5,8 @@
 // - A snapshot is narrowed to what the request can ask about (ProbeScope): the kernel protocols
 //   of its rows, and the ports of the pools plus its static claims. A TCP-only request dumps TCP
 //   listeners only; the UDP and SCTP dumps it skips walked the host's whole UDP hash table.
-// - Taken before the service takes its lock, so requests on several threads probe in parallel.
+// - Taken before the service takes its lock, so the allocator's critical section never waits on
+//   the kernel (the sockets are a pool, safe from any thread of the agent's netns).
 // - Narrowing is an optimisation, never a hole: a question outside the scope (which the scope's
 //   construction rules out) is answered by a full dump of that protocol, taken on the spot. If
 //   that dump fails the port counts as bound: the allocator moves on rather than hand it out.
