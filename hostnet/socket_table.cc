@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "hostnet/netlink_socket.h"
+#include "hostnet/netlink_socket_pool.h"
 
 namespace hostport::hostnet {
 namespace {
@@ -28,6 +29,16 @@ uint32_t holderKey(uint8_t protocol, uint16_t port) {
   return (static_cast<uint32_t>(protocol) << 16) | port;
 }
 
+/// A dump's message handler: parses each reply as a socket of `protocol` and appends it to `out`.
+auto collectInto(uint8_t protocol, std::vector<BoundSocket>& out) {
+  return [protocol, &out](std::span<const std::byte> message) -> Result<void> {
+    auto parsed = parseSockDiagMessage(message, protocol);
+    if (!parsed) return std::unexpected(std::move(parsed.error()));
+    out.push_back(*parsed);
+    return {};
+  };
+}
+
 /// Dumps one (family, protocol) into `out`. SCTP may be missing from the kernel altogether.
 Result<void> dumpInto(NetlinkSocket& socket, Family family, uint8_t protocol,
                       const SnapshotOptions& options, std::span<const std::byte> portFilter,
@@ -38,12 +49,7 @@ Result<void> dumpInto(NetlinkSocket& socket, Family family, uint8_t protocol,
     return "sock_diag dump of " + std::string(familyName(family)) + " " + ipProtocolName(protocol) +
            " sockets";
   };
-  const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
-    auto parsed = parseSockDiagMessage(message, protocol);
-    if (!parsed) return std::unexpected(std::move(parsed.error()));
-    out.push_back(*parsed);
-    return {};
-  };
+  const auto collect = collectInto(protocol, out);
   if (protocol == IPPROTO_SCTP) {
     // ENOENT: no sctp_diag handler (and no module to load). EINVAL/EOPNOTSUPP/EPROTONOSUPPORT:
     // older or trimmed kernels. None of them can have an SCTP socket to collide with.
@@ -77,14 +83,9 @@ Result<bool> dumpTcpBothFamilies(NetlinkSocket& socket, const SnapshotOptions& o
   auto request = buildTcpDumpBothFamilies(boundStateMask(IPPROTO_TCP, options.includeBoundOnlyTcp),
                                           portFilter);
   const std::size_t before = out.size();
-  const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
-    auto parsed = parseSockDiagMessage(message, IPPROTO_TCP);
-    if (!parsed) return std::unexpected(std::move(parsed.error()));
-    out.push_back(*parsed);
-    return {};
-  };
-  auto status = socket.requestAccepting(request, "sock_diag dump of tcp sockets",
-                                        {EOPNOTSUPP, EINVAL, ENOENT}, collect);
+  auto status =
+      socket.requestAccepting(request, "sock_diag dump of tcp sockets",
+                              {EOPNOTSUPP, EINVAL, ENOENT}, collectInto(IPPROTO_TCP, out));
   if (!status) return std::unexpected(std::move(status.error()));
   if (*status != 0) {
     out.resize(before);
@@ -100,6 +101,15 @@ Result<SocketTable> SocketTable::snapshot(const SnapshotOptions& options) {
   auto socket = NetlinkSocket::open(NETLINK_SOCK_DIAG);
   if (!socket) return std::unexpected(std::move(socket.error()));
   return snapshot(*socket, options);
+}
+
+Result<SocketTable> SocketTable::snapshot(NetlinkSocketPool& sockets,
+                                          const SnapshotOptions& options) {
+  auto socket = sockets.acquire();
+  if (!socket) return std::unexpected(std::move(socket.error()));
+  auto table = snapshot(**socket, options);
+  if (!table) socket->discard();
+  return table;
 }
 
 Result<SocketTable> SocketTable::snapshot(NetlinkSocket& socket, const SnapshotOptions& options) {

@@ -40,6 +40,7 @@ struct SnapshotOptions {
 };
 
 class NetlinkSocket;
+class NetlinkSocketPool;
 
 /// The bound sockets of one network namespace at one moment, indexed by (protocol, port).
 class SocketTable {
@@ -52,6 +53,10 @@ class SocketTable {
   /// The same over `socket`, an open NETLINK_SOCK_DIAG socket (its netns is the one dumped). After
   /// an error the socket may hold the rest of a reply: close it rather than reuse it.
   static Result<SocketTable> snapshot(NetlinkSocket& socket, const SnapshotOptions& options);
+
+  /// The same over a socket on loan from `sockets`, which goes back to the pool after a
+  /// snapshot and is closed after a failure.
+  static Result<SocketTable> snapshot(NetlinkSocketPool& sockets, const SnapshotOptions& options);
 
   /// A table over `sockets` that covers every port of kBoundSocketProtocols (for tests and for
   /// callers that filter a dump). Sockets of other protocols, and with port 0, are kept in

@@ -56,14 +56,9 @@ Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot(hostnet::NetlinkSo
                                                               const ProbeScope& scope) {
   std::unique_ptr<SocketTableProbe> probe(new SocketTableProbe(sockets));
   if (scope.protocols.empty()) return probe;  // a request without ports asks nothing
-  auto socket = sockets.acquire();
-  if (!socket) return withContext(socket.error(), "reading the host's sockets");
-  auto table = hostnet::SocketTable::snapshot(**socket,
-                                              {.protocols = scope.protocols, .ports = scope.ports});
-  if (!table) {
-    socket->discard();
-    return withContext(table.error(), "reading the host's sockets");
-  }
+  auto table =
+      hostnet::SocketTable::snapshot(sockets, {.protocols = scope.protocols, .ports = scope.ports});
+  if (!table) return withContext(table.error(), "reading the host's sockets");
   probe->tables_.push_back(std::move(*table));
   return probe;
 }
@@ -72,13 +67,8 @@ const hostnet::SocketTable* SocketTableProbe::tableFor(uint8_t protocol, uint16_
   for (const auto& table : tables_) {
     if (table.covers(protocol, port)) return &table;
   }
-  auto socket = sockets_.acquire();
-  if (!socket) return nullptr;
-  auto table = hostnet::SocketTable::snapshot(**socket, {.protocols = {protocol}, .ports = {}});
-  if (!table) {
-    socket->discard();
-    return nullptr;
-  }
+  auto table = hostnet::SocketTable::snapshot(sockets_, {.protocols = {protocol}, .ports = {}});
+  if (!table) return nullptr;
   tables_.push_back(std::move(*table));
   return &tables_.back();
 }
