@@ -142,12 +142,8 @@ struct Allocator::State {
     return std::nullopt;
   }
 
-  static uint64_t hashKey(std::string_view keyBytes) {
-    return std::hash<std::string_view>{}(keyBytes);
-  }
-
   std::optional<uint32_t> findSlot(std::string_view keyBytes) const {
-    return index.find(hashKey(keyBytes),
+    return index.find(hashOfBytes(keyBytes),
                       [&](uint32_t slot) { return slots[slot].keyBytes() == keyBytes; });
   }
 
@@ -297,7 +293,7 @@ struct Allocator::State {
       freeSlots.pop_back();
     }
     slots[slot] = std::move(packed);
-    index.insert(slot, hashKey(slots[slot].keyBytes()));
+    index.insert(slot, hashOfBytes(slots[slot].keyBytes()));
     apply(slot, lease);
     sticky.remember(lease.pod, pool, lease.ports);
   }
@@ -622,7 +618,7 @@ std::optional<Lease> Allocator::release(const AttachmentKey& key) {
   PackedLease& packed = state.slots[*slot];
   Lease lease = packed.unpack(state.strings);
   // While the packed key, which the index hashes, is still there.
-  state.index.erase(State::hashKey(packed.keyBytes()), [&](uint32_t at) { return at == *slot; });
+  state.index.erase(hashOfBytes(packed.keyBytes()), [&](uint32_t at) { return at == *slot; });
   state.unapply(*slot, lease);
   packed.release(state.strings);
   state.freeSlots.push_back(*slot);

@@ -7,10 +7,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace hostport::agent {
+
+/// The hash that IdIndex users key their bytes by (packed lease keys, interned text, pod keys).
+inline uint64_t hashOfBytes(std::string_view bytes) { return std::hash<std::string_view>{}(bytes); }
 
 class IdIndex {
  public:

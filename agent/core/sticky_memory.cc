@@ -1,12 +1,8 @@
 #include "agent/core/sticky_memory.h"
 
-#include <functional>
-
 #include "agent/core/packed_text.h"
 
 namespace hostport::agent {
-
-uint64_t StickyMemory::hashOf(std::string_view key) { return std::hash<std::string_view>{}(key); }
 
 std::string_view StickyMemory::keyOf(const Entry& entry) {
   return packed::ByteReader(reinterpret_cast<const uint8_t*>(entry.packed.data())).bytes();
@@ -38,7 +34,7 @@ void StickyMemory::remember(const PodIdentity& pod, std::string_view pool,
   if (rows == 0) return;
 
   const std::string key = podKey(pod);
-  const uint64_t hash = hashOf(key);
+  const uint64_t hash = hashOfBytes(key);
   uint32_t at;
   if (const auto found = find(key, hash)) {
     at = *found;
@@ -46,7 +42,7 @@ void StickyMemory::remember(const PodIdentity& pod, std::string_view pool,
   } else {
     if (index_.size() >= capacity_) {
       at = oldest_;  // forgotten; its slot and string buffer take the new pod
-      index_.erase(hashOf(keyOf(entries_[at])), [at](uint32_t other) { return other == at; });
+      index_.erase(hashOfBytes(keyOf(entries_[at])), [at](uint32_t other) { return other == at; });
       unlink(at);
     } else {
       at = static_cast<uint32_t>(entries_.size());
@@ -73,7 +69,7 @@ std::optional<uint16_t> StickyMemory::previous(const PodIdentity& pod, std::stri
                                                const DynamicPortRequest& request) const {
   if (pod.namespaceName.empty() || pod.name.empty()) return std::nullopt;
   const std::string key = podKey(pod);
-  const auto found = find(key, hashOf(key));
+  const auto found = find(key, hashOfBytes(key));
   if (!found) return std::nullopt;
   packed::ByteReader in(reinterpret_cast<const uint8_t*>(entries_[*found].packed.data()));
   in.bytes();  // the key

@@ -46,7 +46,6 @@ class StickyMemory {
   };
 
   static std::string podKey(const PodIdentity& pod) { return pod.namespaceName + "/" + pod.name; }
-  static uint64_t hashOf(std::string_view key);
   static std::string_view keyOf(const Entry& entry);
   std::optional<uint32_t> find(std::string_view key, uint64_t hash) const;
   void unlink(uint32_t at);

@@ -1,15 +1,12 @@
 #include "agent/core/string_table.h"
 
 #include <cassert>
-#include <functional>
 
 namespace hostport::agent {
 
-uint64_t StringTable::hashOf(std::string_view text) { return std::hash<std::string_view>{}(text); }
-
 uint32_t StringTable::intern(std::string_view text) {
   if (text.empty()) return kEmpty;
-  const uint64_t hash = hashOf(text);
+  const uint64_t hash = hashOfBytes(text);
   const auto found = index_.find(hash, [&](uint32_t id) { return entries_[id - 1].text == text; });
   if (found) {
     ++entries_[*found - 1].refs;
@@ -33,7 +30,7 @@ void StringTable::release(uint32_t id) {
   Entry& entry = entries_[id - 1];
   assert(entry.refs > 0 && "released an id more often than interned");
   if (--entry.refs > 0) return;
-  index_.erase(hashOf(entry.text), [id](uint32_t other) { return other == id; });
+  index_.erase(hashOfBytes(entry.text), [id](uint32_t other) { return other == id; });
   entry.text = std::string();  // give the memory back now
   freeIds_.push_back(id);
 }

@@ -30,7 +30,6 @@ class StringTable {
     std::string text;
     uint32_t refs = 0;  // 0: a free id
   };
-  static uint64_t hashOf(std::string_view text);
 
   std::vector<Entry> entries_;  // entries_[id - 1]
   std::vector<uint32_t> freeIds_;

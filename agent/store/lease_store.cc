@@ -52,8 +52,7 @@ class ReplayState {
     index_.reserve(leases_.size());
     for (uint32_t i = 0; i < leases_.size(); ++i) {
       const size_t hash = hashKey(leases_[i].key);
-      if (const auto at = index_.find(
-              hash, [&](uint32_t other) { return leases_[other].key == leases_[i].key; })) {
+      if (const auto at = find(leases_[i].key, hash)) {
         leases_[*at] = std::move(leases_[i]);
         leases_[i] = Lease{};
         live_[i] = false;
@@ -66,8 +65,7 @@ class ReplayState {
   /// Adds or replaces the lease of its key.
   void grant(Lease lease) {
     const size_t hash = hashKey(lease.key);
-    if (const auto at =
-            index_.find(hash, [&](uint32_t i) { return leases_[i].key == lease.key; })) {
+    if (const auto at = find(lease.key, hash)) {
       leases_[*at] = std::move(lease);
       return;
     }
@@ -79,7 +77,7 @@ class ReplayState {
   /// False when no lease has this key.
   bool release(const AttachmentKey& key) {
     const size_t hash = hashKey(key);
-    const auto at = index_.find(hash, [&](uint32_t i) { return leases_[i].key == key; });
+    const auto at = find(key, hash);
     if (!at) return false;
     index_.erase(hash, [&](uint32_t other) { return other == *at; });
     live_[*at] = false;
@@ -139,6 +137,10 @@ class ReplayState {
       prefix = (prefix << 8) | (i < text.size() ? static_cast<unsigned char>(text[i]) : 0u);
     }
     return prefix;
+  }
+  /// The position of the live lease with `key` (whose hashKey() is `hash`).
+  std::optional<uint32_t> find(const AttachmentKey& key, size_t hash) const {
+    return index_.find(hash, [&](uint32_t at) { return leases_[at].key == key; });
   }
   static size_t hashKey(const AttachmentKey& key) {
     const size_t a = std::hash<std::string_view>{}(key.containerId);
