@@ -1,6 +1,10 @@
 #pragma once
 // Errors are values at every module boundary. Each boundary (CNI, HTTP) maps ErrorCode to its
 // own outside codes in exactly one table.
+//
+// Propagation, one style for the whole tree: an error passed on unchanged goes through
+// HOSTPORT_TRY / HOSTPORT_TRY_VOID; an error that gains context goes through withContext(), so
+// the reader sees at a glance which errors are annotated on their way up.
 
 #include <expected>
 #include <string>
@@ -42,3 +46,26 @@ inline std::unexpected<Error> withContext(Error error, const std::string& contex
 }
 
 }  // namespace hostport
+
+#define HOSTPORT_TRY_CONCAT_INNER(a, b) a##b
+#define HOSTPORT_TRY_CONCAT(a, b) HOSTPORT_TRY_CONCAT_INNER(a, b)
+#define HOSTPORT_TRY_RESULT HOSTPORT_TRY_CONCAT(hostport_try_result_, __LINE__)
+
+/// `HOSTPORT_TRY(auto value, parse(text));` declares (or assigns) `value` from a Result, or returns
+/// the Result's error unchanged from the enclosing function. It expands to several statements, so
+/// write it as a statement of its own, never as the body of an unbraced if or loop.
+#define HOSTPORT_TRY(target, expression)                            \
+  auto HOSTPORT_TRY_RESULT = (expression);                          \
+  if (!HOSTPORT_TRY_RESULT) {                                       \
+    return std::unexpected(std::move(HOSTPORT_TRY_RESULT).error()); \
+  }                                                                 \
+  target = std::move(*HOSTPORT_TRY_RESULT)
+
+/// `HOSTPORT_TRY_VOID(check(value));` returns the error of a failed Result unchanged from the
+/// enclosing function, and drops the value of a successful one.
+#define HOSTPORT_TRY_VOID(expression)                                    \
+  do {                                                                   \
+    if (auto HOSTPORT_TRY_RESULT = (expression); !HOSTPORT_TRY_RESULT) { \
+      return std::unexpected(std::move(HOSTPORT_TRY_RESULT).error());    \
+    }                                                                    \
+  } while (false)

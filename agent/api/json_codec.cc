@@ -11,21 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-// Unwraps a Result into `target` or returns its error from the enclosing function.
-#define HOSTPORT_CONCAT_INNER(a, b) a##b
-#define HOSTPORT_CONCAT(a, b) HOSTPORT_CONCAT_INNER(a, b)
-#define HOSTPORT_TRY(target, expression)                                           \
-  auto HOSTPORT_CONCAT(result_, __LINE__) = (expression);                          \
-  if (!HOSTPORT_CONCAT(result_, __LINE__)) {                                       \
-    return std::unexpected(std::move(HOSTPORT_CONCAT(result_, __LINE__).error())); \
-  }                                                                                \
-  target = std::move(*HOSTPORT_CONCAT(result_, __LINE__))
-// As HOSTPORT_TRY for a Result<void>.
-#define HOSTPORT_CHECK(expression)                                                                 \
-  if (auto HOSTPORT_CONCAT(check_, __LINE__) = (expression); !HOSTPORT_CONCAT(check_, __LINE__)) { \
-    return std::unexpected(std::move(HOSTPORT_CONCAT(check_, __LINE__).error()));                  \
-  }
-
 constexpr uint32_t kMaxPort = 65535;
 
 std::string join(std::string_view path, std::string_view key) {
@@ -176,7 +161,7 @@ constexpr std::string_view kLabelProblem =
     "must be lowercase letters, digits and '-', start and end alphanumeric, at most 63";
 
 Result<AttachmentKey> attachmentKeyAt(const json& value, std::string_view path) {
-  HOSTPORT_CHECK(requireObject(value, path));
+  HOSTPORT_TRY_VOID(requireObject(value, path));
   AttachmentKey key;
   HOSTPORT_TRY(key.containerId,
                stringField(value, path, "containerId", true, isContainerId, kContainerIdProblem));
@@ -185,7 +170,7 @@ Result<AttachmentKey> attachmentKeyAt(const json& value, std::string_view path) 
 }
 
 Result<PodIdentity> podIdentityAt(const json& value, std::string_view path) {
-  HOSTPORT_CHECK(requireObject(value, path));
+  HOSTPORT_TRY_VOID(requireObject(value, path));
   PodIdentity pod;
   HOSTPORT_TRY(pod.namespaceName,
                stringField(value, path, "namespace", false, isDnsLabel, kLabelProblem));
@@ -226,7 +211,7 @@ void putHeader(json& body, const AttachmentKey& key, const PodIdentity& pod,
 }
 
 Result<StaticPortClaim> staticClaimAt(const json& value, std::string_view path) {
-  HOSTPORT_CHECK(requireObject(value, path));
+  HOSTPORT_TRY_VOID(requireObject(value, path));
   StaticPortClaim claim;
   HOSTPORT_TRY(claim.hostPort, portField(value, path, "hostPort"));
   HOSTPORT_TRY(claim.containerPort, portField(value, path, "containerPort"));
@@ -236,18 +221,18 @@ Result<StaticPortClaim> staticClaimAt(const json& value, std::string_view path) 
 }
 
 Result<DynamicPortRequest> dynamicRequestAt(const json& value, std::string_view path) {
-  HOSTPORT_CHECK(requireObject(value, path));
+  HOSTPORT_TRY_VOID(requireObject(value, path));
   DynamicPortRequest request;
   HOSTPORT_TRY(request.name, stringField(value, path, "name", true, isDnsLabel, kLabelProblem));
   HOSTPORT_TRY(request.containerPort, portField(value, path, "containerPort"));
   HOSTPORT_TRY(request.count, countField(value, path));
   HOSTPORT_TRY(request.protocol, protocolField(value, path));
-  HOSTPORT_CHECK(checkRangeEnd(path, "containerPort", request.containerPort, request.count));
+  HOSTPORT_TRY_VOID(checkRangeEnd(path, "containerPort", request.containerPort, request.count));
   return request;
 }
 
 Result<PortGrant> portGrantAt(const json& value, std::string_view path) {
-  HOSTPORT_CHECK(requireObject(value, path));
+  HOSTPORT_TRY_VOID(requireObject(value, path));
   PortGrant grant;
   HOSTPORT_TRY(grant.name, stringField(value, path, "name", false, isDnsLabel, kLabelProblem));
   HOSTPORT_TRY(grant.protocol, protocolField(value, path));
@@ -256,13 +241,13 @@ Result<PortGrant> portGrantAt(const json& value, std::string_view path) {
   HOSTPORT_TRY(grant.count, countField(value, path));
   HOSTPORT_TRY(grant.hostIp, hostIpField(value, path));
   HOSTPORT_TRY(grant.isStatic, boolField(value, path, "static"));
-  HOSTPORT_CHECK(checkRangeEnd(path, "hostPort", grant.hostPort, grant.count));
-  HOSTPORT_CHECK(checkRangeEnd(path, "containerPort", grant.containerPort, grant.count));
+  HOSTPORT_TRY_VOID(checkRangeEnd(path, "hostPort", grant.hostPort, grant.count));
+  HOSTPORT_TRY_VOID(checkRangeEnd(path, "containerPort", grant.containerPort, grant.count));
   return grant;
 }
 
 Result<Lease> leaseAt(const json& value, std::string_view path) {
-  HOSTPORT_CHECK(requireObject(value, path));
+  HOSTPORT_TRY_VOID(requireObject(value, path));
   HOSTPORT_TRY(Header header, headerAt(value, path));
   Lease lease{std::move(header.key),
               std::move(header.pod),
@@ -278,7 +263,7 @@ Result<Lease> leaseAt(const json& value, std::string_view path) {
 }
 
 Result<PoolUsageRow> poolUsageRowAt(const json& value, std::string_view path) {
-  HOSTPORT_CHECK(requireObject(value, path));
+  HOSTPORT_TRY_VOID(requireObject(value, path));
   constexpr uint32_t kMaxCount = std::numeric_limits<uint32_t>::max();
   PoolUsageRow row;
   HOSTPORT_TRY(row.name, stringField(value, path, "name", true, isDnsLabel, kLabelProblem));
@@ -300,7 +285,7 @@ Result<PoolUsageRow> poolUsageRowAt(const json& value, std::string_view path) {
 }
 
 Result<std::vector<Lease>> leaseArray(const json& body, std::string_view member) {
-  HOSTPORT_CHECK(requireObject(body, ""));
+  HOSTPORT_TRY_VOID(requireObject(body, ""));
   // Leases are bounded by the body size limit, not by a count.
   HOSTPORT_TRY(const json* items, arrayField(body, "", member, true, SIZE_MAX));
   std::vector<Lease> leases;
@@ -360,7 +345,7 @@ json toJson(const AllocationRequest& request) {
 }
 
 Result<AllocationRequest> allocationRequestFromJson(const json& value) {
-  HOSTPORT_CHECK(requireObject(value, ""));
+  HOSTPORT_TRY_VOID(requireObject(value, ""));
   HOSTPORT_TRY(Header header, headerAt(value, ""));
   AllocationRequest request{std::move(header.key),
                             std::move(header.pod),
@@ -428,7 +413,7 @@ json gcRequestBody(const std::vector<AttachmentKey>& valid) {
 }
 
 Result<std::vector<AttachmentKey>> gcRequestFromJson(const json& body) {
-  HOSTPORT_CHECK(requireObject(body, ""));
+  HOSTPORT_TRY_VOID(requireObject(body, ""));
   // Required: a GC without its list would read as "nothing is valid" and release everything.
   HOSTPORT_TRY(const json* items, arrayField(body, "", "valid", true, kMaxGcKeys));
   std::vector<AttachmentKey> keys;
@@ -457,7 +442,7 @@ json releasedBody(const std::optional<Lease>& lease) {
 }
 
 Result<std::optional<Lease>> releasedFromJson(const json& body) {
-  HOSTPORT_CHECK(requireObject(body, ""));
+  HOSTPORT_TRY_VOID(requireObject(body, ""));
   const auto it = body.find("released");
   if (it == body.end()) return missing("released");
   if (it->is_null()) return std::optional<Lease>();
@@ -472,7 +457,7 @@ json poolsBody(const std::vector<PoolUsageRow>& rows) {
 }
 
 Result<std::vector<PoolUsageRow>> poolsFromJson(const json& body) {
-  HOSTPORT_CHECK(requireObject(body, ""));
+  HOSTPORT_TRY_VOID(requireObject(body, ""));
   HOSTPORT_TRY(const json* items, arrayField(body, "", "pools", true, SIZE_MAX));
   std::vector<PoolUsageRow> rows;
   for (std::size_t i = 0; i < items->size(); ++i) {
@@ -483,8 +468,3 @@ Result<std::vector<PoolUsageRow>> poolsFromJson(const json& body) {
 }
 
 }  // namespace hostport::agent::api
-
-#undef HOSTPORT_CHECK
-#undef HOSTPORT_TRY
-#undef HOSTPORT_CONCAT
-#undef HOSTPORT_CONCAT_INNER
