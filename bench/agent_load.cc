@@ -28,8 +28,8 @@
 namespace hostport::bench {
 namespace {
 
-using nlohmann::json;
 using agent::api::AgentClient;
+using nlohmann::json;
 
 struct Samples {
   std::vector<double> allocate;
@@ -43,8 +43,8 @@ json runLoad(const std::string& socket, long clients, double seconds, const std:
   std::string firstError;
   std::vector<Samples> samples(static_cast<std::size_t>(clients));
   const auto started = Clock::now();
-  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(seconds));
+  const auto deadline =
+      started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> threads;
   for (long c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
@@ -150,8 +150,8 @@ int main(int argc, char** argv) {
   if (warmup > 0) (void)runLoad(socket, 4, warmup, netns);
   for (const long count : clients) {
     const auto result = runLoad(socket, count, seconds, netns);
-    std::cerr << "  agent " << count << " client(s): "
-              << static_cast<long>(result["roundTripsPerSecond"].get<double>())
+    std::cerr << "  agent " << count
+              << " client(s): " << static_cast<long>(result["roundTripsPerSecond"].get<double>())
               << " allocate+release/s, round trip p99 " << result["roundTrip"].value("p99", 0.0)
               << " ms, failures " << result["failures"] << "\n";
     std::cout << result.dump() << std::endl;

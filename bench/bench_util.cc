@@ -68,8 +68,7 @@ RunResult runProgram(const std::vector<std::string>& argv,
   }
 
   int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
-      ::pipe2(err, O_CLOEXEC) != 0) {
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
     die(std::string("pipe: ") + std::strerror(errno));
   }
   const auto started = Clock::now();
@@ -175,8 +174,8 @@ std::string number(double value) {
 
 std::string summaryJson(const std::vector<double>& valuesMs) {
   if (valuesMs.empty()) return "{\"n\":0}";
-  const double mean = std::accumulate(valuesMs.begin(), valuesMs.end(), 0.0) /
-                      static_cast<double>(valuesMs.size());
+  const double mean =
+      std::accumulate(valuesMs.begin(), valuesMs.end(), 0.0) / static_cast<double>(valuesMs.size());
   return "{\"n\":" + std::to_string(valuesMs.size()) +
          ",\"p50\":" + number(percentile(valuesMs, 50)) +
          ",\"p90\":" + number(percentile(valuesMs, 90)) +

@@ -112,7 +112,8 @@ json Bench::config(const Pod& pod, const std::vector<std::pair<long, int>>& mapp
   if (!mappings.empty()) {
     json list = json::array();
     for (const auto& [hostPort, containerPort] : mappings) {
-      list.push_back({{"hostPort", hostPort}, {"containerPort", containerPort}, {"protocol", "tcp"}});
+      list.push_back(
+          {{"hostPort", hostPort}, {"containerPort", containerPort}, {"protocol", "tcp"}});
     }
     runtimeConfig["portMappings"] = list;
   }
@@ -176,8 +177,8 @@ double Bench::prepopulate(long target) {
       const long hostPort = o_.firstHostPort + installed_ + i;
       if (hostPort > 65535) die("host ports past 65535; lower the sizes or --first-host-port");
       if (o_.kind == Kind::kHostportAgent) {
-        annotation += (i ? ", p" : "p") + std::to_string(i) + "=" +
-                      std::to_string(o_.containerPort + i);
+        annotation +=
+            (i ? ", p" : "p") + std::to_string(i) + "=" + std::to_string(o_.containerPort + i);
       } else {
         mappings.emplace_back(hostPort, o_.containerPort);
       }
@@ -187,8 +188,7 @@ double Bench::prepopulate(long target) {
     ++prepopAdds_;
     if (prepopAdds_ % 50 == 0) {
       std::cerr << "  " << o_.kindName << ": " << installed_ << "/" << target
-                << " mappings installed (" << static_cast<long>(msSince(started) / 1000)
-                << " s)\n";
+                << " mappings installed (" << static_cast<long>(msSince(started) / 1000) << " s)\n";
     }
   }
   return msSince(started) / 1000.0;
@@ -382,7 +382,8 @@ int main(int argc, char** argv) {
     usage();
     return argc == 1 ? 2 : 0;
   }
-  if (args.has("exec-floor")) return execFloor(args.get("exec-floor"), args.getLong("samples", 100));
+  if (args.has("exec-floor"))
+    return execFloor(args.get("exec-floor"), args.getLong("samples", 100));
   Options o;
   o.kindName = args.get("kind", "hostport");
   if (o.kindName == "hostport") {

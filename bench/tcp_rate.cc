@@ -97,8 +97,8 @@ int client(const Args& args) {
   std::string firstError;
   std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
   const auto started = Clock::now();
-  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(seconds));
+  const auto deadline =
+      started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> workers;
   for (long t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {

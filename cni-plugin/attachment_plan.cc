@@ -47,8 +47,10 @@ Result<AttachmentPlan> planAttachment(const std::string& owner,
       if (!pod) continue;
       const Family family = pod->address.family();
       if (mapping.hostIp && mapping.hostIp->family() != family) continue;
-      nft::Forward forward{mapping.protocol,    mapping.hostIp,
-                           mapping.hostPort,    pod->address,
+      nft::Forward forward{mapping.protocol,
+                           mapping.hostIp,
+                           mapping.hostPort,
+                           pod->address,
                            mapping.containerPort,
                            family == Family::kIPv4 ? config.conditionsV4 : config.conditionsV6};
       auto clash = std::ranges::find_if(plan.rules.forwards, [&](const nft::Forward& other) {
@@ -59,9 +61,9 @@ Result<AttachmentPlan> planAttachment(const std::string& owner,
           forwarded = true;
           continue;
         }
-        return fail(ErrorCode::kInvalidArgument,
-                    "runtimeConfig.portMappings: host port " + nft::describe(forward) +
-                        " is also mapped as " + nft::describe(*clash));
+        return fail(ErrorCode::kInvalidArgument, "runtimeConfig.portMappings: host port " +
+                                                     nft::describe(forward) +
+                                                     " is also mapped as " + nft::describe(*clash));
       }
       (family == Family::kIPv4 ? usesV4 : usesV6) = true;
       plan.rules.forwards.push_back(std::move(forward));
@@ -72,7 +74,8 @@ Result<AttachmentPlan> planAttachment(const std::string& owner,
                               ": the container has no address of its family");
     }
   }
-  for (const auto& [used, pod] : {std::pair{usesV4, addresses.v4}, std::pair{usesV6, addresses.v6}}) {
+  for (const auto& [used, pod] :
+       {std::pair{usesV4, addresses.v4}, std::pair{usesV6, addresses.v6}}) {
     if (!used) continue;
     for (auto& masquerade : masqueradesFor(*pod, config)) {
       plan.rules.masquerades.push_back(std::move(masquerade));

@@ -1,9 +1,9 @@
 #include "cni-plugin/plugin_config.h"
 
+#include <map>
+
 #include "common/bounded_json.h"
 #include "common/quote.h"
-
-#include <map>
 
 // Everything on stdin is input from the runtime and, through portMappings and annotations, from
 // pod authors. Each field is checked for type and range here, once, so later stages can trust

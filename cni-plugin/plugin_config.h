@@ -28,8 +28,8 @@ inline constexpr std::string_view kDefaultAgentSocketPath = "/run/hostport/agent
 struct PluginConfig {
   std::string cniVersion;
   std::string name;
-  bool snat = true;      // hairpin + localhost masquerade, route_localnet
-  bool masqAll = false;  // masquerade every forwarded connection
+  bool snat = true;          // hairpin + localhost masquerade, route_localnet
+  bool masqAll = false;      // masquerade every forwarded connection
   std::string conditionsV4;  // validated nft match text (nft::validateConditions)
   std::string conditionsV6;
   std::vector<PortMapping> portMappings;

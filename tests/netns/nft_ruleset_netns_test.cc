@@ -256,11 +256,10 @@ TEST_F(NftRulesetTest, LayoutGuardRepairsWhatWasEditedAndKeepsElements) {
     ASSERT_TRUE(reference);
     auto context = NftContext::create();
 
-    for (const char* edit : {"flush chain ip hostport prerouting",
-                             "add rule ip6 hostport hostports tcp dport 22 accept",
-                             "delete chain ip hostport output",
-                             "insert rule ip hostport postrouting counter",
-                             "delete table ip6 hostport"}) {
+    for (const char* edit :
+         {"flush chain ip hostport prerouting",
+          "add rule ip6 hostport hostports tcp dport 22 accept", "delete chain ip hostport output",
+          "insert rule ip hostport postrouting counter", "delete table ip6 hostport"}) {
       // Chains are deleted only once nothing refers to them.
       if (std::string_view(edit).starts_with("delete chain")) {
         ASSERT_TRUE(context->run(std::string("flush chain ip hostport output\n") + edit));

@@ -3,6 +3,7 @@
 
 #include "agent/server/unix_http_server.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,7 +13,6 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <filesystem>
-#include <gtest/gtest.h>
 #include <thread>
 
 #include "agent/api/agent_client.h"
@@ -30,14 +30,14 @@ class UnixHttpServerTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
     path_ = dir_ + "/agent.sock";
-    router_.add("POST", "/echo", [](const HttpRequest& request, const PathParams&,
-                                    Responder respond) {
-      respond({200, "text/plain", request.body});
-    });
-    router_.add("GET", "/items/{id}", [](const HttpRequest&, const PathParams& params,
-                                         Responder respond) {
-      respond({200, "text/plain", params.at("id")});
-    });
+    router_.add("POST", "/echo",
+                [](const HttpRequest& request, const PathParams&, Responder respond) {
+                  respond({200, "text/plain", request.body});
+                });
+    router_.add("GET", "/items/{id}",
+                [](const HttpRequest&, const PathParams& params, Responder respond) {
+                  respond({200, "text/plain", params.at("id")});
+                });
   }
 
   void TearDown() override {

@@ -77,9 +77,8 @@ TEST_F(RouterTest, MethodSelectsAmongRoutesOfOnePath) {
 }
 
 TEST_F(RouterTest, PlaceholdersBecomeParams) {
-  const auto response = dispatchOnce(
-      router_, request("DELETE", "/v1/attachments/abc123/eth0", {"v1", "attachments", "abc123",
-                                                                  "eth0"}));
+  const auto response = dispatchOnce(router_, request("DELETE", "/v1/attachments/abc123/eth0",
+                                                      {"v1", "attachments", "abc123", "eth0"}));
   EXPECT_EQ(response.body, "release");
   ASSERT_TRUE(seen_.has_value());
   EXPECT_EQ(*seen_, (PathParams{{"containerId", "abc123"}, {"ifname", "eth0"}}));
@@ -95,8 +94,7 @@ TEST_F(RouterTest, ParamsHoldDecodedSegmentsVerbatim) {
 }
 
 TEST_F(RouterTest, UnknownPathIs404WithOurJsonBody) {
-  const auto response =
-      dispatchOnce(router_, request("GET", "/v1/nothing", {"v1", "nothing"}));
+  const auto response = dispatchOnce(router_, request("GET", "/v1/nothing", {"v1", "nothing"}));
   EXPECT_EQ(response.status, 404u);
   EXPECT_EQ(response.contentType, "application/json");
   const auto body = parsedBody(response);

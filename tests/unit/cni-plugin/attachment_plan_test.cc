@@ -57,9 +57,9 @@ TEST(AttachmentPlanTest, MasqueradesSubnetPeersAndLocalhostWithSnat) {
   for (const auto& m : plan->rules.masquerades) {
     masquerades.push_back(m.source.str() + " . " + m.podIp.str());
   }
-  EXPECT_EQ(masquerades, (std::vector<std::string>{"10.88.0.0/24 . 10.88.0.5",
-                                                   "127.0.0.0/8 . 10.88.0.5",
-                                                   "fd00:88::/64 . fd00:88::5"}));
+  EXPECT_EQ(masquerades,
+            (std::vector<std::string>{"10.88.0.0/24 . 10.88.0.5", "127.0.0.0/8 . 10.88.0.5",
+                                      "fd00:88::/64 . fd00:88::5"}));
   EXPECT_EQ(plan->routeLocalnetFor, IpAddress::parse("10.88.0.5").value());
 }
 
@@ -73,12 +73,12 @@ TEST(AttachmentPlanTest, CarriesConditionsPerFamily) {
 }
 
 TEST(AttachmentPlanTest, DuplicateMappingsCollapseAndClashingOnesFail) {
-  auto same = planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 80)}, dualStack(),
-                             PluginConfig{});
+  auto same =
+      planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 80)}, dualStack(), PluginConfig{});
   ASSERT_TRUE(same);
   EXPECT_EQ(same->rules.forwards.size(), 2u);
-  auto clash = planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 81)}, dualStack(),
-                              PluginConfig{});
+  auto clash =
+      planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 81)}, dualStack(), PluginConfig{});
   ASSERT_FALSE(clash);
   EXPECT_EQ(clash.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(clash.error().message.find("8080"), std::string::npos);

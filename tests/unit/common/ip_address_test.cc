@@ -15,8 +15,8 @@ TEST(IpAddressTest, CanonicalisesBothFamilies) {
 }
 
 TEST(IpAddressTest, RejectsWhatIsNotAnAddress) {
-  for (const auto* bad : {"", "1.2.3", "1.2.3.4.5", "256.1.1.1", "10.0.0.1/24", "fe80::1%eth0",
-                          "x", " 1.2.3.4"}) {
+  for (const auto* bad :
+       {"", "1.2.3", "1.2.3.4.5", "256.1.1.1", "10.0.0.1/24", "fe80::1%eth0", "x", " 1.2.3.4"}) {
     auto parsed = IpAddress::parse(bad);
     ASSERT_FALSE(parsed) << bad;
     EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
@@ -34,8 +34,8 @@ TEST(IpPrefixTest, ComputesTheNetworkOfAnAddress) {
 }
 
 TEST(IpPrefixTest, RejectsBadPrefixLengths) {
-  for (const auto* bad : {"10.0.0.1", "10.0.0.1/33", "10.0.0.1/-1", "10.0.0.1/", "fd00::/129",
-                          "10.0.0.1/8x"}) {
+  for (const auto* bad :
+       {"10.0.0.1", "10.0.0.1/33", "10.0.0.1/-1", "10.0.0.1/", "fd00::/129", "10.0.0.1/8x"}) {
     EXPECT_FALSE(IpPrefix::parse(bad)) << bad;
   }
 }
