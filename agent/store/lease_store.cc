@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <system_error>
 
-#include "agent/core/id_index.h"
+#include "agent/store/replay_state.h"
 #include "agent/store/snapshot.h"
 
 namespace hostport::agent::store {
@@ -25,132 +25,6 @@ Result<void> makeDirs(FileOps& fs, const std::filesystem::path& dir) {
   const auto parent = dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
   return fs.syncDir(parent);
 }
-
-/// The state being replayed: leases live in one vector and are found by key through an
-/// open-addressing index of their positions, so replaying 50,000 records copies no keys and
-/// allocates nothing per record beyond the lease's own strings. (Per-record index nodes would
-/// also leave holes among those strings once freed, which the agent's long-lived allocations
-/// then fill, pinning the freed pages.)
-class ReplayState {
- public:
-  ReplayState() = default;
-  ReplayState(const ReplayState&) = delete;
-  ReplayState& operator=(const ReplayState&) = delete;
-
-  void reserve(size_t count) {
-    leases_.reserve(count);
-    live_.reserve(count);
-    index_.reserve(count);
-  }
-
-  /// Starts from the snapshot's leases, taken as they are rather than moved one by one into a
-  /// second vector. Call on an empty state. A key twice (never written, but the file is input)
-  /// keeps the later lease in the earlier one's place, as grant() does.
-  void adopt(std::vector<Lease> leases) {
-    leases_ = std::move(leases);
-    live_.assign(leases_.size(), true);
-    index_.reserve(leases_.size());
-    for (uint32_t i = 0; i < leases_.size(); ++i) {
-      const size_t hash = hashKey(leases_[i].key);
-      if (const auto at = find(leases_[i].key, hash)) {
-        leases_[*at] = std::move(leases_[i]);
-        leases_[i] = Lease{};
-        live_[i] = false;
-        continue;
-      }
-      index_.insert(i, hash);
-    }
-  }
-
-  /// Adds or replaces the lease of its key.
-  void grant(Lease lease) {
-    const size_t hash = hashKey(lease.key);
-    if (const auto at = find(lease.key, hash)) {
-      leases_[*at] = std::move(lease);
-      return;
-    }
-    leases_.push_back(std::move(lease));
-    live_.push_back(true);
-    index_.insert(static_cast<uint32_t>(leases_.size() - 1), hash);
-  }
-
-  /// False when no lease has this key.
-  bool release(const AttachmentKey& key) {
-    const size_t hash = hashKey(key);
-    const auto at = find(key, hash);
-    if (!at) return false;
-    index_.erase(hash, [&](uint32_t other) { return other == *at; });
-    live_[*at] = false;
-    leases_[*at] = Lease{};  // free its memory now
-    return true;
-  }
-
-  /// The live leases sorted by key, sorted in place: no second vector of 50,000 leases.
-  std::vector<Lease> takeSorted() {
-    // Positions sorted by the first 8 bytes of the container ID, then by the whole key: random
-    // IDs differ early, so a comparison seldom leaves this array for the leases' strings.
-    struct Position {
-      uint64_t prefix;
-      uint32_t at;
-    };
-    std::vector<Position> order;
-    order.reserve(index_.size());
-    for (uint32_t i = 0; i < leases_.size(); ++i) {
-      if (live_[i]) order.push_back({sortPrefix(leases_[i].key.containerId), i});
-    }
-    std::sort(order.begin(), order.end(), [&](const Position& a, const Position& b) {
-      if (a.prefix != b.prefix) return a.prefix < b.prefix;
-      return leases_[a.at].key < leases_[b.at].key;
-    });
-    // from[k]: where the lease that belongs at k is now; the released ones go last.
-    std::vector<uint32_t> from;
-    from.reserve(leases_.size());
-    for (const Position& position : order) from.push_back(position.at);
-    for (uint32_t i = 0; i < leases_.size(); ++i) {
-      if (!live_[i]) from.push_back(i);
-    }
-    // Follow each cycle of the permutation once, moving every lease once; a visited position
-    // is marked by from[k] == k.
-    for (uint32_t start = 0; start < from.size(); ++start) {
-      if (from[start] == start) continue;
-      Lease first = std::move(leases_[start]);
-      uint32_t k = start;
-      while (from[k] != start) {
-        leases_[k] = std::move(leases_[from[k]]);
-        const uint32_t next = from[k];
-        from[k] = k;
-        k = next;
-      }
-      leases_[k] = std::move(first);
-      from[k] = k;
-    }
-    leases_.resize(order.size());
-    return std::move(leases_);
-  }
-
- private:
-  /// The first 8 bytes of `text` as a big-endian number, zero-padded: when two prefixes differ,
-  /// the texts compare the same way.
-  static uint64_t sortPrefix(std::string_view text) {
-    uint64_t prefix = 0;
-    for (size_t i = 0; i < 8; ++i) {
-      prefix = (prefix << 8) | (i < text.size() ? static_cast<unsigned char>(text[i]) : 0u);
-    }
-    return prefix;
-  }
-  /// The position of the live lease with `key` (whose hashKey() is `hash`).
-  std::optional<uint32_t> find(const AttachmentKey& key, size_t hash) const {
-    return index_.find(hash, [&](uint32_t at) { return leases_[at].key == key; });
-  }
-  static size_t hashKey(const AttachmentKey& key) {
-    const size_t a = std::hash<std::string_view>{}(key.containerId);
-    const size_t b = std::hash<std::string_view>{}(key.ifname);
-    return a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
-  }
-  std::vector<Lease> leases_;
-  std::vector<bool> live_;
-  IdIndex index_;  // positions in leases_ of the live leases
-};
 
 std::string trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
