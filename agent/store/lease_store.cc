@@ -8,6 +8,7 @@
 
 #include "agent/store/replay_state.h"
 #include "agent/store/snapshot.h"
+#include "agent/store/state_dir.h"
 
 namespace hostport::agent::store {
 namespace {
@@ -24,6 +25,70 @@ Result<void> makeDirs(FileOps& fs, const std::filesystem::path& dir) {
   if (auto ok = fs.mkdir(dir, 0700); !ok) return ok;
   const auto parent = dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
   return fs.syncDir(parent);
+}
+
+/// Adopts <dir>/snapshot into `state`; its generation, or nullopt when there is none.
+Result<std::optional<uint64_t>> adoptSnapshot(FileOps& fs, const std::filesystem::path& dir,
+                                              ReplayState& state, RecoveryStats& recovery) {
+  auto snapshot = readSnapshot(fs, dir);
+  if (!snapshot) {
+    if (snapshot.error().code == ErrorCode::kNotFound) return std::nullopt;
+    return std::unexpected(std::move(snapshot).error());
+  }
+  recovery.generation = snapshot->generation;
+  recovery.snapshotLeases = snapshot->leases.size();
+  state.adopt(std::move(snapshot->leases));
+  return snapshot->generation;
+}
+
+/// Replays the live journal at `path` onto `state`, cutting a torn tail, and returns it open for
+/// appends.
+Result<JournalFile> replayJournal(const std::shared_ptr<FileOps>& fs,
+                                  const std::filesystem::path& path, ReplayState& state,
+                                  RecoveryStats& recovery) {
+  // Sizing the table up front saves rehashing and moving every lease as it grows; records are
+  // rarely smaller than ~100 bytes, so this over-reserves a little at most.
+  if (auto fd = fs->open(path, O_RDONLY, 0)) {
+    if (auto size = fs->fileSize(fd->get())) {
+      state.reserve(recovery.snapshotLeases + *size / 100);
+    }
+  }
+  RecordSink apply = [&](std::string_view payload, uint64_t) -> Result<void> {
+    // A reference into the decoded Result: the lease is moved once, into the state.
+    HOSTPORT_TRY(auto&& record, decodeRecord(payload));
+    if (record.kind == JournalRecord::Kind::kGrant) {
+      state.grant(std::move(record.lease));
+    } else if (!state.release(record.lease.key)) {
+      ++recovery.releasesOfUnknownKeys;
+    }
+    return {};
+  };
+  HOSTPORT_TRY(JournalFile::Opened opened, JournalFile::open(fs, path, recovery.generation, apply));
+  recovery.recordsReplayed = opened.scan.records;
+  recovery.tornTailDropped = opened.scan.tornTail;
+  recovery.tornBytes = opened.scan.tornBytes;
+  return std::move(opened.file);
+}
+
+/// Creates the live journal of a new store, its directory entry durable too.
+Result<JournalFile> createJournal(const std::shared_ptr<FileOps>& fs,
+                                  const std::filesystem::path& dir,
+                                  const std::filesystem::path& path, uint64_t generation) {
+  HOSTPORT_TRY(JournalFile created, JournalFile::create(fs, path, generation));
+  HOSTPORT_TRY_VOID(fs->syncDir(dir));
+  return created;
+}
+
+/// Removes `stale` and returns how many went. Leftovers are harmless but confusing; if removing
+/// one fails, the next start tries again.
+uint64_t removeLeftovers(FileOps& fs, const std::filesystem::path& dir,
+                         const std::vector<std::filesystem::path>& stale) {
+  uint64_t removed = 0;
+  for (const auto& path : stale) {
+    if (fs.unlink(path)) ++removed;
+  }
+  if (removed > 0) (void)fs.syncDir(dir);
+  return removed;
 }
 
 std::string trimmed(std::string text) {
@@ -87,121 +152,48 @@ Result<std::vector<Lease>> LeaseStore::recover() {
   const auto started = std::chrono::steady_clock::now();
   const std::string where = "lease store " + dir_.string();
   RecoveryStats recovery;
+  ReplayState state;
 
   auto names = fs_->listDir(dir_);
   if (!names) return withContext(names.error(), where);
-
-  ReplayState state;
-  bool haveSnapshot = false;
-  if (auto snapshot = readSnapshot(*fs_, dir_)) {
-    haveSnapshot = true;
-    recovery.generation = snapshot->generation;
-    recovery.snapshotLeases = snapshot->leases.size();
-    state.adopt(std::move(snapshot->leases));
-  } else if (snapshot.error().code != ErrorCode::kNotFound) {
-    return withContext(snapshot.error(), where);
+  auto snapshotGeneration = adoptSnapshot(*fs_, dir_, state, recovery);
+  if (!snapshotGeneration) return withContext(snapshotGeneration.error(), where);
+  const StateDirPlan plan = classifyStateDir(dir_, *names, *snapshotGeneration);
+  if (plan.nextJournal) {
+    auto empty = checkNextJournalIsEmpty(*fs_, *plan.nextJournal, recovery.generation);
+    if (!empty) return withContext(empty.error(), where);
   }
-  const uint64_t generation = recovery.generation;
-
-  // Sort the directory out before touching anything, so a refusal leaves every file as it was.
-  bool haveLive = false;
-  std::vector<std::filesystem::path> stale;
-  for (const std::string& name : *names) {
-    if (name == kSnapshotTmpName) {
-      stale.push_back(dir_ / name);
-      continue;
-    }
-    const auto fileGeneration = parseJournalName(name);
-    if (!fileGeneration) continue;
-    const auto path = dir_ / name;
-    if (*fileGeneration == generation) {
-      haveLive = true;
-    } else if (*fileGeneration < generation) {
-      stale.push_back(path);  // its records are in the snapshot
-    } else if (*fileGeneration == generation + 1) {
-      // Left by a compaction interrupted before its rename; it cannot hold records, because
-      // nothing is appended to a journal before its snapshot is durable.
-      auto fd = fs_->open(path, O_RDONLY, 0);
-      if (!fd) return withContext(fd.error(), where);
-      auto size = fs_->fileSize(fd->get());
-      if (!size) return withContext(size.error(), where + ": " + path.string());
-      if (*size > kJournalHeaderBytes) {
-        return fail(ErrorCode::kIo, where + ": " + path.string() + " holds records but the " +
-                                        "snapshot is at generation " + std::to_string(generation) +
-                                        "; the snapshot may have been lost or replaced, refusing "
-                                        "to start");
-      }
-      stale.push_back(path);
-    } else {
-      return fail(ErrorCode::kIo, where + ": " + path.string() +
-                                      " is newer than the snapshot generation " +
-                                      std::to_string(generation) +
-                                      "; the snapshot may have been lost or replaced, refusing "
-                                      "to start");
-    }
-  }
-
-  const auto livePath = journalPath(dir_, generation);
-  if (haveLive) {
-    // Sizing the table up front saves rehashing and moving every lease as it grows; records are
-    // rarely smaller than ~100 bytes, so this over-reserves a little at most.
-    if (auto fd = fs_->open(livePath, O_RDONLY, 0)) {
-      if (auto size = fs_->fileSize(fd->get())) {
-        state.reserve(recovery.snapshotLeases + *size / 100);
-      }
-    }
-    RecordSink apply = [&](std::string_view payload, uint64_t) -> Result<void> {
-      auto record = decodeRecord(payload);
-      if (!record) return std::unexpected(record.error());
-      if (record->kind == JournalRecord::Kind::kGrant) {
-        state.grant(std::move(record->lease));
-      } else if (!state.release(record->lease.key)) {
-        ++recovery.releasesOfUnknownKeys;
-      }
-      return {};
-    };
-    auto opened = JournalFile::open(fs_, livePath, generation, apply);
-    if (!opened) return withContext(opened.error(), where);
-    recovery.recordsReplayed = opened->scan.records;
-    recovery.tornTailDropped = opened->scan.tornTail;
-    recovery.tornBytes = opened->scan.tornBytes;
-    journal_.emplace(std::move(opened->file));
-  } else if (!haveSnapshot) {
-    auto created = JournalFile::create(fs_, livePath, generation);
-    if (!created) return withContext(created.error(), where);
-    if (auto ok = fs_->syncDir(dir_); !ok) return withContext(ok.error(), where);
-    journal_.emplace(std::move(*created));
-  } else {
-    return fail(ErrorCode::kIo, where + ": the snapshot is at generation " +
-                                    std::to_string(generation) + " but " + livePath.string() +
-                                    " is missing; acknowledged leases may be lost, refusing to "
-                                    "start");
-  }
-
-  // Leftovers are harmless but confusing; if removing one fails the next start tries again.
-  for (const auto& path : stale) {
-    if (fs_->unlink(path)) ++recovery.staleFilesRemoved;
-  }
-  if (recovery.staleFilesRemoved > 0) (void)fs_->syncDir(dir_);
-
+  if (plan.refusal) return withContext(*plan.refusal, where);
+  // Nothing on disk has changed up to here, so each refusal above leaves every file as it was.
+  auto journal = plan.liveJournalExists
+                     ? replayJournal(fs_, plan.liveJournal, state, recovery)
+                     : createJournal(fs_, dir_, plan.liveJournal, recovery.generation);
+  if (!journal) return withContext(journal.error(), where);
+  journal_.emplace(std::move(*journal));
+  recovery.staleFilesRemoved = removeLeftovers(*fs_, dir_, plan.stale);
   std::vector<Lease> leases = state.takeSorted();
 
   recovery.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - started);
+  if (auto ok = startCommitter(recovery); !ok) return withContext(ok.error(), where);
+  recovered_ = true;
+  return leases;
+}
+
+Result<void> LeaseStore::startCommitter(const RecoveryStats& recovery) {
   {
     std::lock_guard guard(mu_);
     stats_.recovery = recovery;
-    stats_.generation = generation;
+    stats_.generation = recovery.generation;
     journalBytes_ = journal_->recordBytes();
   }
   try {
     committer_ = std::thread([this] { run(); });
   } catch (const std::system_error& error) {
     return fail(ErrorCode::kInternal,
-                where + ": cannot start the committer thread: " + error.what());
+                std::string("cannot start the committer thread: ") + error.what());
   }
-  recovered_ = true;
-  return leases;
+  return {};
 }
 
 void LeaseStore::submit(JournalRecord record, std::function<void(Result<void>)> done) {

@@ -5,6 +5,7 @@
 //   lock        flock'd by the running agent, holds its pid (informational)
 //   snapshot    all leases as of the last compaction, generation G (see snapshot.h)
 //   journal.G   records since that snapshot (see journal_file.h; codec in lease_codec.h)
+// What recovery makes of these and of the leftovers of interrupted compactions: state_dir.h.
 //
 // Lifecycle: open() takes the lock; recover() reads snapshot + journal once, cuts a torn tail,
 // removes leftovers of interrupted compactions and starts the committer thread; then submit()
@@ -134,6 +135,8 @@ class LeaseStore {
 
   LeaseStore(std::filesystem::path dir, StoreOptions options, UniqueFd lock);
 
+  /// Publishes what recover() found and starts the committer thread.
+  Result<void> startCommitter(const RecoveryStats& recovery);
   void enqueue(Item item);
   void run();
   /// Writes and syncs items[begin, end) (all records) and calls their callbacks.

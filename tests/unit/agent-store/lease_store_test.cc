@@ -550,6 +550,18 @@ TEST_F(LeaseStoreDiskStateTest, RefusesASnapshotWhoseJournalIsMissing) {
   EXPECT_NE(error.message.find("journal.2"), std::string::npos);
 }
 
+TEST_F(LeaseStoreDiskStateTest, ReportsANextJournalHoldingRecordsBeforeAMissingLiveJournal) {
+  writeSnapshot(2, {sampleLease(0)});
+  writeJournal(3, {grant(1)});
+  const Error error = recoverError();
+  EXPECT_EQ(error.code, ErrorCode::kIo);
+  EXPECT_EQ(error.message, "lease store " + stateDir().string() + ": " +
+                               journalPath(stateDir(), 3).string() +
+                               " holds records but the snapshot is at generation 2; the snapshot "
+                               "may have been lost or replaced, refusing to start");
+  EXPECT_TRUE(std::filesystem::exists(journalPath(stateDir(), 3)));
+}
+
 TEST_F(LeaseStoreDiskStateTest, RefusesACorruptSnapshot) {
   std::string image = encodeSnapshot(1, {sampleLease(0)}).value();
   image[image.size() / 2] ^= 0x40;
