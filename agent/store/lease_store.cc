@@ -20,9 +20,9 @@ constexpr std::string_view kLockName = "lock";
 Result<void> makeDirs(FileOps& fs, const std::filesystem::path& dir) {
   if (fs.open(dir, O_RDONLY | O_DIRECTORY, 0)) return {};
   if (dir.has_parent_path() && dir.parent_path() != dir) {
-    if (auto ok = makeDirs(fs, dir.parent_path()); !ok) return ok;
+    HOSTPORT_TRY_VOID(makeDirs(fs, dir.parent_path()));
   }
-  if (auto ok = fs.mkdir(dir, 0700); !ok) return ok;
+  HOSTPORT_TRY_VOID(fs.mkdir(dir, 0700));
   const auto parent = dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
   return fs.syncDir(parent);
 }
