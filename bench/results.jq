@@ -1,0 +1,56 @@
+# Assembles docs/benchmarks.json from one run's raw measurements (scripts/bench.sh passes them
+# with --arg/--argjson; run with `jq -n -f bench/results.jq ...`):
+#   strings  $date $mode $kernel $cpu $memory $loadStart $loadEnd $commit $dirty ("yes"/"no")
+#            $pluginsVersion $iptables $nft $sizes
+#   numbers  $cores $seconds $samples $portmapSamples $bulk $tcpSeconds $tcpRounds $leases
+#            $kibSnapshot $kibJournal (null when the recovery section did not run)
+#   arrays   $hostport $portmap $agentPlugin (hostport-bench-cni lines, one per size, then a
+#            {"done": true} line), $load (hostport-bench-agent-load), $floor (--exec-floor)
+#   objects  $recEmpty $recSnapshot $recJournal (hostport-bench-agent-startup, or null)
+
+def rows($x): [$x[] | select(.done != true) | del(.addSamplesMs, .delSamplesMs)];
+def fin($x): ([$x[] | select(.done == true)] | first);
+{
+  date: $date, mode: $mode, seconds: $seconds,
+  machine: {cores: $cores, cpu: $cpu, memory: $memory, kernel: $kernel,
+            loadAverageStart: $loadStart, loadAverageEnd: $loadEnd},
+  versions: {hostport: ($commit + (if $dirty == "yes" then " (uncommitted changes)" else "" end)),
+             containernetworkingPlugins: $pluginsVersion, iptables: $iptables, nft: $nft},
+  method: {
+    sizes: $sizes, samplesPerSize: $samples, portmapSamplesPerSize: $portmapSamples,
+    mappingsPerPrepopulationAdd: $bulk,
+    cniVersion: "1.0.0",
+    prevResult: "one real bridge (host-local) ADD per plugin for the measured pod netns; measured ADD/DEL samples reuse it with a distinct container ID each (ADD then DEL); prepopulated mappings come from the same plugin ADD in bulk, one fabricated pod per ADD with the prevResult IP rewritten to a distinct 10.88.x.y",
+    latency: "wall time from fork to reaping of the plugin process, run in the node netns with the CNI_* env and the config on stdin; p99 is nearest-rank over the samples",
+    datapath: "hostport-bench-tcp: connect, read 1 byte, close (SO_LINGER 0), 2 client threads, from the node netns to 192.0.2.1:hostPort (output hook DNAT) and, alternating, straight to the pod IP (the pod server has 2 accept threads); rates are medians of the rounds, ratioToDirect the median of the per-round ratios; conntrack flushed before each round",
+    tcpSecondsPerRound: $tcpSeconds, tcpRounds: $tcpRounds,
+    agent: "hostport-agent in its own netns, state dir on the root filesystem (fdatasync on), hostport-bench-agent-load through AgentClient (one connection per call); a round trip is allocate (1 dynamic TCP port) then release",
+    agentEnvironment: "GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as daemonset/Dockerfile sets it",
+    recovery: "leases written by hostport-bench-leasegen through hostport_store (snapshot: one compacted snapshot; journal: one grant record each); hostport-agent started in a private netns, ready = first 200 from GET /readyz, polled every 1 ms; RSS read 500 ms after ready"
+  },
+  execFloorMs: {
+    true: ([$floor[] | select(.program == "/bin/true") | .wallMs] | first),
+    hostportVersion: ([$floor[] | select(.program | endswith("/hostport")) | .wallMs] | first),
+    portmapVersion: ([$floor[] | select(.program | endswith("/portmap")) | .wallMs] | first)
+  },
+  cni: {hostport: rows($hostport), portmap: rows($portmap), hostportAgent: rows($agentPlugin),
+        portmapStoppedAt: (fin($portmap).stoppedAt // null),
+        portmapStopReason: (fin($portmap).reason // "")},
+  agentLoad: [$load[] | select(.clients != null)],
+  stateDirFdatasyncMs: ([$load[] | select(.fdatasyncMs != null) | .fdatasyncMs] | first),
+  recovery: {leases: $leases, empty: $recEmpty, snapshot: $recSnapshot, journal: $recJournal,
+             stateDirKiB: {snapshot: $kibSnapshot, journal: $kibJournal}}
+}
+| .targets = (
+    . as $r
+    | {
+      hostportAddP50Max: ([$r.cni.hostport[].add.p50] | max),
+      hostportAddP50AtoMost3ms: (([$r.cni.hostport[].add.p50] | max) as $m | if $m == null then null else $m <= 3 end),
+      datapathRatioLargestNToN0: (
+        ($r.cni.hostport | map(select(.datapath != null))) as $d
+        | if ($d | length) < 2 then null else
+            (($d | last).datapath.ratioToDirect) / (($d | first).datapath.ratioToDirect) end),
+      agent32ClientsPerSecond: ([$r.agentLoad[] | select(.clients == 32) | .allocationsPerSecond] | first),
+      recovery50kMs: ($r.recovery.snapshot.recoveredMsMedian // null),
+      rss50kMiB: (if $r.recovery.snapshot == null then null else ($r.recovery.snapshot.vmRssKiBMedian / 1024) end)
+    })
