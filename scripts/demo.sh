@@ -29,6 +29,7 @@
 #   -h, --help    print this help
 # Environment:
 #   HOSTPORT_BUILD_DIR=DIR   build tree to use (default: build/ in the repository)
+#   HOSTPORT_JOBS=N          parallel build jobs (default: nproc)
 # Exit codes: 0 every request answered by the right pod, 1 something failed.
 set -euo pipefail
 
@@ -36,6 +37,7 @@ readonly PROG="demo.sh"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
 readonly BUILD_DIR="${HOSTPORT_BUILD_DIR:-${REPO_ROOT}/build}"
+readonly JOBS="${HOSTPORT_JOBS:-$(nproc)}"
 readonly CNI_VERSION="1.0.0"  # Debian's bridge plugin (1.1.1) speaks up to 1.0.0
 readonly POD_NAMESPACE="demo"
 readonly POOL_RANGE="30000-30009"
@@ -178,7 +180,7 @@ build() {
     "$REPO_ROOT/scripts/setup.sh"
     show cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ||
       die "cmake configure failed"
-    show cmake --build "$BUILD_DIR" -j2 --target hostport hostport-agent hostportctl ||
+    show cmake --build "$BUILD_DIR" -j"$JOBS" --target hostport hostport-agent hostportctl ||
       die "build failed"
   else
     say "  --no-build: using the binaries in $BUILD_DIR"

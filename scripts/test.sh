@@ -8,6 +8,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
 # HOSTPORT_BUILD_DIR lets a developer keep a second tree; the default is build/.
 readonly BUILD_DIR="${HOSTPORT_BUILD_DIR:-${REPO_ROOT}/build}"
+readonly JOBS="${HOSTPORT_JOBS:-$(nproc)}"
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
@@ -17,10 +18,14 @@ usage() {
 Usage: sudo scripts/test.sh [CTEST_ARGS...]
 
 Runs scripts/setup.sh (quick when everything is installed), configures
-  cmake -G Ninja -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-(HOSTPORT_BUILD_DIR overrides build/), builds with -j2 and runs
+  cmake -G Ninja -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOSTPORT_BUILD_BENCH=ON
+builds everything, the benchmark programs too (so they cannot rot; nothing runs them), and runs
   ctest --test-dir build --output-on-failure [CTEST_ARGS...]
 from the repository root, whatever the current directory. Exits with ctest's code.
+
+Environment:
+  HOSTPORT_BUILD_DIR=DIR   build tree (default: build/ in the repository)
+  HOSTPORT_JOBS=N          parallel build jobs (default: nproc, here ${JOBS})
 
 Test tiers are ctest labels:
   scripts/test.sh -L unit     unit tests (no root needed)
@@ -45,10 +50,11 @@ main() {
   "${REPO_ROOT}/scripts/setup.sh"
 
   log "configure (${BUILD_DIR})"
-  cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DHOSTPORT_BUILD_BENCH=ON
 
-  log "build"
-  cmake --build "$BUILD_DIR" -j2
+  log "build (-j${JOBS})"
+  cmake --build "$BUILD_DIR" -j"$JOBS"
 
   log "ctest $*"
   local rc=0 out
