@@ -14,6 +14,7 @@ PACKAGES=(
   containernetworking-plugins nftables iproute2 conntrack
   podman runc busybox-static iptables
   curl procps ca-certificates
+  clang-format  # scripts/format.sh and the ctest SourcesAreClangFormatted
 )
 # What scripts/bench.sh needs on top: JSON results and the plot.
 readonly BENCH_PACKAGES=(jq gnuplot-nox)
