@@ -8,7 +8,7 @@ readonly PROG="setup.sh"
 # Build toolchain and libraries, then the runtime tools the netns and e2e tests drive.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libnftables-dev libmnl-dev libnl-3-dev libnl-route-3-dev libnl-idiag-3-dev
+  libnftables-dev libmnl-dev
   libboost-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev
   containernetworking-plugins nftables iproute2 conntrack
