@@ -46,6 +46,8 @@ readonly OUTSIDE_IP="192.0.2.100"
 readonly POD_SUBNET="10.88.0.0/24"
 readonly NET_NAME="hostport-demo"
 readonly BRIDGE="hpdemo0"  # lives in the node namespace, so a fixed name cannot collide
+# shellcheck source=scripts/lib/cni.sh
+source "${REPO_ROOT}/scripts/lib/cni.sh"
 
 # Names: unique per run. Pods are created in this order and deleted in reverse.
 readonly NODE_NS="hpdemo-node-$$"
@@ -57,7 +59,9 @@ WORK=""
 AGENT_PID=""
 HOST_PID=""  # a process "on the node" that holds the pool's first port
 SOCKET=""
-declare -A POD_NS=() POD_CID=() POD_UID=() POD_IP=() POD_RESULT=() POD_CONF=() HTTPD_PID=() HOST_PORT=()
+CONFLIST=""  # bridge -> hostport, as a runtime would read it from /etc/cni/net.d
+declare -A POD_NS=() POD_CID=() POD_UID=() POD_IP=() BRIDGE_RESULT=() POD_RESULT=() HTTPD_PID=()
+declare -A HOST_PORT=()
 NAMESPACES=()  # every netns we created, in creation order
 FAILURES=0
 CLEANED=0
@@ -193,7 +197,7 @@ build() {
     [[ -x "$bin" ]] || die "missing $bin (run without --no-build)"
   done
   local tool
-  for tool in ip nft curl; do
+  for tool in ip nft curl jq; do
     command -v "$tool" >/dev/null || die "missing tool '$tool' (run scripts/setup.sh)"
   done
   [[ -x /bin/busybox ]] || die "missing /bin/busybox (install busybox-static)"
@@ -280,31 +284,23 @@ cni() {
     "$plugin" 2>>"$WORK/$pod.cni.log"
 }
 
-bridge_config() {
-  local prev="${1:-}"
-  cat <<EOF
-{
-  "cniVersion": "$CNI_VERSION",
-  "name": "$NET_NAME",
-  "type": "bridge",
-  "bridge": "$BRIDGE",
-  "isGateway": true,
-  "ipMasq": false,
-  "hairpinMode": true,
-  "ipam": {
-    "type": "host-local",
-    "ranges": [[{"subnet": "$POD_SUBNET"}]],
-    "routes": [{"dst": "0.0.0.0/0"}],
-    "dataDir": "$WORK/ipam"
-  }${prev:+,
-  \"prevResult\": $prev}
-}
-EOF
+# The network: Debian's bridge, then hostport asking the agent on our socket, with the
+# capabilities through which the runtime passes portMappings and pod annotations.
+write_conflist() {
+  CONFLIST="$WORK/$NET_NAME.conflist"
+  cni_bridge_conflist "$CNI_VERSION" "$NET_NAME" "$BRIDGE" "$POD_SUBNET" "" "$WORK/ipam" \
+    "$(jq -n --arg socket "$SOCKET" '{type: "hostport", agentSocket: $socket,
+        capabilities: {portMappings: true, "io.kubernetes.cri.pod-annotations": true}}')" \
+    >"$CONFLIST"
 }
 
-# What the runtime passes in runtimeConfig for each pod: capability arguments of the conflist
-# ({"type": "hostport", "capabilities": {"portMappings": true,
-#   "io.kubernetes.cri.pod-annotations": true}}).
+# The bridge's stdin (plugin 0 of the conflist), with PREV_RESULT when given (at DEL).
+bridge_config() {
+  cni_plugin_config "$CONFLIST" 0 "${1:-}"
+}
+
+# What the runtime passes in runtimeConfig for each pod: the arguments of the capabilities
+# hostport's conflist entry declares.
 runtime_config() {
   case "$1" in
     pod-a) printf '%s' '{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}' ;;
@@ -314,24 +310,21 @@ runtime_config() {
   esac
 }
 
-# hostport's stdin; without PREV_RESULT there is no prevResult (a DEL after a failed ADD).
+# hostport's stdin (plugin 1 of the conflist); without PREV_RESULT there is no prevResult (a
+# DEL after a failed ADD).
 hostport_config() {
-  local pod="$1" prev="${2:-}"
-  cat <<EOF
-{
-  "cniVersion": "$CNI_VERSION",
-  "name": "$NET_NAME",
-  "type": "hostport",
-  "agentSocket": "$SOCKET",
-  "runtimeConfig": $(runtime_config "$pod")${prev:+,
-  \"prevResult\": $prev}
-}
-EOF
+  cni_plugin_config "$CONFLIST" 1 "${2:-}" "$(runtime_config "$1")"
 }
 
-# The pod's IPv4 address from a CNI result ("address": "10.88.0.2/24").
+# The pod's IPv4 address from a CNI result ("address": "10.88.0.2/24"); nothing if it has none.
 result_ip() {
-  grep -o '"address": *"[0-9.]*/' <<<"$1" | head -n 1 | sed -E 's/.*"([0-9.]+)\/$/\1/'
+  jq -r 'first(.ips[]?.address | select(test("^[0-9.]+/")) | sub("/.*"; "")) // empty' \
+    <<<"$1" 2>/dev/null || true
+}
+
+# The CNI error code in a plugin's answer; nothing if it has none.
+result_code() {
+  jq -r '.code // empty' <<<"$1" 2>/dev/null || true
 }
 
 # The CNI error a plugin printed, for a message.
@@ -344,7 +337,9 @@ cni_failure() {
   die "$what failed for $pod"
 }
 
-add_pod() {
+# A pod up to the end of the bridge plugin: its names, its netns and the bridge ADD, whose
+# result goes to BRIDGE_RESULT and its address to POD_IP.
+add_pod_network() {
   local pod="$1" out
   POD_NS[$pod]="hpdemo-$pod-$$"
   POD_CID[$pod]="${pod}-$$-demo"
@@ -353,10 +348,16 @@ add_pod() {
   new_netns "${POD_NS[$pod]}"
   out="$(cni ADD "$pod" /usr/lib/cni/bridge "$(bridge_config)")" ||
     cni_failure "$pod" "bridge ADD" "$out"
+  BRIDGE_RESULT[$pod]="$out"
   POD_IP[$pod]="$(result_ip "$out")"
   [[ -n "${POD_IP[$pod]}" ]] || die "bridge ADD for $pod gave no IPv4 address: $out"
-  POD_CONF[$pod]="$(hostport_config "$pod" "$out")"
-  POD_RESULT[$pod]="$(cni ADD "$pod" "$WORK/cni-bin/hostport" "${POD_CONF[$pod]}")" ||
+}
+
+add_pod() {
+  local pod="$1"
+  add_pod_network "$pod"
+  POD_RESULT[$pod]="$(cni ADD "$pod" "$WORK/cni-bin/hostport" \
+    "$(hostport_config "$pod" "${BRIDGE_RESULT[$pod]}")")" ||
     cni_failure "$pod" "hostport ADD" "${POD_RESULT[$pod]}"
   ok "$pod  netns ${POD_NS[$pod]}, IP ${POD_IP[$pod]}, runtimeConfig $(runtime_config "$pod")"
 }
@@ -402,6 +403,7 @@ create_pods() {
   why "  pod-b: annotation hostport.io/ports=\"web=80\" (a port from the pool)"
   why "  pod-c: annotation hostport.io/ports=\"web=80, dns=53/udp\""
   why "The agent skips ${POOL_RANGE%%-*}: it is bound on the node."
+  write_conflist
   local pod
   for pod in "${PODS[@]}"; do
     add_pod "$pod"
@@ -413,13 +415,12 @@ create_pods() {
 }
 
 # The host port that forwards to container port 80/tcp, from `hostportctl get --json`: the
-# grant object that holds "containerPort":80 and "protocol":"tcp".
+# grant object that holds "containerPort": 80 and "protocol": "tcp".
 host_port_of() {
   local pod="$1" json
   json="$(ctl get "$POD_NAMESPACE/$pod" --json)" || return 1
-  grep -o '{[^{}]*"hostPort":[0-9]*[^{}]*}' <<<"$json" |
-    grep '"containerPort":80[,}]' | grep '"protocol":"tcp"' |
-    head -n 1 | sed -E 's/.*"hostPort":([0-9]+).*/\1/'
+  jq -r 'first(.. | objects | select(.containerPort == 80 and .protocol == "tcp")
+           | .hostPort | numbers) // empty' <<<"$json"
 }
 
 show_leases() {
@@ -461,17 +462,12 @@ refused_pod() {
   why "pod-d claims static hostPort 8080 as well. portmap would install a second DNAT and the"
   why "last one would win; the agent refuses the claim, and the runtime gets CNI error 101."
   local pod=pod-d out code
-  POD_NS[$pod]="hpdemo-$pod-$$"
-  POD_CID[$pod]="${pod}-$$-demo"
-  POD_UID[$pod]="$(cat /proc/sys/kernel/random/uuid)"
-  : >"$WORK/$pod.cni.log"
-  new_netns "${POD_NS[$pod]}"
-  out="$(cni ADD "$pod" /usr/lib/cni/bridge "$(bridge_config)")" ||
-    cni_failure "$pod" "bridge ADD" "$out"
-  if out="$(cni ADD "$pod" "$WORK/cni-bin/hostport" "$(hostport_config "$pod" "$out")")"; then
+  add_pod_network "$pod"
+  if out="$(cni ADD "$pod" "$WORK/cni-bin/hostport" \
+    "$(hostport_config "$pod" "${BRIDGE_RESULT[$pod]}")")"; then
     bad "hostport ADD for $pod claimed 8080 a second time and succeeded"
   else
-    code="$(grep -o '"code": *[0-9]*' <<<"$out" | grep -o '[0-9]*$' || true)"
+    code="$(result_code "$out")"
     say "  hostport ADD for $pod answered:"
     indent <<<"$out"
     if [[ "$code" == "101" ]]; then
@@ -526,12 +522,13 @@ delete_pods() {
   show "$CTL_BIN" --socket "$SOCKET" pools
   local left
   left="$(ctl list --json)"
-  if [[ "$left" == '{"leases":[]}' ]]; then
+  if jq -e '.leases == []' <<<"$left" >/dev/null 2>&1; then
     ok "no lease left: every port is back in the pool"
   else
     bad "leases left after DEL: $left"
   fi
-  if ip netns exec "$NODE_NS" nft -j list map ip hostport ports 2>/dev/null | grep -q '"elem"'; then
+  if ip netns exec "$NODE_NS" nft -j list map ip hostport ports 2>/dev/null |
+    jq -e 'any(.nftables[]; .map.elem != null)' >/dev/null 2>&1; then
     bad "map ip hostport ports still has elements after DEL"
   else
     ok "no forward left in the node's nftables map"

@@ -5,7 +5,7 @@ set -euo pipefail
 
 readonly PROG="setup.sh"
 
-# Build toolchain and libraries, then the runtime tools the netns and e2e tests drive.
+# Build toolchain and libraries, then the runtime tools the netns and e2e tests and the demo drive.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libnftables-dev libmnl-dev
@@ -13,11 +13,11 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   containernetworking-plugins nftables iproute2 conntrack
   podman runc busybox-static iptables
-  curl procps ca-certificates
+  curl procps ca-certificates jq
   clang-format  # scripts/format.sh and the ctest SourcesAreClangFormatted
 )
-# What scripts/bench.sh needs on top: JSON results and the plot.
-readonly BENCH_PACKAGES=(jq gnuplot-nox)
+# What scripts/bench.sh needs on top: the plot.
+readonly BENCH_PACKAGES=(gnuplot-nox)
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }

@@ -25,6 +25,9 @@ readonly SKIP=77
 readonly PLUGIN_TYPE="${HOSTPORT_E2E_PLUGIN:-hostport}"
 readonly CNI_VERSION="1.0.0"
 readonly TOKEN="hostport-e2e-$$-${RANDOM}${RANDOM}"
+# The bridge conflist, shared with scripts/demo.sh.
+# shellcheck source=scripts/lib/cni.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/cni.sh"
 
 # Filled in by setup steps; read by cleanup, which must cope with any of them unset.
 WORK=""
@@ -51,7 +54,7 @@ usage() {
 
 require_tools() {
   local tool
-  for tool in podman runc conmon curl nft ip ss tar timeout nsenter; do
+  for tool in podman runc conmon curl nft ip ss tar timeout nsenter jq; do
     command -v "$tool" >/dev/null || fatal "missing tool '$tool' (run scripts/setup.sh)"
   done
   [[ -x /bin/busybox ]] || fatal "missing /bin/busybox (install busybox-static)"
@@ -177,33 +180,12 @@ build_image() {
 
 write_network() {
   # Standalone hostport (no agent): static hostPorts only, as portmap does.
-  local AGENT_KEY=""
-  [[ "$PLUGIN_TYPE" == "hostport" ]] && AGENT_KEY=' "agentSocket": "",'
-  cat >"$WORK/cni-conf/$NET.conflist" <<EOF
-{
-  "cniVersion": "$CNI_VERSION",
-  "name": "$NET",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "$SUBNET", "gateway": "$GATEWAY"}]],
-        "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "$WORK/ipam"
-      }
-    },
-    {
-      "type": "$PLUGIN_TYPE",${AGENT_KEY}
-      "capabilities": {"portMappings": true}
-    }
-  ]
-}
-EOF
+  local chained
+  chained="$(jq -n --arg type "$PLUGIN_TYPE" '{type: $type}
+    + (if $type == "hostport" then {agentSocket: ""} else {} end)
+    + {capabilities: {portMappings: true}}')"
+  cni_bridge_conflist "$CNI_VERSION" "$NET" "$BRIDGE" "$SUBNET" "$GATEWAY" "$WORK/ipam" \
+    "$chained" >"$WORK/cni-conf/$NET.conflist" || fatal "cannot write the conflist"
   podman_ network exists "$NET" || fatal "podman does not see network $NET"
   log "network $NET: bridge $BRIDGE, subnet $SUBNET, host port $HOST_PORT"
 }
