@@ -19,7 +19,7 @@ Usage: scripts/format.sh [--check]
 
 Runs clang-format (Debian's clang-format 14, package clang-format) with the repository's
 .clang-format over every *.cc and *.h file: the files git tracks when the source tree is a git
-checkout, else every such file outside build trees.
+checkout, else every such file outside the top-level build*/ trees.
 
   (no option)  rewrite the files in place (clang-format -i)
   --check      change nothing; exit 1 and name every file out of format, with its diff
@@ -43,7 +43,7 @@ list_sources() {
     done
   else
     (cd "$REPO_ROOT" &&
-      find . \( -name '.git' -o -name 'build*' \) -prune -o \
+      find . \( -path ./.git -o -path './build*' \) -prune -o \
         -type f \( -name '*.cc' -o -name '*.h' \) -print | sed 's|^\./||' | LC_ALL=C sort)
   fi
 }
