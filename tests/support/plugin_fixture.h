@@ -1,7 +1,7 @@
 #pragma once
 // GoogleTest glue for CNI plugin tests on a simulated node: a fixture that builds a fresh
-// CniNode per test (so tests run in parallel), assertion macros for Result values, and matchers
-// for traffic replies.
+// CniNode per test (so tests run in parallel) and matchers for traffic replies. The Result
+// assertions (ASSERT_OK and friends) come with it from result_assertions.h.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,25 +13,8 @@
 
 #include "tests/support/cni_node.h"
 #include "tests/support/nft_state.h"
+#include "tests/support/result_assertions.h"
 #include "tests/support/traffic.h"
-
-#define HPT_CONCAT_INNER(a, b) a##b
-#define HPT_CONCAT(a, b) HPT_CONCAT_INNER(a, b)
-
-/// Asserts that a Result holds a value and prints its error otherwise.
-#define ASSERT_OK(expr)                                                  \
-  do {                                                                   \
-    const auto& hpt_result_ = (expr);                                    \
-    ASSERT_TRUE(hpt_result_.has_value()) << hpt_result_.error().message; \
-  } while (false)
-
-/// `ASSERT_OK_AND_ASSIGN(auto x, f())`: declares x from the value, or fails the test.
-#define ASSERT_OK_AND_ASSIGN(lhs, expr) \
-  ASSERT_OK_AND_ASSIGN_IMPL(HPT_CONCAT(hpt_result_, __LINE__), lhs, expr)
-#define ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr)                       \
-  auto tmp = (expr);                                                    \
-  ASSERT_TRUE(tmp.has_value()) << #expr << ": " << tmp.error().message; \
-  lhs = std::move(*tmp)
 
 namespace hostport::test {
 
