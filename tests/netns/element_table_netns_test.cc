@@ -1,41 +1,29 @@
 // The netlink element fast path (nft/element_table.h) and NetlinkSocket::requestBatch against
-// the real kernel, each test in a network namespace of its own thread.
+// the real kernel, each test in a network namespace of its own thread (test::inPrivateNetns).
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/netfilter/nfnetlink.h>
-#include <sched.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <functional>
-#include <thread>
 
 #include "nft/element_table.h"
 #include "nft/nft_ruleset.h"
+#include "tests/support/netns.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::nft {
 namespace {
 
 IpAddress ip(const char* text) { return *IpAddress::parse(text); }
 
-void inPrivateNetns(const std::function<void()>& body) {
-  std::thread worker([&] {
-    ASSERT_EQ(unshare(CLONE_NEWNET), 0) << "unshare(CLONE_NEWNET) failed";
-    body();
-  });
-  worker.join();
-}
-
 class ElementTableTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace";
-  }
+  void SetUp() override { HOSTPORT_SKIP_UNLESS_ROOT(); }
 
   static ElementTable table() {
     auto opened = ElementTable::open();
-    EXPECT_TRUE(opened) << opened.error().message;
+    EXPECT_OK(opened);
     return std::move(*opened);
   }
 
@@ -53,19 +41,19 @@ class ElementTableTest : public ::testing::Test {
 };
 
 TEST_F(ElementTableTest, AddingToAMissingTableIsNotFound) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto elements = table();
     auto added = elements.change(ElementChange::kAdd, {forward(8080, "a/eth0")});
     ASSERT_FALSE(added);
     EXPECT_TRUE(isNotFound(added.error())) << added.error().message;
     auto state = elements.read();  // and a missing table reads as empty, not as an error
-    ASSERT_TRUE(state) << state.error().message;
+    ASSERT_OK(state);
     EXPECT_TRUE(state->empty());
-  });
+  }));
 }
 
 TEST_F(ElementTableTest, SameElementTwiceIsFineOtherDataIsAlreadyExists) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     ASSERT_NO_FATAL_FAILURE(layOut());
     auto elements = table();
     ASSERT_TRUE(elements.change(ElementChange::kAdd, {forward(8080, "a/eth0")}));
@@ -80,11 +68,11 @@ TEST_F(ElementTableTest, SameElementTwiceIsFineOtherDataIsAlreadyExists) {
     auto gone = elements.change(ElementChange::kDelete, {forward(7000, "a/eth0")});
     ASSERT_FALSE(gone);
     EXPECT_TRUE(isNotFound(gone.error())) << gone.error().message;
-  });
+  }));
 }
 
 TEST_F(ElementTableTest, ReadsDumpsThatSpanManyMessagesAndFiltersByOwner) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     ASSERT_NO_FATAL_FAILURE(layOut());
     auto elements = table();
     // Thousands of elements: the kernel splits the dump over many replies and reads.
@@ -94,7 +82,7 @@ TEST_F(ElementTableTest, ReadsDumpsThatSpanManyMessagesAndFiltersByOwner) {
     }
     ASSERT_TRUE(elements.change(ElementChange::kAdd, batch));
     auto all = elements.read();
-    ASSERT_TRUE(all) << all.error().message;
+    ASSERT_OK(all);
     EXPECT_EQ(all->forwards.size(), 3000u);
     const std::string owner = "x/eth0";
     auto mine = elements.read(&owner);
@@ -104,11 +92,11 @@ TEST_F(ElementTableTest, ReadsDumpsThatSpanManyMessagesAndFiltersByOwner) {
       EXPECT_EQ(installed.owner, owner);
       EXPECT_EQ(installed.forward.hostPort % 1000, 7);
     }
-  });
+  }));
 }
 
 TEST_F(ElementTableTest, ABatchTheKernelRefusesWholeFailsAtOnceAndTheSocketStaysUsable) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     ASSERT_NO_FATAL_FAILURE(layOut());
     auto socket = hostnet::NetlinkSocket::open(NETLINK_NETFILTER, std::chrono::seconds(2));
     ASSERT_TRUE(socket);
@@ -126,8 +114,8 @@ TEST_F(ElementTableTest, ABatchTheKernelRefusesWholeFailsAtOnceAndTheSocketStays
 
     ByteString good = elementBatch(ElementChange::kAdd, {forward(8080, "a/eth0")});
     auto accepted = socket->requestBatch(good, "a good batch");
-    EXPECT_TRUE(accepted) << accepted.error().message;
-  });
+    EXPECT_OK(accepted);
+  }));
 }
 
 }  // namespace

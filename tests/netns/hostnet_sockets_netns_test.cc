@@ -1,16 +1,13 @@
 // SocketTable, findSocketOwner and reserveLocalPorts against the real kernel, each test inside a
-// private network namespace.
+// private network namespace (test::inPrivateNetns): a dedicated thread unshares CLONE_NEWNET and
+// brings lo up. Only that thread moves; the netns dies when the thread has exited and its last
+// socket is closed. Sockets and the sock_diag netlink socket opened on that thread live in that
+// netns, so the snapshot sees exactly the sockets the test made.
 //
-// How the namespaces are made (private to this file on purpose; tests/support is developed in
-// parallel):
-// - Socket tests run on a dedicated thread that calls unshare(CLONE_NEWNET). Only that thread
-//   moves; the netns dies when the thread has exited and its last socket is closed. Sockets and
-//   the sock_diag netlink socket opened on that thread live in that netns, so the snapshot sees
-//   exactly the sockets the test made.
-// - The sysctl test runs in a forked child that unshares, so the whole (single-threaded) process
-//   is in the new netns and /proc/sys/net cannot resolve to the root netns whatever the thread
-//   semantics. ProcSysNetFollowsTheCallingThreadsNetns checks those semantics separately,
-//   read-only.
+// The sysctl test writes /proc/sys/net from that thread too. /proc/sys/net resolves to the
+// calling thread's netns (ProcSysNetFollowsTheCallingThreadsNetns checks it, read-only), and the
+// test refuses to write unless it sees the fresh netns there, so a mistake cannot reserve ports
+// in the root netns.
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -18,12 +15,9 @@
 #include <gtest/gtest.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,13 +25,11 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/unique_fd.h"
@@ -45,50 +37,15 @@
 #include "hostnet/sock_diag_message.h"
 #include "hostnet/socket_owner.h"
 #include "hostnet/socket_table.h"
+#include "tests/support/netns.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::hostnet {
 namespace {
 
 constexpr char kReservedPorts[] = "/proc/sys/net/ipv4/ip_local_reserved_ports";
 
-#define SKIP_UNLESS_ROOT()                                                         \
-  do {                                                                             \
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces"; \
-  } while (0)
-
 std::string errnoText() { return std::strerror(errno); }
-
-/// Brings `lo` up in the calling thread's netns (a new netns starts with it down, and without
-/// it 127.0.0.1 and ::1 are not local addresses).
-bool bringLoopbackUp() {
-  UniqueFd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return false;
-  ifreq request{};
-  std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
-  if (ioctl(fd.get(), SIOCGIFFLAGS, &request) != 0) return false;
-  request.ifr_flags |= IFF_UP;
-  return ioctl(fd.get(), SIOCSIFFLAGS, &request) == 0;
-}
-
-/// Runs `fn` on a fresh thread inside a fresh, private netns with `lo` up. Fails (and does not
-/// run `fn`) when the netns cannot be made.
-::testing::AssertionResult inPrivateNetns(const std::function<void()>& fn) {
-  std::string problem;
-  std::thread worker([&] {
-    if (unshare(CLONE_NEWNET) != 0) {
-      problem = "unshare(CLONE_NEWNET): " + errnoText();
-      return;
-    }
-    if (!bringLoopbackUp()) {
-      problem = "cannot bring lo up: " + errnoText();
-      return;
-    }
-    fn();
-  });
-  worker.join();
-  if (!problem.empty()) return ::testing::AssertionFailure() << problem;
-  return ::testing::AssertionSuccess();
-}
 
 /// A socket of the test, bound to an ephemeral port the kernel chose.
 struct TestSocket {
@@ -243,8 +200,8 @@ void expectExactly(const SocketTable& table, const std::vector<TestSocket>& sock
 }
 
 TEST(HostnetSocketsNetnsTest, SnapshotSeesListenersAndBoundUdpWithTheirInodes) {
-  SKIP_UNLESS_ROOT();
-  ASSERT_TRUE(inPrivateNetns([] {
+  HOSTPORT_SKIP_UNLESS_ROOT();
+  ASSERT_OK(test::inPrivateNetns([] {
     std::vector<TestSocket> sockets;
     for (const char* address : {"0.0.0.0", "127.0.0.1", "::", "::1"}) {
       sockets.push_back(makeSocket(IPPROTO_TCP, address, /*listening=*/true));
@@ -262,8 +219,8 @@ TEST(HostnetSocketsNetnsTest, SnapshotSeesListenersAndBoundUdpWithTheirInodes) {
 }
 
 TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn) {
-  SKIP_UNLESS_ROOT();
-  ASSERT_TRUE(inPrivateNetns([] {
+  HOSTPORT_SKIP_UNLESS_ROOT();
+  ASSERT_OK(test::inPrivateNetns([] {
     TestSocket listener = makeSocket(IPPROTO_TCP, "127.0.0.1", /*listening=*/true);
     ASSERT_TRUE(listener.fd.valid());
     TestSocket client = connectTo(listener, SOCK_STREAM);
@@ -295,7 +252,7 @@ TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn)
 
     auto withBound =
         SocketTable::snapshot({.includeBoundOnlyTcp = true, .protocols = {}, .ports = {}});
-    ASSERT_TRUE(withBound) << withBound.error().message;
+    ASSERT_OK(withBound);
     if (!kernelDumpsBoundInactive()) {
       std::cout << "[          ] this kernel does not dump bound-only TCP sockets (< 6.10)\n";
       EXPECT_EQ(withBound->size(), 3u);
@@ -315,8 +272,8 @@ TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn)
 }
 
 TEST(HostnetSocketsNetnsTest, FindsThisProcessAsTheOwnerOfItsSocket) {
-  SKIP_UNLESS_ROOT();
-  ASSERT_TRUE(inPrivateNetns([] {
+  HOSTPORT_SKIP_UNLESS_ROOT();
+  ASSERT_OK(test::inPrivateNetns([] {
     TestSocket listener = makeSocket(IPPROTO_TCP, "::", /*listening=*/true);
     ASSERT_TRUE(listener.fd.valid());
     auto table = snapshotOrFail();
@@ -326,7 +283,7 @@ TEST(HostnetSocketsNetnsTest, FindsThisProcessAsTheOwnerOfItsSocket) {
     ASSERT_NE(*inode, 0u);
 
     auto owner = findSocketOwner(*inode);
-    ASSERT_TRUE(owner) << owner.error().message;
+    ASSERT_OK(owner);
     ASSERT_TRUE(owner->has_value()) << "no process holds socket " << *inode;
     EXPECT_EQ((*owner)->pid, static_cast<uint32_t>(getpid()));
     EXPECT_EQ((*owner)->command, ownComm());
@@ -334,13 +291,13 @@ TEST(HostnetSocketsNetnsTest, FindsThisProcessAsTheOwnerOfItsSocket) {
     const uint32_t closedInode = listener.inode;
     listener.fd.reset();
     auto gone = findSocketOwner(closedInode);
-    ASSERT_TRUE(gone) << gone.error().message;
+    ASSERT_OK(gone);
     EXPECT_FALSE(gone->has_value()) << "a closed socket has no owner";
   }));
 }
 
 TEST(HostnetSocketsNetnsTest, SnapshotOfAThousandSocketsIsFast) {
-  SKIP_UNLESS_ROOT();
+  HOSTPORT_SKIP_UNLESS_ROOT();
   // 1000 sockets plus the test's own descriptors: lift the soft limit toward the hard one.
   rlimit limit{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
@@ -349,7 +306,7 @@ TEST(HostnetSocketsNetnsTest, SnapshotOfAThousandSocketsIsFast) {
     limit.rlim_cur = std::min<rlim_t>(2048, limit.rlim_max);
     ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0) << errnoText();
   }
-  ASSERT_TRUE(inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     std::vector<TestSocket> sockets;
     const char* addresses[] = {"0.0.0.0", "::", "127.0.0.1", "::1"};
     for (int i = 0; i < 1000; ++i) {
@@ -364,7 +321,7 @@ TEST(HostnetSocketsNetnsTest, SnapshotOfAThousandSocketsIsFast) {
         const auto start = std::chrono::steady_clock::now();
         auto table = SocketTable::snapshot(options);
         const auto elapsed = std::chrono::steady_clock::now() - start;
-        ASSERT_TRUE(table) << table.error().message;
+        ASSERT_OK(table);
         ASSERT_EQ(table->size(), sockets.size());
         micros.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
       }
@@ -378,12 +335,15 @@ TEST(HostnetSocketsNetnsTest, SnapshotOfAThousandSocketsIsFast) {
     measure({}, "default");
     measure({.includeBoundOnlyTcp = true, .protocols = {}, .ports = {}}, "bound_only_tcp");
     auto table = SocketTable::snapshot();
-    ASSERT_TRUE(table) << table.error().message;
+    ASSERT_OK(table);
     expectExactly(*table, sockets);
   }));
   limit.rlim_cur = saved;
   setrlimit(RLIMIT_NOFILE, &limit);
 }
+
+/// What /proc/sys/net/ipv4/conf lists in a fresh netns: only lo.
+const std::set<std::string> kFreshNetnsConf = {"all", "default", "lo"};
 
 std::set<std::string> directoryEntries(const std::string& path) {
   std::set<std::string> names;
@@ -397,13 +357,13 @@ std::set<std::string> directoryEntries(const std::string& path) {
 }
 
 TEST(HostnetSocketsNetnsTest, ProcSysNetFollowsTheCallingThreadsNetns) {
-  SKIP_UNLESS_ROOT();
+  HOSTPORT_SKIP_UNLESS_ROOT();
   // Read-only: /proc/sys/net/ipv4/conf/ lists the interfaces of the netns it resolves to.
   const auto root = directoryEntries("/proc/sys/net/ipv4/conf");
-  const std::set<std::string> fresh = {"all", "default", "lo"};
+  const std::set<std::string>& fresh = kFreshNetnsConf;
   if (root == fresh) GTEST_SKIP() << "the root netns has only lo: nothing to tell apart";
   std::set<std::string> seen;
-  ASSERT_TRUE(inPrivateNetns([&] { seen = directoryEntries("/proc/sys/net/ipv4/conf"); }));
+  ASSERT_OK(test::inPrivateNetns([&] { seen = directoryEntries("/proc/sys/net/ipv4/conf"); }));
   EXPECT_EQ(seen, fresh) << "a thread that unshared must see its own netns under /proc/sys/net";
   EXPECT_EQ(directoryEntries("/proc/sys/net/ipv4/conf"), root) << "other threads did not move";
 }
@@ -415,9 +375,14 @@ std::string readFile(const std::string& path) {
   return in ? text.str() : "<unreadable " + path + ">";
 }
 
-/// The body of the sysctl test, run in a child that is alone in a fresh netns. Returns "" on
-/// success, else what went wrong.
-std::string reserveInChild() {
+/// The body of the sysctl test, run on a thread in a fresh netns. Returns "" on success, else
+/// what went wrong.
+std::string reserveInPrivateNetns() {
+  // Nothing is written unless /proc/sys/net shows this thread's fresh netns.
+  if (const auto seen = directoryEntries("/proc/sys/net/ipv4/conf"); seen != kFreshNetnsConf) {
+    return "/proc/sys/net/ipv4/conf lists " + std::to_string(seen.size()) +
+           " entries, not a fresh netns's all, default and lo: refusing to write";
+  }
   const auto write = [](const std::string& text) {
     std::ofstream out(kReservedPorts);
     out << text;
@@ -448,40 +413,13 @@ std::string reserveInChild() {
 }
 
 TEST(HostnetSocketsNetnsTest, ReserveLocalPortsMergesInAPrivateNetnsAndIsIdempotent) {
-  SKIP_UNLESS_ROOT();
+  HOSTPORT_SKIP_UNLESS_ROOT();
   const std::string rootBefore = readFile(kReservedPorts);
-  int pipeFds[2];
-  ASSERT_EQ(pipe2(pipeFds, O_CLOEXEC), 0);
-  UniqueFd readEnd(pipeFds[0]);
-  UniqueFd writeEnd(pipeFds[1]);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0) << errnoText();
-  if (pid == 0) {
-    // The child: single-threaded, so unshare moves the whole process. It never returns into
-    // gtest; it reports through the pipe and _exits.
-    alarm(30);
-    std::string problem;
-    if (unshare(CLONE_NEWNET) != 0) {
-      problem = "unshare(CLONE_NEWNET): " + errnoText();
-    } else {
-      problem = reserveInChild();
-    }
-    const std::string report = problem.empty() ? "ok" : problem;
-    (void)!::write(writeEnd.get(), report.data(), report.size());
-    _exit(0);
-  }
-  writeEnd.reset();
-  std::string report;
-  char buffer[512];
-  for (;;) {
-    const ssize_t n = read(readEnd.get(), buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    report.append(buffer, static_cast<size_t>(n));
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  std::string report = "not run";
+  ASSERT_OK(test::inPrivateNetns([&] {
+    const std::string problem = reserveInPrivateNetns();
+    report = problem.empty() ? "ok" : problem;
+  }));
   EXPECT_EQ(report, "ok");
   EXPECT_EQ(readFile(kReservedPorts), rootBefore) << "the root netns must be untouched";
 }

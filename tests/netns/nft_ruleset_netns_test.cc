@@ -1,18 +1,16 @@
 // NftRuleset against the real kernel. Each test runs on a thread that unshares its own network
-// namespace, so it sees an empty ruleset, cannot touch the host's, and leaves nothing behind:
-// the namespace dies with the thread.
+// namespace (test::inPrivateNetns), so it sees an empty ruleset, cannot touch the host's, and
+// leaves nothing behind: the namespace dies with the thread.
 
 #include <gtest/gtest.h>
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <functional>
-#include <thread>
 
 #include "nft/layout_guard.h"
 #include "nft/nft_context.h"
 #include "nft/nft_ruleset.h"
+#include "tests/support/netns.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::nft {
 namespace {
@@ -20,19 +18,9 @@ namespace {
 IpAddress ip(const char* text) { return *IpAddress::parse(text); }
 IpPrefix prefix(const char* text) { return *IpPrefix::parse(text); }
 
-void inPrivateNetns(const std::function<void()>& body) {
-  std::thread worker([&] {
-    ASSERT_EQ(unshare(CLONE_NEWNET), 0) << "unshare(CLONE_NEWNET) failed";
-    body();
-  });
-  worker.join();
-}
-
 class NftRulesetTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace";
-  }
+  void SetUp() override { HOSTPORT_SKIP_UNLESS_ROOT(); }
 
   static std::unique_ptr<NftRuleset> ruleset() {
     auto created = NftRuleset::create();
@@ -58,7 +46,7 @@ class NftRulesetTest : public ::testing::Test {
 };
 
 TEST_F(NftRulesetTest, EnsureTablesIsIdempotentAndKeepsElements) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->ensureTables());
     const std::string empty = listTables();
@@ -70,11 +58,11 @@ TEST_F(NftRulesetTest, EnsureTablesIsIdempotentAndKeepsElements) {
     ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
     ASSERT_TRUE(tables->ensureTables());
     EXPECT_EQ(tables->listOwned("a/eth0")->forwards.size(), 3u);
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, ReadsBackExactlyWhatItInstalled) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->ensureTables());
     AttachmentRules rules = podRules("a/eth0", 8080, "10.88.0.5");
@@ -84,7 +72,7 @@ TEST_F(NftRulesetTest, ReadsBackExactlyWhatItInstalled) {
     ASSERT_TRUE(tables->install(podRules("b/eth0", 9090, "10.88.0.6")));
 
     auto owned = tables->listOwned("a/eth0");
-    ASSERT_TRUE(owned) << owned.error().message;
+    ASSERT_OK(owned);
     ASSERT_EQ(owned->forwards.size(), rules.forwards.size());
     for (const auto& expected : rules.forwards) {  // the listing is in table order, not ours
       EXPECT_TRUE(std::ranges::any_of(owned->forwards, [&](const Forward& installed) {
@@ -95,22 +83,22 @@ TEST_F(NftRulesetTest, ReadsBackExactlyWhatItInstalled) {
     for (const auto& expected : rules.masquerades) {
       EXPECT_NE(std::ranges::find(owned->masquerades, expected), owned->masquerades.end());
     }
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, RepeatedInstallOfTheSameRulesSucceeds) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->ensureTables());
     ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
     auto again = tables->install(podRules("a/eth0", 8080, "10.88.0.5"));
-    EXPECT_TRUE(again) << again.error().message;
+    EXPECT_OK(again);
     EXPECT_EQ(tables->listOwned("a/eth0")->forwards.size(), 3u);
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, ConflictNamesTheOtherOwnerAndInstallsNothing) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->ensureTables());
     AttachmentRules first{"a/eth0", {}, {}};
@@ -127,11 +115,11 @@ TEST_F(NftRulesetTest, ConflictNamesTheOtherOwnerAndInstallsNothing) {
     EXPECT_NE(clash.error().message.find("a/eth0"), std::string::npos) << clash.error().message;
     EXPECT_NE(clash.error().message.find("8080"), std::string::npos);
     EXPECT_EQ(listTables(), before);  // 7070 did not slip in
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, RemoveDeletesOnlyTheOwnersElements) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->ensureTables());
     AttachmentRules a = podRules("a/eth0", 8080, "10.88.0.5");
@@ -141,20 +129,20 @@ TEST_F(NftRulesetTest, RemoveDeletesOnlyTheOwnersElements) {
     ASSERT_TRUE(tables->install(podRules("b/eth0", 9090, "10.88.0.6")));
 
     auto removed = tables->remove("a/eth0");
-    ASSERT_TRUE(removed) << removed.error().message;
+    ASSERT_OK(removed);
     EXPECT_EQ(removed->forwards.size(), 4u);
     EXPECT_EQ(removed->masquerades.size(), 2u);
     EXPECT_TRUE(tables->listOwned("a/eth0")->empty());
     EXPECT_EQ(tables->listOwned("b/eth0")->forwards.size(), 3u);
     EXPECT_EQ(listTables().find("comment \"a/eth0\""), std::string::npos);
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, RemovingWhatIsGoneSucceeds) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     auto noTables = tables->remove("a/eth0");  // no table at all yet
-    ASSERT_TRUE(noTables) << noTables.error().message;
+    ASSERT_OK(noTables);
     EXPECT_TRUE(noTables->empty());
     ASSERT_TRUE(tables->ensureTables());
     ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
@@ -162,11 +150,11 @@ TEST_F(NftRulesetTest, RemovingWhatIsGoneSucceeds) {
     auto twice = tables->remove("a/eth0");
     ASSERT_TRUE(twice);
     EXPECT_TRUE(twice->empty());
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, FastPathElementsReadBackTheSameThroughLibnftables) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
     AttachmentRules v6{"b/eth0", {}, {}};
@@ -177,10 +165,10 @@ TEST_F(NftRulesetTest, FastPathElementsReadBackTheSameThroughLibnftables) {
 
     // listOwned reads the sets over raw netlink; readState() parses libnftables' JSON.
     auto listed = tables->readState();
-    ASSERT_TRUE(listed) << listed.error().message;
+    ASSERT_OK(listed);
     for (const char* owner : {"a/eth0", "b/eth0"}) {
       auto raw = tables->listOwned(owner);
-      ASSERT_TRUE(raw) << raw.error().message;
+      ASSERT_OK(raw);
       const AttachmentRules viaNft = listed->rulesOf(owner);
       EXPECT_EQ(raw->forwards, viaNft.forwards) << owner;
       EXPECT_EQ(raw->masquerades, viaNft.masquerades) << owner;
@@ -192,11 +180,11 @@ TEST_F(NftRulesetTest, FastPathElementsReadBackTheSameThroughLibnftables) {
               std::string::npos)
         << text;
     EXPECT_NE(text.find("fd00::/64 . fd00::6 comment \"b/eth0\""), std::string::npos) << text;
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, AddLeavesTheLayoutRulesAlone) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
     auto context = NftContext::create();
@@ -208,28 +196,28 @@ TEST_F(NftRulesetTest, AddLeavesTheLayoutRulesAlone) {
     const auto after = handles();
     ASSERT_TRUE(after);
     EXPECT_EQ(*after, *before);  // same rule handles: nothing was flushed and re-added
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, AddRecreatesADeletedTableWithItsLayout) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
     auto context = NftContext::create();
     ASSERT_TRUE(context->run("delete table ip hostport"));
 
     auto again = tables->install(podRules("b/eth0", 9090, "10.88.0.6"));
-    ASSERT_TRUE(again) << again.error().message;
+    ASSERT_OK(again);
     const std::string text = listTables();
     EXPECT_NE(text.find("table ip hostport"), std::string::npos);
     EXPECT_NE(text.find("fib daddr type local jump hostports"), std::string::npos) << text;
     EXPECT_EQ(tables->listOwned("b/eth0")->forwards.size(), 3u);
     EXPECT_EQ(tables->listOwned("a/eth0")->forwards.size(), 1u);  // its ip6 element survived
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, FailedFastPathAddLeavesNothing) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto tables = ruleset();
     ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
     const std::string before = listTables();
@@ -241,11 +229,11 @@ TEST_F(NftRulesetTest, FailedFastPathAddLeavesNothing) {
     EXPECT_EQ(clash.error().code, ErrorCode::kConflict);
     EXPECT_NE(clash.error().message.find("a/eth0"), std::string::npos) << clash.error().message;
     EXPECT_EQ(listTables(), before);
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, LayoutGuardRepairsWhatWasEditedAndKeepsElements) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     LayoutGuard guard(ruleset());
     ASSERT_EQ(guard.check(), LayoutCheck::kLaidOut);
     auto tables = ruleset();
@@ -265,11 +253,11 @@ TEST_F(NftRulesetTest, LayoutGuardRepairsWhatWasEditedAndKeepsElements) {
         ASSERT_TRUE(context->run(std::string("flush chain ip hostport output\n") + edit));
       } else {
         auto edited = context->run(edit);
-        ASSERT_TRUE(edited) << edited.error().message;
+        ASSERT_OK(edited);
       }
       EXPECT_NE(listTables(), intact) << edit;
       auto checked = guard.check();
-      ASSERT_TRUE(checked) << checked.error().message;
+      ASSERT_OK(checked);
       EXPECT_EQ(*checked, LayoutCheck::kRepaired) << edit;
       EXPECT_EQ(guard.check(), LayoutCheck::kIntact) << edit;
       const auto now = layoutFingerprint();  // not the listing: chain order there may differ
@@ -279,17 +267,17 @@ TEST_F(NftRulesetTest, LayoutGuardRepairsWhatWasEditedAndKeepsElements) {
     // The ip table was only ever edited, never deleted: a's ip elements are all still there.
     EXPECT_EQ(tables->listOwned("a/eth0")->forwards.size(), 2u);
     EXPECT_EQ(tables->listOwned("a/eth0")->masquerades.size(), 2u);
-  });
+  }));
 }
 
 TEST_F(NftRulesetTest, CarriesLibnftablesMessageInErrors) {
-  inPrivateNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto context = NftContext::create();
     auto bad = context->run("add element ip hostport ports { tcp . 1 : 10.0.0.1 . 1 }");
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().code, ErrorCode::kKernel);
     EXPECT_TRUE(isNotFound(bad.error())) << bad.error().message;
-  });
+  }));
 }
 
 }  // namespace

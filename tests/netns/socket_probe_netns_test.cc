@@ -1,4 +1,5 @@
-// The agent's narrowed view of host sockets against the real kernel, each test in its own netns:
+// The agent's narrowed view of host sockets against the real kernel, each test in a private netns
+// of its own thread (test::inPrivateNetns):
 // the sock_diag port filter and protocol choice (SocketTable::snapshot with options), the kept-open
 // netlink sockets (NetlinkSocketPool), and SocketTableProbe answering questions in and out of its
 // scope. A filter that dropped a bound port would let the agent hand out a busy one, so every
@@ -24,6 +25,7 @@
 #include "hostnet/netlink_socket_pool.h"
 #include "hostnet/socket_table.h"
 #include "tests/support/netns.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport {
 namespace {
@@ -64,18 +66,7 @@ UniqueFd bound(uint8_t protocol, const std::string& address, uint16_t port) {
 
 class SocketProbeNetnsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (!test::haveRoot()) GTEST_SKIP() << "needs root to create network namespaces";
-    auto netns = test::Netns::create();
-    ASSERT_TRUE(netns) << netns.error().message;
-    netns_.emplace(std::move(*netns));
-  }
-
-  /// Runs `fn` inside this test's netns, failing the test if it cannot get there.
-  void inNetns(const std::function<void()>& fn) {
-    auto ran = netns_->run(fn);
-    ASSERT_TRUE(ran) << ran.error().message;
-  }
+  void SetUp() override { HOSTPORT_SKIP_UNLESS_ROOT(); }
 
   /// TCP listeners and bound UDP sockets, on 127.0.0.1 and ::1, at every port of `ports`.
   static std::vector<UniqueFd> bindAll(const std::vector<uint16_t>& ports) {
@@ -88,8 +79,6 @@ class SocketProbeNetnsTest : public ::testing::Test {
     }
     return fds;
   }
-
-  std::optional<test::Netns> netns_;
 };
 
 // Ports in the scope and their neighbours just outside it.
@@ -98,7 +87,7 @@ const std::vector<uint16_t> kInside = {20000, 20005, 20009, 20500};
 const std::vector<uint16_t> kOutside = {19999, 20010, 20499, 20501, 41000};
 
 TEST_F(SocketProbeNetnsTest, NarrowedSnapshotHoldsExactlyItsProtocolsAndPorts) {
-  inNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     std::vector<uint16_t> all = kInside;
     all.insert(all.end(), kOutside.begin(), kOutside.end());
     const auto fds = bindAll(all);
@@ -108,12 +97,12 @@ TEST_F(SocketProbeNetnsTest, NarrowedSnapshotHoldsExactlyItsProtocolsAndPorts) {
       const uint8_t other = protocol == IPPROTO_TCP ? IPPROTO_UDP : IPPROTO_TCP;
       SCOPED_TRACE(hostnet::ipProtocolName(protocol));
       auto socket = hostnet::NetlinkSocket::open(NETLINK_SOCK_DIAG);
-      ASSERT_TRUE(socket) << socket.error().message;
+      ASSERT_OK(socket);
       SnapshotOptions options;
       options.protocols = {protocol};
       options.ports = kSpans;
       auto table = SocketTable::snapshot(*socket, options);
-      ASSERT_TRUE(table) << table.error().message;
+      ASSERT_OK(table);
       // Both families of every inside port, and nothing else: the kernel filtered the rest.
       EXPECT_EQ(table->size(), kInside.size() * 2);
       for (const auto& socketSeen : table->sockets()) {
@@ -130,34 +119,34 @@ TEST_F(SocketProbeNetnsTest, NarrowedSnapshotHoldsExactlyItsProtocolsAndPorts) {
       }
       // The same socket again, for the next request: no leftover of the last reply.
       auto again = SocketTable::snapshot(*socket, options);
-      ASSERT_TRUE(again) << again.error().message;
+      ASSERT_OK(again);
       EXPECT_EQ(again->size(), table->size());
     }
 
     // Every protocol, every port: the options' defaults.
     auto full = SocketTable::snapshot();
-    ASSERT_TRUE(full) << full.error().message;
+    ASSERT_OK(full);
     EXPECT_EQ(full->size(), all.size() * 4);
     for (const uint16_t port : all) {
       EXPECT_TRUE(full->covers(IPPROTO_TCP, port) && full->covers(IPPROTO_UDP, port));
       EXPECT_TRUE(full->isBound(IPPROTO_TCP, port) && full->isBound(IPPROTO_UDP, port)) << port;
     }
-  });
+  }));
 }
 
 TEST_F(SocketProbeNetnsTest, ProbeAnswersInScopeFromItsSnapshotAndOutOfScopeByLookingAgain) {
-  inNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     const auto fds = bindAll({20005, 41000});
     for (const auto& fd : fds) ASSERT_TRUE(fd.valid());
     auto pool = NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
-    ASSERT_TRUE(pool) << pool.error().message;
+    ASSERT_OK(pool);
 
     agent::AllocationRequest request;
     request.dynamics.push_back({"web", 8080, 1, agent::PortProtocol::kTcp});
     const auto scope = agent::scopeOf(request, kSpans);
     EXPECT_EQ(scope.protocols, std::vector<uint8_t>{IPPROTO_TCP});
     auto probe = agent::SocketTableProbe::snapshot(*pool, scope);
-    ASSERT_TRUE(probe) << probe.error().message;
+    ASSERT_OK(probe);
 
     EXPECT_TRUE((*probe)->isBound(nft::Protocol::kTcp, 20005));
     EXPECT_FALSE((*probe)->isBound(nft::Protocol::kTcp, 20006));
@@ -170,11 +159,11 @@ TEST_F(SocketProbeNetnsTest, ProbeAnswersInScopeFromItsSnapshotAndOutOfScopeByLo
     EXPECT_EQ(holder.pid, static_cast<uint32_t>(::getpid()));
     // Every socket it used went back to the pool.
     EXPECT_GE(pool->idleCount(), 1u);
-  });
+  }));
 }
 
 TEST_F(SocketProbeNetnsTest, StaticClaimsOutsideThePoolsAreInScope) {
-  inNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     const auto fds = bindAll({8443});
     for (const auto& fd : fds) ASSERT_TRUE(fd.valid());
     agent::AllocationRequest request;
@@ -183,21 +172,21 @@ TEST_F(SocketProbeNetnsTest, StaticClaimsOutsideThePoolsAreInScope) {
     EXPECT_EQ(scope.protocols, (std::vector<uint8_t>{IPPROTO_TCP, IPPROTO_UDP}));
     EXPECT_EQ(scope.ports, (std::vector<PortSpan>{{8443, 8443}, {20000, 20009}, {20500, 20500}}));
     auto socket = hostnet::NetlinkSocket::open(NETLINK_SOCK_DIAG);
-    ASSERT_TRUE(socket) << socket.error().message;
+    ASSERT_OK(socket);
     auto table = SocketTable::snapshot(
         *socket,
         {.includeBoundOnlyTcp = false, .protocols = scope.protocols, .ports = scope.ports});
-    ASSERT_TRUE(table) << table.error().message;
+    ASSERT_OK(table);
     EXPECT_TRUE(table->covers(IPPROTO_UDP, 8443));
     EXPECT_TRUE(table->isBound(IPPROTO_TCP, 8443));
     EXPECT_TRUE(table->isBound(IPPROTO_UDP, 8443));
-  });
+  }));
 }
 
 TEST_F(SocketProbeNetnsTest, PoolKeepsAtMostItsIdleSocketsAndClosesDiscardedOnes) {
-  inNetns([] {
+  ASSERT_OK(test::inPrivateNetns([] {
     auto pool = NetlinkSocketPool::create(NETLINK_SOCK_DIAG, /*maxIdle=*/2);
-    ASSERT_TRUE(pool) << pool.error().message;
+    ASSERT_OK(pool);
     {
       auto a = pool->acquire();
       auto b = pool->acquire();
@@ -216,17 +205,17 @@ TEST_F(SocketProbeNetnsTest, PoolKeepsAtMostItsIdleSocketsAndClosesDiscardedOnes
     auto reused = pool->acquire();
     ASSERT_TRUE(reused);
     auto table = SocketTable::snapshot(**reused, SnapshotOptions{});
-    EXPECT_TRUE(table) << table.error().message;
-  });
+    EXPECT_OK(table);
+  }));
 }
 
 TEST_F(SocketProbeNetnsTest, PoolRefusesToOpenSocketsForAnotherNetns) {
   std::optional<NetlinkSocketPool> pool;
-  inNetns([&] {
+  ASSERT_OK(test::inPrivateNetns([&] {
     auto created = NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
-    ASSERT_TRUE(created) << created.error().message;
+    ASSERT_OK(created);
     pool.emplace(std::move(*created));
-  });
+  }));
   ASSERT_TRUE(pool);
   // This thread is in the test process's netns, not the pool's: a socket opened here would
   // dump the wrong sockets.

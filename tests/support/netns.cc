@@ -1,8 +1,11 @@
 #include "tests/support/netns.h"
 
 #include <fcntl.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -57,6 +60,27 @@ void reapStaleTempDirs(const std::string& base) {
   }
 }
 
+std::string errnoText(const std::string& what, int error) {
+  return what + ": " + std::strerror(error);
+}
+
+// Brings `lo` up in the calling thread's netns: a new netns starts with it down, and without it
+// 127.0.0.1 and ::1 are not local addresses.
+Result<void> bringLoopbackUp() {
+  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return fail(ErrorCode::kIo, errnoText("socket", errno));
+  ifreq request{};
+  std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
+  if (::ioctl(fd.get(), SIOCGIFFLAGS, &request) != 0) {
+    return fail(ErrorCode::kIo, errnoText("SIOCGIFFLAGS lo", errno));
+  }
+  request.ifr_flags |= IFF_UP;
+  if (::ioctl(fd.get(), SIOCSIFFLAGS, &request) != 0) {
+    return fail(ErrorCode::kIo, errnoText("SIOCSIFFLAGS lo up", errno));
+  }
+  return {};
+}
+
 }  // namespace
 
 bool haveRoot() { return ::geteuid() == 0; }
@@ -87,6 +111,23 @@ Result<void> runInNetnsPath(const std::string& netnsPath, const std::function<vo
     return fail(ErrorCode::kIo, "setns " + netnsPath + ": " + std::strerror(setnsError));
   }
   return {};
+}
+
+Result<void> inPrivateNetns(const std::function<void()>& fn) {
+  Result<void> entered;
+  std::thread thread([&] {
+    if (::unshare(CLONE_NEWNET) != 0) {
+      entered = fail(ErrorCode::kIo, errnoText("unshare(CLONE_NEWNET)", errno));
+      return;
+    }
+    if (auto up = bringLoopbackUp(); !up) {
+      entered = withContext(std::move(up.error()), "in a private netns");
+      return;
+    }
+    fn();
+  });
+  thread.join();
+  return entered;
 }
 
 Result<Netns> Netns::create() {

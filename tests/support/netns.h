@@ -1,10 +1,17 @@
 #pragma once
-// Named network namespaces for root tests, and running code inside one.
+// Network namespaces for root tests, and running code inside one. There are two kinds:
+// - inPrivateNetns(fn): an anonymous netns of one thread, for a test that only needs to be away
+//   from the host (its own sockets, sysctls or nft ruleset). It dies with the thread and the last
+//   socket made in it.
+// - Netns: a named one (`ip netns add`), for a test that also runs programs in it, links it to
+//   another netns, or starts an agent in it.
 //
-// setns(CLONE_NEWNET) changes only the calling thread, so code that must run inside a netns runs
-// on a fresh std::thread that joins it and then exits; the test's own threads never move. A
-// socket keeps the netns it was created in, so a socket made that way can be used from any
-// thread afterwards.
+// setns() and unshare() of CLONE_NEWNET change only the calling thread, so code that must run
+// inside a netns runs on a fresh std::thread that enters it and then exits; the test's own
+// threads never move. A socket keeps the netns it was created in, so a socket made that way can
+// be used from any thread afterwards.
+
+#include <gtest/gtest.h>
 
 #include <functional>
 #include <optional>
@@ -17,8 +24,13 @@
 
 namespace hostport::test {
 
-/// True when the process can create network namespaces (root). Tests skip otherwise.
+/// True when the process can create network namespaces (root). Tests skip otherwise, through
+/// HOSTPORT_SKIP_UNLESS_ROOT().
 bool haveRoot();
+
+/// Runs `fn` on a fresh thread that has unshared a private network namespace and brought its `lo`
+/// up. An error, with `fn` not run, when that fails: use as `ASSERT_OK(inPrivateNetns(...))`.
+[[nodiscard]] Result<void> inPrivateNetns(const std::function<void()>& fn);
 
 /// A unique name for this process: "<tag>-<pid>-<counter>", at most 15 characters so it is also
 /// usable as a link name. `tag` is cut to fit.
@@ -84,3 +96,12 @@ class TempDir {
 };
 
 }  // namespace hostport::test
+
+/// Skips the running test unless it can create network namespaces; call it first in a TEST body or
+/// a fixture's SetUp. CI runs as root, so nothing skips there.
+#define HOSTPORT_SKIP_UNLESS_ROOT()                              \
+  do {                                                           \
+    if (!::hostport::test::haveRoot()) {                         \
+      GTEST_SKIP() << "needs root to create network namespaces"; \
+    }                                                            \
+  } while (false)

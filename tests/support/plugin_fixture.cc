@@ -13,7 +13,7 @@ void PrintTo(const Result<Reply>& reply, std::ostream* os) {
 void PrintTo(const CommandResult& result, std::ostream* os) { *os << result.describe(); }
 
 void PluginFixture::SetUp() {
-  if (!haveRoot()) GTEST_SKIP() << "needs root to create network namespaces";
+  HOSTPORT_SKIP_UNLESS_ROOT();
   ASSERT_OK_AND_ASSIGN(node_, CniNode::create(pluginPath_, ipv6_));
 }
 
