@@ -12,23 +12,18 @@
 // next round storms on the accumulated state. A small compactAfterJournalBytes makes snapshots
 // happen mid-storm, so kills also land in and around compactions.
 //
-// The agent runs in a private network namespace (a forked child unshares CLONE_NEWNET and execs
-// it), so its sock_diag probe sees only that namespace and nothing touches the host. State dir,
-// socket, config and agent logs live in a private temp dir, removed at the end.
+// The agent runs in a private network namespace of its own (tests/support's AgentProcess with
+// AgentOptions::privateNetns), so its sock_diag probe sees only that namespace and nothing touches
+// the host. State dir, socket, config and the agent's log live in the AgentProcess's temp dir,
+// removed at the end.
 //
 // HOSTPORT_CRASH_SEED=<n> replays a run's random choices (not its thread timing; the seed is
 // printed and recorded). HOSTPORT_TEST_AGENT=<path> runs another agent binary, e.g. one with a
 // deliberately broken store, to see that this test notices.
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sched.h>
-#include <signal.h>
 #include <sys/inotify.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,13 +33,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <iostream>
 #include <latch>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <random>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -52,8 +45,10 @@
 
 #include "agent/api/agent_client.h"
 #include "agent/api/json_codec.h"
-#include "agent/api/routes.h"
 #include "agent/core/lease.h"
+#include "tests/support/agent_process.h"
+#include "tests/support/netns.h"
+#include "tests/support/result_assertions.h"
 
 #ifndef HOSTPORT_AGENT_PATH
 #error "HOSTPORT_AGENT_PATH must name the hostport-agent binary"
@@ -64,6 +59,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using api::AgentClient;
+using test::AgentProcess;
 using Clock = std::chrono::steady_clock;
 
 constexpr PortRange kPool{20000, 39999};
@@ -79,43 +75,12 @@ constexpr auto kClientTimeout = 5s;
 constexpr auto kReadyTimeout = 30s;
 constexpr auto kStormStartTimeout = 30s;
 constexpr auto kCompactionWaitTimeout = 5s;  // then the kill happens anyway
-constexpr auto kPollInterval = 5ms;
 
 // ---------------------------------------------------------------------------------------------
-// Process and file plumbing
+// The agent and its state dir
 
 std::string errnoText(std::string_view what) {
   return std::string(what) + ": " + std::strerror(errno);
-}
-
-/// A mkdtemp directory, removed recursively on destruction (also when the test fails).
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "hostport-crash-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~ScratchDir() {
-    if (path_.empty()) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  bool ok() const { return !path_.empty(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 /// The agent under test: the built one unless HOSTPORT_TEST_AGENT names another.
@@ -124,149 +89,14 @@ std::string agentPath() {
   return path != nullptr && *path != '\0' ? path : HOSTPORT_AGENT_PATH;
 }
 
-/// Where one agent lives: state dir, socket and config inside a scratch dir.
-struct AgentPaths {
-  std::filesystem::path root;
-  std::filesystem::path stateDir() const { return root / "state"; }
-  std::filesystem::path socket() const { return root / "agent.sock"; }
-  std::filesystem::path config() const { return root / "agent.yaml"; }
-  std::filesystem::path log(int start) const {
-    return root / ("agent-" + std::to_string(start) + ".log");
+/// The "recovered N leases from ... in M ms" line of the agent's current run, or "" if absent.
+std::string recoveryLine(const AgentProcess& agent) {
+  std::istringstream in(agent.runLog());
+  for (std::string line; std::getline(in, line);) {
+    if (const auto at = line.find("recovered "); at != std::string::npos) return line.substr(at);
   }
-};
-
-/// One hostport-agent process in its own network namespace. Only this pid is ever signalled;
-/// the destructor SIGKILLs and reaps it if the test has not.
-class AgentProcess {
- public:
-  static Result<std::unique_ptr<AgentProcess>> start(const AgentPaths& paths, int startIndex) {
-    const std::string logPath = paths.log(startIndex).string();
-    std::vector<std::string> args = {agentPath(),
-                                     "--config",
-                                     paths.config().string(),
-                                     "--state-dir",
-                                     paths.stateDir().string(),
-                                     "--socket",
-                                     paths.socket().string(),
-                                     "--port-range",
-                                     kPool.str(),
-                                     "--no-reserve-local-ports",
-                                     "--log-level",
-                                     "info"};
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-
-    const int logFd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (logFd < 0) return fail(ErrorCode::kIo, errnoText("open " + logPath));
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(logFd);
-      return fail(ErrorCode::kInternal, errnoText("fork"));
-    }
-    if (pid == 0) {
-      // Only async-signal-safe calls between fork and exec: this process has threads.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(125);
-      const int devNull = ::open("/dev/null", O_RDONLY);
-      if (devNull < 0 || ::dup2(devNull, 0) < 0 || ::dup2(logFd, 1) < 0 || ::dup2(logFd, 2) < 0) {
-        ::_exit(126);
-      }
-      ::close_range(3, ~0U, 0);
-      if (::unshare(CLONE_NEWNET) != 0) {
-        constexpr char kMessage[] = "agent_crash_test: unshare(CLONE_NEWNET) failed\n";
-        (void)!::write(2, kMessage, sizeof kMessage - 1);
-        ::_exit(126);
-      }
-      ::execv(argv[0], argv.data());
-      constexpr char kMessage[] = "agent_crash_test: exec of hostport-agent failed\n";
-      (void)!::write(2, kMessage, sizeof kMessage - 1);
-      ::_exit(127);
-    }
-    ::close(logFd);
-    return std::unique_ptr<AgentProcess>(new AgentProcess(pid, logPath));
-  }
-
-  ~AgentProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-  AgentProcess(const AgentProcess&) = delete;
-  AgentProcess& operator=(const AgentProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  std::string log() const { return readFile(logPath_); }
-
-  /// The last `lines` lines of the agent's log, for failure messages.
-  std::string logTail(std::size_t lines = 15) const {
-    const std::string text = log();
-    std::size_t at = text.size();
-    for (std::size_t seen = 0; at > 0 && seen <= lines;) {
-      if (text[--at] == '\n') ++seen;
-    }
-    return text.substr(at);
-  }
-
-  /// The "recovered N leases from ... in M ms" line of this start, or "" if absent.
-  std::string recoveryLine() const {
-    std::istringstream in(log());
-    for (std::string line; std::getline(in, line);) {
-      if (const auto at = line.find("recovered "); at != std::string::npos) return line.substr(at);
-    }
-    return {};
-  }
-
-  /// Polls /readyz until it answers 2xx; fails early if the agent exits.
-  Result<void> waitReady(const AgentClient& client) const {
-    const auto deadline = Clock::now() + kReadyTimeout;
-    std::string last = "no answer yet";
-    while (Clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        return fail(ErrorCode::kInternal, "hostport-agent exited before it was ready (" +
-                                              describeStatus(status) + "); log:\n" + logTail());
-      }
-      auto ready = client.getText(api::kReadyzPath);
-      if (ready) return {};
-      last = ready.error().message;
-      std::this_thread::sleep_for(kPollInterval);
-    }
-    return fail(ErrorCode::kUnavailable,
-                "hostport-agent not ready after " +
-                    std::to_string(std::chrono::seconds(kReadyTimeout).count()) +
-                    " s; last answer: " + last + "; log:\n" + logTail());
-  }
-
-  /// Sends SIGKILL; `kill()` returns as soon as the signal is sent, reap() waits for the exit.
-  void kill() const { ::kill(pid_, SIGKILL); }
-
-  /// Waits for the exit and says how it ended; an error unless SIGKILL ended it.
-  Result<void> reap() {
-    int status = 0;
-    if (::waitpid(pid_, &status, 0) != pid_)
-      return fail(ErrorCode::kInternal, errnoText("waitpid"));
-    pid_ = -1;
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) return {};
-    return fail(ErrorCode::kInternal, "hostport-agent ended on its own before the SIGKILL (" +
-                                          describeStatus(status) + "); log:\n" + logTail());
-  }
-
- private:
-  AgentProcess(pid_t pid, std::string logPath) : pid_(pid), logPath_(std::move(logPath)) {}
-
-  static std::string describeStatus(int status) {
-    if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) return std::string("signal ") + ::strsignal(WTERMSIG(status));
-    return "status " + std::to_string(status);
-  }
-
-  pid_t pid_;
-  std::string logPath_;
-};
+  return {};
+}
 
 /// The live journal generation (the highest N of journal.N) and whether a snapshot exists:
 /// compactions have happened when the generation is above zero. `names` lists the directory, to
@@ -452,8 +282,8 @@ bool outcomeUnknown(const Error& error) {
 /// One client thread of a storm: it owns `held` (keys it may release) and every key it creates.
 class StormClient {
  public:
-  StormClient(std::string socket, int round, int index, uint64_t seed, std::vector<Lease> held)
-      : client_(AgentClient::forSocket(std::move(socket), kClientTimeout)),
+  StormClient(AgentClient client, int round, int index, uint64_t seed, std::vector<Lease> held)
+      : client_(std::move(client)),
         round_(round),
         index_(index),
         rng_(seed),
@@ -805,44 +635,41 @@ uint64_t chooseSeed() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The fixture: a scratch dir with the config, and at most one agent at a time.
+// The fixture: one agent in a private netns, restarted on the same state dir.
 
 class AgentCrashTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (::geteuid() != 0) {
-      GTEST_SKIP() << "needs root: the agent runs in a private network namespace "
-                      "(unshare(CLONE_NEWNET) needs CAP_SYS_ADMIN)";
-    }
-    ASSERT_TRUE(scratch_.ok()) << errnoText("mkdtemp");
-    paths_.root = scratch_.path();
-    std::ofstream config(paths_.config());
-    config << "compactAfterJournalBytes: " << kCompactAfterJournalBytes << "\n";
-    ASSERT_TRUE(config.good()) << "cannot write " << paths_.config();
+  void SetUp() override { HOSTPORT_SKIP_UNLESS_ROOT(); }
+
+  void TearDown() override {
+    if (HasFailure() && agent_) std::cerr << agent_->describe() << "\n";
   }
 
-  /// Starts the agent on the shared state dir and waits until it is ready.
+  /// Starts the agent the first time, or restarts it on the same state dir, and waits until it
+  /// is ready.
   Result<void> startAgent() {
-    auto started = AgentProcess::start(paths_, starts_++);
-    if (!started) return std::unexpected(started.error());
-    agent_ = std::move(*started);
-    return agent_->waitReady(client());
+    if (agent_) return agent_->restart();
+    std::ostringstream config;
+    config << "compactAfterJournalBytes: " << kCompactAfterJournalBytes << "\n";
+    HOSTPORT_TRY(agent_, AgentProcess::start(agentPath(), {.portRange = kPool.str(),
+                                                           .configYaml = config.str(),
+                                                           .reserveLocalPorts = false,
+                                                           .logLevel = "info",
+                                                           .readyTimeout = kReadyTimeout,
+                                                           .privateNetns = true}));
+    return {};
   }
 
-  /// SIGKILLs the running agent and checks that nothing but the kill ended it.
-  Result<void> killAgent() {
-    agent_->kill();
-    return agent_->reap();
+  /// Waits for the SIGKILLed agent to be gone and checks that nothing but the kill ended it.
+  void expectEndedBySigkill() {
+    ASSERT_OK_AND_ASSIGN(const std::string ended, agent_->reap());
+    ASSERT_EQ(ended, "killed by signal 9") << "hostport-agent ended on its own before the SIGKILL";
   }
 
-  AgentClient client() const {
-    return AgentClient::forSocket(paths_.socket().string(), kClientTimeout);
-  }
+  AgentClient client() const { return agent_->client(kClientTimeout); }
+  std::filesystem::path stateDir() const { return agent_->stateDir(); }
 
-  ScratchDir scratch_;
-  AgentPaths paths_;
   std::unique_ptr<AgentProcess> agent_;
-  int starts_ = 0;
 };
 
 TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
@@ -851,8 +678,7 @@ TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
   std::cout << "[ crash    ] seed " << seed << " (HOSTPORT_CRASH_SEED to replay)" << std::endl;
   std::mt19937_64 rng(seed);
 
-  const auto first = startAgent();
-  ASSERT_TRUE(first) << "first start: " << first.error().message;
+  ASSERT_OK(startAgent()) << "first start";
   Model model;
   uint64_t totalAcked = 0;
   uint64_t highestGeneration = 0;
@@ -868,16 +694,16 @@ TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
     }
     std::vector<std::unique_ptr<StormClient>> clients;
     for (int i = 0; i < kStormThreads; ++i) {
-      clients.push_back(std::make_unique<StormClient>(paths_.socket().string(), round, i, rng(),
-                                                      std::move(held[i])));
+      clients.push_back(
+          std::make_unique<StormClient>(client(), round, i, rng(), std::move(held[i])));
     }
 
     const KillPoint killPoint =
         round % 2 == 1 ? KillPoint::kRandomTime
                        : std::array{KillPoint::kSnapshotTmpCreated, KillPoint::kNewJournalCreated,
                                     KillPoint::kSnapshotRenamed}[(round / 2 - 1) % 3];
-    DirWatch watch(paths_.stateDir());
-    ASSERT_TRUE(watch.ok()) << errnoText("inotify on " + paths_.stateDir().string());
+    DirWatch watch(stateDir());
+    ASSERT_TRUE(watch.ok()) << errnoText("inotify on " + stateDir().string());
 
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> acks{0};
@@ -905,11 +731,11 @@ TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
     }
     const auto acksBeforeKill = acks.load();
     const auto killedAt = Clock::now();
-    agent_->kill();
+    const auto sent = agent_->killWithoutReaping();
     stop = true;
     threads.clear();  // joins
-    const auto killed = agent_->reap();
-    ASSERT_TRUE(killed) << killed.error().message;
+    ASSERT_OK(sent);
+    ASSERT_NO_FATAL_FAILURE(expectEndedBySigkill());
     ASSERT_GE(acksBeforeKill, static_cast<uint64_t>(kMinAcksBeforeKill))
         << "the storm never got going: " << acksBeforeKill << " acknowledgements";
 
@@ -921,14 +747,12 @@ TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
       problems.insert(problems.end(), client->problems().begin(), client->problems().end());
     }
     totalAcked += figures.acked();
-    const auto files = storeFiles(paths_.stateDir());
+    const auto files = storeFiles(stateDir());
     highestGeneration = std::max(highestGeneration, files.generation);
 
-    const auto restarted = startAgent();
-    ASSERT_TRUE(restarted) << "restart after the kill of round " << round << ": "
-                           << restarted.error().message;
+    ASSERT_OK(startAgent()) << "restart after the kill of round " << round;
     auto state = readState(client());
-    ASSERT_TRUE(state) << state.error().message;
+    ASSERT_OK(state);
     CheckFigures checked;
     const auto recoveredProblems =
         checkRecovered(model, *state, "round " + std::to_string(round), checked);
@@ -947,7 +771,7 @@ TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
          << " releases (" << checked.unknownReleasesTookEffect << " took effect); refused "
          << figures.rejected << "; state dir at kill: " << files.names << "; after restart "
          << checked.leases << " leases holding " << checked.portNumbers
-         << " ports; agent: " << agent_->recoveryLine();
+         << " ports; agent: " << recoveryLine(*agent_);
     std::cout << "[ crash    ] round " << round << ": " << line.str() << std::endl;
     RecordProperty("round" + std::to_string(round), line.str());
 
@@ -964,8 +788,7 @@ TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
 TEST_F(AgentCrashTest, RestartingTwiceAfterAnIdleSigkillKeepsTheStateIdentical) {
   constexpr int kThreads = 8;
   constexpr int kKeysPerThread = 120;
-  const auto first = startAgent();
-  ASSERT_TRUE(first) << "first start: " << first.error().message;
+  ASSERT_OK(startAgent()) << "first start";
 
   // A batch of acknowledged operations: every thread allocates its keys, then releases every
   // third one, so the journal holds both kinds and crosses the compaction threshold.
@@ -1010,30 +833,29 @@ TEST_F(AgentCrashTest, RestartingTwiceAfterAnIdleSigkillKeepsTheStateIdentical) 
   ASSERT_TRUE(batchProblems.empty()) << "the batch itself failed; nothing to crash-test";
 
   auto before = readState(client());
-  ASSERT_TRUE(before) << before.error().message;
+  ASSERT_OK(before);
   CheckFigures figures;
   reportProblems(checkRecovered(model, *before, "before any kill", figures));
   ASSERT_EQ(figures.leases, kThreads * (kKeysPerThread - (kKeysPerThread + 2) / 3));
-  const auto files = storeFiles(paths_.stateDir());
+  const auto files = storeFiles(stateDir());
   EXPECT_GT(files.generation, 0u) << "the batch was meant to cross the compaction threshold";
 
   for (int restart = 1; restart <= 2; ++restart) {
     SCOPED_TRACE("restart " + std::to_string(restart));
-    const auto killed = killAgent();
-    ASSERT_TRUE(killed) << killed.error().message;
-    const auto restarted = startAgent();
-    ASSERT_TRUE(restarted) << restarted.error().message;
+    ASSERT_OK(agent_->killWithoutReaping());
+    ASSERT_NO_FATAL_FAILURE(expectEndedBySigkill());
+    ASSERT_OK(startAgent());
     auto after = readState(client());
-    ASSERT_TRUE(after) << after.error().message;
+    ASSERT_OK(after);
     std::cout << "[ crash    ] idle restart " << restart << ": " << after->leases.size()
-              << " leases; agent: " << agent_->recoveryLine() << std::endl;
-    RecordProperty("restart" + std::to_string(restart), agent_->recoveryLine());
+              << " leases; agent: " << recoveryLine(*agent_) << std::endl;
+    RecordProperty("restart" + std::to_string(restart), recoveryLine(*agent_));
     EXPECT_EQ(after->leases, before->leases) << "the leases changed across an idle SIGKILL";
     EXPECT_EQ(after->pools, before->pools) << "the pool usage changed across an idle SIGKILL";
-    EXPECT_NE(agent_->recoveryLine().find("recovered " + std::to_string(before->leases.size()) +
-                                          " leases"),
+    EXPECT_NE(recoveryLine(*agent_).find("recovered " + std::to_string(before->leases.size()) +
+                                         " leases"),
               std::string::npos)
-        << agent_->recoveryLine();
+        << recoveryLine(*agent_);
   }
 }
 

@@ -36,7 +36,8 @@ std::string describeStatus(int status) {
   return "status " + std::to_string(status);
 }
 
-// Only async-signal-safe calls from here on: the parent has other threads.
+// Only async-signal-safe calls from here on: the parent has other threads. netnsFd -1: unshare a
+// private netns instead of joining one.
 [[noreturn]] void childMain(pid_t parent, int netnsFd, int devNull, int log, int report,
                             char* const* argv, char* const* envp) {
   const auto die = [report](int error) {
@@ -53,7 +54,7 @@ std::string describeStatus(int status) {
   dfl.sa_handler = SIG_DFL;
   for (const int signal : {SIGPIPE, SIGTERM, SIGINT}) ::sigaction(signal, &dfl, nullptr);
 
-  if (::setns(netnsFd, CLONE_NEWNET) != 0) die(errno);
+  if (netnsFd >= 0 ? ::setns(netnsFd, CLONE_NEWNET) : ::unshare(CLONE_NEWNET)) die(errno);
   // Like `ip netns exec` and the plugin runner: a private mount namespace whose /sys shows the
   // joined netns. Best effort, as in iproute2.
   if (::unshare(CLONE_NEWNS) == 0 && ::mount("", "/", nullptr, MS_SLAVE | MS_REC, nullptr) == 0 &&
@@ -61,6 +62,9 @@ std::string describeStatus(int status) {
     ::mount("sysfs", "/sys", "sysfs", 0, nullptr);
   }
   if (::dup2(devNull, 0) < 0 || ::dup2(log, 1) < 0 || ::dup2(log, 2) < 0) die(errno);
+  // Descriptors the test process opened without O_CLOEXEC (a client's socket, say) must not stay
+  // open in the agent. Closed at exec, so `report` still works until then; best effort (5.11+).
+  (void)::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
   ::execve(argv[0], argv, envp);
   die(errno);
   ::_exit(127);  // not reached: die() exits
@@ -83,13 +87,33 @@ AgentProcess::~AgentProcess() { (void)stop(); }
 Result<std::unique_ptr<AgentProcess>> AgentProcess::start(std::string binaryPath,
                                                           const Netns& netns,
                                                           AgentOptions options) {
+  if (options.privateNetns) {
+    return fail(ErrorCode::kInvalidArgument,
+                "AgentOptions::privateNetns asks for a netns of its own, yet " + netns.name() +
+                    " was given");
+  }
+  return start(std::move(binaryPath), netns.path(), std::move(options));
+}
+
+Result<std::unique_ptr<AgentProcess>> AgentProcess::start(std::string binaryPath,
+                                                          AgentOptions options) {
+  if (!options.privateNetns) {
+    return fail(ErrorCode::kInvalidArgument,
+                "an agent without a Netns needs AgentOptions::privateNetns: it must not run in "
+                "the host's netns");
+  }
+  return start(std::move(binaryPath), std::string(), std::move(options));
+}
+
+Result<std::unique_ptr<AgentProcess>> AgentProcess::start(std::string binaryPath,
+                                                          std::string netnsPath,
+                                                          AgentOptions options) {
   if (::access(binaryPath.c_str(), X_OK) != 0) {
     return fail(ErrorCode::kNotFound, "hostport-agent is not executable: " + binaryPath);
   }
-  auto dir = TempDir::create();
-  if (!dir) return std::unexpected(dir.error());
-  std::unique_ptr<AgentProcess> agent(
-      new AgentProcess(std::move(*dir), std::move(binaryPath), netns.path(), std::move(options)));
+  HOSTPORT_TRY(auto dir, TempDir::create());
+  std::unique_ptr<AgentProcess> agent(new AgentProcess(std::move(dir), std::move(binaryPath),
+                                                       std::move(netnsPath), std::move(options)));
   if (!agent->options_.configYaml.empty()) {
     agent->configPath_ = agent->dir_.path() + "/agent.yaml";
     std::ofstream file(agent->configPath_);
@@ -97,8 +121,8 @@ Result<std::unique_ptr<AgentProcess>> AgentProcess::start(std::string binaryPath
     file.close();
     if (!file) return fail(ErrorCode::kIo, "cannot write " + agent->configPath_);
   }
-  if (auto launched = agent->launch(); !launched) return std::unexpected(launched.error());
-  if (auto ready = agent->waitReady(); !ready) return std::unexpected(ready.error());
+  HOSTPORT_TRY_VOID(agent->launch());
+  HOSTPORT_TRY_VOID(agent->waitReady());
   return agent;
 }
 
@@ -117,13 +141,18 @@ Result<void> AgentProcess::launch() {
   std::string pathEntry = std::string("PATH=") + kSearchPath;
   char* envp[] = {pathEntry.data(), nullptr};
 
-  UniqueFd netns(::open(netnsPath_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!netns.valid()) return fail(ErrorCode::kIo, errnoText("open " + netnsPath_, errno));
+  UniqueFd netns;
+  if (!netnsPath_.empty()) {
+    netns = UniqueFd(::open(netnsPath_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns.valid()) return fail(ErrorCode::kIo, errnoText("open " + netnsPath_, errno));
+  }
   UniqueFd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devNull.valid()) return fail(ErrorCode::kIo, errnoText("open /dev/null", errno));
   UniqueFd log(::open(logPath_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!log.valid()) return fail(ErrorCode::kIo, errnoText("open " + logPath_, errno));
   {
+    const off_t end = ::lseek(log.get(), 0, SEEK_END);
+    runLogOffset_ = end > 0 ? static_cast<std::size_t>(end) : 0;
     const std::string banner = "=== test harness: starting " + binaryPath_ + " ===\n";
     (void)!::write(log.get(), banner.data(), banner.size());
   }
@@ -210,11 +239,27 @@ Result<std::string> AgentProcess::kill(int signal) {
   if (::kill(pid_, signal) != 0) {
     return fail(ErrorCode::kIo, errnoText("kill " + std::to_string(pid_), errno));
   }
+  return reap();
+}
+
+Result<void> AgentProcess::killWithoutReaping() {
+  // No reapIfExited() first: an agent that already ended on its own stays unreaped, so reap()
+  // still tells how it ended.
+  if (pid_ <= 0) {
+    return fail(ErrorCode::kNotFound, "hostport-agent is not running (" + lastExit_ + ")");
+  }
+  if (::kill(pid_, SIGKILL) != 0) {
+    return fail(ErrorCode::kIo, errnoText("kill " + std::to_string(pid_), errno));
+  }
+  return {};
+}
+
+Result<std::string> AgentProcess::reap() {
+  const pid_t waited = pid_;
   if (!waitExit(options_.stopTimeout)) {
-    return fail(ErrorCode::kInternal, "hostport-agent pid " + std::to_string(pid_) +
-                                          " still runs " +
-                                          std::to_string(options_.stopTimeout.count()) +
-                                          " ms after signal " + std::to_string(signal));
+    return fail(ErrorCode::kInternal, "hostport-agent pid " + std::to_string(waited) +
+                                          " still runs after " +
+                                          std::to_string(options_.stopTimeout.count()) + " ms");
   }
   return lastExit_;
 }
@@ -233,8 +278,8 @@ Result<std::string> AgentProcess::stop() {
 }
 
 Result<void> AgentProcess::restart() {
-  if (auto stopped = stop(); !stopped) return std::unexpected(stopped.error());
-  if (auto launched = launch(); !launched) return launched;
+  HOSTPORT_TRY_VOID(stop());
+  HOSTPORT_TRY_VOID(launch());
   return waitReady();
 }
 
@@ -247,6 +292,11 @@ std::string AgentProcess::log() const {
   std::stringstream text;
   text << file.rdbuf();
   return text.str();
+}
+
+std::string AgentProcess::runLog() const {
+  const std::string text = log();
+  return runLogOffset_ < text.size() ? text.substr(runLogOffset_) : std::string();
 }
 
 std::string AgentProcess::describe() const {

@@ -1,12 +1,13 @@
 #pragma once
-// A real hostport-agent process for root tests, running inside a (node) network namespace so that
-// its sock_diag probe and net.ipv4.ip_local_reserved_ports see only that netns.
+// A real hostport-agent process for root tests, running inside a network namespace so that its
+// sock_diag probe and net.ipv4.ip_local_reserved_ports see only that netns: a named one (the
+// node netns of a CniNode), or with AgentOptions::privateNetns one of its own per run.
 //
 // The agent gets a private state dir and control socket in its own temp dir, is started by
-// fork/setns/exec (like the CNI plugin runner in subprocess.h), and counts as started only once
-// GET /readyz answers on its socket. Its stderr goes to a log file in the temp dir that failure
-// messages quote (describe()). It is stopped by its pid alone: SIGTERM, then SIGKILL after a
-// grace period, from the destructor at the latest. The child also gets PR_SET_PDEATHSIG, so an
+// fork/setns (or unshare)/exec (like the CNI plugin runner in subprocess.h), and counts as started
+// only once GET /readyz answers on its socket. Its stderr goes to a log file in the temp dir that
+// failure messages quote (describe()). It is stopped by its pid alone: SIGTERM, then SIGKILL after
+// a grace period, from the destructor at the latest. The child also gets PR_SET_PDEATHSIG, so an
 // agent never outlives a test process killed by a ctest timeout; start() and restart() must
 // therefore be called from a thread that lives as long as the agent should (a test's own thread).
 
@@ -31,6 +32,7 @@ struct AgentOptions {
   std::vector<std::string> extraArgs;
   std::chrono::milliseconds readyTimeout{15'000};
   std::chrono::milliseconds stopTimeout{5'000};  // SIGTERM to SIGKILL
+  bool privateNetns = false;  // each run unshares a fresh netns of its own instead of joining one
 };
 
 class AgentProcess {
@@ -39,6 +41,9 @@ class AgentProcess {
   /// answers. The error quotes the agent's log when it exits or does not become ready.
   static Result<std::unique_ptr<AgentProcess>> start(std::string binaryPath, const Netns& netns,
                                                      AgentOptions options = {});
+  /// Starts `binaryPath` in a network namespace of its own; `options.privateNetns` must be set,
+  /// so that an agent never runs in the test's (the host's) netns by mistake.
+  static Result<std::unique_ptr<AgentProcess>> start(std::string binaryPath, AgentOptions options);
   AgentProcess(const AgentProcess&) = delete;
   AgentProcess& operator=(const AgentProcess&) = delete;
   /// Stops the agent if it is still running (see stop()).
@@ -59,6 +64,12 @@ class AgentProcess {
   /// it ended ("killed by signal 9", "exit 0"). An error when it is not running or outlives the
   /// timeout (it is then still running).
   Result<std::string> kill(int signal);
+  /// Sends SIGKILL and returns at once, without waiting for the exit: a crash test kills the agent
+  /// in the middle of its clients' requests. reap() (or restart(), stop(), the destructor) reaps.
+  Result<void> killWithoutReaping();
+  /// Waits (up to stopTimeout) for the agent to exit and reaps it; returns how it ended, as kill()
+  /// does. An error when it outlives the timeout.
+  Result<std::string> reap();
   /// SIGTERM, then SIGKILL after stopTimeout. Returns how it ended; nothing to do when it is not
   /// running.
   Result<std::string> stop();
@@ -68,11 +79,15 @@ class AgentProcess {
 
   /// Everything the agent has written to stderr so far (all of its runs).
   std::string log() const;
+  /// What the current (latest) run has written to stderr.
+  std::string runLog() const;
   /// "hostport-agent pid N (socket ...), log:\n..." for assertion messages.
   std::string describe() const;
 
  private:
   AgentProcess(TempDir dir, std::string binaryPath, std::string netnsPath, AgentOptions options);
+  static Result<std::unique_ptr<AgentProcess>> start(std::string binaryPath, std::string netnsPath,
+                                                     AgentOptions options);
   Result<void> launch();
   Result<void> waitReady();
   /// Reaps the agent if it has exited; true when it is gone.
@@ -82,7 +97,7 @@ class AgentProcess {
 
   TempDir dir_;
   std::string binaryPath_;
-  std::string netnsPath_;
+  std::string netnsPath_;  // empty with privateNetns: each run unshares its own
   AgentOptions options_;
   std::string socketPath_;
   std::string stateDir_;
@@ -90,6 +105,7 @@ class AgentProcess {
   std::string configPath_;
   pid_t pid_ = 0;
   std::string lastExit_;
+  std::size_t runLogOffset_ = 0;  // where the current run starts in the log file
 };
 
 }  // namespace hostport::test
