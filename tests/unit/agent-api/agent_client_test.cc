@@ -1,22 +1,18 @@
 #include "agent/api/agent_client.h"
 
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
-#include <mutex>
-#include <thread>
 
 #include "agent/api/http_errors.h"
 #include "agent/api/json_codec.h"
+#include "tests/fakes/fake_agent_server.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::agent::api {
 namespace {
@@ -25,139 +21,6 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using namespace std::chrono_literals;
-
-/// What the fake server saw of one request.
-struct RecordedRequest {
-  std::string method;
-  std::string target;
-  std::string headers;
-  std::string body;
-};
-
-/// A canned-answer HTTP server on a Unix socket in a fresh temp directory. Each connection gets
-/// handler(request) written back verbatim, then is closed; nullopt holds the connection open
-/// without answering until the server stops (a wedged agent).
-class FakeAgentServer {
- public:
-  using Handler = std::function<std::optional<std::string>(const RecordedRequest&)>;
-
-  explicit FakeAgentServer(Handler handler) : handler_(std::move(handler)) {
-    char pattern[] = "/tmp/hostport-client-test-XXXXXX";
-    const char* dir = mkdtemp(pattern);
-    if (dir == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = dir;
-    path_ = dir_ + "/agent.sock";
-    listener_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    path_.copy(address.sun_path, sizeof(address.sun_path) - 1);
-    if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) ||
-        listen(listener_, 8) || pipe2(stop_, O_CLOEXEC)) {
-      throw std::runtime_error("cannot set up the fake agent socket");
-    }
-    thread_ = std::thread([this] { serve(); });
-  }
-
-  ~FakeAgentServer() {
-    const char byte = 0;
-    (void)!write(stop_[1], &byte, 1);
-    thread_.join();
-    for (const int fd : held_) close(fd);
-    close(listener_);
-    close(stop_[0]);
-    close(stop_[1]);
-    std::filesystem::remove_all(dir_);
-  }
-
-  const std::string& path() const { return path_; }
-
-  std::vector<RecordedRequest> requests() const {
-    std::lock_guard lock(mutex_);
-    return requests_;
-  }
-
-  /// A complete HTTP answer with a Content-Length.
-  static std::string reply(unsigned status, const std::string& body,
-                           const std::string& contentType = "application/json") {
-    return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: " + contentType +
-           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  }
-
- private:
-  /// Waits for fd to become readable; false when the server is stopping.
-  bool waitReadable(int fd) {
-    pollfd fds[] = {{fd, POLLIN, 0}, {stop_[0], POLLIN, 0}};
-    while (poll(fds, 2, -1) < 0) {
-    }
-    return (fds[1].revents & POLLIN) == 0;
-  }
-
-  void serve() {
-    while (waitReadable(listener_)) {
-      const int connection = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (connection < 0) continue;
-      RecordedRequest request;
-      if (!readRequest(connection, request)) {
-        close(connection);
-        continue;
-      }
-      {
-        std::lock_guard lock(mutex_);
-        requests_.push_back(request);
-      }
-      const std::optional<std::string> answer = handler_(request);
-      if (!answer) {
-        held_.push_back(connection);
-        continue;
-      }
-      for (std::size_t sent = 0; sent < answer->size();) {
-        const ssize_t n =
-            send(connection, answer->data() + sent, answer->size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        sent += static_cast<std::size_t>(n);
-      }
-      close(connection);
-    }
-  }
-
-  bool readRequest(int connection, RecordedRequest& request) {
-    std::string data;
-    std::size_t headerEnd = std::string::npos;
-    std::size_t contentLength = 0;
-    char buffer[4096];
-    while (headerEnd == std::string::npos || data.size() < headerEnd + 4 + contentLength) {
-      if (!waitReadable(connection)) return false;
-      const ssize_t n = read(connection, buffer, sizeof(buffer));
-      if (n <= 0) return false;
-      data.append(buffer, static_cast<std::size_t>(n));
-      if (headerEnd == std::string::npos &&
-          (headerEnd = data.find("\r\n\r\n")) != std::string::npos) {
-        std::string lower = data.substr(0, headerEnd);
-        std::ranges::transform(lower, lower.begin(),
-                               [](unsigned char c) { return std::tolower(c); });
-        if (const auto at = lower.find("content-length:"); at != std::string::npos) {
-          contentLength = std::stoul(lower.substr(at + 15));
-        }
-      }
-    }
-    const std::size_t space = data.find(' ');
-    request.method = data.substr(0, space);
-    request.target = data.substr(space + 1, data.find(' ', space + 1) - space - 1);
-    request.headers = data.substr(0, headerEnd);
-    request.body = data.substr(headerEnd + 4, contentLength);
-    return true;
-  }
-
-  Handler handler_;
-  std::string dir_;
-  std::string path_;
-  int listener_ = -1;
-  int stop_[2] = {-1, -1};
-  std::thread thread_;
-  std::vector<int> held_;
-  mutable std::mutex mutex_;
-  std::vector<RecordedRequest> requests_;
-};
 
 Lease sampleLease() {
   Lease lease;
@@ -189,7 +52,7 @@ std::string jsonReply(unsigned status, const json& body) {
 TEST(AgentClientTest, AllocatesWithOnePostOfTheRequest) {
   FakeAgentServer server(always(jsonReply(200, toJson(sampleLease()))));
   const auto lease = AgentClient::forSocket(server.path(), 5s).allocate(sampleRequest());
-  ASSERT_TRUE(lease.has_value()) << lease.error().message;
+  ASSERT_OK(lease);
   EXPECT_EQ(*lease, sampleLease());
 
   const auto requests = server.requests();
@@ -198,7 +61,7 @@ TEST(AgentClientTest, AllocatesWithOnePostOfTheRequest) {
   EXPECT_EQ(requests[0].target, "/v1/attachments");
   EXPECT_THAT(requests[0].headers, HasSubstr("Content-Type: application/json"));
   const auto sent = allocationRequestFromJson(json::parse(requests[0].body));
-  ASSERT_TRUE(sent.has_value()) << sent.error().message;
+  ASSERT_OK(sent);
   EXPECT_EQ(sent->key, sampleRequest().key);
   EXPECT_EQ(sent->dynamics, sampleRequest().dynamics);
 }
@@ -212,10 +75,10 @@ TEST(AgentClientTest, GetsALeaseOrNothing) {
   });
   const AgentClient client = AgentClient::forSocket(server.path(), 5s);
   const auto found = client.get({"abc123", "eth0"});
-  ASSERT_TRUE(found.has_value()) << found.error().message;
+  ASSERT_OK(found);
   EXPECT_EQ(*found, sampleLease());
   const auto missing = client.get({"abc123", "net1"});
-  ASSERT_TRUE(missing.has_value()) << missing.error().message;
+  ASSERT_OK(missing);
   EXPECT_EQ(*missing, std::nullopt);
   EXPECT_EQ(server.requests()[1].method, "GET");
 }
@@ -227,10 +90,10 @@ TEST(AgentClientTest, ReleasesByKeyEscapingThePath) {
   });
   const AgentClient client = AgentClient::forSocket(server.path(), 5s);
   const auto nothing = client.release({"abc123", "e%th0"});
-  ASSERT_TRUE(nothing.has_value()) << nothing.error().message;
+  ASSERT_OK(nothing);
   EXPECT_EQ(*nothing, std::nullopt);
   const auto released = client.release({"abc123", "eth0"});
-  ASSERT_TRUE(released.has_value()) << released.error().message;
+  ASSERT_OK(released);
   EXPECT_EQ(*released, sampleLease());
   EXPECT_EQ(server.requests()[0].method, "DELETE");
 }
@@ -243,16 +106,16 @@ TEST(AgentClientTest, ListsReleasesContainersAndCollectsGarbage) {
   const AgentClient client = AgentClient::forSocket(server.path(), 5s);
 
   const auto listed = client.list("games", "server-0");
-  ASSERT_TRUE(listed.has_value()) << listed.error().message;
+  ASSERT_OK(listed);
   EXPECT_EQ(*listed, std::vector<Lease>{sampleLease()});
   ASSERT_TRUE(client.list("", "").has_value());
 
   const auto container = client.releaseContainer("abc123");
-  ASSERT_TRUE(container.has_value()) << container.error().message;
+  ASSERT_OK(container);
   EXPECT_EQ(container->size(), 1u);
 
   const auto collected = client.gc({{"keep", "eth0"}});
-  ASSERT_TRUE(collected.has_value()) << collected.error().message;
+  ASSERT_OK(collected);
   EXPECT_EQ(*collected, std::vector<Lease>{sampleLease()});
 
   const auto requests = server.requests();
@@ -277,12 +140,12 @@ TEST(AgentClientTest, ReadsPoolsAndTextEndpoints) {
   });
   const AgentClient client = AgentClient::forSocket(server.path(), 5s);
   const auto document = client.pools();
-  ASSERT_TRUE(document.has_value()) << document.error().message;
+  ASSERT_OK(document);
   EXPECT_EQ((*document)["pools"][0]["ranges"][0], "30000-32767");
   EXPECT_EQ(client.poolUsage().value(), rows);
 
   const auto metrics = client.getText("/metrics");
-  ASSERT_TRUE(metrics.has_value()) << metrics.error().message;
+  ASSERT_OK(metrics);
   EXPECT_THAT(*metrics, HasSubstr("hostport_leases 1\n"));
 
   const auto ready = client.getText("/readyz");
@@ -304,7 +167,7 @@ TEST(AgentClientTest, ReadsAChunkedAnswer) {
                                 hex(half.size()) + "\r\n" + half + "\r\n" + hex(rest.size()) +
                                 "\r\n" + rest + "\r\n0\r\n\r\n"));
   const auto lease = AgentClient::forSocket(server.path(), 5s).get({"abc123", "eth0"});
-  ASSERT_TRUE(lease.has_value()) << lease.error().message;
+  ASSERT_OK(lease);
   EXPECT_EQ(*lease, sampleLease());
 }
 
@@ -314,7 +177,7 @@ TEST(AgentClientTest, ReadsAnAnswerWhoseBodyEndsWithTheConnection) {
   FakeAgentServer server(
       always("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body));
   const auto lease = AgentClient::forSocket(server.path(), 5s).get({"abc123", "eth0"});
-  ASSERT_TRUE(lease.has_value()) << lease.error().message;
+  ASSERT_OK(lease);
   EXPECT_EQ(*lease, sampleLease());
 }
 
@@ -427,7 +290,7 @@ TEST(AgentClientTest, AcceptsAnAnswerAtTheSizeLimit) {
   auto client = AgentClient::forSocket(server.path(), 5s);
   client.withMaxResponseBytes(body.size());
   const auto lease = client.get({"abc123", "eth0"});
-  ASSERT_TRUE(lease.has_value()) << lease.error().message;
+  ASSERT_OK(lease);
   EXPECT_EQ(**lease, sampleLease());
 }
 

@@ -16,16 +16,17 @@
 #include <thread>
 #include <vector>
 
-#include "tests/unit/agent-store/faulty_file_ops.h"
+#include "tests/fakes/fake_port_probe.h"
+#include "tests/fakes/faulty_file_ops.h"
+#include "tests/support/result_assertions.h"
 #include "tests/unit/agent-store/store_test_util.h"
-#include "tests/unit/agent/fake_port_probe.h"
 
 namespace hostport::agent {
 namespace {
 
+using store::FaultyFileOps;
 using store::LeaseStore;
 using store::StoreOptions;
-using store::testing::FaultyFileOps;
 using store::testing::TempDir;
 using ::testing::HasSubstr;
 using Op = FaultyFileOps::Op;
@@ -174,7 +175,7 @@ TEST_F(AgentServiceTest, AllocationIsDurable) {
   {
     Agent agent(dir_, probe_);
     auto lease = agent.allocate(request("c1", "ns", "pod-1"));
-    ASSERT_TRUE(lease.has_value()) << lease.error().message;
+    ASSERT_OK(lease);
     ASSERT_EQ(lease->ports.size(), 1u);
     EXPECT_EQ(lease->ports[0].hostPort, 30000);
     EXPECT_EQ(lease->ports[0].containerPort, 80);
@@ -199,7 +200,7 @@ TEST_F(AgentServiceTest, RecoveredLeasesKeepTheirPorts) {
   ASSERT_EQ(agent.recovered().size(), 1u);
   // The restored lease holds 30000, so the next pod gets 30001; the same key gets its lease back.
   auto next = agent.allocate(request("c2", "ns", "pod-2"));
-  ASSERT_TRUE(next.has_value()) << next.error().message;
+  ASSERT_OK(next);
   EXPECT_EQ(next->ports.at(0).hostPort, 30001);
   auto again = agent.allocate(request("c1", "ns", "pod-1"));
   ASSERT_TRUE(again.has_value());
@@ -222,7 +223,7 @@ TEST_F(AgentServiceTest, ReleaseIsDurable) {
     ASSERT_TRUE(agent.allocate(request("c2", "ns", "pod-2")));
     ASSERT_TRUE(lease.has_value());
     auto released = agent.release({"c1", "eth0"});
-    ASSERT_TRUE(released.has_value()) << released.error().message;
+    ASSERT_OK(released);
     ASSERT_TRUE(released->has_value());
     EXPECT_EQ(**released, *lease);
     EXPECT_FALSE(agent.service().get({"c1", "eth0"}).has_value());
@@ -243,7 +244,7 @@ TEST_F(AgentServiceTest, ReleaseOfAnUnknownKeySucceedsWithNothing) {
   Agent agent(dir_, probe_);
   ASSERT_TRUE(agent.allocate(request("c1", "ns", "pod-1")));
   auto released = agent.release({"nobody", "eth0"});
-  ASSERT_TRUE(released.has_value()) << released.error().message;
+  ASSERT_OK(released);
   EXPECT_FALSE(released->has_value());
   // Twice is fine too (DEL comes twice per pod).
   ASSERT_TRUE(agent.release({"c1", "eth0"}).value().has_value());
@@ -259,7 +260,7 @@ TEST_F(AgentServiceTest, ReleaseContainerTakesEveryInterface) {
     ASSERT_TRUE(agent.allocate(request("c1", "ns", "pod-1", "net1")));
     ASSERT_TRUE(agent.allocate(request("c2", "ns", "pod-2")));
     auto released = agent.releaseContainer("c1");
-    ASSERT_TRUE(released.has_value()) << released.error().message;
+    ASSERT_OK(released);
     EXPECT_EQ(keysOf(*released), (std::set<std::string>{"c1/eth0", "c1/net1"}));
     auto none = agent.releaseContainer("c1");
     ASSERT_TRUE(none.has_value());
@@ -277,7 +278,7 @@ TEST_F(AgentServiceTest, CollectGarbageReleasesExactlyTheInvalid) {
     // Valid keys that hold no lease are ignored; c1 on another ifname is a different key.
     auto released =
         agent.collectGarbage({{"c2", "eth0"}, {"c4", "eth0"}, {"c9", "eth0"}, {"c1", "net1"}});
-    ASSERT_TRUE(released.has_value()) << released.error().message;
+    ASSERT_OK(released);
     EXPECT_EQ(keysOf(*released), (std::set<std::string>{"c1/eth0", "c3/eth0"}));
     EXPECT_EQ(keysOf(agent.service().list("", "")), (std::set<std::string>{"c2/eth0", "c4/eth0"}));
     // Nothing left to collect: an empty answer.
@@ -335,7 +336,7 @@ TEST_F(AgentServiceTest, HostSocketsAreSkippedAndStaticClaimsChecked) {
   probe_.bind(nft::Protocol::kTcp, 8080, {99, "sshd"});
   Agent agent(dir_, probe_);
   auto lease = agent.allocate(request("c1", "ns", "p1"));
-  ASSERT_TRUE(lease.has_value()) << lease.error().message;
+  ASSERT_OK(lease);
   EXPECT_EQ(lease->ports.at(0).hostPort, 30001);
 
   AllocationRequest claim = request("c2", "ns", "p2");

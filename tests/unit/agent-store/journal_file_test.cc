@@ -6,13 +6,13 @@
 
 #include "agent/store/crc32c.h"
 #include "agent/store/lease_codec.h"
-#include "faulty_file_ops.h"
 #include "store_test_util.h"
+#include "tests/fakes/faulty_file_ops.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::agent::store {
 namespace {
 
-using testing::FaultyFileOps;
 using testing::readFile;
 using testing::TempDir;
 using testing::writeFile;
@@ -72,7 +72,7 @@ TEST(Crc32cTest, MatchesTheStandardCheckValues) {
 
 TEST_F(JournalFileTest, CreatesAnEmptyJournalWithAHeader) {
   auto journal = JournalFile::create(realFileOps(), path(), 7);
-  ASSERT_TRUE(journal.has_value()) << journal.error().message;
+  ASSERT_OK(journal);
   EXPECT_EQ(journal->size(), kJournalHeaderBytes);
   EXPECT_EQ(journal->recordBytes(), 0u);
   EXPECT_EQ(readFile(path()), journalHeader(7));
@@ -94,7 +94,7 @@ TEST_F(JournalFileTest, ReplaysAppendedRecordsInOrderAfterReopen) {
   }
   Replayed replayed;
   auto opened = open(replayed);
-  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  ASSERT_OK(opened);
   EXPECT_EQ(replayed.payloads, (std::vector<std::string>{"r0", "r1", "r2", "r3"}));
   EXPECT_EQ(replayed.offsets.front(), kJournalHeaderBytes);
   EXPECT_EQ(opened->scan.records, 4u);
@@ -119,7 +119,7 @@ TEST_F(JournalFileTest, DropsATornLastRecordAtEveryTruncationLength) {
     writeFile(path(), image.substr(0, length));
     Replayed replayed;
     auto opened = open(replayed);
-    ASSERT_TRUE(opened.has_value()) << length << ": " << opened.error().message;
+    ASSERT_OK(opened) << "file cut to " << length << " bytes";
     EXPECT_EQ(replayed.payloads.size(), 2u) << length;
     EXPECT_EQ(opened->scan.tornTail, length > lastStart) << length;
     EXPECT_EQ(opened->scan.tornBytes, length - lastStart) << length;
@@ -145,7 +145,7 @@ TEST_F(JournalFileTest, DropsALastRecordWithABadCrc) {
   writeFile(path(), image);
   Replayed replayed;
   auto opened = open(replayed);
-  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  ASSERT_OK(opened);
   EXPECT_EQ(replayed.payloads.size(), 2u);
   EXPECT_TRUE(opened->scan.tornTail);
   EXPECT_EQ(std::filesystem::file_size(path()), offsets[2]);
@@ -157,7 +157,7 @@ TEST_F(JournalFileTest, DropsAZeroFilledTail) {
   writeFile(path(), image + std::string(4096, '\0'));
   Replayed replayed;
   auto opened = open(replayed);
-  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  ASSERT_OK(opened);
   EXPECT_EQ(replayed.payloads.size(), 2u);
   EXPECT_EQ(opened->scan.tornBytes, 4096u);
   EXPECT_EQ(std::filesystem::file_size(path()), offsets[2]);
@@ -232,7 +232,7 @@ TEST_F(JournalFileTest, StartsOverAJournalWhoseHeaderWasTorn) {
   writeFile(path(), journalHeader(7).substr(0, 5));
   Replayed replayed;
   auto opened = open(replayed);
-  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  ASSERT_OK(opened);
   EXPECT_TRUE(replayed.payloads.empty());
   EXPECT_TRUE(opened->scan.tornTail);
   EXPECT_EQ(readFile(path()), journalHeader(7));

@@ -14,13 +14,13 @@
 #include <thread>
 
 #include "agent/store/snapshot.h"
-#include "faulty_file_ops.h"
 #include "store_test_util.h"
+#include "tests/fakes/faulty_file_ops.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::agent::store {
 namespace {
 
-using testing::FaultyFileOps;
 using testing::readFile;
 using testing::sampleLease;
 using testing::TempDir;
@@ -90,7 +90,7 @@ class LeaseStoreTest : public ::testing::Test {
     StoreOptions options;
     options.fileOps = std::move(fs);
     auto store = LeaseStore::open(stateDir(), std::move(options));
-    EXPECT_TRUE(store.has_value()) << store.error().message;
+    EXPECT_OK(store);
     return store ? std::move(*store) : nullptr;
   }
 
@@ -99,7 +99,7 @@ class LeaseStoreTest : public ::testing::Test {
     reopened_ = openStore();
     if (!reopened_) return {};
     auto leases = reopened_->recover();
-    EXPECT_TRUE(leases.has_value()) << leases.error().message;
+    EXPECT_OK(leases);
     if (out != nullptr) *out = reopened_.get();
     return leases.value_or(std::vector<Lease>{});
   }
@@ -112,7 +112,7 @@ TEST_F(LeaseStoreTest, CreatesAPrivateStateDirectoryAndStartsEmpty) {
   auto store = openStore();
   ASSERT_NE(store, nullptr);
   auto leases = store->recover();
-  ASSERT_TRUE(leases.has_value()) << leases.error().message;
+  ASSERT_OK(leases);
   EXPECT_TRUE(leases->empty());
   struct stat st {};
   ASSERT_EQ(::stat(stateDir().c_str(), &st), 0);

@@ -6,13 +6,13 @@
 #include <random>
 
 #include "agent/store/crc32c.h"
-#include "faulty_file_ops.h"
 #include "store_test_util.h"
+#include "tests/fakes/faulty_file_ops.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::agent::store {
 namespace {
 
-using testing::FaultyFileOps;
 using testing::readFile;
 using testing::sampleLease;
 using testing::TempDir;
@@ -30,7 +30,7 @@ TEST(SnapshotTest, RoundTripsGenerationAndLeases) {
     ASSERT_TRUE(image.has_value());
     EXPECT_EQ(image->substr(0, 4), "HPSN");
     auto snapshot = decodeSnapshot(*image);
-    ASSERT_TRUE(snapshot.has_value()) << snapshot.error().message;
+    ASSERT_OK(snapshot);
     EXPECT_EQ(snapshot->generation, 42u);
     EXPECT_EQ(snapshot->leases, sampleLeases(count));
   }

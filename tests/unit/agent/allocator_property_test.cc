@@ -10,7 +10,8 @@
 #include <set>
 
 #include "agent/core/allocator.h"
-#include "tests/unit/agent/fake_port_probe.h"
+#include "tests/fakes/fake_port_probe.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::agent {
 namespace {
@@ -75,7 +76,7 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<std::tuple<Strateg
       auto lease = allocator_->allocate(request, probe_);
       const auto known = model_.find(request.key);
       if (known != model_.end()) {
-        ASSERT_TRUE(lease) << lease.error().message;
+        ASSERT_OK(lease);
         EXPECT_EQ(*lease, known->second);  // idempotent whatever the request says
       } else if (lease) {
         EXPECT_EQ(lease->ports.size(), request.dynamics.size() + request.statics.size());
@@ -111,7 +112,7 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<std::tuple<Strateg
       ASSERT_TRUE(fresh);
       for (const Lease& lease : allocator_->leases()) {
         auto restored = fresh->restore(lease);
-        ASSERT_TRUE(restored) << restored.error().message;
+        ASSERT_OK(restored);
       }
       EXPECT_EQ(fresh->usage()[0].used, allocator_->usage()[0].used);
       EXPECT_EQ(fresh->usage()[1].used, allocator_->usage()[1].used);

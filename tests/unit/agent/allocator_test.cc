@@ -6,7 +6,8 @@
 #include <random>
 #include <set>
 
-#include "tests/unit/agent/fake_port_probe.h"
+#include "tests/fakes/fake_port_probe.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::agent {
 namespace {
@@ -30,7 +31,7 @@ class AllocatorTest : public ::testing::Test {
   static Allocator make(std::vector<PoolSpec> pools, uint64_t seed = 1) {
     auto allocator = Allocator::create(std::move(pools),
                                        [rng = std::mt19937_64(seed)]() mutable { return rng(); });
-    EXPECT_TRUE(allocator) << allocator.error().message;
+    EXPECT_OK(allocator);
     return std::move(*allocator);
   }
   static Allocator make(Strategy strategy, PortRange range = {30000, 30099}) {
@@ -55,7 +56,7 @@ class AllocatorTest : public ::testing::Test {
                 std::optional<PodIdentity> pod = std::nullopt) {
     auto lease =
         allocator.allocate(request(std::move(id), {std::move(row)}, {}, std::move(pod)), probe_);
-    EXPECT_TRUE(lease) << lease.error().message;
+    EXPECT_OK(lease);
     return lease ? lease->ports.at(0).hostPort : 0;
   }
 
@@ -183,7 +184,7 @@ TEST_F(AllocatorTest, GrantsContiguousPortsForACountedRequest) {
   grab(allocator, "a");
   auto lease =
       allocator.allocate(request("b", {dyn("rtp", 10, PortProtocol::kUdp, 20000)}), probe_);
-  ASSERT_TRUE(lease) << lease.error().message;
+  ASSERT_OK(lease);
   ASSERT_EQ(lease->ports.size(), 1u);
   const PortGrant& grant = lease->ports[0];
   EXPECT_EQ(grant.hostPort, 30001);
@@ -319,7 +320,7 @@ TEST_F(AllocatorTest, CollapsesARepeatedStaticMapping) {
   auto allocator = make(Strategy::kLowest);
   auto lease = allocator.allocate(
       request("a", {}, {claim(80), claim(80), claim(80, {}, ip("10.0.0.1"))}), probe_);
-  ASSERT_TRUE(lease) << lease.error().message;
+  ASSERT_OK(lease);
   EXPECT_EQ(lease->ports.size(), 2u);
   allocator.release({"a", "eth0"});
   EXPECT_TRUE(allocator.allocate(request("b", {}, {claim(80)}), probe_));
@@ -567,7 +568,7 @@ TEST_F(AllocatorTest, KeepsLeasesWithAnyTextExactlyAsGiven) {
     req.key.ifname = text;
     req.netns = "/var/run/netns/" + text;
     auto lease = allocator.allocate(req, probe_);
-    ASSERT_TRUE(lease) << lease.error().message;
+    ASSERT_OK(lease);
     EXPECT_EQ(lease->key, req.key);
     EXPECT_EQ(lease->pod, req.pod);
     EXPECT_EQ(lease->netns, req.netns);

@@ -1,4 +1,5 @@
-// The verbs end to end in-process, against named fakes of the kernel seams.
+// The verbs end to end in-process, against named fakes of the kernel seams and the agent
+// (tests/fakes).
 
 #include "cni-plugin/dispatcher.h"
 
@@ -9,60 +10,16 @@
 #include <sstream>
 
 #include "nft/table_state.h"
+#include "tests/fakes/fake_host_network.h"
+#include "tests/fakes/fake_port_authority.h"
+#include "tests/fakes/fake_ruleset.h"
 
 namespace hostport::cni {
 namespace {
 
+using hostnet::FakeHostNetwork;
+using nft::FakeRuleset;
 using nlohmann::json;
-
-/// In-memory Ruleset: owners' rules by owner; a key held by another owner is a conflict.
-class FakeRuleset : public nft::Ruleset {
- public:
-  Result<void> ensureTables() override {
-    ++ensureCalls;
-    return {};
-  }
-  Result<void> install(const nft::AttachmentRules& rules) override {
-    if (conflict)
-      return fail(ErrorCode::kConflict, "host port is already forwarded for other/eth0");
-    auto& held = installed[rules.owner];
-    held.owner = rules.owner;
-    for (const auto& forward : rules.forwards) held.forwards.push_back(forward);
-    for (const auto& masquerade : rules.masquerades) held.masquerades.push_back(masquerade);
-    return {};
-  }
-  Result<nft::AttachmentRules> remove(const std::string& owner) override {
-    auto found = installed.find(owner);
-    if (found == installed.end()) return nft::AttachmentRules{owner, {}, {}};
-    auto removed = found->second;
-    installed.erase(found);
-    return removed;
-  }
-  Result<nft::AttachmentRules> listOwned(const std::string& owner) override {
-    auto found = installed.find(owner);
-    return found == installed.end() ? nft::AttachmentRules{owner, {}, {}} : found->second;
-  }
-
-  std::map<std::string, nft::AttachmentRules> installed;
-  int ensureCalls = 0;
-  bool conflict = false;
-};
-
-class FakeHostNetwork : public hostnet::HostNetwork {
- public:
-  Result<void> enableRouteLocalnet(const IpAddress& podIp) override {
-    localnetFor.push_back(podIp.str());
-    if (failLocalnet) return fail(ErrorCode::kKernel, "cannot write route_localnet");
-    return {};
-  }
-  Result<int> flushUdpConntrack(uint16_t port) override {
-    flushedPorts.push_back(port);
-    return 0;
-  }
-  std::vector<std::string> localnetFor;
-  std::vector<uint16_t> flushedPorts;
-  bool failLocalnet = false;
-};
 
 json prevResult() {
   return json::parse(R"({
@@ -73,50 +30,6 @@ json prevResult() {
     "ips": [{"address": "10.88.0.5/16", "gateway": "10.88.0.1", "interface": 2}],
     "routes": [{"dst": "0.0.0.0/0"}]})");
 }
-
-/// Stands in for hostport-agent: grants what is asked, dynamic ports from 30000 up.
-class FakePortAuthority : public PortAuthority {
- public:
-  Result<agent::Lease> allocate(const agent::AllocationRequest& request) override {
-    requests.push_back(request);
-    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable at /x.sock");
-    if (exhausted) return fail(ErrorCode::kExhausted, "pool \"default\" has no free port");
-    agent::Lease lease{request.key, request.pod, request.netns, request.pool, {}};
-    uint16_t next = 30000;
-    for (const auto& claim : request.statics) {
-      lease.ports.push_back(
-          {"", claim.protocol, claim.hostPort, claim.containerPort, 1, claim.hostIp, true});
-    }
-    for (const auto& dynamic : request.dynamics) {
-      lease.ports.push_back({dynamic.name, dynamic.protocol, next, dynamic.containerPort,
-                             dynamic.count, std::nullopt, false});
-      next = static_cast<uint16_t>(next + dynamic.count);
-    }
-    leases[request.key.str()] = lease;
-    return lease;
-  }
-  Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) override {
-    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
-    auto found = leases.find(key.str());
-    return found == leases.end() ? std::nullopt : std::optional(found->second);
-  }
-  Result<void> release(const agent::AttachmentKey& key) override {
-    released.push_back(key.str());
-    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
-    leases.erase(key.str());
-    return {};
-  }
-  Result<void> ready() override {
-    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
-    return {};
-  }
-
-  std::vector<agent::AllocationRequest> requests;
-  std::map<std::string, agent::Lease> leases;
-  std::vector<std::string> released;
-  bool down = false;
-  bool exhausted = false;
-};
 
 json config(const std::string& version = "1.0.0") {
   return {{"cniVersion", version},

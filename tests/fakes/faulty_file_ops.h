@@ -19,7 +19,7 @@
 
 #include "agent/store/file_ops.h"
 
-namespace hostport::agent::store::testing {
+namespace hostport::agent::store {
 
 class FaultyFileOps final : public FileOps {
  public:
@@ -271,4 +271,4 @@ class FaultyFileOps final : public FileOps {
   std::vector<std::string> steps_;
 };
 
-}  // namespace hostport::agent::store::testing
+}  // namespace hostport::agent::store

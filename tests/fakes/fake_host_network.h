@@ -1,0 +1,31 @@
+#pragma once
+// A HostNetwork (hostnet/host_network.h) in memory, for tests of the plugin's verbs without a
+// kernel.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "hostnet/host_network.h"
+
+namespace hostport::hostnet {
+
+/// In-memory HostNetwork: records the pods and ports it was asked about; can refuse route_localnet.
+class FakeHostNetwork : public HostNetwork {
+ public:
+  Result<void> enableRouteLocalnet(const IpAddress& podIp) override {
+    localnetFor.push_back(podIp.str());
+    if (failLocalnet) return fail(ErrorCode::kKernel, "cannot write route_localnet");
+    return {};
+  }
+  Result<int> flushUdpConntrack(uint16_t port) override {
+    flushedPorts.push_back(port);
+    return 0;
+  }
+  std::vector<std::string> localnetFor;
+  std::vector<uint16_t> flushedPorts;
+  bool failLocalnet = false;
+};
+
+}  // namespace hostport::hostnet

@@ -1,0 +1,59 @@
+#pragma once
+// A PortAuthority (cni-plugin/port_authority.h) in memory, for tests of the plugin's verbs
+// without a hostport-agent.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cni-plugin/port_authority.h"
+#include "common/error.h"
+
+namespace hostport::cni {
+
+/// Stands in for hostport-agent: grants what is asked, dynamic ports from 30000 up.
+class FakePortAuthority : public PortAuthority {
+ public:
+  Result<agent::Lease> allocate(const agent::AllocationRequest& request) override {
+    requests.push_back(request);
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable at /x.sock");
+    if (exhausted) return fail(ErrorCode::kExhausted, "pool \"default\" has no free port");
+    agent::Lease lease{request.key, request.pod, request.netns, request.pool, {}};
+    uint16_t next = 30000;
+    for (const auto& claim : request.statics) {
+      lease.ports.push_back(
+          {"", claim.protocol, claim.hostPort, claim.containerPort, 1, claim.hostIp, true});
+    }
+    for (const auto& dynamic : request.dynamics) {
+      lease.ports.push_back({dynamic.name, dynamic.protocol, next, dynamic.containerPort,
+                             dynamic.count, std::nullopt, false});
+      next = static_cast<uint16_t>(next + dynamic.count);
+    }
+    leases[request.key.str()] = lease;
+    return lease;
+  }
+  Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) override {
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
+    auto found = leases.find(key.str());
+    return found == leases.end() ? std::nullopt : std::optional(found->second);
+  }
+  Result<void> release(const agent::AttachmentKey& key) override {
+    released.push_back(key.str());
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
+    leases.erase(key.str());
+    return {};
+  }
+  Result<void> ready() override {
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
+    return {};
+  }
+
+  std::vector<agent::AllocationRequest> requests;
+  std::map<std::string, agent::Lease> leases;
+  std::vector<std::string> released;
+  bool down = false;
+  bool exhausted = false;
+};
+
+}  // namespace hostport::cni

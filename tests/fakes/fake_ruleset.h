@@ -1,0 +1,45 @@
+#pragma once
+// A Ruleset (nft/ruleset.h) in memory, for tests of the plugin's verbs without a kernel.
+
+#include <map>
+#include <string>
+
+#include "common/error.h"
+#include "nft/ruleset.h"
+
+namespace hostport::nft {
+
+/// In-memory Ruleset: owners' rules by owner; a key held by another owner is a conflict.
+class FakeRuleset : public Ruleset {
+ public:
+  Result<void> ensureTables() override {
+    ++ensureCalls;
+    return {};
+  }
+  Result<void> install(const AttachmentRules& rules) override {
+    if (conflict)
+      return fail(ErrorCode::kConflict, "host port is already forwarded for other/eth0");
+    auto& held = installed[rules.owner];
+    held.owner = rules.owner;
+    for (const auto& forward : rules.forwards) held.forwards.push_back(forward);
+    for (const auto& masquerade : rules.masquerades) held.masquerades.push_back(masquerade);
+    return {};
+  }
+  Result<AttachmentRules> remove(const std::string& owner) override {
+    auto found = installed.find(owner);
+    if (found == installed.end()) return AttachmentRules{owner, {}, {}};
+    auto removed = found->second;
+    installed.erase(found);
+    return removed;
+  }
+  Result<AttachmentRules> listOwned(const std::string& owner) override {
+    auto found = installed.find(owner);
+    return found == installed.end() ? AttachmentRules{owner, {}, {}} : found->second;
+  }
+
+  std::map<std::string, AttachmentRules> installed;
+  int ensureCalls = 0;
+  bool conflict = false;
+};
+
+}  // namespace hostport::nft
