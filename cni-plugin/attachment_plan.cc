@@ -10,7 +10,7 @@ const IpPrefix kAnyV4 = *IpPrefix::parse("0.0.0.0/0");
 const IpPrefix kAnyV6 = *IpPrefix::parse("::/0");
 
 std::string describeMapping(const PortMapping& mapping) {
-  return std::string(nft::protocolName(mapping.protocol)) + " " +
+  return std::string(protocolName(mapping.protocol)) + " " +
          (mapping.hostIp ? mapping.hostIp->str() : "*") + ":" + std::to_string(mapping.hostPort) +
          " -> " + std::to_string(mapping.containerPort);
 }
@@ -89,7 +89,7 @@ Result<AttachmentPlan> planAttachment(const std::string& owner,
 std::vector<uint16_t> udpHostPorts(const std::vector<nft::Forward>& forwards) {
   std::vector<uint16_t> ports;
   for (const auto& forward : forwards) {
-    if (forward.protocol == nft::Protocol::kUdp) ports.push_back(forward.hostPort);
+    if (forward.protocol == Protocol::kUdp) ports.push_back(forward.hostPort);
   }
   std::ranges::sort(ports);
   ports.erase(std::ranges::unique(ports).begin(), ports.end());

@@ -115,12 +115,12 @@ Result<uint16_t> parsePort(const json* value, const std::string& field) {
   return static_cast<uint16_t>(value->get<uint64_t>());
 }
 
-Result<nft::Protocol> parseProtocolField(const json* value, const std::string& field) {
-  if (value == nullptr) return nft::Protocol::kTcp;
+Result<Protocol> parseProtocolField(const json* value, const std::string& field) {
+  if (value == nullptr) return Protocol::kTcp;
   if (!value->is_string()) return invalid(field, *value, "must be a string");
   const auto& text = value->get_ref<const std::string&>();
-  if (text.empty()) return nft::Protocol::kTcp;
-  auto protocol = nft::parseProtocol(text);
+  if (text.empty()) return Protocol::kTcp;
+  auto protocol = parseProtocol(text);
   if (!protocol) return invalid(field, *value, "is not tcp, udp or sctp");
   return *protocol;
 }

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/ip_address.h"
+#include "common/protocol.h"
 #include "nft/forward.h"
 
 namespace hostport::cni {
@@ -18,7 +19,7 @@ namespace hostport::cni {
 struct PortMapping {
   uint16_t hostPort = 0;
   uint16_t containerPort = 0;
-  nft::Protocol protocol = nft::Protocol::kTcp;
+  Protocol protocol = Protocol::kTcp;
   std::optional<IpAddress> hostIp;  // absent, "" and unspecified addresses (0.0.0.0, ::) mean any
   friend bool operator==(const PortMapping&, const PortMapping&) = default;
 };

@@ -32,18 +32,6 @@ class AgentPortAuthority : public PortAuthority {
   agent::api::AgentClient client_;
 };
 
-agent::PortProtocol portProtocol(nft::Protocol protocol) {
-  switch (protocol) {
-    case nft::Protocol::kTcp:
-      return agent::PortProtocol::kTcp;
-    case nft::Protocol::kUdp:
-      return agent::PortProtocol::kUdp;
-    case nft::Protocol::kSctp:
-      return agent::PortProtocol::kSctp;
-  }
-  return agent::PortProtocol::kTcp;
-}
-
 std::string argument(const CniEnv& env, const char* name) {
   const auto found = env.args.find(name);
   return found == env.args.end() ? std::string() : found->second;
@@ -65,8 +53,8 @@ agent::AllocationRequest allocationRequestFor(const CniEnv& env, const PluginCon
   request.netns = env.netns;
   request.pool = std::move(pool);
   for (const auto& mapping : config.portMappings) {
-    request.statics.push_back(
-        {mapping.hostPort, mapping.containerPort, portProtocol(mapping.protocol), mapping.hostIp});
+    request.statics.push_back({mapping.hostPort, mapping.containerPort,
+                               agent::portProtocol(mapping.protocol), mapping.hostIp});
   }
   request.dynamics = std::move(dynamics);
   return request;

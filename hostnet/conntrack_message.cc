@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/protocol.h"
 #include "hostnet/netlink_attributes.h"
 
 namespace hostport::hostnet {
@@ -27,7 +28,6 @@ constexpr uint16_t ctnetlinkType(uint8_t message) {
 }
 
 uint8_t addressFamily(Family family) { return family == Family::kIPv4 ? AF_INET : AF_INET6; }
-size_t addressLength(Family family) { return family == Family::kIPv4 ? 4 : 16; }
 
 /// Starts a ctnetlink message in `buffer` (which must outlive the returned header).
 nlmsghdr* putCtnetlinkHeader(std::vector<std::byte>& buffer, uint8_t message, uint16_t flags,
@@ -49,8 +49,8 @@ std::unexpected<Error> malformed(const std::string& why) {
 /// The fields of a CTA_TUPLE_* payload, as they land in a ConntrackEntry.
 struct Tuple {
   uint8_t l4proto = 0;
-  std::array<uint8_t, 16> src{};
-  std::array<uint8_t, 16> dst{};
+  IpAddress src;
+  IpAddress dst;
   uint16_t srcPort = 0;
   uint16_t dstPort = 0;
 };
@@ -67,14 +67,14 @@ Result<void> parseTupleIp(Bytes nest, Family family, Tuple& tuple) {
       problem = "address of the wrong family in the tuple";
       return false;
     }
-    if (payload.size() != addressLength(family)) {
+    const auto address = IpAddress::fromBytes(
+        family, {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()});
+    if (!address) {
       problem = "address attribute of " + std::to_string(payload.size()) + " bytes";
       return false;
     }
     const bool isSrc = type == CTA_IP_V4_SRC || type == CTA_IP_V6_SRC;
-    auto& target = isSrc ? tuple.src : tuple.dst;
-    target = {};
-    std::memcpy(target.data(), payload.data(), payload.size());
+    (isSrc ? tuple.src : tuple.dst) = *address;
     (isSrc ? haveSrc : haveDst) = true;
     return true;
   });
@@ -133,35 +133,11 @@ Result<Tuple> parseTuple(Bytes nest, Family family) {
   return tuple;
 }
 
-std::string protocolName(uint8_t proto) {
-  switch (proto) {
-    case IPPROTO_UDP:
-      return "udp";
-    case IPPROTO_TCP:
-      return "tcp";
-    case IPPROTO_ICMP:
-      return "icmp";
-    case IPPROTO_ICMPV6:
-      return "icmpv6";
-    case IPPROTO_SCTP:
-      return "sctp";
-    default:
-      return "proto " + std::to_string(proto);
-  }
-}
-
-std::string endpoint(Family family, const std::array<uint8_t, 16>& address, uint16_t port) {
-  char text[INET6_ADDRSTRLEN] = {};
-  inet_ntop(addressFamily(family), address.data(), text, sizeof(text));
-  return family == Family::kIPv4 ? std::string(text) + ":" + std::to_string(port)
-                                 : "[" + std::string(text) + "]:" + std::to_string(port);
-}
-
 }  // namespace
 
 std::string ConntrackEntry::describe() const {
-  return protocolName(l4proto) + " " + endpoint(family, origSrc, origSrcPort) + " -> " +
-         endpoint(family, origDst, origDstPort);
+  return ipProtocolName(l4proto) + " " + describeEndpoint(origSrc, origSrcPort) + " -> " +
+         describeEndpoint(origDst, origDstPort);
 }
 
 std::vector<std::byte> buildConntrackDump(Family family, std::optional<uint16_t> udpDstPort) {
@@ -255,11 +231,9 @@ Result<std::vector<std::byte>> buildConntrackDelete(const ConntrackEntry& entry)
     return fail(ErrorCode::kInvalidArgument,
                 "conntrack entry has an invalid original tuple: " + tuple.error().message);
   }
-  const size_t addressBytes = addressLength(entry.family);
   if (tuple->l4proto != entry.l4proto || tuple->srcPort != entry.origSrcPort ||
-      tuple->dstPort != entry.origDstPort ||
-      std::memcmp(tuple->src.data(), entry.origSrc.data(), addressBytes) != 0 ||
-      std::memcmp(tuple->dst.data(), entry.origDst.data(), addressBytes) != 0) {
+      tuple->dstPort != entry.origDstPort || tuple->src != entry.origSrc ||
+      tuple->dst != entry.origDst) {
     return fail(ErrorCode::kInvalidArgument,
                 "conntrack entry fields do not match its raw tuple: " + entry.describe());
   }

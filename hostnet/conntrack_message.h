@@ -30,10 +30,10 @@ namespace hostport::hostnet {
 
 /// One conntrack entry as far as the flush cares: its original-direction tuple.
 struct ConntrackEntry {
-  Family family = Family::kIPv4;
-  uint8_t l4proto = 0;                // IPPROTO_*
-  std::array<uint8_t, 16> origSrc{};  // network order; IPv4 uses the first 4 bytes
-  std::array<uint8_t, 16> origDst{};
+  Family family = Family::kIPv4;  // the message's; both addresses have it too
+  uint8_t l4proto = 0;            // IPPROTO_*, any protocol (ICMP flows have entries too)
+  IpAddress origSrc;
+  IpAddress origDst;
   uint16_t origSrcPort = 0;  // host order; 0 for protocols without ports
   uint16_t origDstPort = 0;
   std::optional<uint16_t> zone;         // CTA_ZONE, host order

@@ -1,11 +1,9 @@
 #include "hostnet/route_message.h"
 
-#include <arpa/inet.h>
 #include <libmnl/libmnl.h>
 #include <linux/rtnetlink.h>
 
 #include <algorithm>
-#include <array>
 #include <optional>
 #include <string>
 
@@ -24,10 +22,6 @@ Result<std::vector<std::byte>> buildRouteGet(const IpAddress& destination) {
   if (destination.family() != Family::kIPv4) {
     return fail(ErrorCode::kInvalidArgument, "route lookup is IPv4 only, got " + destination.str());
   }
-  std::array<uint8_t, 4> address{};
-  if (inet_pton(AF_INET, destination.str().c_str(), address.data()) != 1) {
-    return fail(ErrorCode::kInternal, "IpAddress holds unparsable text " + destination.str());
-  }
   std::vector<std::byte> buffer(128);
   nlmsghdr* nlh = mnl_nlmsg_put_header(buffer.data());
   nlh->nlmsg_type = RTM_GETROUTE;
@@ -35,7 +29,7 @@ Result<std::vector<std::byte>> buildRouteGet(const IpAddress& destination) {
   auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
   rtm->rtm_family = AF_INET;
   rtm->rtm_dst_len = 32;  // a host lookup, as `ip route get` does
-  mnl_attr_put(nlh, RTA_DST, address.size(), address.data());
+  mnl_attr_put(nlh, RTA_DST, destination.bytes().size(), destination.bytes().data());
   buffer.resize(nlh->nlmsg_len);
   return buffer;
 }

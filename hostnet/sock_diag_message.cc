@@ -53,39 +53,21 @@ std::vector<std::byte> dumpMessage(uint16_t type, const Request& request,
 
 }  // namespace
 
-std::string ipProtocolName(uint8_t protocol) {
-  switch (protocol) {
-    case IPPROTO_TCP:
-      return "tcp";
-    case IPPROTO_UDP:
-      return "udp";
-    case IPPROTO_SCTP:
-      return "sctp";
-    default:
-      return "proto " + std::to_string(protocol);
-  }
-}
-
 std::string BoundSocket::describe() const {
-  char text[INET6_ADDRSTRLEN] = {};
-  const bool v4 = family == Family::kIPv4;
-  inet_ntop(v4 ? AF_INET : AF_INET6, address.data(), text, sizeof(text));
-  const std::string host = v4 ? std::string(text) : "[" + std::string(text) + "]";
-  return ipProtocolName(protocol) + " " + host + ":" + std::to_string(port) + " (inode " +
+  return std::string(protocolName(protocol)) + " " + describeEndpoint(address, port) + " (inode " +
          std::to_string(inode) + ", uid " + std::to_string(uid) + ")";
 }
 
-uint32_t boundStateMask(uint8_t protocol, bool boundOnlyTcp) {
+uint32_t boundStateMask(Protocol protocol, bool boundOnlyTcp) {
   switch (protocol) {
-    case IPPROTO_TCP:
+    case Protocol::kTcp:
       return stateBit(kTcpListen) | (boundOnlyTcp ? stateBit(kTcpBoundInactive) : 0);
-    case IPPROTO_UDP:
+    case Protocol::kUdp:
       return ~0u;  // udp_diag matches 1 << sk_state; unconnected sockets are CLOSE
-    case IPPROTO_SCTP:
+    case Protocol::kSctp:
       return stateBit(kTcpListen);  // sctp_diag reports endpoints under TCPF_LISTEN
-    default:
-      return 0;
   }
+  return 0;
 }
 
 std::vector<PortSpan> normalizedSpans(std::vector<PortSpan> spans) {
@@ -133,11 +115,11 @@ std::vector<std::byte> buildPortFilter(std::span<const PortSpan> spans) {
   return program;
 }
 
-std::vector<std::byte> buildSockDiagDump(Family family, uint8_t protocol, uint32_t states,
+std::vector<std::byte> buildSockDiagDump(Family family, Protocol protocol, uint32_t states,
                                          std::span<const std::byte> portFilter) {
   inet_diag_req_v2 request{};  // zero id: no address or port filter, any interface
   request.sdiag_family = family == Family::kIPv4 ? AF_INET : AF_INET6;
-  request.sdiag_protocol = protocol;
+  request.sdiag_protocol = ipProtocolNumber(protocol);
   request.idiag_ext = 0;  // no extensions: about 100 bytes per socket instead of ~300
   request.idiag_states = states;
   return dumpMessage(SOCK_DIAG_BY_FAMILY, request, portFilter);
@@ -152,12 +134,12 @@ std::vector<std::byte> buildTcpDumpBothFamilies(uint32_t states,
   return dumpMessage(TCPDIAG_GETSOCK, request, portFilter);
 }
 
-Result<BoundSocket> parseSockDiagMessage(std::span<const std::byte> message, uint8_t protocol) {
+Result<BoundSocket> parseSockDiagMessage(std::span<const std::byte> message, Protocol protocol) {
   const auto bytes = messageBytes(message);
   if (!bytes) return malformed("truncated netlink header or bad nlmsg_len");
   const auto header = readStruct<nlmsghdr>(*bytes);
   // TCPDIAG_GETSOCK: the kernel answers a compat dump in the request's own type.
-  const bool compatTcp = header->nlmsg_type == TCPDIAG_GETSOCK && protocol == IPPROTO_TCP;
+  const bool compatTcp = header->nlmsg_type == TCPDIAG_GETSOCK && protocol == Protocol::kTcp;
   if (header->nlmsg_type != SOCK_DIAG_BY_FAMILY && !compatTcp) {
     return malformed("unexpected message type " + std::to_string(header->nlmsg_type));
   }
@@ -165,14 +147,11 @@ Result<BoundSocket> parseSockDiagMessage(std::span<const std::byte> message, uin
   const auto diag = readStruct<inet_diag_msg>(body);
   if (!diag) return malformed("truncated inet_diag_msg");
 
-  BoundSocket socket;
-  size_t addressLength = 0;
+  Family family = Family::kIPv4;
   if (diag->idiag_family == AF_INET) {
-    socket.family = Family::kIPv4;
-    addressLength = 4;
+    family = Family::kIPv4;
   } else if (diag->idiag_family == AF_INET6) {
-    socket.family = Family::kIPv6;
-    addressLength = 16;
+    family = Family::kIPv6;
   } else {
     return malformed("unsupported family " + std::to_string(diag->idiag_family));
   }
@@ -187,18 +166,21 @@ Result<BoundSocket> parseSockDiagMessage(std::span<const std::byte> message, uin
       problem = "INET_DIAG_PROTOCOL is not one byte";
       return false;
     }
-    if (std::to_integer<uint8_t>(payload[0]) != protocol) {
+    if (std::to_integer<uint8_t>(payload[0]) != ipProtocolNumber(protocol)) {
       problem = "reply for protocol " + std::to_string(std::to_integer<int>(payload[0])) +
-                " in a dump of protocol " + std::to_string(protocol);
+                " in a dump of protocol " + std::to_string(ipProtocolNumber(protocol));
       return false;
     }
     return true;
   });
   if (!ok) return malformed(problem.empty() ? "bad attribute length" : problem);
 
+  BoundSocket socket;
   socket.protocol = protocol;
   socket.state = diag->idiag_state;
-  std::memcpy(socket.address.data(), diag->id.idiag_src, addressLength);
+  // idiag_src is four 32-bit words in network order; IPv4 uses the first.
+  socket.address = *IpAddress::fromBytes(
+      family, {reinterpret_cast<const uint8_t*>(diag->id.idiag_src), addressSize(family)});
   socket.port = ntohs(diag->id.idiag_sport);
   socket.inode = diag->idiag_inode;
   socket.uid = diag->idiag_uid;

@@ -44,6 +44,7 @@
 
 #include "common/error.h"
 #include "common/ip_address.h"
+#include "common/protocol.h"
 
 namespace hostport::hostnet {
 
@@ -53,10 +54,6 @@ inline constexpr uint8_t kTcpEstablished = 1;
 inline constexpr uint8_t kTcpClose = 7;
 inline constexpr uint8_t kTcpListen = 10;
 inline constexpr uint8_t kTcpBoundInactive = 13;  // pseudo-state, Linux >= 6.10
-
-/// The protocols a snapshot covers, in dump order.
-inline constexpr std::array<uint8_t, 3> kBoundSocketProtocols = {6 /* tcp */, 17 /* udp */,
-                                                                 132 /* sctp */};
 
 /// An inclusive range of local ports.
 struct PortSpan {
@@ -70,13 +67,14 @@ inline constexpr std::size_t kMaxFilterSpans = 256;
 
 /// One socket from a sock_diag dump, as far as port verification cares.
 struct BoundSocket {
-  Family family = Family::kIPv4;
-  uint8_t protocol = 0;               // IPPROTO_TCP / IPPROTO_UDP / IPPROTO_SCTP
-  uint8_t state = 0;                  // idiag_state (kTcpListen, kTcpClose, ...)
-  std::array<uint8_t, 16> address{};  // local address, network order; IPv4 uses the first 4 bytes
-  uint16_t port = 0;                  // local port, host order
-  uint32_t inode = 0;                 // 0 for sockets without a file (kernel tunnel sockets)
+  Protocol protocol = Protocol::kTcp;
+  uint8_t state = 0;   // idiag_state (kTcpListen, kTcpClose, ...)
+  IpAddress address;   // local address
+  uint16_t port = 0;   // local port
+  uint32_t inode = 0;  // 0 for sockets without a file (kernel tunnel sockets)
   uint32_t uid = 0;
+
+  Family family() const { return address.family(); }
 
   /// "tcp 127.0.0.1:8080 (inode 1234, uid 0)", for error messages and logs.
   std::string describe() const;
@@ -84,9 +82,8 @@ struct BoundSocket {
 };
 
 /// The idiag_states bit mask of the sockets that count as bound for `protocol` (see the design
-/// note); 0 for a protocol this module does not cover. `boundOnlyTcp` adds TCP sockets that are
-/// bound but not listening.
-uint32_t boundStateMask(uint8_t protocol, bool boundOnlyTcp = false);
+/// note). `boundOnlyTcp` adds TCP sockets that are bound but not listening.
+uint32_t boundStateMask(Protocol protocol, bool boundOnlyTcp = false);
 
 /// `spans` sorted, with overlapping and adjacent spans merged (and first > last swapped).
 std::vector<PortSpan> normalizedSpans(std::vector<PortSpan> spans);
@@ -99,7 +96,7 @@ std::vector<std::byte> buildPortFilter(std::span<const PortSpan> spans);
 /// A SOCK_DIAG_BY_FAMILY dump request (NLM_F_REQUEST | NLM_F_DUMP, inet_diag_req_v2) for one
 /// family and protocol, asking for the states in `states` and no extensions (small replies).
 /// A non-empty `portFilter` (from buildPortFilter()) is attached as INET_DIAG_REQ_BYTECODE.
-std::vector<std::byte> buildSockDiagDump(Family family, uint8_t protocol, uint32_t states,
+std::vector<std::byte> buildSockDiagDump(Family family, Protocol protocol, uint32_t states,
                                          std::span<const std::byte> portFilter = {});
 
 /// The same dump for TCP in the older TCPDIAG_GETSOCK form (inet_diag_req), which covers both
@@ -111,9 +108,6 @@ std::vector<std::byte> buildTcpDumpBothFamilies(uint32_t states,
 /// Parses one SOCK_DIAG_BY_FAMILY (or TCPDIAG_GETSOCK) reply message (inet_diag_msg plus
 /// attributes) of a dump that asked for `protocol` (inet_diag_msg itself does not carry it). Fails
 /// cleanly on truncated or malformed bytes; never reads outside `message`.
-Result<BoundSocket> parseSockDiagMessage(std::span<const std::byte> message, uint8_t protocol);
-
-/// "tcp", "udp", "sctp" or "proto <n>".
-std::string ipProtocolName(uint8_t protocol);
+Result<BoundSocket> parseSockDiagMessage(std::span<const std::byte> message, Protocol protocol);
 
 }  // namespace hostport::hostnet

@@ -15,22 +15,16 @@
 namespace hostport::hostnet {
 namespace {
 
-constexpr uint8_t kAllProtocols = (1u << kBoundSocketProtocols.size()) - 1;
+constexpr uint8_t kEveryProtocol = (1u << kAllProtocols.size()) - 1;
 
-/// Index of `protocol` in kBoundSocketProtocols, or -1.
-int protocolIndex(uint8_t protocol) {
-  for (size_t i = 0; i < kBoundSocketProtocols.size(); ++i) {
-    if (kBoundSocketProtocols[i] == protocol) return static_cast<int>(i);
-  }
-  return -1;
-}
+uint8_t protocolBit(Protocol protocol) { return uint8_t{1} << static_cast<int>(protocol); }
 
-uint32_t holderKey(uint8_t protocol, uint16_t port) {
+uint32_t holderKey(Protocol protocol, uint16_t port) {
   return (static_cast<uint32_t>(protocol) << 16) | port;
 }
 
 /// A dump's message handler: parses each reply as a socket of `protocol` and appends it to `out`.
-auto collectInto(uint8_t protocol, std::vector<BoundSocket>& out) {
+auto collectInto(Protocol protocol, std::vector<BoundSocket>& out) {
   return [protocol, &out](std::span<const std::byte> message) -> Result<void> {
     auto parsed = parseSockDiagMessage(message, protocol);
     if (!parsed) return std::unexpected(std::move(parsed.error()));
@@ -40,17 +34,17 @@ auto collectInto(uint8_t protocol, std::vector<BoundSocket>& out) {
 }
 
 /// Dumps one (family, protocol) into `out`. SCTP may be missing from the kernel altogether.
-Result<void> dumpInto(NetlinkSocket& socket, Family family, uint8_t protocol,
+Result<void> dumpInto(NetlinkSocket& socket, Family family, Protocol protocol,
                       const SnapshotOptions& options, std::span<const std::byte> portFilter,
                       std::vector<BoundSocket>& out) {
   auto request = buildSockDiagDump(
       family, protocol, boundStateMask(protocol, options.includeBoundOnlyTcp), portFilter);
   const auto what = [&] {
-    return "sock_diag dump of " + std::string(familyName(family)) + " " + ipProtocolName(protocol) +
-           " sockets";
+    return "sock_diag dump of " + std::string(familyName(family)) + " " +
+           std::string(protocolName(protocol)) + " sockets";
   };
   const auto collect = collectInto(protocol, out);
-  if (protocol == IPPROTO_SCTP) {
+  if (protocol == Protocol::kSctp) {
     // ENOENT: no sctp_diag handler (and no module to load). EINVAL/EOPNOTSUPP/EPROTONOSUPPORT:
     // older or trimmed kernels. None of them can have an SCTP socket to collide with.
     auto status = socket.requestAccepting(request, "sock_diag dump of sctp sockets",
@@ -65,7 +59,7 @@ Result<void> dumpInto(NetlinkSocket& socket, Family family, uint8_t protocol,
     // No tcp_diag/udp_diag handler: nothing can be verified without it, so this stays an error,
     // but one that says what to do.
     return fail(ErrorCode::kKernel, what() + ": " + std::generic_category().message(ENOENT) +
-                                        " (is the " + ipProtocolName(protocol) +
+                                        " (is the " + std::string(protocolName(protocol)) +
                                         "_diag module loaded?)");
   }
   return {};
@@ -80,12 +74,12 @@ Result<bool> dumpTcpBothFamilies(NetlinkSocket& socket, const SnapshotOptions& o
                                  std::span<const std::byte> portFilter,
                                  std::vector<BoundSocket>& out) {
   if (compatTcpRefused.load(std::memory_order_relaxed)) return false;
-  auto request = buildTcpDumpBothFamilies(boundStateMask(IPPROTO_TCP, options.includeBoundOnlyTcp),
-                                          portFilter);
+  auto request = buildTcpDumpBothFamilies(
+      boundStateMask(Protocol::kTcp, options.includeBoundOnlyTcp), portFilter);
   const std::size_t before = out.size();
   auto status =
       socket.requestAccepting(request, "sock_diag dump of tcp sockets",
-                              {EOPNOTSUPP, EINVAL, ENOENT}, collectInto(IPPROTO_TCP, out));
+                              {EOPNOTSUPP, EINVAL, ENOENT}, collectInto(Protocol::kTcp, out));
   if (!status) return std::unexpected(std::move(status.error()));
   if (*status != 0) {
     out.resize(before);
@@ -114,33 +108,20 @@ Result<SocketTable> SocketTable::snapshot(NetlinkSocketPool& sockets,
 
 Result<SocketTable> SocketTable::snapshot(NetlinkSocket& socket, const SnapshotOptions& options) {
   uint8_t covered = 0;
-  for (const uint8_t protocol : options.protocols) {
-    const int index = protocolIndex(protocol);
-    if (index < 0) {
-      return fail(ErrorCode::kInvalidArgument,
-                  "cannot snapshot " + ipProtocolName(protocol) + " sockets");
-    }
-    covered |= uint8_t{1} << index;
-  }
-  if (options.protocols.empty()) covered = kAllProtocols;
+  for (const Protocol protocol : options.protocols) covered |= protocolBit(protocol);
+  if (options.protocols.empty()) covered = kEveryProtocol;
   const auto filter = buildPortFilter(options.ports);
 
   std::vector<BoundSocket> sockets;
   bool tcpDone = false;
-  if (covered & (1u << protocolIndex(IPPROTO_TCP))) {
-    auto both = dumpTcpBothFamilies(socket, options, filter, sockets);
-    if (!both) return std::unexpected(std::move(both.error()));
-    tcpDone = *both;
+  if (covered & protocolBit(Protocol::kTcp)) {
+    HOSTPORT_TRY(tcpDone, dumpTcpBothFamilies(socket, options, filter, sockets));
   }
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
-    for (size_t i = 0; i < kBoundSocketProtocols.size(); ++i) {
-      if ((covered & (1u << i)) == 0) continue;
-      if (tcpDone && kBoundSocketProtocols[i] == IPPROTO_TCP) continue;
-      if (auto result =
-              dumpInto(socket, family, kBoundSocketProtocols[i], options, filter, sockets);
-          !result) {
-        return std::unexpected(std::move(result.error()));
-      }
+    for (const Protocol protocol : kAllProtocols) {
+      if ((covered & protocolBit(protocol)) == 0) continue;
+      if (tcpDone && protocol == Protocol::kTcp) continue;
+      HOSTPORT_TRY_VOID(dumpInto(socket, family, protocol, options, filter, sockets));
     }
   }
   SocketTable table = fromSockets(std::move(sockets));
@@ -153,12 +134,12 @@ Result<SocketTable> SocketTable::snapshot(NetlinkSocket& socket, const SnapshotO
 SocketTable SocketTable::fromSockets(std::vector<BoundSocket> sockets) {
   SocketTable table;
   table.sockets_ = std::move(sockets);
-  table.coveredProtocols_ = kAllProtocols;
+  table.coveredProtocols_ = kEveryProtocol;
   auto& holders = table.holders_;
   holders.reserve(table.sockets_.size());
   for (uint32_t i = 0; i < table.sockets_.size(); ++i) {
     const BoundSocket& socket = table.sockets_[i];
-    if (protocolIndex(socket.protocol) < 0 || socket.port == 0) continue;
+    if (socket.port == 0) continue;
     holders.emplace_back(holderKey(socket.protocol, socket.port), i);
   }
   std::ranges::stable_sort(holders, {}, &std::pair<uint32_t, uint32_t>::first);
@@ -179,28 +160,27 @@ SocketTable SocketTable::fromSockets(std::vector<BoundSocket> sockets) {
   return table;
 }
 
-bool SocketTable::covers(uint8_t protocol, uint16_t port) const {
-  const int index = protocolIndex(protocol);
-  if (index < 0 || (coveredProtocols_ & (1u << index)) == 0) return false;
+bool SocketTable::covers(Protocol protocol, uint16_t port) const {
+  if ((coveredProtocols_ & protocolBit(protocol)) == 0) return false;
   if (coveredPorts_.empty()) return true;
   // The last span that starts at or below `port`.
   const auto after = std::ranges::upper_bound(coveredPorts_, port, {}, &PortSpan::first);
   return after != coveredPorts_.begin() && port <= std::prev(after)->last;
 }
 
-bool SocketTable::isBound(uint8_t protocol, uint16_t port) const {
+bool SocketTable::isBound(Protocol protocol, uint16_t port) const {
   return find(protocol, port) != nullptr;
 }
 
-const BoundSocket* SocketTable::find(uint8_t protocol, uint16_t port) const {
-  if (port == 0 || protocolIndex(protocol) < 0) return nullptr;
+const BoundSocket* SocketTable::find(Protocol protocol, uint16_t port) const {
+  if (port == 0) return nullptr;
   const uint32_t key = holderKey(protocol, port);
   const auto it =
       std::ranges::lower_bound(holders_, key, {}, &std::pair<uint32_t, uint32_t>::first);
   return it == holders_.end() || it->first != key ? nullptr : &sockets_[it->second];
 }
 
-std::optional<uint32_t> SocketTable::inodeOf(uint8_t protocol, uint16_t port) const {
+std::optional<uint32_t> SocketTable::inodeOf(Protocol protocol, uint16_t port) const {
   const BoundSocket* socket = find(protocol, port);
   if (socket == nullptr) return std::nullopt;
   return socket->inode;

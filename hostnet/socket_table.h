@@ -33,8 +33,8 @@ struct SnapshotOptions {
   /// default: it adds a walk of the kernel's global TCP hash tables, about 1.6 ms per family on
   /// a 24 GB node and more on bigger ones, whatever the number of sockets (sock_diag_message.h).
   bool includeBoundOnlyTcp = false;
-  /// The protocols to dump (IPPROTO_*), out of kBoundSocketProtocols; empty: all of them.
-  std::vector<uint8_t> protocols;
+  /// The protocols to dump; empty: all of them.
+  std::vector<Protocol> protocols;
   /// The local ports to ask the kernel for; empty: every port.
   std::vector<PortSpan> ports;
 };
@@ -58,25 +58,24 @@ class SocketTable {
   /// snapshot and is closed after a failure.
   static Result<SocketTable> snapshot(NetlinkSocketPool& sockets, const SnapshotOptions& options);
 
-  /// A table over `sockets` that covers every port of kBoundSocketProtocols (for tests and for
-  /// callers that filter a dump). Sockets of other protocols, and with port 0, are kept in
-  /// sockets() but never count as bound.
+  /// A table over `sockets` that covers every port of every protocol (for tests and for callers
+  /// that filter a dump). Sockets with port 0 are kept in sockets() but never count as bound.
   static SocketTable fromSockets(std::vector<BoundSocket> sockets);
 
   /// Whether this table can answer for (protocol, port): the protocol was dumped and the port was
   /// inside the dump's port filter.
-  bool covers(uint8_t protocol, uint16_t port) const;
+  bool covers(Protocol protocol, uint16_t port) const;
 
-  /// Whether any socket of `protocol` (IPPROTO_*) holds `port`, on any address of either family.
-  bool isBound(uint8_t protocol, uint16_t port) const;
+  /// Whether any socket of `protocol` holds `port`, on any address of either family.
+  bool isBound(Protocol protocol, uint16_t port) const;
 
   /// The inode of a socket holding (protocol, port): one with a file when there is one, else 0
   /// (a kernel socket such as a VXLAN or WireGuard tunnel). nullopt when the port is not bound.
-  std::optional<uint32_t> inodeOf(uint8_t protocol, uint16_t port) const;
+  std::optional<uint32_t> inodeOf(Protocol protocol, uint16_t port) const;
 
   /// The socket inodeOf() speaks for (address, uid, state for an error message); nullptr when
   /// the port is not bound. Valid as long as this table.
-  const BoundSocket* find(uint8_t protocol, uint16_t port) const;
+  const BoundSocket* find(Protocol protocol, uint16_t port) const;
 
   /// The number of sockets in the snapshot (not of distinct ports).
   std::size_t size() const { return sockets_.size(); }
@@ -90,7 +89,7 @@ class SocketTable {
   // entry per key. A sorted vector rather than per-port bitmaps: a narrowed dump holds a handful
   // of sockets, and clearing 24 KiB of bitmaps per request cost more than the lookups.
   std::vector<std::pair<uint32_t, uint32_t>> holders_;
-  uint8_t coveredProtocols_ = 0;        // bit i: kBoundSocketProtocols[i] was dumped
+  uint8_t coveredProtocols_ = 0;        // bit i: kAllProtocols[i] was dumped
   std::vector<PortSpan> coveredPorts_;  // normalized; empty: every port
 };
 

@@ -30,12 +30,9 @@ std::string conditionalRule(const Forward& forward, const std::string& owner) {
   const std::string f(nftFamily(forward.family()));
   std::string rule = forward.conditions;
   if (forward.hostIp) rule += " " + f + " daddr " + forward.hostIp->str();
-  const std::string target = forward.family() == Family::kIPv4
-                                 ? forward.containerIp.str()
-                                 : "[" + forward.containerIp.str() + "]";
   rule += " meta l4proto " + std::string(protocolName(forward.protocol)) + " th dport " +
-          std::to_string(forward.hostPort) + " dnat " + f + " to " + target + ":" +
-          std::to_string(forward.containerPort);
+          std::to_string(forward.hostPort) + " dnat " + f + " to " +
+          describeEndpoint(forward.containerIp, forward.containerPort);
   return "add rule " + tableRef(forward.family()) + " " + std::string(kConditionalChain) + " " +
          rule + comment(owner) + "\n";
 }

@@ -34,27 +34,6 @@ bool isConditionChar(unsigned char c) {
 
 }  // namespace
 
-std::string_view protocolName(Protocol protocol) {
-  switch (protocol) {
-    case Protocol::kTcp:
-      return "tcp";
-    case Protocol::kUdp:
-      return "udp";
-    case Protocol::kSctp:
-      return "sctp";
-  }
-  return "tcp";
-}
-
-Result<Protocol> parseProtocol(std::string_view text) {
-  const std::string name = lowercase(text);
-  if (name == "tcp") return Protocol::kTcp;
-  if (name == "udp") return Protocol::kUdp;
-  if (name == "sctp") return Protocol::kSctp;
-  return fail(ErrorCode::kInvalidArgument, "unknown protocol \"" + std::string(text.substr(0, 64)) +
-                                               "\" (want tcp, udp or sctp)");
-}
-
 Result<std::string> makeOwner(std::string_view containerId, std::string_view ifname) {
   const bool idOk = !containerId.empty() && containerId.size() <= kMaxContainerIdLength &&
                     std::isalnum(static_cast<unsigned char>(containerId.front())) &&
@@ -131,13 +110,10 @@ Result<std::string> validateConditions(const std::vector<std::string>& parts) {
 }
 
 std::string describe(const Forward& forward) {
-  const bool v6 = forward.family() == Family::kIPv6;
-  const auto hostIp = forward.hostIp ? forward.hostIp->str() : (v6 ? "::" : "0.0.0.0");
-  const auto endpoint = [v6](const std::string& ip, uint16_t port) {
-    return (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(port);
-  };
-  return std::string(protocolName(forward.protocol)) + " " + endpoint(hostIp, forward.hostPort) +
-         " -> " + endpoint(forward.containerIp.str(), forward.containerPort);
+  const IpAddress hostIp = forward.hostIp.value_or(IpAddress::unspecified(forward.family()));
+  return std::string(protocolName(forward.protocol)) + " " +
+         describeEndpoint(hostIp, forward.hostPort) + " -> " +
+         describeEndpoint(forward.containerIp, forward.containerPort);
 }
 
 }  // namespace hostport::nft

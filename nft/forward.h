@@ -9,14 +9,9 @@
 
 #include "common/error.h"
 #include "common/ip_address.h"
+#include "common/protocol.h"
 
 namespace hostport::nft {
-
-enum class Protocol { kTcp, kUdp, kSctp };
-
-std::string_view protocolName(Protocol protocol);  // "tcp", "udp", "sctp"
-/// Case-insensitive: containerd sends "TCP".
-Result<Protocol> parseProtocol(std::string_view text);
 
 /// One DNAT: traffic for (hostIp or any local address, protocol, hostPort) goes to
 /// containerIp:containerPort. Forwards without conditions live in the O(1) maps; forwards with

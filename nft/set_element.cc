@@ -1,7 +1,5 @@
 #include "nft/set_element.h"
 
-#include <arpa/inet.h>
-
 #include <array>
 #include <cstring>
 
@@ -13,19 +11,13 @@ namespace {
 constexpr std::byte kCommentTlv{0};  // NFTNL_UDATA_SET_ELEM_COMMENT
 constexpr size_t kRegister = 4;      // NFT_REG32_SIZE: the width every concatenated field rounds to
 
-size_t addressSize(Family family) { return family == Family::kIPv4 ? 4 : 16; }
-
 void appendAddress(ByteString& out, const IpAddress& address) {
-  std::array<std::byte, 16> raw{};
-  // IpAddress holds canonical text that inet_pton accepted once already.
-  inet_pton(address.family() == Family::kIPv4 ? AF_INET : AF_INET6, address.str().c_str(),
-            raw.data());
-  out.insert(out.end(), raw.begin(), raw.begin() + addressSize(address.family()));
+  for (const uint8_t b : address.bytes()) out.push_back(std::byte{b});
 }
 
 void appendProtocol(ByteString& out, Protocol protocol) {
-  const uint8_t number = protocol == Protocol::kTcp ? 6 : protocol == Protocol::kUdp ? 17 : 132;
-  out.insert(out.end(), {std::byte{number}, std::byte{0}, std::byte{0}, std::byte{0}});
+  out.insert(out.end(),
+             {std::byte{ipProtocolNumber(protocol)}, std::byte{0}, std::byte{0}, std::byte{0}});
 }
 
 void appendPort(ByteString& out, uint16_t port) {
@@ -40,26 +32,13 @@ class FieldReader {
   std::optional<IpAddress> address(Family family) {
     const size_t size = addressSize(family);
     if (!take(size)) return std::nullopt;
-    char text[INET6_ADDRSTRLEN] = {};
-    if (inet_ntop(family == Family::kIPv4 ? AF_INET : AF_INET6, bytes_.data() + offset_ - size,
-                  text, sizeof(text)) == nullptr) {
-      return std::nullopt;
-    }
-    auto parsed = IpAddress::parse(text);
-    return parsed ? std::optional(*parsed) : std::nullopt;
+    return IpAddress::fromBytes(
+        family, {reinterpret_cast<const uint8_t*>(bytes_.data() + offset_ - size), size});
   }
 
   std::optional<Protocol> protocol() {
     if (!take(kRegister) || !padded(offset_ - 3)) return std::nullopt;
-    switch (std::to_integer<uint8_t>(bytes_[offset_ - kRegister])) {
-      case 6:
-        return Protocol::kTcp;
-      case 17:
-        return Protocol::kUdp;
-      case 132:
-        return Protocol::kSctp;
-    }
-    return std::nullopt;
+    return fromIpProtocolNumber(std::to_integer<uint8_t>(bytes_[offset_ - kRegister]));
   }
 
   std::optional<uint16_t> port() {
@@ -87,23 +66,11 @@ class FieldReader {
   size_t offset_ = 0;
 };
 
-/// Sets the low (width - length) bits of an address; the last address of a prefix.
-ByteString lastAddress(ByteString first, int length) {
-  for (size_t bit = static_cast<size_t>(length); bit < first.size() * 8; ++bit) {
-    first[bit / 8] |= std::byte(0x80 >> (bit % 8));
-  }
-  return first;
-}
-
-/// The prefix length whose range is exactly [first, last]; nullopt when it is not a prefix.
-std::optional<int> prefixLength(const ByteString& first, const ByteString& last) {
-  for (int length = 0; length <= static_cast<int>(first.size() * 8); ++length) {
-    if (lastAddress(first, length) != last) continue;
-    ByteString network = first;
-    for (size_t bit = static_cast<size_t>(length); bit < network.size() * 8; ++bit) {
-      network[bit / 8] &= ~std::byte(0x80 >> (bit % 8));
-    }
-    if (network == first) return length;
+/// The prefix whose range is exactly [first, last]; nullopt when the range is not a prefix.
+std::optional<IpPrefix> prefixSpanning(const IpAddress& first, const IpAddress& last) {
+  for (int length = 0; length <= static_cast<int>(first.bytes().size() * 8); ++length) {
+    const IpPrefix prefix{first, length};
+    if (prefix.network().address == first && prefix.lastAddress() == last) return prefix;
   }
   return std::nullopt;
 }
@@ -149,11 +116,9 @@ SetElement elementOf(const Masquerade& masquerade, std::string_view owner) {
   SetElement element;
   element.family = masquerade.family();
   element.set = std::string(kMasqueradeSet);
-  ByteString first;
-  appendAddress(first, masquerade.source.network().address);
-  element.key = first;
+  appendAddress(element.key, masquerade.source.network().address);
   appendAddress(element.key, masquerade.podIp);
-  element.keyEnd = lastAddress(first, masquerade.source.length);
+  appendAddress(element.keyEnd, masquerade.source.lastAddress());
   appendAddress(element.keyEnd, masquerade.podIp);
   element.userdata = commentUserdata(owner);
   return element;
@@ -187,19 +152,19 @@ std::optional<InstalledForward> forwardOf(const SetElement& element) {
 
 std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element) {
   if (element.set != kMasqueradeSet) return std::nullopt;
-  const size_t size = addressSize(element.family);
-  if (element.key.size() != 2 * size || element.keyEnd.size() != 2 * size) return std::nullopt;
-  const ByteString first(element.key.begin(), element.key.begin() + size);
-  const ByteString last(element.keyEnd.begin(), element.keyEnd.begin() + size);
-  if (!std::equal(element.key.begin() + size, element.key.end(), element.keyEnd.begin() + size)) {
-    return std::nullopt;  // a range of pod IPs: not ours
-  }
-  const auto length = prefixLength(first, last);
   FieldReader start(element.key);
-  const auto source = start.address(element.family);
+  FieldReader end(element.keyEnd);
+  const auto first = start.address(element.family);
   const auto podIp = start.address(element.family);
-  if (!length || !source || !podIp) return std::nullopt;
-  return InstalledMasquerade{commentOf(element.userdata), Masquerade{{*source, *length}, *podIp}};
+  const auto last = end.address(element.family);
+  const auto podIpAtEnd = end.address(element.family);
+  if (!first || !podIp || !start.atEnd() || !last || !podIpAtEnd || !end.atEnd()) {
+    return std::nullopt;
+  }
+  if (*podIpAtEnd != *podIp) return std::nullopt;  // a range of pod IPs: not ours
+  const auto source = prefixSpanning(*first, *last);
+  if (!source) return std::nullopt;
+  return InstalledMasquerade{commentOf(element.userdata), Masquerade{*source, *podIp}};
 }
 
 }  // namespace hostport::nft

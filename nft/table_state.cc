@@ -34,20 +34,16 @@ const json* concatItems(const json& value, std::size_t expected) {
   return items.is_array() && items.size() == expected ? &items : nullptr;
 }
 
+/// nft lists a protocol by name, or by number when it has no name for it.
 std::optional<Protocol> protocolOf(const json& value) {
   if (value.is_string()) {
     auto parsed = parseProtocol(value.get<std::string>());
     return parsed ? std::optional(*parsed) : std::nullopt;
   }
   if (value.is_number_integer()) {
-    switch (value.get<int>()) {
-      case 6:
-        return Protocol::kTcp;
-      case 17:
-        return Protocol::kUdp;
-      case 132:
-        return Protocol::kSctp;
-    }
+    const auto number = value.get<int64_t>();
+    if (number < 0 || number > 255) return std::nullopt;
+    return fromIpProtocolNumber(static_cast<uint8_t>(number));
   }
   return std::nullopt;
 }

@@ -34,9 +34,9 @@ constexpr uint16_t kNoPool = UINT16_MAX;
 // Host-busy candidates one request may skip before giving up, so a host that binds the whole
 // pool cannot make one request probe it for ever.
 constexpr uint32_t kMaxHostRejections = 1024;
-constexpr uint8_t kAllProtocols = 0b111;
+constexpr uint8_t kEveryProtocol = 0b111;
 
-uint8_t protocolBit(nft::Protocol protocol) { return uint8_t{1} << static_cast<int>(protocol); }
+uint8_t protocolBit(Protocol protocol) { return uint8_t{1} << static_cast<int>(protocol); }
 
 uint8_t protocolMask(PortProtocol protocol) {
   uint8_t mask = 0;
@@ -46,15 +46,15 @@ uint8_t protocolMask(PortProtocol protocol) {
 
 std::string maskNames(uint8_t mask) {
   std::string out;
-  for (const auto protocol : {nft::Protocol::kTcp, nft::Protocol::kUdp, nft::Protocol::kSctp}) {
+  for (const Protocol protocol : kAllProtocols) {
     if ((mask & protocolBit(protocol)) == 0) continue;
     if (!out.empty()) out += ", ";
-    out += nft::protocolName(protocol);
+    out += protocolName(protocol);
   }
   return out;
 }
 
-uint32_t staticKey(nft::Protocol protocol, uint16_t port) {
+uint32_t staticKey(Protocol protocol, uint16_t port) {
   return (static_cast<uint32_t>(protocol) << 16) | port;
 }
 
@@ -69,8 +69,8 @@ bool overlaps(const std::optional<IpAddress>& a, const std::optional<IpAddress>&
   return !a || !b || *a == *b;
 }
 
-std::string portName(nft::Protocol protocol, uint16_t port) {
-  return std::string(nft::protocolName(protocol)) + "/" + std::to_string(port);
+std::string portName(Protocol protocol, uint16_t port) {
+  return std::string(protocolName(protocol)) + "/" + std::to_string(port);
 }
 
 std::string describe(const Lease& lease) {
@@ -112,8 +112,8 @@ Result<Strategy> parseStrategy(std::string_view text) {
 struct Allocator::State {
   struct Pool {
     std::string name;
-    uint8_t protocols = kAllProtocols;  // kernel protocols allowed
-    uint32_t used = 0;                  // ports of the pool held by some lease
+    uint8_t protocols = kEveryProtocol;  // kernel protocols allowed
+    uint32_t used = 0;                   // ports of the pool held by some lease
     std::unique_ptr<PortPicker> picker;
   };
   struct StaticHold {
@@ -194,7 +194,7 @@ struct Allocator::State {
   }
 
   // Who holds `port` for `protocol` on an address overlapping `hostIp`, if anyone.
-  std::optional<uint32_t> holderOf(nft::Protocol protocol, uint16_t port,
+  std::optional<uint32_t> holderOf(Protocol protocol, uint16_t port,
                                    const std::optional<IpAddress>& hostIp) const {
     if (dynamicHolder[port] != 0) return dynamicHolder[port] - 1;
     if (staticRefs[port] == 0) return std::nullopt;
@@ -207,8 +207,8 @@ struct Allocator::State {
   }
 
   // Any holder of the number `port`, in any protocol (what a dynamic grant needs free).
-  std::optional<std::pair<uint32_t, nft::Protocol>> anyHolderOf(uint16_t port) const {
-    for (const auto protocol : {nft::Protocol::kTcp, nft::Protocol::kUdp, nft::Protocol::kSctp}) {
+  std::optional<std::pair<uint32_t, Protocol>> anyHolderOf(uint16_t port) const {
+    for (const Protocol protocol : kAllProtocols) {
       if (const auto holder = holderOf(protocol, port, std::nullopt)) {
         return std::pair(*holder, protocol);
       }
@@ -216,7 +216,7 @@ struct Allocator::State {
     return std::nullopt;
   }
 
-  Error heldError(nft::Protocol protocol, uint16_t port, uint32_t holder) const {
+  Error heldError(Protocol protocol, uint16_t port, uint32_t holder) const {
     return Error{ErrorCode::kConflict,
                  "port " + portName(protocol, port) + " is held by " + describe(leaseAt(holder)),
                  {}};

@@ -37,10 +37,10 @@ class PortProbe {
  public:
   virtual ~PortProbe() = default;
   /// True when something on the host is bound to (protocol, port) on any address.
-  virtual bool isBound(nft::Protocol protocol, uint16_t port) = 0;
+  virtual bool isBound(Protocol protocol, uint16_t port) = 0;
   /// Who holds a bound port, for an error message only: finding the process can be slow
   /// (a /proc scan), so it is asked only once a static claim has failed.
-  virtual PortHolder holderOf(nft::Protocol protocol, uint16_t port) = 0;
+  virtual PortHolder holderOf(Protocol protocol, uint16_t port) = 0;
 };
 
 struct PoolUsage {

@@ -53,18 +53,34 @@ Result<PortProtocol> parsePortProtocol(std::string_view text) {
               "unknown protocol " + quoted(text) + " (want tcp, udp, sctp or tcpudp)");
 }
 
-std::vector<nft::Protocol> kernelProtocols(PortProtocol protocol) {
+std::span<const Protocol> kernelProtocols(PortProtocol protocol) {
+  static constexpr Protocol kTcp[] = {Protocol::kTcp};
+  static constexpr Protocol kUdp[] = {Protocol::kUdp};
+  static constexpr Protocol kSctp[] = {Protocol::kSctp};
+  static constexpr Protocol kTcpUdp[] = {Protocol::kTcp, Protocol::kUdp};
   switch (protocol) {
     case PortProtocol::kTcp:
-      return {nft::Protocol::kTcp};
+      return kTcp;
     case PortProtocol::kUdp:
-      return {nft::Protocol::kUdp};
+      return kUdp;
     case PortProtocol::kSctp:
-      return {nft::Protocol::kSctp};
+      return kSctp;
     case PortProtocol::kTcpUdp:
-      return {nft::Protocol::kTcp, nft::Protocol::kUdp};
+      return kTcpUdp;
   }
-  return {nft::Protocol::kTcp};
+  return kTcp;
+}
+
+PortProtocol portProtocol(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::kTcp:
+      return PortProtocol::kTcp;
+    case Protocol::kUdp:
+      return PortProtocol::kUdp;
+    case Protocol::kSctp:
+      return PortProtocol::kSctp;
+  }
+  return PortProtocol::kTcp;
 }
 
 std::string PortRange::str() const {

@@ -5,13 +5,14 @@
 #include <compare>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/error.h"
 #include "common/ip_address.h"
-#include "nft/forward.h"
+#include "common/protocol.h"
 
 namespace hostport::agent {
 
@@ -22,7 +23,9 @@ std::string_view protocolName(PortProtocol protocol);
 /// Case-insensitive "tcp", "udp", "sctp", "tcpudp"; kInvalidArgument naming the text otherwise.
 Result<PortProtocol> parsePortProtocol(std::string_view text);
 /// The kernel protocols a port of this kind occupies.
-std::vector<nft::Protocol> kernelProtocols(PortProtocol protocol);
+std::span<const Protocol> kernelProtocols(PortProtocol protocol);
+/// The PortProtocol that occupies exactly `protocol`.
+PortProtocol portProtocol(Protocol protocol);
 
 /// Leases are keyed by attachment, never by pod name: one pod can have several interfaces and a
 /// restarted sandbox is a new attachment.

@@ -1,9 +1,5 @@
 #include "agent/core/packed_lease.h"
 
-#include <arpa/inet.h>
-
-#include <array>
-#include <cassert>
 #include <cstring>
 
 #include "agent/core/packed_text.h"
@@ -57,32 +53,23 @@ void putGrant(std::string& out, const PortGrant& grant) {
   if (grant.isStatic) flags |= kStatic;
   if (grant.count != 1) flags |= kCount;
   if (!grant.name.empty()) flags |= kName;
-  // IpAddress holds canonical text that inet_pton takes back, so the bytes are its value.
-  std::array<unsigned char, 16> address{};
-  if (grant.hostIp) {
-    const bool v4 = grant.hostIp->family() == Family::kIPv4;
-    const int parsed =
-        inet_pton(v4 ? AF_INET : AF_INET6, grant.hostIp->str().c_str(), address.data());
-    assert(parsed == 1 && "an IpAddress that inet_pton refuses");
-    (void)parsed;
-    flags |= v4 ? kIPv4 : kIPv6;
-  }
+  if (grant.hostIp) flags |= grant.hostIp->family() == Family::kIPv4 ? kIPv4 : kIPv6;
   out.push_back(static_cast<char>(flags));
   putU16(out, grant.hostPort);
   putU16(out, grant.containerPort);
   if ((flags & kProtocolByte) != 0) out.push_back(static_cast<char>(protocol));
   if ((flags & kCount) != 0) putVarint(out, grant.count);
   if ((flags & kName) != 0) putText(out, grant.name);
-  if ((flags & kIPv4) != 0) out.append(reinterpret_cast<const char*>(address.data()), 4);
-  if ((flags & kIPv6) != 0) out.append(reinterpret_cast<const char*>(address.data()), 16);
+  if (grant.hostIp) {
+    const auto address = grant.hostIp->bytes();
+    out.append(reinterpret_cast<const char*>(address.data()), address.size());
+  }
 }
 
 IpAddress readAddress(ByteReader& in, bool v4) {
-  std::array<char, INET6_ADDRSTRLEN> text{};
-  inet_ntop(v4 ? AF_INET : AF_INET6, in.take(v4 ? 4 : 16), text.data(), text.size());
-  auto address = IpAddress::parse(text.data());
-  assert(address && "inet_ntop wrote an address IpAddress refuses");
-  return *address;
+  const Family family = v4 ? Family::kIPv4 : Family::kIPv6;
+  const std::size_t size = addressSize(family);
+  return *IpAddress::fromBytes(family, {in.take(size), size});
 }
 
 PortGrant readGrant(ByteReader& in) {

@@ -1,7 +1,6 @@
 #include "agent/service/socket_probe.h"
 
 #include <linux/netlink.h>
-#include <netinet/in.h>
 
 #include <algorithm>
 
@@ -10,22 +9,9 @@
 namespace hostport::agent {
 namespace {
 
-uint8_t ipProtocol(nft::Protocol protocol) {
-  switch (protocol) {
-    case nft::Protocol::kTcp:
-      return IPPROTO_TCP;
-    case nft::Protocol::kUdp:
-      return IPPROTO_UDP;
-    case nft::Protocol::kSctp:
-      return IPPROTO_SCTP;
-  }
-  return IPPROTO_TCP;
-}
-
-void addProtocols(PortProtocol protocol, std::vector<uint8_t>& out) {
-  for (const auto kernel : kernelProtocols(protocol)) {
-    const uint8_t ip = ipProtocol(kernel);
-    if (std::ranges::find(out, ip) == out.end()) out.push_back(ip);
+void addProtocols(PortProtocol protocol, std::vector<Protocol>& out) {
+  for (const Protocol kernel : kernelProtocols(protocol)) {
+    if (std::ranges::find(out, kernel) == out.end()) out.push_back(kernel);
   }
 }
 
@@ -63,7 +49,7 @@ Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot(hostnet::NetlinkSo
   return probe;
 }
 
-const hostnet::SocketTable* SocketTableProbe::tableFor(uint8_t protocol, uint16_t port) {
+const hostnet::SocketTable* SocketTableProbe::tableFor(Protocol protocol, uint16_t port) {
   for (const auto& table : tables_) {
     if (table.covers(protocol, port)) return &table;
   }
@@ -73,16 +59,16 @@ const hostnet::SocketTable* SocketTableProbe::tableFor(uint8_t protocol, uint16_
   return &tables_.back();
 }
 
-bool SocketTableProbe::isBound(nft::Protocol protocol, uint16_t port) {
-  const hostnet::SocketTable* table = tableFor(ipProtocol(protocol), port);
-  return table == nullptr || table->isBound(ipProtocol(protocol), port);
+bool SocketTableProbe::isBound(Protocol protocol, uint16_t port) {
+  const hostnet::SocketTable* table = tableFor(protocol, port);
+  return table == nullptr || table->isBound(protocol, port);
 }
 
-PortHolder SocketTableProbe::holderOf(nft::Protocol protocol, uint16_t port) {
+PortHolder SocketTableProbe::holderOf(Protocol protocol, uint16_t port) {
   PortHolder holder;
-  const hostnet::SocketTable* table = tableFor(ipProtocol(protocol), port);
+  const hostnet::SocketTable* table = tableFor(protocol, port);
   if (table == nullptr) return holder;
-  if (const auto inode = table->inodeOf(ipProtocol(protocol), port)) {
+  if (const auto inode = table->inodeOf(protocol, port)) {
     auto owner = hostnet::findSocketOwner(*inode);
     if (owner && *owner) {
       holder.pid = (*owner)->pid;

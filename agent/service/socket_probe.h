@@ -26,7 +26,7 @@ namespace hostport::agent {
 
 /// What one request may ask a probe about.
 struct ProbeScope {
-  std::vector<uint8_t> protocols;        // IPPROTO_*; empty: the request has no ports
+  std::vector<Protocol> protocols;       // empty: the request has no ports
   std::vector<hostnet::PortSpan> ports;  // normalized
   friend bool operator==(const ProbeScope&, const ProbeScope&) = default;
 };
@@ -43,13 +43,13 @@ class SocketTableProbe : public PortProbe {
   /// Takes the snapshot over a socket of `sockets` (NETLINK_SOCK_DIAG, in the netns to check).
   static Result<std::unique_ptr<PortProbe>> snapshot(hostnet::NetlinkSocketPool& sockets,
                                                      const ProbeScope& scope);
-  bool isBound(nft::Protocol protocol, uint16_t port) override;
-  PortHolder holderOf(nft::Protocol protocol, uint16_t port) override;
+  bool isBound(Protocol protocol, uint16_t port) override;
+  PortHolder holderOf(Protocol protocol, uint16_t port) override;
 
  private:
   explicit SocketTableProbe(hostnet::NetlinkSocketPool& sockets) : sockets_(sockets) {}
   /// The table that answers for (protocol, port); nullptr when none could be taken.
-  const hostnet::SocketTable* tableFor(uint8_t protocol, uint16_t port);
+  const hostnet::SocketTable* tableFor(Protocol protocol, uint16_t port);
 
   hostnet::NetlinkSocketPool& sockets_;
   // The scoped snapshot (none for a request without ports), then any full dump taken for a

@@ -1,8 +1,5 @@
 #include "agent/store/lease_codec.h"
 
-#include <arpa/inet.h>
-
-#include <array>
 #include <optional>
 
 #include "agent/store/bytes.h"
@@ -32,15 +29,10 @@ Result<void> putString(std::string& out, std::string_view field, std::string_vie
   return {};
 }
 
-Result<void> putAddress(std::string& out, const IpAddress& address) {
-  std::array<unsigned char, 16> raw{};
-  const bool v4 = address.family() == Family::kIPv4;
-  if (inet_pton(v4 ? AF_INET : AF_INET6, address.str().c_str(), raw.data()) != 1) {
-    return fail(ErrorCode::kInvalidArgument, "lease hostIp \"" + address.str() + "\" is invalid");
-  }
-  out.push_back(static_cast<char>(v4 ? 4 : 6));
-  out.append(reinterpret_cast<const char*>(raw.data()), v4 ? 4 : 16);
-  return {};
+void putAddress(std::string& out, const IpAddress& address) {
+  out.push_back(static_cast<char>(address.family() == Family::kIPv4 ? 4 : 6));
+  const auto bytes = address.bytes();
+  out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 Result<void> putLease(std::string& out, const Lease& lease) {
@@ -79,9 +71,7 @@ Result<void> putLease(std::string& out, const Lease& lease) {
     const uint8_t flags =
         (grant.isStatic ? kFlagStatic : 0) | (grant.hostIp.has_value() ? kFlagHostIp : 0);
     out.push_back(static_cast<char>(flags));
-    if (grant.hostIp) {
-      if (auto ok = putAddress(out, *grant.hostIp); !ok) return ok;
-    }
+    if (grant.hostIp) putAddress(out, *grant.hostIp);
   }
   return {};
 }
@@ -160,16 +150,11 @@ std::optional<IpAddress> readAddress(Reader& in) {
     in.setError("unknown address family " + std::to_string(family), at);
     return std::nullopt;
   }
-  const auto raw = in.raw(family == 4 ? 4 : 16);
+  const Family addressFamily = family == 4 ? Family::kIPv4 : Family::kIPv6;
+  const auto raw = in.raw(addressSize(addressFamily));
   if (!in.ok()) return std::nullopt;
-  std::array<char, INET6_ADDRSTRLEN> text{};
-  inet_ntop(family == 4 ? AF_INET : AF_INET6, raw.data(), text.data(), text.size());
-  auto address = IpAddress::parse(text.data());
-  if (!address) {
-    in.setError("bad address", at);
-    return std::nullopt;
-  }
-  return *address;
+  return IpAddress::fromBytes(addressFamily,
+                              {reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
 }
 
 void readLease(Reader& in, Lease& lease) {

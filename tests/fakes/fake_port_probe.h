@@ -11,16 +11,16 @@ namespace hostport::agent {
 class FakePortProbe final : public PortProbe {
  public:
   /// Marks (protocol, port) as bound on the host by `holder`.
-  void bind(nft::Protocol protocol, uint16_t port, PortHolder holder = {}) {
+  void bind(Protocol protocol, uint16_t port, PortHolder holder = {}) {
     bound_[{protocol, port}] = std::move(holder);
   }
-  void unbind(nft::Protocol protocol, uint16_t port) { bound_.erase({protocol, port}); }
-  bool isBound(nft::Protocol protocol, uint16_t port) override {
+  void unbind(Protocol protocol, uint16_t port) { bound_.erase({protocol, port}); }
+  bool isBound(Protocol protocol, uint16_t port) override {
     ++calls_;
     return bound_.contains({protocol, port});
   }
 
-  PortHolder holderOf(nft::Protocol protocol, uint16_t port) override {
+  PortHolder holderOf(Protocol protocol, uint16_t port) override {
     const auto found = bound_.find({protocol, port});
     return found == bound_.end() ? PortHolder{} : found->second;
   }
@@ -28,7 +28,7 @@ class FakePortProbe final : public PortProbe {
   int calls() const { return calls_; }
 
  private:
-  std::map<std::pair<nft::Protocol, uint16_t>, PortHolder> bound_;
+  std::map<std::pair<Protocol, uint16_t>, PortHolder> bound_;
   int calls_ = 0;
 };
 

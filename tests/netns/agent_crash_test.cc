@@ -553,7 +553,7 @@ std::vector<std::string> checkRecovered(const Model& model, const Recovered& sta
   }
 
   // Nothing the test never asked for, no (protocol, port) twice, and every port in the pool.
-  std::map<std::pair<nft::Protocol, uint32_t>, AttachmentKey> owners;
+  std::map<std::pair<Protocol, uint32_t>, AttachmentKey> owners;
   std::map<uint32_t, AttachmentKey> numberOwners;  // a dynamic grant holds its number for all
   uint64_t numberSlots = 0;
   for (const auto& [key, lease] : present) {
@@ -569,7 +569,7 @@ std::vector<std::string> checkRecovered(const Model& model, const Recovered& sta
         for (const auto protocol : kernelProtocols(grant.protocol)) {
           const auto [at, inserted] = owners.emplace(std::pair(protocol, port), key);
           if (!inserted) {
-            problem("DOUBLE-BOOKED " + std::string(nft::protocolName(protocol)) + " port " +
+            problem("DOUBLE-BOOKED " + std::string(protocolName(protocol)) + " port " +
                     std::to_string(port) + ": in " + at->second.str() + " and " + key.str());
           }
         }

@@ -50,7 +50,7 @@ std::string errnoText() { return std::strerror(errno); }
 /// A socket of the test, bound to an ephemeral port the kernel chose.
 struct TestSocket {
   UniqueFd fd;
-  uint8_t protocol = 0;
+  Protocol protocol = Protocol::kTcp;
   Family family = Family::kIPv4;
   uint16_t port = 0;
   uint32_t inode = 0;
@@ -73,17 +73,17 @@ uint16_t localPort(int fd) {
 
 /// socket() + bind(address, port) [+ listen()]; port 0 lets the kernel choose. An empty `fd` on
 /// failure (ADD_FAILURE too).
-TestSocket makeSocket(uint8_t protocol, const std::string& address, bool listening,
+TestSocket makeSocket(Protocol protocol, const std::string& address, bool listening,
                       uint16_t port = 0) {
   TestSocket result;
   result.protocol = protocol;
   result.address = address;
   const bool v6 = address.find(':') != std::string::npos;
   result.family = v6 ? Family::kIPv6 : Family::kIPv4;
-  const int type = protocol == IPPROTO_UDP ? SOCK_DGRAM : SOCK_STREAM;
-  UniqueFd fd(socket(v6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC, protocol));
+  const int type = protocol == Protocol::kUdp ? SOCK_DGRAM : SOCK_STREAM;
+  UniqueFd fd(socket(v6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC, ipProtocolNumber(protocol)));
   if (!fd.valid()) {
-    ADD_FAILURE() << "socket(" << ipProtocolName(protocol) << "): " << errnoText();
+    ADD_FAILURE() << "socket(" << protocolName(protocol) << "): " << errnoText();
     return result;
   }
   sockaddr_storage storage{};
@@ -160,9 +160,9 @@ bool kernelDumpsBoundInactive() {
 
 /// The inodes of `sockets` by (protocol, port). Ports chosen by bind(port 0) may repeat across
 /// addresses (127.0.0.1:P and ::1:P do not conflict), so a key may hold several.
-std::map<std::pair<uint8_t, uint16_t>, std::set<uint32_t>> inodesByPort(
+std::map<std::pair<Protocol, uint16_t>, std::set<uint32_t>> inodesByPort(
     const std::vector<TestSocket>& sockets) {
-  std::map<std::pair<uint8_t, uint16_t>, std::set<uint32_t>> byPort;
+  std::map<std::pair<Protocol, uint16_t>, std::set<uint32_t>> byPort;
   for (const auto& s : sockets) byPort[{s.protocol, s.port}].insert(s.inode);
   return byPort;
 }
@@ -173,7 +173,8 @@ void expectExactly(const SocketTable& table, const std::vector<TestSocket>& sock
   EXPECT_EQ(table.size(), sockets.size()) << "a fresh netns holds only this test's sockets";
   const auto byPort = inodesByPort(sockets);
   for (const auto& s : sockets) {
-    SCOPED_TRACE(ipProtocolName(s.protocol) + " " + s.address + ":" + std::to_string(s.port));
+    SCOPED_TRACE(std::string(protocolName(s.protocol)) + " " + s.address + ":" +
+                 std::to_string(s.port));
     EXPECT_TRUE(table.isBound(s.protocol, s.port));
     const auto inode = table.inodeOf(s.protocol, s.port);
     ASSERT_TRUE(inode.has_value());
@@ -182,15 +183,12 @@ void expectExactly(const SocketTable& table, const std::vector<TestSocket>& sock
     ASSERT_NE(it, table.sockets().end()) << "inode " << s.inode << " missing from the dump";
     EXPECT_EQ(it->protocol, s.protocol);
     EXPECT_EQ(it->port, s.port);
-    EXPECT_EQ(it->family, s.family);
-    char text[INET6_ADDRSTRLEN] = {};
-    inet_ntop(s.family == Family::kIPv4 ? AF_INET : AF_INET6, it->address.data(), text,
-              sizeof(text));
-    EXPECT_EQ(std::string(text), s.address);
+    EXPECT_EQ(it->family(), s.family);
+    EXPECT_EQ(it->address.str(), s.address);
     EXPECT_EQ(it->uid, geteuid());
   }
   int extra = 0;
-  for (const uint8_t protocol : kBoundSocketProtocols) {
+  for (const Protocol protocol : kAllProtocols) {
     for (uint32_t port = 0; port <= 65535; ++port) {
       const auto p = static_cast<uint16_t>(port);
       if (table.isBound(protocol, p) && !byPort.contains({protocol, p})) ++extra;
@@ -204,8 +202,8 @@ TEST(HostnetSocketsNetnsTest, SnapshotSeesListenersAndBoundUdpWithTheirInodes) {
   ASSERT_OK(test::inPrivateNetns([] {
     std::vector<TestSocket> sockets;
     for (const char* address : {"0.0.0.0", "127.0.0.1", "::", "::1"}) {
-      sockets.push_back(makeSocket(IPPROTO_TCP, address, /*listening=*/true));
-      sockets.push_back(makeSocket(IPPROTO_UDP, address, /*listening=*/false));
+      sockets.push_back(makeSocket(Protocol::kTcp, address, /*listening=*/true));
+      sockets.push_back(makeSocket(Protocol::kUdp, address, /*listening=*/false));
     }
     for (const auto& s : sockets) ASSERT_TRUE(s.fd.valid());
 
@@ -213,7 +211,7 @@ TEST(HostnetSocketsNetnsTest, SnapshotSeesListenersAndBoundUdpWithTheirInodes) {
     ASSERT_TRUE(table);
     expectExactly(*table, sockets);
     for (const BoundSocket& b : table->sockets()) {
-      EXPECT_EQ(b.state, b.protocol == IPPROTO_TCP ? kTcpListen : kTcpClose) << b.describe();
+      EXPECT_EQ(b.state, b.protocol == Protocol::kTcp ? kTcpListen : kTcpClose) << b.describe();
     }
   }));
 }
@@ -221,32 +219,32 @@ TEST(HostnetSocketsNetnsTest, SnapshotSeesListenersAndBoundUdpWithTheirInodes) {
 TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn) {
   HOSTPORT_SKIP_UNLESS_ROOT();
   ASSERT_OK(test::inPrivateNetns([] {
-    TestSocket listener = makeSocket(IPPROTO_TCP, "127.0.0.1", /*listening=*/true);
+    TestSocket listener = makeSocket(Protocol::kTcp, "127.0.0.1", /*listening=*/true);
     ASSERT_TRUE(listener.fd.valid());
     TestSocket client = connectTo(listener, SOCK_STREAM);
     ASSERT_TRUE(client.fd.valid());
     UniqueFd accepted(accept4(listener.fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
     ASSERT_TRUE(accepted.valid()) << errnoText();
     // bind() without listen(): what a server is between its two calls.
-    TestSocket boundOnly = makeSocket(IPPROTO_TCP, "::1", /*listening=*/false);
+    TestSocket boundOnly = makeSocket(Protocol::kTcp, "::1", /*listening=*/false);
     ASSERT_TRUE(boundOnly.fd.valid());
     // A connected UDP socket still receives on its port: it counts (every UDP state does).
-    TestSocket udpServer = makeSocket(IPPROTO_UDP, "127.0.0.1", /*listening=*/false);
+    TestSocket udpServer = makeSocket(Protocol::kUdp, "127.0.0.1", /*listening=*/false);
     TestSocket udpClient = connectTo(udpServer, SOCK_DGRAM);
     ASSERT_TRUE(udpClient.fd.valid());
 
     auto table = snapshotOrFail();
     ASSERT_TRUE(table);
-    EXPECT_TRUE(table->isBound(IPPROTO_TCP, listener.port));
-    EXPECT_EQ(table->inodeOf(IPPROTO_TCP, listener.port), listener.inode)
+    EXPECT_TRUE(table->isBound(Protocol::kTcp, listener.port));
+    EXPECT_EQ(table->inodeOf(Protocol::kTcp, listener.port), listener.inode)
         << "the listener, not the accepted connection on the same port";
-    EXPECT_FALSE(table->isBound(IPPROTO_TCP, client.port)) << "an ephemeral client port";
-    EXPECT_TRUE(table->isBound(IPPROTO_UDP, udpClient.port));
-    EXPECT_EQ(table->inodeOf(IPPROTO_UDP, udpClient.port), udpClient.inode);
-    ASSERT_NE(table->find(IPPROTO_UDP, udpClient.port), nullptr);
-    EXPECT_EQ(table->find(IPPROTO_UDP, udpClient.port)->state, kTcpEstablished);
+    EXPECT_FALSE(table->isBound(Protocol::kTcp, client.port)) << "an ephemeral client port";
+    EXPECT_TRUE(table->isBound(Protocol::kUdp, udpClient.port));
+    EXPECT_EQ(table->inodeOf(Protocol::kUdp, udpClient.port), udpClient.inode);
+    ASSERT_NE(table->find(Protocol::kUdp, udpClient.port), nullptr);
+    EXPECT_EQ(table->find(Protocol::kUdp, udpClient.port)->state, kTcpEstablished);
     if (boundOnly.port != listener.port) {  // ::1:P and 127.0.0.1:P may share P
-      EXPECT_FALSE(table->isBound(IPPROTO_TCP, boundOnly.port)) << "opt-in only";
+      EXPECT_FALSE(table->isBound(Protocol::kTcp, boundOnly.port)) << "opt-in only";
     }
     EXPECT_EQ(table->size(), 3u) << "listener, two udp";
 
@@ -264,7 +262,7 @@ TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn)
     }
     expectExactly(*withBound, all);
     const auto it = std::ranges::find_if(withBound->sockets(), [](const BoundSocket& b) {
-      return b.protocol == IPPROTO_TCP && b.state != kTcpListen;
+      return b.protocol == Protocol::kTcp && b.state != kTcpListen;
     });
     ASSERT_NE(it, withBound->sockets().end());
     EXPECT_EQ(it->state, kTcpClose) << "the kernel reports bound-only sockets as CLOSE";
@@ -274,11 +272,11 @@ TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn)
 TEST(HostnetSocketsNetnsTest, FindsThisProcessAsTheOwnerOfItsSocket) {
   HOSTPORT_SKIP_UNLESS_ROOT();
   ASSERT_OK(test::inPrivateNetns([] {
-    TestSocket listener = makeSocket(IPPROTO_TCP, "::", /*listening=*/true);
+    TestSocket listener = makeSocket(Protocol::kTcp, "::", /*listening=*/true);
     ASSERT_TRUE(listener.fd.valid());
     auto table = snapshotOrFail();
     ASSERT_TRUE(table);
-    const auto inode = table->inodeOf(IPPROTO_TCP, listener.port);
+    const auto inode = table->inodeOf(Protocol::kTcp, listener.port);
     ASSERT_TRUE(inode.has_value());
     ASSERT_NE(*inode, 0u);
 
@@ -310,8 +308,8 @@ TEST(HostnetSocketsNetnsTest, SnapshotOfAThousandSocketsIsFast) {
     std::vector<TestSocket> sockets;
     const char* addresses[] = {"0.0.0.0", "::", "127.0.0.1", "::1"};
     for (int i = 0; i < 1000; ++i) {
-      const uint8_t protocol = i % 2 == 0 ? IPPROTO_TCP : IPPROTO_UDP;
-      sockets.push_back(makeSocket(protocol, addresses[(i / 2) % 4], protocol == IPPROTO_TCP));
+      const Protocol protocol = i % 2 == 0 ? Protocol::kTcp : Protocol::kUdp;
+      sockets.push_back(makeSocket(protocol, addresses[(i / 2) % 4], protocol == Protocol::kTcp));
       ASSERT_TRUE(sockets.back().fd.valid()) << "socket " << i;
     }
     // Not a timed test (nothing fails on speed): the figures go to the log and the XML report.

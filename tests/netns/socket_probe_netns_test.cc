@@ -36,11 +36,11 @@ using hostnet::SnapshotOptions;
 using hostnet::SocketTable;
 
 /// A socket bound to `address`:`port` (TCP ones listen); invalid after an ADD_FAILURE.
-UniqueFd bound(uint8_t protocol, const std::string& address, uint16_t port) {
+UniqueFd bound(Protocol protocol, const std::string& address, uint16_t port) {
   const bool v6 = address.find(':') != std::string::npos;
   UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET,
-                       (protocol == IPPROTO_UDP ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC,
-                       protocol));
+                       (protocol == Protocol::kUdp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC,
+                       ipProtocolNumber(protocol)));
   sockaddr_storage storage{};
   socklen_t length = 0;
   if (v6) {
@@ -57,7 +57,7 @@ UniqueFd bound(uint8_t protocol, const std::string& address, uint16_t port) {
     length = sizeof(*sin);
   }
   if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0 ||
-      (protocol == IPPROTO_TCP && ::listen(fd.get(), 4) != 0)) {
+      (protocol == Protocol::kTcp && ::listen(fd.get(), 4) != 0)) {
     ADD_FAILURE() << "cannot bind " << address << ":" << port << ": " << std::strerror(errno);
     return UniqueFd();
   }
@@ -72,7 +72,7 @@ class SocketProbeNetnsTest : public ::testing::Test {
   static std::vector<UniqueFd> bindAll(const std::vector<uint16_t>& ports) {
     std::vector<UniqueFd> fds;
     for (const uint16_t port : ports) {
-      for (const uint8_t protocol : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
+      for (const Protocol protocol : {Protocol::kTcp, Protocol::kUdp}) {
         for (const char* address : {"127.0.0.1", "::1"})
           fds.push_back(bound(protocol, address, port));
       }
@@ -93,9 +93,9 @@ TEST_F(SocketProbeNetnsTest, NarrowedSnapshotHoldsExactlyItsProtocolsAndPorts) {
     const auto fds = bindAll(all);
     for (const auto& fd : fds) ASSERT_TRUE(fd.valid());
 
-    for (const uint8_t protocol : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
-      const uint8_t other = protocol == IPPROTO_TCP ? IPPROTO_UDP : IPPROTO_TCP;
-      SCOPED_TRACE(hostnet::ipProtocolName(protocol));
+    for (const Protocol protocol : {Protocol::kTcp, Protocol::kUdp}) {
+      const Protocol other = protocol == Protocol::kTcp ? Protocol::kUdp : Protocol::kTcp;
+      SCOPED_TRACE(std::string(protocolName(protocol)));
       auto socket = hostnet::NetlinkSocket::open(NETLINK_SOCK_DIAG);
       ASSERT_OK(socket);
       SnapshotOptions options;
@@ -128,8 +128,9 @@ TEST_F(SocketProbeNetnsTest, NarrowedSnapshotHoldsExactlyItsProtocolsAndPorts) {
     ASSERT_OK(full);
     EXPECT_EQ(full->size(), all.size() * 4);
     for (const uint16_t port : all) {
-      EXPECT_TRUE(full->covers(IPPROTO_TCP, port) && full->covers(IPPROTO_UDP, port));
-      EXPECT_TRUE(full->isBound(IPPROTO_TCP, port) && full->isBound(IPPROTO_UDP, port)) << port;
+      EXPECT_TRUE(full->covers(Protocol::kTcp, port) && full->covers(Protocol::kUdp, port));
+      EXPECT_TRUE(full->isBound(Protocol::kTcp, port) && full->isBound(Protocol::kUdp, port))
+          << port;
     }
   }));
 }
@@ -144,18 +145,18 @@ TEST_F(SocketProbeNetnsTest, ProbeAnswersInScopeFromItsSnapshotAndOutOfScopeByLo
     agent::AllocationRequest request;
     request.dynamics.push_back({"web", 8080, 1, agent::PortProtocol::kTcp});
     const auto scope = agent::scopeOf(request, kSpans);
-    EXPECT_EQ(scope.protocols, std::vector<uint8_t>{IPPROTO_TCP});
+    EXPECT_EQ(scope.protocols, std::vector<Protocol>{Protocol::kTcp});
     auto probe = agent::SocketTableProbe::snapshot(*pool, scope);
     ASSERT_OK(probe);
 
-    EXPECT_TRUE((*probe)->isBound(nft::Protocol::kTcp, 20005));
-    EXPECT_FALSE((*probe)->isBound(nft::Protocol::kTcp, 20006));
+    EXPECT_TRUE((*probe)->isBound(Protocol::kTcp, 20005));
+    EXPECT_FALSE((*probe)->isBound(Protocol::kTcp, 20006));
     // Outside the scope (another port, another protocol): a fresh dump answers, never "free".
-    EXPECT_TRUE((*probe)->isBound(nft::Protocol::kTcp, 41000));
-    EXPECT_TRUE((*probe)->isBound(nft::Protocol::kUdp, 20005));
-    EXPECT_TRUE((*probe)->isBound(nft::Protocol::kUdp, 41000));
-    EXPECT_FALSE((*probe)->isBound(nft::Protocol::kUdp, 41001));
-    const auto holder = (*probe)->holderOf(nft::Protocol::kTcp, 41000);
+    EXPECT_TRUE((*probe)->isBound(Protocol::kTcp, 41000));
+    EXPECT_TRUE((*probe)->isBound(Protocol::kUdp, 20005));
+    EXPECT_TRUE((*probe)->isBound(Protocol::kUdp, 41000));
+    EXPECT_FALSE((*probe)->isBound(Protocol::kUdp, 41001));
+    const auto holder = (*probe)->holderOf(Protocol::kTcp, 41000);
     EXPECT_EQ(holder.pid, static_cast<uint32_t>(::getpid()));
     // Every socket it used went back to the pool.
     EXPECT_GE(pool->idleCount(), 1u);
@@ -169,7 +170,7 @@ TEST_F(SocketProbeNetnsTest, StaticClaimsOutsideThePoolsAreInScope) {
     agent::AllocationRequest request;
     request.statics.push_back({8443, 443, agent::PortProtocol::kTcpUdp, std::nullopt});
     const auto scope = agent::scopeOf(request, kSpans);
-    EXPECT_EQ(scope.protocols, (std::vector<uint8_t>{IPPROTO_TCP, IPPROTO_UDP}));
+    EXPECT_EQ(scope.protocols, (std::vector<Protocol>{Protocol::kTcp, Protocol::kUdp}));
     EXPECT_EQ(scope.ports, (std::vector<PortSpan>{{8443, 8443}, {20000, 20009}, {20500, 20500}}));
     auto socket = hostnet::NetlinkSocket::open(NETLINK_SOCK_DIAG);
     ASSERT_OK(socket);
@@ -177,9 +178,9 @@ TEST_F(SocketProbeNetnsTest, StaticClaimsOutsideThePoolsAreInScope) {
         *socket,
         {.includeBoundOnlyTcp = false, .protocols = scope.protocols, .ports = scope.ports});
     ASSERT_OK(table);
-    EXPECT_TRUE(table->covers(IPPROTO_UDP, 8443));
-    EXPECT_TRUE(table->isBound(IPPROTO_TCP, 8443));
-    EXPECT_TRUE(table->isBound(IPPROTO_UDP, 8443));
+    EXPECT_TRUE(table->covers(Protocol::kUdp, 8443));
+    EXPECT_TRUE(table->isBound(Protocol::kTcp, 8443));
+    EXPECT_TRUE(table->isBound(Protocol::kUdp, 8443));
   }));
 }
 

@@ -332,8 +332,8 @@ TEST_F(AgentServiceTest, UsageAndPoolsReflectLeases) {
 }
 
 TEST_F(AgentServiceTest, HostSocketsAreSkippedAndStaticClaimsChecked) {
-  probe_.bind(nft::Protocol::kTcp, 30000, {1234, "nginx"});
-  probe_.bind(nft::Protocol::kTcp, 8080, {99, "sshd"});
+  probe_.bind(Protocol::kTcp, 30000, {1234, "nginx"});
+  probe_.bind(Protocol::kTcp, 8080, {99, "sshd"});
   Agent agent(dir_, probe_);
   auto lease = agent.allocate(request("c1", "ns", "p1"));
   ASSERT_OK(lease);

@@ -16,8 +16,6 @@
 namespace hostport::agent {
 namespace {
 
-using nft::Protocol;
-
 constexpr PortProtocol kProtocols[] = {PortProtocol::kTcp, PortProtocol::kUdp, PortProtocol::kSctp,
                                        PortProtocol::kTcpUdp};
 

@@ -12,8 +12,6 @@
 namespace hostport::agent {
 namespace {
 
-using nft::Protocol;
-
 IpAddress ip(const char* text) { return *IpAddress::parse(text); }
 
 DynamicPortRequest dyn(std::string name, uint16_t count = 1,

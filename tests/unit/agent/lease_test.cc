@@ -33,12 +33,22 @@ TEST(LeaseTest, QuotesHostileTextSafelyInErrors) {
   EXPECT_LT(parsed.error().message.size(), 160u);
 }
 
+std::vector<Protocol> kernelOf(PortProtocol protocol) {
+  const auto kernel = kernelProtocols(protocol);
+  return {kernel.begin(), kernel.end()};
+}
+
 TEST(LeaseTest, TcpUdpOccupiesBothKernelProtocols) {
-  EXPECT_EQ(kernelProtocols(PortProtocol::kTcpUdp),
-            (std::vector{nft::Protocol::kTcp, nft::Protocol::kUdp}));
-  EXPECT_EQ(kernelProtocols(PortProtocol::kSctp), std::vector{nft::Protocol::kSctp});
-  EXPECT_EQ(kernelProtocols(PortProtocol::kTcp), std::vector{nft::Protocol::kTcp});
-  EXPECT_EQ(kernelProtocols(PortProtocol::kUdp), std::vector{nft::Protocol::kUdp});
+  EXPECT_EQ(kernelOf(PortProtocol::kTcpUdp), (std::vector{Protocol::kTcp, Protocol::kUdp}));
+  EXPECT_EQ(kernelOf(PortProtocol::kSctp), std::vector{Protocol::kSctp});
+  EXPECT_EQ(kernelOf(PortProtocol::kTcp), std::vector{Protocol::kTcp});
+  EXPECT_EQ(kernelOf(PortProtocol::kUdp), std::vector{Protocol::kUdp});
+}
+
+TEST(LeaseTest, EachKernelProtocolHasThePortProtocolThatOccupiesOnlyIt) {
+  for (const Protocol protocol : kAllProtocols) {
+    EXPECT_EQ(kernelOf(portProtocol(protocol)), std::vector{protocol}) << protocolName(protocol);
+  }
 }
 
 TEST(LeaseTest, ParsesRangesAndSinglePorts) {

@@ -9,7 +9,7 @@ ContainerAddresses dualStack() {
   return {*IpPrefix::parse("10.88.0.5/24"), *IpPrefix::parse("fd00:88::5/64")};
 }
 
-PortMapping mapping(uint16_t host, uint16_t container, nft::Protocol protocol = nft::Protocol::kTcp,
+PortMapping mapping(uint16_t host, uint16_t container, Protocol protocol = Protocol::kTcp,
                     const char* hostIp = nullptr) {
   PortMapping out{host, container, protocol, std::nullopt};
   if (hostIp != nullptr) out.hostIp = *IpAddress::parse(hostIp);
@@ -31,7 +31,7 @@ TEST(AttachmentPlanTest, ForwardsEveryFamilyWhenNoHostIpIsGiven) {
 }
 
 TEST(AttachmentPlanTest, HostIpPicksItsFamilyOnly) {
-  auto plan = planAttachment("o/eth0", {mapping(53, 53, nft::Protocol::kUdp, "2001:db8::1")},
+  auto plan = planAttachment("o/eth0", {mapping(53, 53, Protocol::kUdp, "2001:db8::1")},
                              dualStack(), PluginConfig{});
   ASSERT_TRUE(plan);
   EXPECT_EQ(describeAll(*plan),
@@ -42,8 +42,8 @@ TEST(AttachmentPlanTest, HostIpPicksItsFamilyOnly) {
 
 TEST(AttachmentPlanTest, WarnsAndSkipsWhenTheContainerLacksTheFamily) {
   ContainerAddresses v4Only{*IpPrefix::parse("10.88.0.5/24"), std::nullopt};
-  auto plan = planAttachment("o/eth0", {mapping(80, 80, nft::Protocol::kTcp, "2001:db8::1")},
-                             v4Only, PluginConfig{});
+  auto plan = planAttachment("o/eth0", {mapping(80, 80, Protocol::kTcp, "2001:db8::1")}, v4Only,
+                             PluginConfig{});
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->rules.empty());
   ASSERT_EQ(plan->warnings.size(), 1u);
@@ -83,7 +83,7 @@ TEST(AttachmentPlanTest, DuplicateMappingsCollapseAndClashingOnesFail) {
   EXPECT_EQ(clash.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(clash.error().message.find("8080"), std::string::npos);
   // Same port, other protocol: no clash.
-  EXPECT_TRUE(planAttachment("o/eth0", {mapping(53, 53), mapping(53, 53, nft::Protocol::kUdp)},
+  EXPECT_TRUE(planAttachment("o/eth0", {mapping(53, 53), mapping(53, 53, Protocol::kUdp)},
                              dualStack(), PluginConfig{}));
 }
 

@@ -88,8 +88,8 @@ TEST(PluginConfigTest, ParsesContainerdStyleStdin) {
   EXPECT_EQ(config->cniVersion, "1.0.0");
   EXPECT_EQ(config->name, "containerd-net");
   EXPECT_EQ(config->portMappings, (std::vector<PortMapping>{
-                                      {8080, 80, nft::Protocol::kTcp, std::nullopt},
-                                      {5353, 53, nft::Protocol::kUdp, address("192.0.2.10")},
+                                      {8080, 80, Protocol::kTcp, std::nullopt},
+                                      {5353, 53, Protocol::kUdp, address("192.0.2.10")},
                                   }));
   EXPECT_EQ(config->podAnnotations, json::object());
   ASSERT_TRUE(config->prevResult.has_value());
@@ -106,8 +106,8 @@ TEST(PluginConfigTest, ParsesPodmanStyleStdin) {
   EXPECT_FALSE(config->snat);
   EXPECT_EQ(config->agentSocket, "/run/hostport/agent.sock");
   EXPECT_EQ(config->portMappings, (std::vector<PortMapping>{
-                                      {8080, 80, nft::Protocol::kTcp, std::nullopt},
-                                      {9999, 9999, nft::Protocol::kSctp, address("2001:db8::1")},
+                                      {8080, 80, Protocol::kTcp, std::nullopt},
+                                      {9999, 9999, Protocol::kSctp, address("2001:db8::1")},
                                   }));
   EXPECT_EQ(config->portMappings[1].hostIp->str(), "2001:db8::1");
   EXPECT_EQ(config->prevResult, json::parse(R"({"cniVersion": "0.4.0",
@@ -173,7 +173,7 @@ TEST(PluginConfigTest, MatchesPortMappingKeysCaseInsensitively) {
         {{hostPort, 8080}, {containerPort, 80}, {protocol, "udp"}, {hostIp, "192.0.2.1"}}));
 
     EXPECT_EQ(config.portMappings,
-              (std::vector<PortMapping>{{8080, 80, nft::Protocol::kUdp, address("192.0.2.1")}}))
+              (std::vector<PortMapping>{{8080, 80, Protocol::kUdp, address("192.0.2.1")}}))
         << hostPort;
   }
 }
@@ -196,11 +196,11 @@ TEST(PluginConfigTest, DefaultsProtocolToTcp) {
     const auto config =
         parsed(withMapping({{"hostPort", 8080}, {"containerPort", 80}, {"protocol", protocol}}));
     ASSERT_EQ(config.portMappings.size(), 1u);
-    EXPECT_EQ(config.portMappings[0].protocol, nft::Protocol::kTcp) << protocol;
+    EXPECT_EQ(config.portMappings[0].protocol, Protocol::kTcp) << protocol;
   }
   const auto config = parsed(withMapping({{"hostPort", 8080}, {"containerPort", 80}}));
   ASSERT_EQ(config.portMappings.size(), 1u);
-  EXPECT_EQ(config.portMappings[0].protocol, nft::Protocol::kTcp);
+  EXPECT_EQ(config.portMappings[0].protocol, Protocol::kTcp);
 }
 
 TEST(PluginConfigTest, AcceptsProtocolsInAnyCase) {
@@ -210,9 +210,9 @@ TEST(PluginConfigTest, AcceptsProtocolsInAnyCase) {
                            {{"hostPort", 3}, {"containerPort", 3}, {"protocol", "SCTP"}}}));
 
   ASSERT_EQ(config.portMappings.size(), 3u);
-  EXPECT_EQ(config.portMappings[0].protocol, nft::Protocol::kTcp);
-  EXPECT_EQ(config.portMappings[1].protocol, nft::Protocol::kUdp);
-  EXPECT_EQ(config.portMappings[2].protocol, nft::Protocol::kSctp);
+  EXPECT_EQ(config.portMappings[0].protocol, Protocol::kTcp);
+  EXPECT_EQ(config.portMappings[1].protocol, Protocol::kUdp);
+  EXPECT_EQ(config.portMappings[2].protocol, Protocol::kSctp);
 }
 
 TEST(PluginConfigTest, TreatsUnspecifiedAndEmptyHostIpAsAnyAddress) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
+#include <vector>
+
 namespace hostport {
 namespace {
 
@@ -38,6 +41,71 @@ TEST(IpPrefixTest, RejectsBadPrefixLengths) {
        {"10.0.0.1", "10.0.0.1/33", "10.0.0.1/-1", "10.0.0.1/", "fd00::/129", "10.0.0.1/8x"}) {
     EXPECT_FALSE(IpPrefix::parse(bad)) << bad;
   }
+}
+
+TEST(IpAddressTest, HoldsTheBytesInNetworkOrder) {
+  const auto v4 = *IpAddress::parse("10.88.0.5");
+  EXPECT_EQ(std::vector<uint8_t>(v4.bytes().begin(), v4.bytes().end()),
+            (std::vector<uint8_t>{10, 88, 0, 5}));
+  const auto v6 = *IpAddress::parse("2001:db8::1");
+  ASSERT_EQ(v6.bytes().size(), 16u);
+  EXPECT_EQ(v6.bytes()[0], 0x20);
+  EXPECT_EQ(v6.bytes()[1], 0x01);
+  EXPECT_EQ(v6.bytes()[15], 0x01);
+}
+
+TEST(IpAddressTest, ComesBackFromItsBytes) {
+  for (const auto* text : {"10.88.0.5", "0.0.0.0", "255.255.255.255", "::", "::1", "fd00::5",
+                           "2001:db8:1:2:3:4:5:6", "::ffff:1.2.3.4"}) {
+    const auto address = *IpAddress::parse(text);
+    const auto back = IpAddress::fromBytes(address.family(), address.bytes());
+    ASSERT_TRUE(back) << text;
+    EXPECT_EQ(*back, address) << text;
+    EXPECT_EQ(back->str(), address.str()) << text;
+  }
+}
+
+TEST(IpAddressTest, RefusesBytesOfTheWrongSize) {
+  const uint8_t five[] = {1, 2, 3, 4, 5};
+  EXPECT_FALSE(IpAddress::fromBytes(Family::kIPv4, five));
+  EXPECT_FALSE(IpAddress::fromBytes(Family::kIPv6, std::span(five, 4)));
+  EXPECT_FALSE(IpAddress::fromBytes(Family::kIPv4, {}));
+  EXPECT_EQ(IpAddress::fromBytes(Family::kIPv4, std::span(five, 4))->str(), "1.2.3.4");
+}
+
+TEST(IpAddressTest, EqualAddressesCompareEqualWhateverTheirText) {
+  EXPECT_EQ(*IpAddress::parse("2001:DB8:0:0::1"), *IpAddress::parse("2001:db8::1"));
+  EXPECT_NE(*IpAddress::parse("10.0.0.1"), *IpAddress::parse("10.0.0.2"));
+  // The same bytes in two families are two addresses.
+  EXPECT_NE(IpAddress::unspecified(Family::kIPv4), IpAddress::unspecified(Family::kIPv6));
+}
+
+TEST(IpAddressTest, OrdersNumericallyWithIpv4First) {
+  EXPECT_LT(*IpAddress::parse("10.0.0.9"), *IpAddress::parse("10.0.0.10"));
+  EXPECT_LT(*IpAddress::parse("255.255.255.255"), *IpAddress::parse("::"));
+}
+
+TEST(IpAddressTest, NamesTheUnspecifiedAddressOfEachFamily) {
+  EXPECT_EQ(IpAddress::unspecified(Family::kIPv4).str(), "0.0.0.0");
+  EXPECT_EQ(IpAddress::unspecified(Family::kIPv6).str(), "::");
+  EXPECT_TRUE(IpAddress::unspecified(Family::kIPv6).isUnspecified());
+  EXPECT_EQ(IpAddress(), IpAddress::unspecified(Family::kIPv4));
+  EXPECT_FALSE(IpAddress::parse("::1")->isUnspecified());
+}
+
+TEST(IpAddressTest, DescribesEndpointsAsPeopleWriteThem) {
+  EXPECT_EQ(describeEndpoint(*IpAddress::parse("10.88.0.5"), 80), "10.88.0.5:80");
+  EXPECT_EQ(describeEndpoint(*IpAddress::parse("fd00::5"), 8080), "[fd00::5]:8080");
+}
+
+TEST(IpPrefixTest, ComputesTheLastAddressOfAPrefix) {
+  EXPECT_EQ(IpPrefix::parse("10.88.0.5/16")->lastAddress().str(), "10.88.255.255");
+  EXPECT_EQ(IpPrefix::parse("10.88.0.5/32")->lastAddress().str(), "10.88.0.5");
+  EXPECT_EQ(IpPrefix::parse("127.0.0.0/8")->lastAddress().str(), "127.255.255.255");
+  EXPECT_EQ(IpPrefix::parse("0.0.0.0/0")->lastAddress().str(), "255.255.255.255");
+  EXPECT_EQ(IpPrefix::parse("fd00::5/127")->lastAddress().str(), "fd00::5");
+  EXPECT_EQ(IpPrefix::parse("fd00:1:2:3::5/64")->lastAddress().str(),
+            "fd00:1:2:3:ffff:ffff:ffff:ffff");
 }
 
 }  // namespace

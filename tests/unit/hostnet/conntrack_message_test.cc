@@ -183,10 +183,8 @@ TEST(ConntrackMessageTest, ParsesIpv4UdpEntry) {
   ASSERT_TRUE(entry) << entry.error().message;
   EXPECT_EQ(entry->family, Family::kIPv4);
   EXPECT_EQ(entry->l4proto, IPPROTO_UDP);
-  EXPECT_EQ(ByteVector(reinterpret_cast<const std::byte*>(entry->origSrc.data()),
-                       reinterpret_cast<const std::byte*>(entry->origSrc.data()) + 4),
-            bytesOf({10, 0, 0, 1}));
-  EXPECT_EQ(entry->origDst[3], 2);
+  EXPECT_EQ(entry->origSrc, *IpAddress::parse("10.0.0.1"));
+  EXPECT_EQ(entry->origDst, *IpAddress::parse("10.0.0.2"));
   EXPECT_EQ(entry->origSrcPort, 40000);
   EXPECT_EQ(entry->origDstPort, 53);
   EXPECT_EQ(entry->zone, 7);
@@ -208,7 +206,7 @@ TEST(ConntrackMessageTest, ParsesIpv6UdpEntryWithoutZone) {
   ASSERT_TRUE(entry) << entry.error().message;
   EXPECT_EQ(entry->family, Family::kIPv6);
   EXPECT_EQ(entry->origDstPort, 7777);
-  EXPECT_EQ(entry->origDst[15], 2);
+  EXPECT_EQ(entry->origDst, *IpAddress::parse("2001:db8::2"));
   EXPECT_FALSE(entry->zone.has_value());
   EXPECT_EQ(entry->id, 17u);
   EXPECT_EQ(entry->describe(), "udp [2001:db8::1]:5000 -> [2001:db8::2]:7777");

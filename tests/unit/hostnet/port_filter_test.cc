@@ -196,18 +196,18 @@ void expectCarriesFilter(const std::vector<std::byte>& request, std::size_t requ
 
 TEST(PortFilterTest, DumpRequestCarriesTheProgramAsBytecodeAttribute) {
   const auto program = buildPortFilter(std::vector<PortSpan>{{40000, 40999}, {43000, 43000}});
-  const auto request = buildSockDiagDump(Family::kIPv6, IPPROTO_UDP, 0xffffffff, program);
+  const auto request = buildSockDiagDump(Family::kIPv6, Protocol::kUdp, 0xffffffff, program);
   expectCarriesFilter(request, sizeof(inet_diag_req_v2), program);
   inet_diag_req_v2 body{};
   std::memcpy(&body, request.data() + NLMSG_HDRLEN, sizeof(body));
   EXPECT_EQ(body.sdiag_family, AF_INET6);
   EXPECT_EQ(body.sdiag_protocol, IPPROTO_UDP);
-  EXPECT_EQ(buildSockDiagDump(Family::kIPv6, IPPROTO_UDP, 0xffffffff, {}).size(),
+  EXPECT_EQ(buildSockDiagDump(Family::kIPv6, Protocol::kUdp, 0xffffffff, {}).size(),
             NLMSG_LENGTH(sizeof(inet_diag_req_v2)));
 }
 
 TEST(PortFilterTest, TcpDumpOfBothFamiliesUsesTheCompatRequest) {
-  const uint32_t states = boundStateMask(IPPROTO_TCP);
+  const uint32_t states = boundStateMask(Protocol::kTcp);
   const auto plain = buildTcpDumpBothFamilies(states);
   nlmsghdr header{};
   std::memcpy(&header, plain.data(), sizeof(header));

@@ -122,10 +122,11 @@ TEST(SockDiagMessageTest, TcpDumpRequestMatchesGoldenBytes) {
       0x00, 0x04, 0x00, 0x00,  // states: LISTEN (1 << 10)
   });
   expected.resize(72);  // inet_diag_sockid: all zero, no filter
-  EXPECT_EQ(buildSockDiagDump(Family::kIPv4, IPPROTO_TCP, boundStateMask(IPPROTO_TCP)), expected);
+  EXPECT_EQ(buildSockDiagDump(Family::kIPv4, Protocol::kTcp, boundStateMask(Protocol::kTcp)),
+            expected);
 
   expected[21] = std::byte{0x24};  // opt-in: LISTEN | BOUND_INACTIVE (1 << 13)
-  EXPECT_EQ(buildSockDiagDump(Family::kIPv4, IPPROTO_TCP, boundStateMask(IPPROTO_TCP, true)),
+  EXPECT_EQ(buildSockDiagDump(Family::kIPv4, Protocol::kTcp, boundStateMask(Protocol::kTcp, true)),
             expected);
 }
 
@@ -137,21 +138,23 @@ TEST(SockDiagMessageTest, UdpDumpRequestAsksForEveryStateOfItsFamily) {
       0xff, 0xff, 0xff, 0xff,                          // every state
   });
   expected.resize(72);
-  EXPECT_EQ(buildSockDiagDump(Family::kIPv6, IPPROTO_UDP, boundStateMask(IPPROTO_UDP)), expected);
+  EXPECT_EQ(buildSockDiagDump(Family::kIPv6, Protocol::kUdp, boundStateMask(Protocol::kUdp)),
+            expected);
 }
 
 TEST(SockDiagMessageTest, StateMasksFollowTheDesignNote) {
-  EXPECT_EQ(boundStateMask(IPPROTO_TCP), 1u << 10) << "listeners only: no hash table walks";
-  EXPECT_EQ(boundStateMask(IPPROTO_TCP, true), (1u << 10) | (1u << 13));
+  EXPECT_EQ(boundStateMask(Protocol::kTcp), 1u << 10) << "listeners only: no hash table walks";
+  EXPECT_EQ(boundStateMask(Protocol::kTcp, true), (1u << 10) | (1u << 13));
   for (const bool boundOnly : {false, true}) {
-    EXPECT_EQ(boundStateMask(IPPROTO_TCP, boundOnly) & ~((1u << 10) | (1u << 13)), 0u)
+    EXPECT_EQ(boundStateMask(Protocol::kTcp, boundOnly) & ~((1u << 10) | (1u << 13)), 0u)
         << "connections (client or accepted) never count";
   }
-  EXPECT_EQ(boundStateMask(IPPROTO_UDP, true), 0xffffffffu);
-  EXPECT_EQ(boundStateMask(IPPROTO_UDP), 0xffffffffu);
-  EXPECT_EQ(boundStateMask(IPPROTO_SCTP), 1u << 10);
-  EXPECT_EQ(boundStateMask(IPPROTO_ICMP), 0u);
-  const auto sctp = buildSockDiagDump(Family::kIPv4, IPPROTO_SCTP, boundStateMask(IPPROTO_SCTP));
+  EXPECT_EQ(boundStateMask(Protocol::kUdp, true), 0xffffffffu);
+  EXPECT_EQ(boundStateMask(Protocol::kUdp), 0xffffffffu);
+  EXPECT_EQ(boundStateMask(Protocol::kSctp), 1u << 10);
+  // A protocol without bound sockets (ICMP) cannot be asked for: Protocol has no value for it.
+  const auto sctp =
+      buildSockDiagDump(Family::kIPv4, Protocol::kSctp, boundStateMask(Protocol::kSctp));
   ASSERT_EQ(sctp.size(), 72u);
   EXPECT_EQ(std::to_integer<int>(sctp[17]), IPPROTO_SCTP);
 }
@@ -159,29 +162,28 @@ TEST(SockDiagMessageTest, StateMasksFollowTheDesignNote) {
 // --- Parsing
 
 TEST(SockDiagMessageTest, ParsesIpv4TcpListener) {
-  auto socket = parseSockDiagMessage(kernelTcpV4Listener(), IPPROTO_TCP);
+  auto socket = parseSockDiagMessage(kernelTcpV4Listener(), Protocol::kTcp);
   ASSERT_TRUE(socket) << socket.error().message;
-  EXPECT_EQ(socket->family, Family::kIPv4);
-  EXPECT_EQ(socket->protocol, IPPROTO_TCP);
+  EXPECT_EQ(socket->family(), Family::kIPv4);
+  EXPECT_EQ(socket->protocol, Protocol::kTcp);
   EXPECT_EQ(socket->state, kTcpListen);
   EXPECT_EQ(socket->port, 8080);
   EXPECT_EQ(socket->inode, 424242u);
   EXPECT_EQ(socket->uid, 1000u);
-  EXPECT_EQ(socket->address[0], 127);
-  EXPECT_EQ(socket->address[3], 1);
-  EXPECT_EQ(socket->address[4], 0) << "IPv4 uses only the first four bytes";
+  EXPECT_EQ(socket->address, *IpAddress::parse("127.0.0.1"));
+  EXPECT_EQ(socket->address.bytes().size(), 4u) << "IPv4 uses only the first four bytes";
   EXPECT_EQ(socket->describe(), "tcp 127.0.0.1:8080 (inode 424242, uid 1000)");
 }
 
 TEST(SockDiagMessageTest, ParsesIpv6UdpSocket) {
-  auto socket = parseSockDiagMessage(kernelUdpV6Socket(), IPPROTO_UDP);
+  auto socket = parseSockDiagMessage(kernelUdpV6Socket(), Protocol::kUdp);
   ASSERT_TRUE(socket) << socket.error().message;
-  EXPECT_EQ(socket->family, Family::kIPv6);
-  EXPECT_EQ(socket->protocol, IPPROTO_UDP);
+  EXPECT_EQ(socket->family(), Family::kIPv6);
+  EXPECT_EQ(socket->protocol, Protocol::kUdp);
   EXPECT_EQ(socket->state, kTcpClose);
   EXPECT_EQ(socket->port, 5353);
   EXPECT_EQ(socket->inode, 77u);
-  EXPECT_EQ(socket->address[15], 1);
+  EXPECT_EQ(socket->address, *IpAddress::parse("::1"));
   EXPECT_EQ(socket->describe(), "udp [::1]:5353 (inode 77, uid 0)");
 }
 
@@ -191,7 +193,8 @@ TEST(SockDiagMessageTest, ParsesMessageWithoutAttributesAndAtAnyAlignment) {
   // Place it at an odd offset: the parser must copy, never cast.
   ByteVector shifted(1);
   append(shifted, bare);
-  auto socket = parseSockDiagMessage(std::span<const std::byte>(shifted).subspan(1), IPPROTO_TCP);
+  auto socket =
+      parseSockDiagMessage(std::span<const std::byte>(shifted).subspan(1), Protocol::kTcp);
   ASSERT_TRUE(socket) << socket.error().message;
   EXPECT_EQ(socket->port, 8080);
 }
@@ -200,12 +203,12 @@ TEST(SockDiagMessageTest, PortExtremesAndKernelSocketsSurvive) {
   DiagFields f;
   f.sport = 65535;
   f.inode = 0;  // a kernel socket (VXLAN, WireGuard): no file
-  auto high = parseSockDiagMessage(message(SOCK_DIAG_BY_FAMILY, 0, diagMsg(f)), IPPROTO_UDP);
+  auto high = parseSockDiagMessage(message(SOCK_DIAG_BY_FAMILY, 0, diagMsg(f)), Protocol::kUdp);
   ASSERT_TRUE(high);
   EXPECT_EQ(high->port, 65535);
   EXPECT_EQ(high->inode, 0u);
   f.sport = 0x0102;
-  auto order = parseSockDiagMessage(message(SOCK_DIAG_BY_FAMILY, 0, diagMsg(f)), IPPROTO_UDP);
+  auto order = parseSockDiagMessage(message(SOCK_DIAG_BY_FAMILY, 0, diagMsg(f)), Protocol::kUdp);
   ASSERT_TRUE(order);
   EXPECT_EQ(order->port, 0x0102) << "idiag_sport is network order";
 }
@@ -214,14 +217,14 @@ TEST(SockDiagMessageTest, ProtocolAttributeMustAgreeWithTheDump) {
   ByteVector body = diagMsg({});
   append(body, attr(INET_DIAG_PROTOCOL, bytesOf({IPPROTO_TCP})));
   const ByteVector agreeing = message(SOCK_DIAG_BY_FAMILY, 0, body);
-  EXPECT_TRUE(parseSockDiagMessage(agreeing, IPPROTO_TCP));
-  const auto mismatch = parseSockDiagMessage(agreeing, IPPROTO_UDP);
+  EXPECT_TRUE(parseSockDiagMessage(agreeing, Protocol::kTcp));
+  const auto mismatch = parseSockDiagMessage(agreeing, Protocol::kUdp);
   ASSERT_FALSE(mismatch);
   EXPECT_EQ(mismatch.error().code, ErrorCode::kDecode);
 
   ByteVector wide = diagMsg({});
   append(wide, attr(INET_DIAG_PROTOCOL, hostBytes<uint16_t>(IPPROTO_TCP)));
-  EXPECT_FALSE(parseSockDiagMessage(message(SOCK_DIAG_BY_FAMILY, 0, wide), IPPROTO_TCP));
+  EXPECT_FALSE(parseSockDiagMessage(message(SOCK_DIAG_BY_FAMILY, 0, wide), Protocol::kTcp));
 }
 
 TEST(SockDiagMessageTest, RejectsEveryTruncation) {
@@ -229,7 +232,7 @@ TEST(SockDiagMessageTest, RejectsEveryTruncation) {
   for (size_t n = 0; n < bytes.size(); ++n) {
     // An exactly sized copy, so a sanitizer build catches any read past the end.
     const ByteVector prefix(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(n));
-    EXPECT_FALSE(parseSockDiagMessage(prefix, IPPROTO_TCP)) << "prefix of " << n << " bytes";
+    EXPECT_FALSE(parseSockDiagMessage(prefix, Protocol::kTcp)) << "prefix of " << n << " bytes";
   }
 }
 
@@ -237,13 +240,13 @@ TEST(SockDiagMessageTest, ShrunkLengthFieldNeverYieldsAWrongSocket) {
   // nlmsg_len set to each smaller value: the message is short but self-consistent. Either the
   // parse fails, or it lost only trailing attributes and still reads the same socket.
   const auto full = kernelTcpV4Listener();
-  const auto reference = parseSockDiagMessage(full, IPPROTO_TCP);
+  const auto reference = parseSockDiagMessage(full, Protocol::kTcp);
   ASSERT_TRUE(reference);
   int parsed = 0;
   for (uint32_t len = 0; len < full.size(); ++len) {
     ByteVector bytes(full.begin(), full.begin() + len);
     if (bytes.size() >= 4) std::memcpy(bytes.data(), &len, 4);
-    const auto socket = parseSockDiagMessage(bytes, IPPROTO_TCP);
+    const auto socket = parseSockDiagMessage(bytes, Protocol::kTcp);
     if (len < 88) {
       EXPECT_FALSE(socket) << "no room for inet_diag_msg at len " << len;
     }
@@ -258,30 +261,30 @@ TEST(SockDiagMessageTest, RejectsLengthBeyondBufferAndBrokenAttributes) {
   auto longer = kernelTcpV4Listener();
   const uint32_t len = static_cast<uint32_t>(longer.size() + 4);
   std::memcpy(longer.data(), &len, 4);
-  EXPECT_FALSE(parseSockDiagMessage(longer, IPPROTO_TCP));
+  EXPECT_FALSE(parseSockDiagMessage(longer, Protocol::kTcp));
 
   auto shortAttribute = kernelTcpV4Listener();
   shortAttribute[88] = std::byte{3};  // nla_len below the attribute header size
-  EXPECT_FALSE(parseSockDiagMessage(shortAttribute, IPPROTO_TCP));
+  EXPECT_FALSE(parseSockDiagMessage(shortAttribute, Protocol::kTcp));
 
   auto overflowing = kernelTcpV4Listener();
   overflowing[88] = std::byte{200};  // nla_len past the end of the message
-  EXPECT_FALSE(parseSockDiagMessage(overflowing, IPPROTO_TCP));
+  EXPECT_FALSE(parseSockDiagMessage(overflowing, Protocol::kTcp));
 
   ByteVector trailing = diagMsg({});
   append(trailing, bytesOf({1, 2}));  // two stray bytes cannot hold an attribute
-  EXPECT_FALSE(parseSockDiagMessage(message(SOCK_DIAG_BY_FAMILY, 0, trailing), IPPROTO_TCP));
+  EXPECT_FALSE(parseSockDiagMessage(message(SOCK_DIAG_BY_FAMILY, 0, trailing), Protocol::kTcp));
 }
 
 TEST(SockDiagMessageTest, RejectsMessagesThatAreNotInetSockets) {
   const auto error = message(NLMSG_ERROR, 0, hostBytes<int32_t>(-2));
-  EXPECT_FALSE(parseSockDiagMessage(error, IPPROTO_TCP));
+  EXPECT_FALSE(parseSockDiagMessage(error, Protocol::kTcp));
   const auto done = message(NLMSG_DONE, NLM_F_MULTI, hostBytes<int32_t>(0));
-  EXPECT_FALSE(parseSockDiagMessage(done, IPPROTO_TCP));
+  EXPECT_FALSE(parseSockDiagMessage(done, Protocol::kTcp));
 
   auto unixFamily = kernelTcpV4Listener();
   unixFamily[16] = std::byte{AF_UNIX};
-  const auto parsed = parseSockDiagMessage(unixFamily, IPPROTO_TCP);
+  const auto parsed = parseSockDiagMessage(unixFamily, Protocol::kTcp);
   ASSERT_FALSE(parsed);
   EXPECT_EQ(parsed.error().code, ErrorCode::kDecode);
   EXPECT_NE(parsed.error().message.find("family"), std::string::npos);
@@ -299,9 +302,9 @@ TEST(SockDiagMessageTest, SurvivesRandomGarbageAndMutations) {
       const uint16_t type = SOCK_DIAG_BY_FAMILY;
       std::memcpy(garbage.data() + 4, &type, 2);
     }
-    const auto socket = parseSockDiagMessage(garbage, IPPROTO_UDP);
+    const auto socket = parseSockDiagMessage(garbage, Protocol::kUdp);
     if (socket) {
-      EXPECT_EQ(socket->protocol, IPPROTO_UDP);
+      EXPECT_EQ(socket->protocol, Protocol::kUdp);
     }
   }
   const auto valid = kernelUdpV6Socket();
@@ -310,19 +313,12 @@ TEST(SockDiagMessageTest, SurvivesRandomGarbageAndMutations) {
     for (int flips = 1 + static_cast<int>(random() % 4); flips > 0; --flips) {
       mutated[random() % mutated.size()] = static_cast<std::byte>(byte(random));
     }
-    const auto socket = parseSockDiagMessage(mutated, IPPROTO_UDP);
+    const auto socket = parseSockDiagMessage(mutated, Protocol::kUdp);
     if (socket) {
-      EXPECT_TRUE(socket->family == Family::kIPv4 || socket->family == Family::kIPv6);
+      EXPECT_TRUE(socket->family() == Family::kIPv4 || socket->family() == Family::kIPv6);
       EXPECT_FALSE(socket->describe().empty());
     }
   }
-}
-
-TEST(SockDiagMessageTest, NamesProtocols) {
-  EXPECT_EQ(ipProtocolName(IPPROTO_TCP), "tcp");
-  EXPECT_EQ(ipProtocolName(IPPROTO_UDP), "udp");
-  EXPECT_EQ(ipProtocolName(IPPROTO_SCTP), "sctp");
-  EXPECT_EQ(ipProtocolName(99), "proto 99");
 }
 
 }  // namespace
