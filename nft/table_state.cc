@@ -1,5 +1,7 @@
 #include "nft/table_state.h"
 
+#include <algorithm>
+
 #include "nft/table_layout.h"
 
 namespace hostport::nft {
@@ -208,6 +210,36 @@ bool matchesInstalled(const Forward& expected, const Forward& installed) {
          expected.hostPort == installed.hostPort && expected.containerIp == installed.containerIp &&
          expected.containerPort == installed.containerPort &&
          expected.conditions.empty() == installed.conditions.empty();
+}
+
+RulesDiff diff(const AttachmentRules& planned, const AttachmentRules& installed) {
+  RulesDiff found;
+  const auto installedHas = [&](const Forward& expected) {
+    return std::ranges::any_of(
+        installed.forwards, [&](const Forward& have) { return matchesInstalled(expected, have); });
+  };
+  const auto plannedHas = [&](const Forward& have) {
+    return std::ranges::any_of(planned.forwards, [&](const Forward& expected) {
+      return matchesInstalled(expected, have);
+    });
+  };
+  for (const auto& expected : planned.forwards) {
+    if (!installedHas(expected)) found.missingForwards.push_back(expected);
+  }
+  for (const auto& have : installed.forwards) {
+    if (!plannedHas(have)) found.unexpectedForwards.push_back(have);
+  }
+  for (const auto& expected : planned.masquerades) {
+    if (std::ranges::find(installed.masquerades, expected) == installed.masquerades.end()) {
+      found.missingMasquerades.push_back(expected);
+    }
+  }
+  for (const auto& have : installed.masquerades) {
+    if (std::ranges::find(planned.masquerades, have) == planned.masquerades.end()) {
+      found.unexpectedMasquerades.push_back(have);
+    }
+  }
+  return found;
 }
 
 }  // namespace hostport::nft

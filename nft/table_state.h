@@ -1,6 +1,7 @@
 #pragma once
-// What our tables hold, read back from libnftables' JSON listing. The text listing prints
-// comments unescaped, so JSON is the only faithful way to learn each element's owner.
+// What our tables hold, read back from libnftables' JSON listing, and how that compares with what
+// was planned (matchesInstalled, diff). The text listing prints comments unescaped, so JSON is the
+// only faithful way to learn each element's owner.
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -43,5 +44,25 @@ Result<void> parseTableListing(const nlohmann::json& listing, TableState& state)
 /// True when `installed` is what installing `expected` produces. Conditions are compared by
 /// presence only (see kInstalledConditionsMarker).
 bool matchesInstalled(const Forward& expected, const Forward& installed);
+
+/// How what is installed for one owner differs from what is planned for it. Each list keeps the
+/// order of the input it comes from, so the first difference (the one CHECK reports) is the same
+/// on every run.
+struct RulesDiff {
+  std::vector<Forward> missingForwards;           // planned, matched by nothing installed
+  std::vector<Forward> unexpectedForwards;        // installed, matching nothing planned
+  std::vector<Masquerade> missingMasquerades;     // planned, not installed
+  std::vector<Masquerade> unexpectedMasquerades;  // installed, not planned
+
+  bool empty() const {
+    return missingForwards.empty() && unexpectedForwards.empty() && missingMasquerades.empty() &&
+           unexpectedMasquerades.empty();
+  }
+};
+
+/// Compares forwards with matchesInstalled() and masquerades exactly, by membership: one installed
+/// copy stands for every planned one. Owners are not compared: `installed` is what listing
+/// `planned.owner` gave back.
+RulesDiff diff(const AttachmentRules& planned, const AttachmentRules& installed);
 
 }  // namespace hostport::nft

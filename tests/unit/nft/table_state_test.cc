@@ -1,8 +1,11 @@
-// Parsing of libnftables' JSON listing, using output captured from nft 1.0.6 on this kernel.
+// Parsing of libnftables' JSON listing, using output captured from nft 1.0.6 on this kernel, and
+// the comparison of what is installed with what was planned.
 
 #include "nft/table_state.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 namespace hostport::nft {
 namespace {
@@ -101,6 +104,124 @@ TEST(TableStateTest, ComparesConditionsByPresenceOnly) {
   installed = expected;
   installed.containerPort = 8081;
   EXPECT_FALSE(matchesInstalled(expected, installed));
+}
+
+Forward tcpForward(uint16_t hostPort, const char* podIp, uint16_t podPort) {
+  return {Protocol::kTcp, std::nullopt, hostPort, *IpAddress::parse(podIp), podPort, ""};
+}
+
+Masquerade masquerade(const char* source, const char* podIp) {
+  return {*IpPrefix::parse(source), *IpAddress::parse(podIp)};
+}
+
+AttachmentRules plannedRules() {
+  AttachmentRules rules{"a/eth0", {}, {}};
+  rules.forwards = {tcpForward(8080, "10.88.0.5", 80), tcpForward(8443, "10.88.0.5", 443)};
+  rules.masquerades = {masquerade("10.88.0.0/16", "10.88.0.5"),
+                       masquerade("127.0.0.0/8", "10.88.0.5")};
+  return rules;
+}
+
+TEST(RulesDiffTest, IsEmptyWhenTheTableHoldsThePlanInAnyOrder) {
+  const AttachmentRules planned = plannedRules();
+  AttachmentRules installed = planned;
+  std::ranges::reverse(installed.forwards);
+  std::ranges::reverse(installed.masquerades);
+
+  const RulesDiff found = diff(planned, installed);
+
+  EXPECT_TRUE(found.empty());
+}
+
+TEST(RulesDiffTest, ListsPlannedForwardsTheTableLacksInPlannedOrder) {
+  AttachmentRules planned = plannedRules();
+  planned.forwards.push_back(tcpForward(9000, "10.88.0.5", 90));
+  AttachmentRules installed = planned;
+  installed.forwards = {planned.forwards[1]};
+
+  const RulesDiff found = diff(planned, installed);
+
+  EXPECT_EQ(found.missingForwards, (std::vector{planned.forwards[0], planned.forwards[2]}));
+  EXPECT_TRUE(found.unexpectedForwards.empty());
+  EXPECT_TRUE(found.missingMasquerades.empty());
+  EXPECT_TRUE(found.unexpectedMasquerades.empty());
+  EXPECT_FALSE(found.empty());
+}
+
+TEST(RulesDiffTest, ListsInstalledForwardsNobodyPlannedInTableOrder) {
+  const AttachmentRules planned = plannedRules();
+  AttachmentRules installed = planned;
+  const Forward elsewhere = tcpForward(8080, "10.88.0.5", 81);  // same key, other target
+  const Forward extra = tcpForward(9999, "10.88.0.5", 80);
+  installed.forwards = {extra, planned.forwards[1], elsewhere, planned.forwards[0]};
+
+  const RulesDiff found = diff(planned, installed);
+
+  EXPECT_TRUE(found.missingForwards.empty());
+  EXPECT_EQ(found.unexpectedForwards, (std::vector{extra, elsewhere}));
+  EXPECT_FALSE(found.empty());
+}
+
+TEST(RulesDiffTest, ListsMissingAndUnexpectedMasqueradesExactly) {
+  const AttachmentRules planned = plannedRules();
+  AttachmentRules installed = planned;
+  const Masquerade wider = masquerade("10.0.0.0/8", "10.88.0.5");
+  installed.masquerades = {wider, planned.masquerades[1]};
+
+  const RulesDiff found = diff(planned, installed);
+
+  EXPECT_TRUE(found.missingForwards.empty());
+  EXPECT_TRUE(found.unexpectedForwards.empty());
+  EXPECT_EQ(found.missingMasquerades, std::vector{planned.masquerades[0]});
+  EXPECT_EQ(found.unexpectedMasquerades, std::vector{wider});
+}
+
+TEST(RulesDiffTest, MatchesAConditionalRuleReadBackWithoutItsConditionText) {
+  AttachmentRules planned = plannedRules();
+  planned.forwards[0].conditions = "ip saddr 192.0.2.0/24";
+  AttachmentRules installed = planned;
+  installed.forwards[0].conditions = std::string(kInstalledConditionsMarker);
+  EXPECT_TRUE(diff(planned, installed).empty());
+
+  installed.forwards[0].conditions.clear();  // the same forward, but in the maps
+  const RulesDiff found = diff(planned, installed);
+
+  EXPECT_EQ(found.missingForwards, std::vector{planned.forwards[0]});
+  EXPECT_EQ(found.unexpectedForwards, std::vector{installed.forwards[0]});
+}
+
+TEST(RulesDiffTest, ComparesMembershipSoOneInstalledCopyStandsForRepeats) {
+  AttachmentRules planned = plannedRules();
+  planned.forwards.push_back(planned.forwards[0]);
+  planned.masquerades.push_back(planned.masquerades[0]);
+
+  EXPECT_TRUE(diff(planned, plannedRules()).empty());
+  EXPECT_TRUE(diff(plannedRules(), planned).empty());
+}
+
+TEST(RulesDiffTest, IgnoresTheOwnersOfBothSides) {
+  AttachmentRules installed = plannedRules();
+  installed.owner = "someone/else";
+
+  EXPECT_TRUE(diff(plannedRules(), installed).empty());
+}
+
+TEST(RulesDiffTest, ListsEverythingWhenOneSideIsEmpty) {
+  const AttachmentRules planned = plannedRules();
+  const AttachmentRules nothing{"a/eth0", {}, {}};
+
+  const RulesDiff missing = diff(planned, nothing);
+  EXPECT_EQ(missing.missingForwards, planned.forwards);
+  EXPECT_EQ(missing.missingMasquerades, planned.masquerades);
+  EXPECT_TRUE(missing.unexpectedForwards.empty());
+  EXPECT_TRUE(missing.unexpectedMasquerades.empty());
+
+  const RulesDiff unexpected = diff(nothing, planned);
+  EXPECT_EQ(unexpected.unexpectedForwards, planned.forwards);
+  EXPECT_EQ(unexpected.unexpectedMasquerades, planned.masquerades);
+  EXPECT_TRUE(unexpected.missingForwards.empty());
+  EXPECT_TRUE(unexpected.missingMasquerades.empty());
+  EXPECT_TRUE(diff(nothing, nothing).empty());
 }
 
 }  // namespace
