@@ -1,6 +1,5 @@
 #include "cni-plugin/dispatcher.h"
 
-#include <algorithm>
 #include <ostream>
 
 #include "cni-plugin/annotations.h"
@@ -219,44 +218,37 @@ Result<void> Invocation::del(const Result<PluginConfig>& config) {
   return {};
 }
 
-Result<void> Invocation::check(const PluginConfig& config) {
-  auto target = attachment(config, "CHECK");
-  if (!target) return std::unexpected(target.error());
-  auto mappings = grantedMappings(config);
-  if (!mappings) return std::unexpected(mappings.error());
-  auto planned = plan(config, *target, *mappings);
-  if (!planned) return std::unexpected(planned.error());
-  auto tables = ruleset();
-  if (!tables) return std::unexpected(tables.error());
-  auto installed = (*tables)->listOwned(target->owner);
-  if (!installed) return std::unexpected(installed.error());
-  const auto& owner = target->owner;
-  for (const auto& expected : planned->rules.forwards) {
-    const bool found = std::ranges::any_of(installed->forwards, [&](const nft::Forward& have) {
-      return nft::matchesInstalled(expected, have);
-    });
-    if (!found) {
-      return fail(ErrorCode::kNotFound, "forward " + nft::describe(expected) + " of " + owner +
-                                            " is missing from table hostport");
-    }
+/// CHECK's verdict: the first difference, as kNotFound naming the element and its owner. Missing
+/// forwards come first, then unexpected forwards, then missing masquerades. An unexpected
+/// masquerade passes: it hides more client addresses from this pod, but breaks no forward and
+/// holds no port.
+Result<void> firstDifference(const nft::RulesDiff& difference, const std::string& owner) {
+  if (!difference.missingForwards.empty()) {
+    return fail(ErrorCode::kNotFound, "forward " +
+                                          nft::describe(difference.missingForwards.front()) +
+                                          " of " + owner + " is missing from table hostport");
   }
-  for (const auto& have : installed->forwards) {
-    const bool expected = std::ranges::any_of(planned->rules.forwards, [&](const nft::Forward& e) {
-      return nft::matchesInstalled(e, have);
-    });
-    if (!expected) {
-      return fail(ErrorCode::kNotFound, "table hostport holds an unexpected forward " +
-                                            nft::describe(have) + " for " + owner);
-    }
+  if (!difference.unexpectedForwards.empty()) {
+    return fail(ErrorCode::kNotFound, "table hostport holds an unexpected forward " +
+                                          nft::describe(difference.unexpectedForwards.front()) +
+                                          " for " + owner);
   }
-  for (const auto& expected : planned->rules.masquerades) {
-    if (std::ranges::find(installed->masquerades, expected) == installed->masquerades.end()) {
-      return fail(ErrorCode::kNotFound, "masquerade " + expected.source.str() + " -> " +
-                                            expected.podIp.str() + " of " + owner +
-                                            " is missing from table hostport");
-    }
+  if (!difference.missingMasquerades.empty()) {
+    const auto& missing = difference.missingMasquerades.front();
+    return fail(ErrorCode::kNotFound, "masquerade " + missing.source.str() + " -> " +
+                                          missing.podIp.str() + " of " + owner +
+                                          " is missing from table hostport");
   }
   return {};
+}
+
+Result<void> Invocation::check(const PluginConfig& config) {
+  HOSTPORT_TRY(const auto target, attachment(config, "CHECK"));
+  HOSTPORT_TRY(const auto mappings, grantedMappings(config));
+  HOSTPORT_TRY(const auto planned, plan(config, target, mappings));
+  HOSTPORT_TRY(auto* tables, ruleset());
+  HOSTPORT_TRY(const auto installed, tables->listOwned(target.owner));
+  return firstDifference(nft::diff(planned.rules, installed), target.owner);
 }
 
 Result<void> Invocation::status(const PluginConfig& config) {

@@ -282,6 +282,40 @@ TEST_F(DispatcherTest, CheckFailsOnAForwardNobodyAskedFor) {
   EXPECT_EQ(run("CHECK", config().dump()).document()["code"], 103);
 }
 
+TEST_F(DispatcherTest, CheckNamesTheFirstDifferenceMissingForwardsFirst) {
+  ASSERT_EQ(run("ADD", config().dump()).exitCode, 0);
+  const nft::AttachmentRules added = ruleset_.installed.at("c0ffee/eth0");
+  auto& held = ruleset_.installed.at("c0ffee/eth0");
+  held.forwards.erase(held.forwards.begin());
+  held.forwards.push_back(added.forwards.front());
+  held.forwards.back().hostPort = 9999;
+  held.masquerades.clear();
+  EXPECT_EQ(run("CHECK", config().dump()).document()["msg"],
+            "forward tcp 0.0.0.0:8080 -> 10.88.0.5:80 of c0ffee/eth0 is missing from table "
+            "hostport");
+
+  held.forwards = added.forwards;
+  held.forwards.push_back(added.forwards.front());
+  held.forwards.back().hostPort = 9999;
+  EXPECT_EQ(run("CHECK", config().dump()).document()["msg"],
+            "table hostport holds an unexpected forward tcp 0.0.0.0:9999 -> 10.88.0.5:80 for "
+            "c0ffee/eth0");
+
+  held.forwards = added.forwards;
+  const auto outcome = run("CHECK", config().dump());
+  EXPECT_EQ(outcome.document()["code"], 103);
+  EXPECT_EQ(outcome.document()["msg"],
+            "masquerade 10.88.0.0/16 -> 10.88.0.5 of c0ffee/eth0 is missing from table hostport");
+}
+
+TEST_F(DispatcherTest, CheckPassesWithAMasqueradeNobodyAskedFor) {
+  ASSERT_EQ(run("ADD", config().dump()).exitCode, 0);
+  ruleset_.installed.at("c0ffee/eth0")
+      .masquerades.push_back({*IpPrefix::parse("0.0.0.0/0"), *IpAddress::parse("10.88.0.5")});
+  const auto outcome = run("CHECK", config().dump());
+  EXPECT_EQ(outcome.exitCode, 0) << outcome.out;
+}
+
 TEST_F(DispatcherTest, VerbsRefuseVersionsTheyDoNotExistIn) {
   EXPECT_EQ(run("CHECK", config("0.3.1").dump()).document()["code"], 1);
   EXPECT_EQ(run("GC", config("1.0.0").dump()).document()["code"], 1);
