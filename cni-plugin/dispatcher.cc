@@ -67,18 +67,14 @@ class Invocation {
 
 Result<nft::Ruleset*> Invocation::ruleset() {
   if (!ruleset_) {
-    auto created = backends_.ruleset();
-    if (!created) return std::unexpected(created.error());
-    ruleset_ = std::move(*created);
+    HOSTPORT_TRY(ruleset_, backends_.ruleset());
   }
   return ruleset_.get();
 }
 
 Result<hostnet::HostNetwork*> Invocation::hostNetwork() {
   if (!hostNetwork_) {
-    auto created = backends_.hostNetwork();
-    if (!created) return std::unexpected(created.error());
-    hostNetwork_ = std::move(*created);
+    HOSTPORT_TRY(hostNetwork_, backends_.hostNetwork());
   }
   return hostNetwork_.get();
 }
@@ -96,50 +92,46 @@ Result<Invocation::Attachment> Invocation::attachment(const PluginConfig& config
                 "primary network plugin in a conflist (" +
                     std::string(verb) + ")");
   }
-  auto addresses = containerAddresses(*config.prevResult, env_.ifname);
-  if (!addresses) return std::unexpected(addresses.error());
-  auto owner = nft::makeOwner(env_.containerId, env_.ifname);
-  if (!owner) return std::unexpected(owner.error());
-  return Attachment{*owner, *addresses};
+  HOSTPORT_TRY(auto addresses, containerAddresses(*config.prevResult, env_.ifname));
+  HOSTPORT_TRY(auto owner, nft::makeOwner(env_.containerId, env_.ifname));
+  return Attachment{std::move(owner), std::move(addresses)};
 }
 
 Result<Grant> Invocation::grantPorts(const PluginConfig& config) {
-  auto annotations = parsePortAnnotations(config.podAnnotations);
-  if (!annotations) return std::unexpected(annotations.error());
+  HOSTPORT_TRY(auto annotations, parsePortAnnotations(config.podAnnotations));
   if (config.agentSocket.empty()) {
-    if (!annotations->dynamics.empty() || !annotations->pool.empty()) {
+    if (!annotations.dynamics.empty() || !annotations.pool.empty()) {
       return fail(ErrorCode::kInvalidArgument,
                   "annotations hostport.io/ports and hostport.io/pool need hostport-agent, but "
                   "this network runs hostport standalone (agentSocket is \"\")");
     }
     return Grant{config.portMappings, false};
   }
-  if (annotations->dynamics.empty() && config.portMappings.empty()) return Grant{{}, false};
-  auto lease = authority(config).allocate(
-      allocationRequestFor(env_, config, std::move(annotations->dynamics), annotations->pool));
-  if (!lease) return std::unexpected(lease.error());
-  return Grant{mappingsOf(*lease), true};
+  if (annotations.dynamics.empty() && config.portMappings.empty()) return Grant{{}, false};
+  HOSTPORT_TRY(const auto lease,
+               authority(config).allocate(allocationRequestFor(
+                   env_, config, std::move(annotations.dynamics), annotations.pool)));
+  return Grant{mappingsOf(lease), true};
 }
 
 Result<std::vector<PortMapping>> Invocation::grantedMappings(const PluginConfig& config) {
   if (config.agentSocket.empty()) return config.portMappings;
-  auto lease = authority(config).get(key());
-  if (!lease) return std::unexpected(lease.error());
-  if (!*lease) {
+  HOSTPORT_TRY(const auto lease, authority(config).get(key()));
+  if (!lease) {
     auto annotations = parsePortAnnotations(config.podAnnotations);
     const bool asked =
         !config.portMappings.empty() || (annotations && !annotations->dynamics.empty());
     if (!asked) return std::vector<PortMapping>{};
     return fail(ErrorCode::kNotFound, "hostport-agent holds no lease for " + key().str());
   }
-  return mappingsOf(**lease);
+  return mappingsOf(*lease);
 }
 
 Result<AttachmentPlan> Invocation::plan(const PluginConfig& config, const Attachment& attachment,
                                         const std::vector<PortMapping>& mappings) {
-  auto planned = planAttachment(attachment.owner, mappings, attachment.addresses, config);
-  if (!planned) return planned;
-  for (const auto& warning : planned->warnings) log(warning);
+  HOSTPORT_TRY(auto planned,
+               planAttachment(attachment.owner, mappings, attachment.addresses, config));
+  for (const auto& warning : planned.warnings) log(warning);
   return planned;
 }
 
@@ -165,15 +157,14 @@ void Invocation::flushUdpConntrack(const std::vector<uint16_t>& ports) {
 
 Result<void> Invocation::install(const AttachmentPlan& plan) {
   if (plan.rules.empty()) return {};
-  auto tables = ruleset();
-  if (!tables) return std::unexpected(tables.error());
-  if (auto installed = (*tables)->install(plan.rules); !installed) return installed;
+  HOSTPORT_TRY(auto* tables, ruleset());
+  HOSTPORT_TRY_VOID(tables->install(plan.rules));
   if (plan.routeLocalnetFor) {
     auto network = hostNetwork();
     auto enabled = network ? (*network)->enableRouteLocalnet(*plan.routeLocalnetFor)
                            : std::unexpected(network.error());
     if (!enabled) {
-      if (auto undone = (*tables)->remove(plan.rules.owner); !undone) {
+      if (auto undone = tables->remove(plan.rules.owner); !undone) {
         log("error: cannot roll back after a failed ADD: " + undone.error().message);
       }
       return withContext(enabled.error(), "enabling route_localnet");
@@ -185,34 +176,28 @@ Result<void> Invocation::install(const AttachmentPlan& plan) {
 }
 
 Result<void> Invocation::add(const PluginConfig& config) {
-  auto target = attachment(config, "ADD");
-  if (!target) return std::unexpected(target.error());
-  auto grant = grantPorts(config);
-  if (!grant) return std::unexpected(grant.error());
-  auto planned = plan(config, *target, grant->mappings);
+  HOSTPORT_TRY(const auto target, attachment(config, "ADD"));
+  HOSTPORT_TRY(const auto grant, grantPorts(config));
+  auto planned = plan(config, target, grant.mappings);
   auto installed = planned ? install(*planned) : Result<void>(std::unexpected(planned.error()));
   if (!installed) {
     // No partial state: a lease without its forwards would hold ports nobody can reach.
-    if (grant->leased) releaseLease(config);
+    if (grant.leased) releaseLease(config);
     return installed;
   }
-  auto result = convertResult(*config.prevResult, config.cniVersion);
-  if (!result) return std::unexpected(result.error());
-  io_.out << result->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  HOSTPORT_TRY(const auto result, convertResult(*config.prevResult, config.cniVersion));
+  io_.out << result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return {};
 }
 
 Result<void> Invocation::del(const Result<PluginConfig>& config) {
   // DEL must clean up whatever the config says: the owner comes from the environment alone.
   if (!config) log("warning: ignoring unusable config at DEL: " + config.error().message);
-  auto owner = nft::makeOwner(env_.containerId, env_.ifname);
-  if (!owner) return std::unexpected(owner.error());
-  auto tables = ruleset();
-  if (!tables) return std::unexpected(tables.error());
-  auto removed = (*tables)->remove(*owner);
-  if (!removed) return std::unexpected(removed.error());
-  flushUdpConntrack(udpHostPorts(removed->forwards));
-  if (!removed->empty()) log("removed " + std::to_string(removed->forwards.size()) + " forward(s)");
+  HOSTPORT_TRY(const auto owner, nft::makeOwner(env_.containerId, env_.ifname));
+  HOSTPORT_TRY(auto* tables, ruleset());
+  HOSTPORT_TRY(const auto removed, tables->remove(owner));
+  flushUdpConntrack(udpHostPorts(removed.forwards));
+  if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
   // With an unusable config the socket is unknown; the agent's reconciler releases later.
   if (config) releaseLease(*config);
   return {};
