@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "agent/api/routes.h"
 #include "common/bounded_json.h"
 #include "common/quote.h"
 
@@ -231,7 +232,7 @@ Result<void> parseOptions(const json& document, PluginConfig& config) {
   config.conditionsV6 = std::move(*conditionsV6);
   // Absent means the agent at its usual place; only an explicit "" runs without one.
   config.agentSocket = optionalMember(document, "agentSocket") == nullptr
-                           ? std::string(kDefaultAgentSocketPath)
+                           ? std::string(agent::api::kDefaultAgentSocket)
                            : std::move(*agentSocket);
   return {};
 }

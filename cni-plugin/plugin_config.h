@@ -24,8 +24,6 @@ struct PortMapping {
   friend bool operator==(const PortMapping&, const PortMapping&) = default;
 };
 
-inline constexpr std::string_view kDefaultAgentSocketPath = "/run/hostport/agent.sock";
-
 struct PluginConfig {
   std::string cniVersion;
   std::string name;
@@ -37,8 +35,8 @@ struct PluginConfig {
   std::optional<nlohmann::json> prevResult;  // absent when the key is missing or null
   /// runtimeConfig["io.kubernetes.cri.pod-annotations"]; an empty object when absent or null.
   nlohmann::json podAnnotations = nlohmann::json::object();
-  /// The agent's control socket (`agentSocket`): absent means kDefaultAgentSocketPath, "" means
-  /// standalone (static hostPorts only, no agent).
+  /// The agent's control socket (`agentSocket`): absent means agent::api::kDefaultAgentSocket, ""
+  /// means standalone (static hostPorts only, no agent).
   std::string agentSocket;
   nlohmann::json raw;  // the whole document, for GC's attachment lists and the like
 };

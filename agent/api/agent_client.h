@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "agent/api/json_codec.h"
+#include "agent/api/routes.h"  // kDefaultAgentSocket, for the client's callers
 #include "agent/api/unix_http_exchange.h"
 #include "agent/core/lease.h"
 #include "common/error.h"
 
 namespace hostport::agent::api {
 
-inline constexpr std::string_view kDefaultAgentSocket = "/run/hostport/agent.sock";
 inline constexpr std::chrono::milliseconds kDefaultClientTimeout{10'000};
 inline constexpr std::size_t kDefaultMaxResponseBytes = 8 * 1024 * 1024;
 

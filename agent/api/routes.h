@@ -1,6 +1,7 @@
 #pragma once
-// The control socket's URL space, shared by the agent (which routes) and the client (which
-// builds targets), so both escape and unescape the same way.
+// The control socket's address and URL space, shared by the agent (which listens and routes) and
+// its clients, the CNI plugin and hostportctl (which connect and build targets), so all of them
+// meet at the same default path and escape and unescape the same way.
 //
 //   POST   /v1/attachments                         request -> lease
 //   GET    /v1/attachments/{containerId}/{ifname}  -> lease, or 404 not_found
@@ -20,6 +21,9 @@
 #include "common/error.h"
 
 namespace hostport::agent::api {
+
+/// Where the agent listens and its clients connect unless configured otherwise.
+inline constexpr std::string_view kDefaultAgentSocket = "/run/hostport/agent.sock";
 
 inline constexpr std::string_view kAttachmentsPath = "/v1/attachments";
 inline constexpr std::string_view kGcPath = "/v1/gc";

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/api/routes.h"
 #include "agent/core/allocator.h"
 #include "common/error.h"
 
@@ -14,7 +15,7 @@ namespace hostport::agent {
 
 struct AgentConfig {
   std::string stateDir = "/var/lib/hostport";
-  std::string socketPath = "/run/hostport/agent.sock";
+  std::string socketPath = std::string(api::kDefaultAgentSocket);
   bool reserveLocalPorts = true;  // add pool ranges to net.ipv4.ip_local_reserved_ports
   std::string logLevel = "info";
   uint64_t compactAfterJournalBytes = 8 << 20;
