@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <set>
 
-#include "agent/api/validation.h"
+#include "common/ascii.h"
+#include "common/bounded_json.h"
+#include "common/identifiers.h"
+#include "common/quote.h"
 
 namespace hostport::cni {
 namespace {
 
-using agent::api::quoteText;
 using nlohmann::json;
 
 constexpr std::string_view kBlanks = " \t\r\n";
@@ -30,8 +32,7 @@ std::unexpected<Error> badEntry(std::string_view entry, const std::string& probl
 
 /// 1 to 5 ASCII digits with a value in 1..65535: no sign, no blanks, no hex.
 std::optional<uint16_t> parsePort(std::string_view text) {
-  if (text.empty() || text.size() > 5 ||
-      !std::ranges::all_of(text, [](char c) { return c >= '0' && c <= '9'; })) {
+  if (text.empty() || text.size() > 5 || !std::ranges::all_of(text, ascii::isDigit)) {
     return std::nullopt;
   }
   uint32_t value = 0;
@@ -48,10 +49,8 @@ Result<agent::DynamicPortRequest> parseEntry(std::string_view entry) {
   agent::DynamicPortRequest request;
   const std::string_view name = entry.substr(0, equals);
   if (name.empty()) return badEntry(entry, "missing name before '='");
-  if (!agent::api::isDnsLabel(name)) {
-    return badEntry(entry, "name " + quoteText(name) +
-                               " must be lowercase letters, digits and '-', start and end with a "
-                               "letter or digit, and be at most 63 characters");
+  if (const Problem problem = dnsLabelProblem(name)) {
+    return badEntry(entry, "name " + quoteText(name) + " " + std::string(*problem));
   }
   request.name = std::string(name);
 
@@ -122,12 +121,11 @@ Result<std::vector<agent::DynamicPortRequest>> parsePorts(std::string_view text)
       return annotationError(
           kPortsAnnotation, "more than " + std::to_string(agent::kMaxPortsPerRequest) + " entries");
     }
-    auto request = parseEntry(entry);
-    if (!request) return std::unexpected(std::move(request.error()));
-    if (!names.insert(request->name).second) {
-      return badEntry(entry, "name " + quoteText(request->name) + " is used twice");
+    HOSTPORT_TRY(agent::DynamicPortRequest request, parseEntry(entry));
+    if (!names.insert(request.name).second) {
+      return badEntry(entry, "name " + quoteText(request.name) + " is used twice");
     }
-    requests.push_back(std::move(*request));
+    requests.push_back(std::move(request));
   }
   return requests;
 }
@@ -138,7 +136,7 @@ Result<std::optional<std::string_view>> stringAnnotation(const json& annotations
   const auto it = annotations.find(key);
   if (it == annotations.end() || it->is_null()) return std::nullopt;
   if (!it->is_string()) {
-    return annotationError(key, agent::api::echo(*it) + " must be a string");
+    return annotationError(key, echo(*it) + " must be a string");
   }
   return std::string_view(it->get_ref<const std::string&>());
 }
@@ -150,25 +148,18 @@ Result<PortAnnotations> parsePortAnnotations(const json& annotations) {
   if (annotations.is_null()) return result;
   if (!annotations.is_object()) {
     return fail(ErrorCode::kInvalidArgument,
-                "pod annotations: " + agent::api::echo(annotations) + " must be a JSON object");
+                "pod annotations: " + echo(annotations) + " must be a JSON object");
   }
-  auto ports = stringAnnotation(annotations, kPortsAnnotation);
-  if (!ports) return std::unexpected(std::move(ports.error()));
-  if (*ports) {
-    auto dynamics = parsePorts(**ports);
-    if (!dynamics) return std::unexpected(std::move(dynamics.error()));
-    result.dynamics = std::move(*dynamics);
+  HOSTPORT_TRY(const auto ports, stringAnnotation(annotations, kPortsAnnotation));
+  if (ports) {
+    HOSTPORT_TRY(result.dynamics, parsePorts(*ports));
   }
-  auto pool = stringAnnotation(annotations, kPoolAnnotation);
-  if (!pool) return std::unexpected(std::move(pool.error()));
-  if (*pool) {
-    if (!agent::api::isDnsLabel(**pool)) {
-      return annotationError(kPoolAnnotation,
-                             quoteText(**pool) +
-                                 " must be lowercase letters, digits and '-', start and end with a "
-                                 "letter or digit, and be at most 63 characters");
+  HOSTPORT_TRY(const auto pool, stringAnnotation(annotations, kPoolAnnotation));
+  if (pool) {
+    if (const Problem problem = dnsLabelProblem(*pool)) {
+      return annotationError(kPoolAnnotation, quoteText(*pool) + " " + std::string(*problem));
     }
-    result.pool = std::string(**pool);
+    result.pool = std::string(*pool);
   }
   return result;
 }

@@ -6,15 +6,13 @@
 #include <utility>
 
 #include "cni-plugin/plugin_config.h"
+#include "common/identifiers.h"
 
 // Every value here comes from the runtime's environment and later reaches nft comments, file
 // paths and log lines, so identifiers are checked against the spec's grammar rather than trusted.
 
 namespace hostport::cni {
 namespace {
-
-constexpr size_t kMaxContainerIdLength = 100;
-constexpr size_t kMaxIfnameLength = 15;  // IFNAMSIZ - 1
 
 constexpr std::array<std::pair<Verb, std::string_view>, 6> kVerbs{{
     {Verb::kAdd, "ADD"},
@@ -51,41 +49,10 @@ Result<Verb> parseVerb(const std::optional<std::string>& command) {
   return envError("CNI_COMMAND", *command, "is not one of ADD, DEL, CHECK, VERSION, GC, STATUS");
 }
 
-bool isAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-Result<void> validateContainerId(const std::string& id) {
-  bool valid = !id.empty() && id.size() <= kMaxContainerIdLength && isAlnum(id.front());
-  for (const char c : id) {
-    valid = valid && (isAlnum(c) || c == '_' || c == '.' || c == '-');
-  }
-  if (!valid) {
-    return envError("CNI_CONTAINERID", id,
-                    "must match [A-Za-z0-9][A-Za-z0-9_.-]* and be at most 100 characters");
-  }
-  return {};
-}
-
-/// The kernel's dev_valid_name() rules, narrowed to printable ASCII without quotes or
-/// backslashes: the kernel allows those, but they would need escaping in nft comments and logs.
-Result<void> validateIfname(const std::string& name) {
-  if (name.size() > kMaxIfnameLength) {
-    return envError("CNI_IFNAME", name, "is longer than 15 characters");
-  }
-  if (name == "." || name == "..") return envError("CNI_IFNAME", name, "is not a valid name");
-  for (const char c : name) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == ' ' || (byte >= '\t' && byte <= '\r')) {
-      return envError("CNI_IFNAME", name, "must not contain whitespace");
-    }
-    if (byte < 0x20 || byte >= 0x7f) {
-      return envError("CNI_IFNAME", name, "must contain only printable ASCII characters");
-    }
-    if (c == '/' || c == ':' || c == '"' || c == '\\') {
-      return envError("CNI_IFNAME", name, std::string("must not contain '") + c + "'");
-    }
-  }
+/// `value` of `variable`, checked by one of common/identifiers.h's grammars.
+Result<void> checkGrammar(std::string_view variable, const std::string& value,
+                          Problem (*problem)(std::string_view)) {
+  if (const Problem found = problem(value)) return envError(variable, value, *found);
   return {};
 }
 
@@ -116,21 +83,19 @@ bool isAttachmentVerb(Verb verb) {
 Result<void> readAttachment(const std::function<const char*(const char*)>& getenv, CniEnv& env) {
   const auto containerId = readVariable(getenv, "CNI_CONTAINERID");
   if (!containerId) return missing("CNI_CONTAINERID", env.verb);
-  if (auto valid = validateContainerId(*containerId); !valid) return valid;
+  HOSTPORT_TRY_VOID(checkGrammar("CNI_CONTAINERID", *containerId, containerIdProblem));
   env.containerId = *containerId;
 
   const auto ifname = readVariable(getenv, "CNI_IFNAME");
   if (!ifname) return missing("CNI_IFNAME", env.verb);
-  if (auto valid = validateIfname(*ifname); !valid) return valid;
+  HOSTPORT_TRY_VOID(checkGrammar("CNI_IFNAME", *ifname, ifnameProblem));
   env.ifname = *ifname;
 
   // containerd's second DEL (at sandbox removal) comes with the netns already gone.
   env.netns = readVariable(getenv, "CNI_NETNS").value_or("");
   if (env.netns.empty() && env.verb != Verb::kDel) return missing("CNI_NETNS", env.verb);
 
-  auto args = parseArgs(readVariable(getenv, "CNI_ARGS").value_or(""));
-  if (!args) return std::unexpected(std::move(args.error()));
-  env.args = std::move(*args);
+  HOSTPORT_TRY(env.args, parseArgs(readVariable(getenv, "CNI_ARGS").value_or("")));
   return {};
 }
 
@@ -145,12 +110,10 @@ std::string_view verbName(Verb verb) {
 
 Result<CniEnv> parseCniEnv(const std::function<const char*(const char*)>& getenv) {
   CniEnv env;
-  auto verb = parseVerb(readVariable(getenv, "CNI_COMMAND"));
-  if (!verb) return std::unexpected(std::move(verb.error()));
-  env.verb = *verb;
+  HOSTPORT_TRY(env.verb, parseVerb(readVariable(getenv, "CNI_COMMAND")));
   env.path = readVariable(getenv, "CNI_PATH").value_or("");
   if (isAttachmentVerb(env.verb)) {
-    if (auto read = readAttachment(getenv, env); !read) return std::unexpected(read.error());
+    HOSTPORT_TRY_VOID(readAttachment(getenv, env));
   }
   return env;
 }

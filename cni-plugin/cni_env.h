@@ -24,9 +24,8 @@ struct CniEnv {
 
 /// Reads the environment through `getenv` (injectable for tests). Errors are kInvalidEnvironment
 /// and name the variable and value: a missing CNI_COMMAND, an unknown verb, a missing
-/// CNI_CONTAINERID/CNI_IFNAME for ADD/DEL/CHECK, a missing CNI_NETNS for ADD/CHECK, a
-/// containerID outside the spec grammar ^[A-Za-z0-9][A-Za-z0-9_.-]*$ (at most 100 chars), an
-/// ifname that is empty, longer than 15, "." or "..", or holds '/', ':', whitespace, '"' or '\'.
+/// CNI_CONTAINERID/CNI_IFNAME for ADD/DEL/CHECK, a missing CNI_NETNS for ADD/CHECK, a container
+/// ID or an ifname outside its grammar (common/identifiers.h), with the ifname's precise problem.
 Result<CniEnv> parseCniEnv(const std::function<const char*(const char*)>& getenv);
 
 std::string_view verbName(Verb verb);  // "ADD", ...

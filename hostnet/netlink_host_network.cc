@@ -13,6 +13,7 @@
 #include <system_error>
 #include <vector>
 
+#include "common/identifiers.h"
 #include "common/unique_fd.h"
 #include "hostnet/conntrack_message.h"
 #include "hostnet/netlink_socket.h"
@@ -24,16 +25,6 @@ namespace {
 constexpr std::string_view kIpv4ConfDir = "/proc/sys/net/ipv4/conf/";
 
 std::string errnoText(int error) { return std::generic_category().message(error); }
-
-/// The kernel's own rule for interface names (dev_valid_name): 1..15 bytes, not "." or "..", no
-/// '/', ':' or whitespace. Checked here again because the name becomes a path component.
-bool isSafeInterfaceName(std::string_view name) {
-  if (name.empty() || name.size() >= IF_NAMESIZE || name == "." || name == "..") return false;
-  return std::ranges::none_of(name, [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return c == '/' || c == ':' || u <= 0x20 || u == 0x7f;
-  });
-}
 
 Result<void> writeSysctl(const std::string& path, std::string_view value) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -114,7 +105,8 @@ Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
     return fail(ErrorCode::kKernel, what + ": no name for interface index " + std::to_string(*oif) +
                                         ": " + errnoText(error));
   }
-  if (!isSafeInterfaceName(name)) {
+  // Checked again because the name becomes a path component.
+  if (!isKernelIfname(name)) {
     return fail(ErrorCode::kKernel,
                 what + ": refusing unexpected interface name for index " + std::to_string(*oif));
   }

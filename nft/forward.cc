@@ -2,18 +2,19 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
+
+#include "common/ascii.h"
+#include "common/identifiers.h"
+#include "common/quote.h"
 
 namespace hostport::nft {
 namespace {
 
-constexpr std::size_t kMaxContainerIdLength = 100;  // keeps the owner under nft's 128-byte comment
-constexpr std::size_t kMaxIfnameLength = 15;        // IFNAMSIZ - 1
 constexpr std::size_t kMaxConditionsLength = 512;
 
 std::string lowercase(std::string_view text) {
   std::string out(text);
-  std::ranges::transform(out, out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::ranges::transform(out, out.begin(), ascii::toLower);
   return out;
 }
 
@@ -25,34 +26,22 @@ constexpr std::array<std::string_view, 30> kStatementWords = {
     "redirect", "notrack", "tproxy", "fwd",     "dup",      "synproxy", "flow", "add",
     "update",   "delete",  "meter",  "comment", "vmap",     "last"};
 
-bool isConditionChar(unsigned char c) {
+bool isConditionChar(char c) {
   // Everything an nft match needs (addresses, prefixes, sets, ranges, negation, comparison) and
   // nothing that ends a command (';', newline), starts a comment ('#') or a string ('"').
-  return std::isalnum(c) ||
-         std::string_view("._:/-,!=<>{}*").find(static_cast<char>(c)) != std::string_view::npos;
+  return ascii::isAlnum(c) || std::string_view("._:/-,!=<>{}*").contains(c);
 }
 
 }  // namespace
 
 Result<std::string> makeOwner(std::string_view containerId, std::string_view ifname) {
-  const bool idOk = !containerId.empty() && containerId.size() <= kMaxContainerIdLength &&
-                    std::isalnum(static_cast<unsigned char>(containerId.front())) &&
-                    std::ranges::all_of(containerId, [](unsigned char c) {
-                      return std::isalnum(c) || c == '_' || c == '.' || c == '-';
-                    });
-  if (!idOk) {
+  if (const Problem problem = containerIdProblem(containerId)) {
     return fail(ErrorCode::kInvalidEnvironment,
-                "container ID \"" + std::string(containerId.substr(0, 64)) +
-                    "\" must be 1-100 characters of [A-Za-z0-9_.-], starting alphanumeric");
+                "container ID " + quoteText(containerId) + " " + std::string(*problem));
   }
-  const bool ifnameOk = !ifname.empty() && ifname.size() <= kMaxIfnameLength && ifname != "." &&
-                        ifname != ".." && std::ranges::all_of(ifname, [](unsigned char c) {
-                          return std::isgraph(c) && c != '/' && c != ':' && c != '"' && c != '\\';
-                        });
-  if (!ifnameOk) {
+  if (const Problem problem = ifnameProblem(ifname)) {
     return fail(ErrorCode::kInvalidEnvironment,
-                "interface name \"" + std::string(ifname.substr(0, 64)) +
-                    "\" must be 1-15 printable characters without '/', ':', '\"' or '\\'");
+                "interface name " + quoteText(ifname) + " " + std::string(*problem));
   }
   return std::string(containerId) + "/" + std::string(ifname);
 }
@@ -60,20 +49,19 @@ Result<std::string> makeOwner(std::string_view containerId, std::string_view ifn
 Result<std::string> validateConditions(const std::vector<std::string>& parts) {
   std::string joined;
   for (const auto& part : parts) {
-    for (unsigned char c : part) {
+    for (const char c : part) {
       if (c != ' ' && c != '\t' && !isConditionChar(c)) {
         return fail(ErrorCode::kInvalidArgument,
                     "condition \"" + part.substr(0, 64) + "\" holds a forbidden character '" +
-                        (std::isprint(c) ? std::string(1, static_cast<char>(c)) : "?") + "'");
+                        (ascii::isPrint(c) ? std::string(1, c) : "?") + "'");
       }
     }
     // Normalise blanks between tokens; newlines never got this far.
     std::string_view rest = part;
     while (!rest.empty()) {
-      const auto start =
-          std::ranges::find_if_not(rest, [](unsigned char c) { return std::isspace(c); });
+      const auto start = std::ranges::find_if_not(rest, ascii::isSpace);
       rest.remove_prefix(static_cast<std::size_t>(start - rest.begin()));
-      const auto end = std::ranges::find_if(rest, [](unsigned char c) { return std::isspace(c); });
+      const auto end = std::ranges::find_if(rest, ascii::isSpace);
       const auto token = rest.substr(0, static_cast<std::size_t>(end - rest.begin()));
       if (!token.empty()) {
         if (!joined.empty()) joined += ' ';

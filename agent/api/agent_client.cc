@@ -7,7 +7,7 @@
 #include "agent/api/http_errors.h"
 #include "agent/api/routes.h"
 #include "agent/api/unix_http_exchange.h"
-#include "agent/api/validation.h"
+#include "common/quote.h"
 
 namespace hostport::agent::api {
 namespace {

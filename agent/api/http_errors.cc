@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "agent/api/validation.h"
+#include "common/quote.h"
 
 namespace hostport::agent::api {
 namespace {

@@ -3,8 +3,9 @@
 #include <limits>
 #include <set>
 
-#include "agent/api/validation.h"
 #include "common/bounded_json.h"
+#include "common/identifiers.h"
+#include "common/quote.h"
 
 namespace hostport::agent::api {
 namespace {
@@ -43,11 +44,12 @@ Result<void> requireObject(const json& value, std::string_view path) {
   return invalid(path.empty() ? "body" : path, value, "must be a JSON object");
 }
 
-using Grammar = bool (*)(std::string_view);
+/// One of common/identifiers.h's grammars, as its problem text.
+using Grammar = Problem (*)(std::string_view);
 
 /// An optional string may be absent or empty; a required one must be present and match.
 Result<std::string> stringField(const json& object, std::string_view path, std::string_view key,
-                                bool required, Grammar grammar, std::string_view problem) {
+                                bool required, Grammar grammar) {
   const std::string field = join(path, key);
   const json* value = member(object, key);
   if (value == nullptr) {
@@ -57,7 +59,7 @@ Result<std::string> stringField(const json& object, std::string_view path, std::
   if (!value->is_string()) return invalid(field, *value, "must be a string");
   const auto& text = value->get_ref<const std::string&>();
   if (text.empty() && !required) return text;
-  if (!grammar(text)) return invalid(field, *value, problem);
+  if (const Problem problem = grammar(text)) return invalid(field, *value, *problem);
   return text;
 }
 
@@ -153,31 +155,20 @@ Result<void> checkRangeEnd(std::string_view path, std::string_view key, uint16_t
                                                std::to_string(count) + " runs past 65535");
 }
 
-constexpr std::string_view kContainerIdProblem =
-    "must be 1-100 characters of [A-Za-z0-9_.-], starting alphanumeric";
-constexpr std::string_view kIfnameProblem =
-    "must be 1-15 printable characters without '/', ':', '\"' or '\\', and not . or ..";
-constexpr std::string_view kLabelProblem =
-    "must be lowercase letters, digits and '-', start and end alphanumeric, at most 63";
-
 Result<AttachmentKey> attachmentKeyAt(const json& value, std::string_view path) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
   AttachmentKey key;
-  HOSTPORT_TRY(key.containerId,
-               stringField(value, path, "containerId", true, isContainerId, kContainerIdProblem));
-  HOSTPORT_TRY(key.ifname, stringField(value, path, "ifname", true, isIfname, kIfnameProblem));
+  HOSTPORT_TRY(key.containerId, stringField(value, path, "containerId", true, containerIdProblem));
+  HOSTPORT_TRY(key.ifname, stringField(value, path, "ifname", true, ifnameProblem));
   return key;
 }
 
 Result<PodIdentity> podIdentityAt(const json& value, std::string_view path) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
   PodIdentity pod;
-  HOSTPORT_TRY(pod.namespaceName,
-               stringField(value, path, "namespace", false, isDnsLabel, kLabelProblem));
-  HOSTPORT_TRY(pod.name, stringField(value, path, "name", false, isDnsSubdomain,
-                                     "must be a DNS subdomain of at most 253 characters"));
-  HOSTPORT_TRY(pod.uid, stringField(value, path, "uid", false, isPodUid,
-                                    "must be 1-128 characters of [A-Za-z0-9-]"));
+  HOSTPORT_TRY(pod.namespaceName, stringField(value, path, "namespace", false, dnsLabelProblem));
+  HOSTPORT_TRY(pod.name, stringField(value, path, "name", false, dnsSubdomainProblem));
+  HOSTPORT_TRY(pod.uid, stringField(value, path, "uid", false, podUidProblem));
   return pod;
 }
 
@@ -195,9 +186,8 @@ Result<Header> headerAt(const json& value, std::string_view path) {
   if (const json* pod = member(value, "pod"); pod != nullptr) {
     HOSTPORT_TRY(header.pod, podIdentityAt(*pod, join(path, "pod")));
   }
-  HOSTPORT_TRY(header.netns, stringField(value, path, "netns", false, isNetnsPath,
-                                         "must be an absolute path of printable characters"));
-  HOSTPORT_TRY(header.pool, stringField(value, path, "pool", false, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(header.netns, stringField(value, path, "netns", false, netnsPathProblem));
+  HOSTPORT_TRY(header.pool, stringField(value, path, "pool", false, dnsLabelProblem));
   return header;
 }
 
@@ -223,7 +213,7 @@ Result<StaticPortClaim> staticClaimAt(const json& value, std::string_view path) 
 Result<DynamicPortRequest> dynamicRequestAt(const json& value, std::string_view path) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
   DynamicPortRequest request;
-  HOSTPORT_TRY(request.name, stringField(value, path, "name", true, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(request.name, stringField(value, path, "name", true, dnsLabelProblem));
   HOSTPORT_TRY(request.containerPort, portField(value, path, "containerPort"));
   HOSTPORT_TRY(request.count, countField(value, path));
   HOSTPORT_TRY(request.protocol, protocolField(value, path));
@@ -234,7 +224,7 @@ Result<DynamicPortRequest> dynamicRequestAt(const json& value, std::string_view 
 Result<PortGrant> portGrantAt(const json& value, std::string_view path) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
   PortGrant grant;
-  HOSTPORT_TRY(grant.name, stringField(value, path, "name", false, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(grant.name, stringField(value, path, "name", false, dnsLabelProblem));
   HOSTPORT_TRY(grant.protocol, protocolField(value, path));
   HOSTPORT_TRY(grant.hostPort, portField(value, path, "hostPort"));
   HOSTPORT_TRY(grant.containerPort, portField(value, path, "containerPort"));
@@ -266,12 +256,11 @@ Result<PoolUsageRow> poolUsageRowAt(const json& value, std::string_view path) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
   constexpr uint32_t kMaxCount = std::numeric_limits<uint32_t>::max();
   PoolUsageRow row;
-  HOSTPORT_TRY(row.name, stringField(value, path, "name", true, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(row.name, stringField(value, path, "name", true, dnsLabelProblem));
   HOSTPORT_TRY(row.size, integerField(value, path, "size", std::nullopt, 0, kMaxCount));
   HOSTPORT_TRY(row.used, integerField(value, path, "used", std::nullopt, 0, kMaxCount));
   HOSTPORT_TRY(row.free, integerField(value, path, "free", std::nullopt, 0, kMaxCount));
-  HOSTPORT_TRY(row.strategy,
-               stringField(value, path, "strategy", false, isDnsLabel, kLabelProblem));
+  HOSTPORT_TRY(row.strategy, stringField(value, path, "strategy", false, dnsLabelProblem));
   HOSTPORT_TRY(const json* ranges, arrayField(value, path, "ranges", false, kMaxPoolRanges));
   for (std::size_t i = 0; i < ranges->size(); ++i) {
     const json& text = (*ranges)[i];

@@ -1,13 +1,13 @@
 #include "agent/api/routes.h"
 
-#include "agent/api/validation.h"
+#include "common/ascii.h"
+#include "common/quote.h"
 
 namespace hostport::agent::api {
 namespace {
 
 bool isUnreserved(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
+  return ascii::isAlnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
 int hexValue(char c) {

@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <set>
 
-#include "agent/api/validation.h"
+#include "common/ascii.h"
+#include "common/identifiers.h"
 #include "common/quote.h"
 
 namespace hostport::agent {
@@ -39,29 +40,26 @@ class YamlReader {
   /// A whole number in [min, max], written in decimal digits.
   Result<uint64_t> count(const YAML::Node& node, const std::string& key, uint64_t min,
                          uint64_t max) const {
-    auto text = scalar(node, key);
-    if (!text) return std::unexpected(text.error());
-    const bool digits = std::ranges::all_of(*text, [](unsigned char c) { return std::isdigit(c); });
-    if (!digits || text->empty() || text->size() > 15) {
-      return error(key, quoteText(*text) + " is not a whole number");
+    HOSTPORT_TRY(const std::string text, scalar(node, key));
+    if (!std::ranges::all_of(text, ascii::isDigit) || text.empty() || text.size() > 15) {
+      return error(key, quoteText(text) + " is not a whole number");
     }
-    const uint64_t value = std::stoull(*text);
-    if (value < min) return error(key, quoteText(*text) + " is below " + std::to_string(min));
-    if (value > max) return error(key, quoteText(*text) + " is above " + std::to_string(max));
+    const uint64_t value = std::stoull(text);
+    if (value < min) return error(key, quoteText(text) + " is below " + std::to_string(min));
+    if (value > max) return error(key, quoteText(text) + " is above " + std::to_string(max));
     return value;
   }
   Result<bool> boolean(const YAML::Node& node, const std::string& key) const {
-    auto text = scalar(node, key);
-    if (!text) return std::unexpected(text.error());
-    if (*text == "true") return true;
-    if (*text == "false") return false;
-    return error(key, quoteText(*text) + " is not true or false");
+    HOSTPORT_TRY(const std::string text, scalar(node, key));
+    if (text == "true") return true;
+    if (text == "false") return false;
+    return error(key, quoteText(text) + " is not true or false");
   }
 
   Result<void> checkKeys(const YAML::Node& map, const std::string& prefix,
                          std::initializer_list<std::string_view> allowed) const {
     if (!map.IsMap()) return error(prefix.empty() ? "(top level)" : prefix, "must be a mapping");
-    if (auto unique = checkUniqueKeys(map, prefix); !unique) return unique;
+    HOSTPORT_TRY_VOID(checkUniqueKeys(map, prefix));
     for (const auto& entry : map) {
       const auto key = entry.first.as<std::string>();
       if (std::ranges::find(allowed, key) == allowed.end()) {
@@ -91,9 +89,7 @@ class YamlReader {
 Result<PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
                            const YAML::Node& node) {
   const std::string prefix = "pools." + name;
-  if (auto keys = yaml.checkKeys(node, prefix, {"ranges", "protocols", "strategy"}); !keys) {
-    return std::unexpected(keys.error());
-  }
+  HOSTPORT_TRY_VOID(yaml.checkKeys(node, prefix, {"ranges", "protocols", "strategy"}));
   PoolSpec pool{name, {}, {}, Strategy::kLowest};
   const auto ranges = node["ranges"];
   if (!ranges || !ranges.IsSequence() || ranges.size() == 0) {
@@ -101,9 +97,8 @@ Result<PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
   }
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     const auto key = prefix + ".ranges[" + std::to_string(i) + "]";
-    auto text = yaml.scalar(ranges[i], key);
-    if (!text) return std::unexpected(text.error());
-    auto range = PortRange::parse(*text);
+    HOSTPORT_TRY(const std::string text, yaml.scalar(ranges[i], key));
+    auto range = PortRange::parse(text);
     if (!range) return yaml.error(key, range.error().message);
     pool.ranges.push_back(*range);
   }
@@ -111,28 +106,23 @@ Result<PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
     if (!protocols.IsSequence()) return yaml.error(prefix + ".protocols", "must be a list");
     for (std::size_t i = 0; i < protocols.size(); ++i) {
       const auto key = prefix + ".protocols[" + std::to_string(i) + "]";
-      auto text = yaml.scalar(protocols[i], key);
-      if (!text) return std::unexpected(text.error());
-      auto protocol = parsePortProtocol(*text);
-      if (!protocol) return yaml.error(key, quoteText(*text) + " is not tcp, udp, sctp or tcpudp");
+      HOSTPORT_TRY(const std::string text, yaml.scalar(protocols[i], key));
+      auto protocol = parsePortProtocol(text);
+      if (!protocol) return yaml.error(key, quoteText(text) + " is not tcp, udp, sctp or tcpudp");
       pool.protocols.push_back(*protocol);
     }
   }
   if (const auto strategy = node["strategy"]) {
-    auto text = yaml.scalar(strategy, prefix + ".strategy");
-    if (!text) return std::unexpected(text.error());
-    auto parsed = parseStrategy(*text);
+    HOSTPORT_TRY(const std::string text, yaml.scalar(strategy, prefix + ".strategy"));
+    auto parsed = parseStrategy(text);
     if (!parsed) {
       return yaml.error(prefix + ".strategy",
-                        quoteText(*text) + " is not one of lowest, random, round-robin");
+                        quoteText(text) + " is not one of lowest, random, round-robin");
     }
     pool.strategy = *parsed;
   }
   return pool;
 }
-
-/// Pools are chosen by the hostport.io/pool annotation, so their names share its grammar.
-bool validPoolName(std::string_view name) { return api::isDnsLabel(name); }
 
 }  // namespace
 
@@ -144,9 +134,8 @@ Result<std::vector<PortRange>> parsePortRanges(std::string_view text) {
     auto item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    auto range = PortRange::parse(item);
-    if (!range) return std::unexpected(range.error());  // it already names the range
-    ranges.push_back(*range);
+    HOSTPORT_TRY(const PortRange range, PortRange::parse(item));  // it already names the range
+    ranges.push_back(range);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -163,49 +152,40 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   }
   if (root.IsNull()) return {};
   try {
-    if (auto keys = yaml.checkKeys(root, "",
-                                   {"stateDir", "socket", "reserveLocalPorts", "logLevel",
-                                    "compactAfterJournalBytes", "tableRepairSeconds", "pools"});
-        !keys) {
-      return keys;
-    }
+    HOSTPORT_TRY_VOID(yaml.checkKeys(root, "",
+                                     {"stateDir", "socket", "reserveLocalPorts", "logLevel",
+                                      "compactAfterJournalBytes", "tableRepairSeconds", "pools"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
           {"logLevel", &config.logLevel}}) {
       if (const auto node = root[key]) {
-        auto value = yaml.scalar(node, key);
-        if (!value) return std::unexpected(value.error());
-        *target = *value;
+        HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
     }
     if (const auto node = root["reserveLocalPorts"]) {
-      auto value = yaml.boolean(node, "reserveLocalPorts");
-      if (!value) return std::unexpected(value.error());
-      config.reserveLocalPorts = *value;
+      HOSTPORT_TRY(config.reserveLocalPorts, yaml.boolean(node, "reserveLocalPorts"));
     }
     if (const auto node = root["compactAfterJournalBytes"]) {
-      auto value = yaml.count(node, "compactAfterJournalBytes", 4096, uint64_t{1} << 40);
-      if (!value) return std::unexpected(value.error());
-      config.compactAfterJournalBytes = *value;
+      HOSTPORT_TRY(config.compactAfterJournalBytes,
+                   yaml.count(node, "compactAfterJournalBytes", 4096, uint64_t{1} << 40));
     }
     if (const auto node = root["tableRepairSeconds"]) {
-      auto value = yaml.count(node, "tableRepairSeconds", 0, 86400);
-      if (!value) return std::unexpected(value.error());
-      config.tableRepairSeconds = static_cast<uint32_t>(*value);
+      HOSTPORT_TRY(const uint64_t seconds, yaml.count(node, "tableRepairSeconds", 0, 86400));
+      config.tableRepairSeconds = static_cast<uint32_t>(seconds);
     }
     if (const auto pools = root["pools"]) {
       if (!pools.IsMap()) return yaml.error("pools", "must be a mapping of pool name to pool");
-      if (auto unique = yaml.checkUniqueKeys(pools, "pools"); !unique) return unique;
+      HOSTPORT_TRY_VOID(yaml.checkUniqueKeys(pools, "pools"));
       config.pools.clear();
       for (const auto& entry : pools) {
         const auto name = entry.first.as<std::string>();
-        if (!validPoolName(name)) {
-          return yaml.error("pools." + name, "pool names are lowercase letters, digits and '-'");
+        // Pools are chosen by the hostport.io/pool annotation, so their names share its grammar.
+        if (const Problem problem = dnsLabelProblem(name)) {
+          return yaml.error("pools." + name, "pool names " + std::string(*problem));
         }
-        auto pool = parsePool(yaml, name, entry.second);
-        if (!pool) return std::unexpected(pool.error());
-        config.pools.push_back(std::move(*pool));
+        HOSTPORT_TRY(PoolSpec pool, parsePool(yaml, name, entry.second));
+        config.pools.push_back(std::move(pool));
       }
     }
   } catch (const YAML::Exception& e) {

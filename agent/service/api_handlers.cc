@@ -3,7 +3,8 @@
 #include "agent/api/http_errors.h"
 #include "agent/api/json_codec.h"
 #include "agent/api/routes.h"
-#include "agent/api/validation.h"
+#include "common/identifiers.h"
+#include "common/quote.h"
 
 namespace hostport::agent {
 namespace {
@@ -24,13 +25,13 @@ HttpResponse errorResponseFor(const Error& error, Metrics& metrics) {
 
 Result<AttachmentKey> keyFromPath(const PathParams& params) {
   AttachmentKey key{params.at("containerId"), params.at("ifname")};
-  if (!api::isContainerId(key.containerId)) {
+  if (!isContainerId(key.containerId)) {
     return fail(ErrorCode::kInvalidArgument,
-                "containerId: " + api::quoteText(key.containerId) + " is not a container ID");
+                "containerId: " + quoteText(key.containerId) + " is not a container ID");
   }
-  if (!api::isIfname(key.ifname)) {
+  if (!isIfname(key.ifname)) {
     return fail(ErrorCode::kInvalidArgument,
-                "ifname: " + api::quoteText(key.ifname) + " is not an interface name");
+                "ifname: " + quoteText(key.ifname) + " is not an interface name");
   }
   return key;
 }
@@ -68,10 +69,10 @@ void registerApiHandlers(Router& router, AgentService& service, Metrics& metrics
   router.add("DELETE", attachments,
              [&](const HttpRequest& request, const PathParams&, Responder respond) {
                const auto containerId = queryValue(request, "containerId");
-               if (!api::isContainerId(containerId)) {
+               if (!isContainerId(containerId)) {
                  return respond(errorResponseFor(
                      Error{ErrorCode::kInvalidArgument,
-                           "containerId: " + api::quoteText(containerId) + " is not a container ID",
+                           "containerId: " + quoteText(containerId) + " is not a container ID",
                            {}},
                      metrics));
                }

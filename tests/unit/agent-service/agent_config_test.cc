@@ -313,12 +313,15 @@ TEST(AgentConfigTest, PoolsMustBeAMapping) {
 TEST(AgentConfigTest, PoolNamesAreLowercaseLabels) {
   for (const char* name : {"Games", "ga_mes", "ga.mes", "-games", "gämes", "''"}) {
     const auto message = loadError(std::string("pools:\n  ") + name + ":\n    ranges: ['7000']\n");
-    EXPECT_THAT(message, HasSubstr("pool names are lowercase letters, digits and '-'")) << name;
+    EXPECT_THAT(message, HasSubstr("pool names must be lowercase letters, digits and '-', start "
+                                   "and end with a letter or digit, and be at most 63 characters"))
+        << name;
   }
   EXPECT_EQ(loadError("pools:\n  Games:\n    ranges: ['7000']\n"),
-            "config.yaml: pools.Games: pool names are lowercase letters, digits and '-'");
+            "config.yaml: pools.Games: pool names must be lowercase letters, digits and '-', start "
+            "and end with a letter or digit, and be at most 63 characters");
   EXPECT_THAT(loadError("pools:\n  " + std::string(64, 'a') + ":\n    ranges: ['7000']\n"),
-              HasSubstr("pool names are"));
+              HasSubstr("pool names must be"));
   EXPECT_TRUE(load("pools:\n  " + std::string(63, 'a') + ":\n    ranges: ['7000']\n"));
   EXPECT_TRUE(load("pools:\n  9lives:\n    ranges: ['7000']\n"));
 }
@@ -625,7 +628,8 @@ TEST(AgentConfigHostileTest, KeysInMessagesCannotForgeLogLines) {
        std::vector<std::tuple<std::string, std::string, std::string>>{
            {"\"bad\\nINFO forged\\x7f\": 1\n", "config.yaml: bad", "INFO forged"},
            {"pools:\n  \"x\\nERROR forged\":\n    ranges: ['1']\n", "config.yaml: pools.x",
-            "pool names are lowercase letters, digits and '-'"},
+            "pool names must be lowercase letters, digits and '-', start and end with a letter or "
+            "digit, and be at most 63 characters"},
            {"pools:\n  games:\n    ranges: ['1']\n    \"a\\tb\": 1\n", "config.yaml: pools.games.a",
             "unknown key"},
        }) {

@@ -252,8 +252,8 @@ TEST(CniEnvTest, RejectsContainerIdsOutsideTheSpecGrammar) {
         << id;
   }
   EXPECT_EQ(errorWith(addEnvironment(), "CNI_CONTAINERID", "a/b"),
-            "CNI_CONTAINERID: \"a/b\" must match [A-Za-z0-9][A-Za-z0-9_.-]* and be at most 100 "
-            "characters");
+            "CNI_CONTAINERID: \"a/b\" must be 1-100 characters of [A-Za-z0-9_.-], starting "
+            "alphanumeric");
 }
 
 TEST(CniEnvTest, RejectsIfnameWithSlash) {

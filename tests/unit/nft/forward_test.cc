@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quote.h"
+
 namespace hostport::nft {
 namespace {
 
@@ -30,6 +32,18 @@ TEST(ForwardTest, RejectsOwnersThatCouldEscapeAnNftComment) {
        {"", ".", "..", "a/b", "a:b", "a b", "a\"b", "a\\b", "sixteen-chars-xx"}) {
     EXPECT_FALSE(makeOwner("abc", ifname)) << ifname;
   }
+}
+
+TEST(ForwardTest, SaysWhatIsWrongWithAnOwner) {
+  EXPECT_EQ(makeOwner("a/b", "eth0").error().message,
+            "container ID \"a/b\" must be 1-100 characters of [A-Za-z0-9_.-], starting "
+            "alphanumeric");
+  EXPECT_EQ(makeOwner("abc", "a/b").error().message, "interface name \"a/b\" must not contain '/'");
+  EXPECT_EQ(makeOwner("abc", "eth\n0").error().message,
+            "interface name \"eth\\n0\" must not contain whitespace");
+  EXPECT_EQ(makeOwner(std::string(101, 'a'), "eth0").error().message,
+            "container ID \"" + std::string(kMaxEchoedBytes, 'a') +
+                "\"... must be 1-100 characters of [A-Za-z0-9_.-], starting alphanumeric");
 }
 
 TEST(ForwardTest, JoinsAndNormalisesConditions) {
