@@ -4,7 +4,6 @@
 
 #include "agent/api/routes.h"
 #include "common/bounded_json.h"
-#include "common/quote.h"
 
 // Everything on stdin is input from the runtime and, through portMappings and annotations, from
 // pod authors. Each field is checked for type and range here, once, so later stages can trust

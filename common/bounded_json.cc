@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/quote.h"
+
 namespace hostport {
 
 Result<nlohmann::json> parseBoundedJson(std::string_view text, std::string_view what,
@@ -25,6 +27,13 @@ Result<nlohmann::json> parseBoundedJson(std::string_view text, std::string_view 
   }
   if (document.is_discarded()) return fail(ErrorCode::kDecode, prefix + "not valid JSON");
   return document;
+}
+
+std::string echo(const nlohmann::json& value) {
+  if (value.is_object()) return "{...}";
+  if (value.is_array() || value.is_binary()) return "[...]";
+  if (value.is_string()) return quoteText(value.get_ref<const std::string&>());
+  return value.dump();
 }
 
 }  // namespace hostport

@@ -1,8 +1,9 @@
 #pragma once
-// Untrusted text (CNI input, annotations, config files, requests) is echoed in error messages
-// through these two functions only, so it can never forge a log line or run on for kilobytes.
+// Untrusted text (CNI input, annotations, config files, requests, a process's comm) is echoed in
+// error messages and logs through quoteText() only, so it can never forge a log line or run on for
+// kilobytes. JSON values go through echo() (common/bounded_json.h), which quotes strings here.
 
-#include <nlohmann/json.hpp>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -10,12 +11,8 @@ namespace hostport {
 
 inline constexpr std::size_t kMaxEchoedBytes = 64;
 
-/// JSON-quoted with ASCII escapes (quotes, newlines and DEL escaped), invalid UTF-8 replaced,
-/// cut to kMaxEchoedBytes with "..." after the closing quote.
-std::string quoteText(std::string_view text);
-
-/// As quoteText() for strings; other scalars print as JSON, objects and arrays as {...} and [...]
-/// (echoing them would be long and, for hostile input, deep).
-std::string echo(const nlohmann::json& value);
+/// JSON-quoted with ASCII escapes (quotes, backslashes, control characters and DEL escaped),
+/// invalid UTF-8 replaced by U+FFFD, cut to `maxBytes` with "..." after the closing quote.
+std::string quoteText(std::string_view text, std::size_t maxBytes = kMaxEchoedBytes);
 
 }  // namespace hostport

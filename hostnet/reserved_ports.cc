@@ -9,6 +9,7 @@
 #include <optional>
 #include <system_error>
 
+#include "common/quote.h"
 #include "common/unique_fd.h"
 
 namespace hostport::hostnet {
@@ -39,16 +40,8 @@ std::optional<uint16_t> parsePort(std::string_view digits) {
   return static_cast<uint16_t>(value);
 }
 
-/// A short, printable excerpt of untrusted text for an error message.
-std::string excerpt(std::string_view text) {
-  std::string out;
-  for (const char c : text.substr(0, 32)) {
-    const auto u = static_cast<unsigned char>(c);
-    out.push_back(u >= 0x20 && u < 0x7f ? c : '?');
-  }
-  if (text.size() > 32) out += "...";
-  return out;
-}
+/// How much of a port list an error message quotes: the lists can be 200 KB long.
+constexpr size_t kMaxQuotedBytes = 32;
 
 Result<std::string> readText(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -85,11 +78,12 @@ Result<void> writeText(const std::string& path, const std::string& text) {
   } while (written < 0 && errno == EINTR);
   if (written < 0) {
     const int error = errno;
-    return fail(ErrorCode::kKernel,
-                "cannot write \"" + excerpt(text) + "\" to " + path + ": " + errnoText(error));
+    return fail(ErrorCode::kKernel, "cannot write " + quoteText(text, kMaxQuotedBytes) + " to " +
+                                        path + ": " + errnoText(error));
   }
   if (static_cast<size_t>(written) != text.size()) {
-    return fail(ErrorCode::kKernel, "short write of \"" + excerpt(text) + "\" to " + path);
+    return fail(ErrorCode::kKernel,
+                "short write of " + quoteText(text, kMaxQuotedBytes) + " to " + path);
   }
   return {};
 }
@@ -113,7 +107,8 @@ Result<std::vector<PortRange>> parseReservedPorts(std::string_view text) {
         start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     const std::string_view item = trim(raw, " \t");
     const auto bad = [&](const std::string& why) {
-      return fail(ErrorCode::kDecode, "bad reserved port item \"" + excerpt(item) + "\": " + why);
+      return fail(ErrorCode::kDecode,
+                  "bad reserved port item " + quoteText(item, kMaxQuotedBytes) + ": " + why);
     };
     if (item.empty()) return bad("empty item");
     const size_t dash = item.find('-');
@@ -196,8 +191,8 @@ Result<void> reserveLocalPorts(const std::vector<PortRange>& ranges, const std::
   if (!kept) return withContext(std::move(kept.error()), what + ": " + procPath);
   const std::vector<PortRange> keptRanges = normalizePortRanges(*kept);
   if (mergePortRanges(keptRanges, ranges) != keptRanges) {
-    return fail(ErrorCode::kKernel,
-                what + ": " + procPath + " reads \"" + excerpt(*after) + "\" after the write");
+    return fail(ErrorCode::kKernel, what + ": " + procPath + " reads " +
+                                        quoteText(*after, kMaxQuotedBytes) + " after the write");
   }
   return {};
 }

@@ -51,9 +51,9 @@ Result<std::string> validateConditions(const std::vector<std::string>& parts) {
   for (const auto& part : parts) {
     for (const char c : part) {
       if (c != ' ' && c != '\t' && !isConditionChar(c)) {
-        return fail(ErrorCode::kInvalidArgument,
-                    "condition \"" + part.substr(0, 64) + "\" holds a forbidden character '" +
-                        (ascii::isPrint(c) ? std::string(1, c) : "?") + "'");
+        return fail(ErrorCode::kInvalidArgument, "condition " + quoteText(part) +
+                                                     " holds a forbidden character " +
+                                                     quoteText(std::string_view(&c, 1)));
       }
     }
     // Normalise blanks between tokens; newlines never got this far.
@@ -79,9 +79,9 @@ Result<std::string> validateConditions(const std::vector<std::string>& parts) {
     const auto space = rest.find(' ');
     const auto token = rest.substr(0, space);
     if (std::ranges::find(kStatementWords, lowercase(token)) != kStatementWords.end()) {
-      return fail(ErrorCode::kInvalidArgument,
-                  "condition \"" + joined.substr(0, 64) + "\" holds the statement \"" +
-                      std::string(token) + "\": conditions may only match packets");
+      return fail(ErrorCode::kInvalidArgument, "condition " + quoteText(joined) +
+                                                   " holds the statement " + quoteText(token) +
+                                                   ": conditions may only match packets");
     }
     for (const char c : token) {
       depth += c == '{' ? 1 : c == '}' ? -1 : 0;
@@ -92,7 +92,7 @@ Result<std::string> validateConditions(const std::vector<std::string>& parts) {
   }
   if (depth != 0) {
     return fail(ErrorCode::kInvalidArgument,
-                "condition \"" + joined.substr(0, 64) + "\" has unbalanced braces");
+                "condition " + quoteText(joined) + " has unbalanced braces");
   }
   return joined;
 }

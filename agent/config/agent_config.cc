@@ -12,15 +12,15 @@
 namespace hostport::agent {
 namespace {
 
-/// A key path as it goes into a message: keys come from the file (pool names, typos), so control
-/// characters become '?' (no forged log lines) and a huge key is cut.
-std::string printableKey(std::string_view key) {
-  std::string out;
-  for (const char c : key.substr(0, 128)) {
-    const auto byte = static_cast<unsigned char>(c);
-    out += byte < 0x20 || byte == 0x7f ? '?' : c;
-  }
-  return key.size() > 128 ? out + "..." : out;
+/// A key path as it goes into a message. Its keys come from the file (pool names, typos): a path
+/// of plain words reads best bare, and anything else goes through quoteText(), so a key can
+/// neither forge a log line nor run on.
+std::string keyPathText(std::string_view key) {
+  constexpr std::size_t kMaxBareKeyPath = 128;  // "pools." + a 63-character name + ".ranges[i]"
+  const bool plain = key.size() <= kMaxBareKeyPath && std::ranges::all_of(key, [](char c) {
+                       return ascii::isAlnum(c) || std::string_view("._-[]() ").contains(c);
+                     });
+  return plain ? std::string(key) : quoteText(key);
 }
 
 class YamlReader {
@@ -29,7 +29,7 @@ class YamlReader {
 
   std::unexpected<Error> error(const std::string& key, const std::string& problem) const {
     return fail(ErrorCode::kInvalidArgument,
-                std::string(source_) + ": " + printableKey(key) + ": " + problem);
+                std::string(source_) + ": " + keyPathText(key) + ": " + problem);
   }
 
   Result<std::string> scalar(const YAML::Node& node, const std::string& key) const {

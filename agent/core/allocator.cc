@@ -20,11 +20,12 @@
 #include <unordered_map>
 
 #include "agent/core/id_index.h"
-#include "agent/core/message.h"
 #include "agent/core/packed_lease.h"
 #include "agent/core/port_picker.h"
 #include "agent/core/sticky_memory.h"
 #include "agent/core/string_table.h"
+#include "common/identifiers.h"
+#include "common/quote.h"
 
 namespace hostport::agent {
 namespace {
@@ -73,16 +74,21 @@ std::string portName(Protocol protocol, uint16_t port) {
   return std::string(protocolName(protocol)) + "/" + std::to_string(port);
 }
 
+/// A key as it goes into a message: a valid one ("containerId/ifname") is never cut.
+std::string quotedKey(const AttachmentKey& key) {
+  return quoteText(key.str(), kMaxContainerIdLength + 1 + kMaxIfnameLength);
+}
+
 std::string describe(const Lease& lease) {
-  std::string out = "attachment " + quoted(lease.key.str(), 120);
+  std::string out = "attachment " + quotedKey(lease.key);
   if (!lease.pod.empty())
-    out += " (pod " + quoted(lease.pod.namespaceName + "/" + lease.pod.name) + ")";
+    out += " (pod " + quoteText(lease.pod.namespaceName + "/" + lease.pod.name) + ")";
   return out;
 }
 
-// " by pid 1234 (nginx)", as much of it as the kernel told.
+// ` by pid 1234 ("nginx")`, as much of it as the kernel told. A comm is chosen by its process.
 std::string describe(const PortHolder& holder) {
-  const std::string command = sanitized(holder.command, 16);  // comm is chosen by its process
+  const std::string command = holder.command.empty() ? "" : quoteText(holder.command, 16);
   if (holder.pid == 0) return command.empty() ? "" : " by " + command;
   return " by pid " + std::to_string(holder.pid) + (command.empty() ? "" : " (" + command + ")");
 }
@@ -106,7 +112,7 @@ Result<Strategy> parseStrategy(std::string_view text) {
     if (text == strategyName(strategy)) return strategy;
   }
   return fail(ErrorCode::kInvalidArgument,
-              "unknown strategy " + quoted(text) + " (want lowest, random or round-robin)");
+              "unknown strategy " + quoteText(text) + " (want lowest, random or round-robin)");
 }
 
 struct Allocator::State {
@@ -301,7 +307,7 @@ struct Allocator::State {
   Result<std::size_t> resolvePool(const std::string& name) const {
     const std::string_view wanted = name.empty() ? kDefaultPool : std::string_view(name);
     if (const auto pool = findPool(wanted)) return *pool;
-    return fail(ErrorCode::kInvalidArgument, "unknown pool " + quoted(wanted));
+    return fail(ErrorCode::kInvalidArgument, "unknown pool " + quoteText(wanted));
   }
 
   Result<void> validate(const AllocationRequest& request, const Pool& pool) const;
@@ -348,7 +354,7 @@ Result<void> Allocator::State::validate(const AllocationRequest& request, const 
   }
   const uint32_t widest = pool.picker->layout().widestRange();
   for (const auto& row : request.dynamics) {
-    const std::string what = "port " + quoted(row.name);
+    const std::string what = "port " + quoteText(row.name);
     if (row.count == 0 || row.count > kMaxRangeWidth) {
       return fail(ErrorCode::kInvalidArgument, what + " asks for " + std::to_string(row.count) +
                                                    " ports (1-" + std::to_string(kMaxRangeWidth) +
@@ -362,12 +368,12 @@ Result<void> Allocator::State::validate(const AllocationRequest& request, const 
     if ((protocolMask(row.protocol) & ~pool.protocols) != 0) {
       return fail(ErrorCode::kInvalidArgument,
                   what + " asks for " + std::string(protocolName(row.protocol)) + " but pool " +
-                      quoted(pool.name) + " allows only " + maskNames(pool.protocols));
+                      quoteText(pool.name) + " allows only " + maskNames(pool.protocols));
     }
     if (row.count > widest) {
       return fail(ErrorCode::kInvalidArgument,
                   what + " asks for " + std::to_string(row.count) +
-                      " contiguous ports but the widest range of pool " + quoted(pool.name) +
+                      " contiguous ports but the widest range of pool " + quoteText(pool.name) +
                       " has " + std::to_string(widest));
     }
   }
@@ -447,7 +453,7 @@ Result<void> Allocator::State::pickDynamics(const AllocationRequest& request, st
       }
     }
     if (!chosen) {
-      std::string message = "pool " + quoted(pool.name) + " has no ";
+      std::string message = "pool " + quoteText(pool.name) + " has no ";
       message += row.count == 1 ? std::string("free port")
                                 : std::to_string(row.count) + " contiguous free ports";
       message +=
@@ -471,14 +477,14 @@ Result<void> Allocator::State::pickDynamics(const AllocationRequest& request, st
 Result<void> Allocator::State::checkRestore(const Lease& lease) {
   if (lease.ports.size() > kMaxPortsPerRequest) {
     return fail(ErrorCode::kInvalidArgument,
-                "lease of " + quoted(lease.key.str(), 120) + " has too many ports");
+                "lease of " + quotedKey(lease.key) + " has too many ports");
   }
   // Dynamic numbers first, so a static grant of the same lease on one of them is caught too.
   for (const auto& grant : lease.ports) {
     if (grant.hostPort == 0 || grant.count == 0 || grant.count > kMaxRangeWidth ||
         (grant.isStatic && grant.count != 1) ||
         grant.hostPort + uint32_t{grant.count} - 1 > 65535) {
-      return fail(ErrorCode::kInvalidArgument, "lease of " + quoted(lease.key.str(), 120) +
+      return fail(ErrorCode::kInvalidArgument, "lease of " + quotedKey(lease.key) +
                                                    " has a malformed grant at port " +
                                                    std::to_string(grant.hostPort));
     }
@@ -488,10 +494,10 @@ Result<void> Allocator::State::checkRestore(const Lease& lease) {
       const auto port = static_cast<uint16_t>(number);
       if (const auto holder = anyHolderOf(port)) {
         return withContext(heldError(holder->second, port, holder->first),
-                           "restoring " + quoted(lease.key.str(), 120));
+                           "restoring " + quotedKey(lease.key));
       }
       if (excluded.test(port)) {
-        return fail(ErrorCode::kConflict, "restoring " + quoted(lease.key.str(), 120) + ": port " +
+        return fail(ErrorCode::kConflict, "restoring " + quotedKey(lease.key) + ": port " +
                                               std::to_string(port) +
                                               " is granted twice in the lease");
       }
@@ -504,11 +510,11 @@ Result<void> Allocator::State::checkRestore(const Lease& lease) {
     for (const auto protocol : kernelProtocols(grant.protocol)) {
       if (const auto holder = holderOf(protocol, grant.hostPort, hostIp)) {
         return withContext(heldError(protocol, grant.hostPort, *holder),
-                           "restoring " + quoted(lease.key.str(), 120));
+                           "restoring " + quotedKey(lease.key));
       }
     }
     if (excluded.test(grant.hostPort)) {
-      return fail(ErrorCode::kConflict, "restoring " + quoted(lease.key.str(), 120) + ": port " +
+      return fail(ErrorCode::kConflict, "restoring " + quotedKey(lease.key) + ": port " +
                                             std::to_string(grant.hostPort) +
                                             " is both static and dynamic in the lease");
     }
@@ -526,7 +532,7 @@ Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<u
 
   for (std::size_t index = 0; index < pools.size(); ++index) {
     const PoolSpec& spec = pools[index];
-    const std::string name = quoted(spec.name);
+    const std::string name = quoteText(spec.name);
     if (spec.name.empty()) return fail(ErrorCode::kInvalidArgument, "a pool needs a name");
     if (state->findPool(spec.name)) {
       return fail(ErrorCode::kInvalidArgument, "duplicate pool name " + name);
@@ -551,7 +557,7 @@ Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<u
             other.ranges, [&](const PortRange& r) { return r.contains(port) && &r != &range; });
         return fail(ErrorCode::kInvalidArgument,
                     "pool " + name + " range " + range.str() + " overlaps pool " +
-                        quoted(other.name) + " range " +
+                        quoteText(other.name) + " range " +
                         (otherRange != other.ranges.end() ? otherRange->str() : range.str()));
       }
     }
@@ -590,22 +596,15 @@ Result<Lease> Allocator::allocate(const AllocationRequest& request, PortProbe& p
   State& state = *state_;
   if (const auto slot = state.findSlot(request.key)) return state.leaseAt(*slot);
 
-  const auto poolIndex = state.resolvePool(request.pool);
-  if (!poolIndex) return std::unexpected(poolIndex.error());
-  if (auto valid = state.validate(request, state.pools[*poolIndex]); !valid) {
-    return std::unexpected(std::move(valid.error()));
-  }
+  HOSTPORT_TRY(const std::size_t poolIndex, state.resolvePool(request.pool));
+  HOSTPORT_TRY_VOID(state.validate(request, state.pools[poolIndex]));
 
   const State::Scratch scratch(state);
   std::vector<PortGrant> grants;
   grants.reserve(request.statics.size() + request.dynamics.size());
-  if (auto claimed = state.claimStatics(request, probe, grants); !claimed) {
-    return std::unexpected(std::move(claimed.error()));
-  }
-  if (auto picked = state.pickDynamics(request, *poolIndex, probe, grants); !picked) {
-    return std::unexpected(std::move(picked.error()));
-  }
-  Lease lease{request.key, request.pod, request.netns, state.pools[*poolIndex].name,
+  HOSTPORT_TRY_VOID(state.claimStatics(request, probe, grants));
+  HOSTPORT_TRY_VOID(state.pickDynamics(request, poolIndex, probe, grants));
+  Lease lease{request.key, request.pod, request.netns, state.pools[poolIndex].name,
               std::move(grants)};
   state.commit(PackedLease::pack(lease, lease.pool, state.strings), lease, lease.pool);
   return lease;
@@ -628,8 +627,7 @@ std::optional<Lease> Allocator::release(const AttachmentKey& key) {
 Result<void> Allocator::restore(const Lease& lease) {
   State& state = *state_;
   const auto poolIndex = state.resolvePool(lease.pool);
-  if (!poolIndex)
-    return withContext(poolIndex.error(), "restoring " + quoted(lease.key.str(), 120));
+  if (!poolIndex) return withContext(poolIndex.error(), "restoring " + quotedKey(lease.key));
   const std::string& pool = state.pools[*poolIndex].name;
   // Packed first, to look the key up in the form the index holds; a refused lease gives back
   // the references packing took.
@@ -641,7 +639,7 @@ Result<void> Allocator::restore(const Lease& lease) {
   if (state.findSlot(packed.keyBytes())) {
     return refuse(
         Error{ErrorCode::kConflict,
-              "restoring " + quoted(lease.key.str(), 120) + ": the attachment already has a lease",
+              "restoring " + quotedKey(lease.key) + ": the attachment already has a lease",
               {}});
   }
   {

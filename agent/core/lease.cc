@@ -1,26 +1,24 @@
 #include "agent/core/lease.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 
-#include "agent/core/message.h"
+#include "common/ascii.h"
+#include "common/quote.h"
 
 namespace hostport::agent {
 namespace {
 
 std::string lowercase(std::string_view text) {
   std::string out(text);
-  std::ranges::transform(out, out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::ranges::transform(out, out.begin(), ascii::toLower);
   return out;
 }
 
 // A port is 1 to 5 ASCII digits with a value in 1..65535; no sign, no spaces, no hex.
 std::optional<uint16_t> parsePort(std::string_view text) {
   if (text.empty() || text.size() > 5) return std::nullopt;
-  if (!std::ranges::all_of(text, [](unsigned char c) { return std::isdigit(c); })) {
-    return std::nullopt;
-  }
+  if (!std::ranges::all_of(text, ascii::isDigit)) return std::nullopt;
   uint32_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
   if (value == 0 || value > 65535) return std::nullopt;
@@ -50,7 +48,7 @@ Result<PortProtocol> parsePortProtocol(std::string_view text) {
   if (name == "sctp") return PortProtocol::kSctp;
   if (name == "tcpudp") return PortProtocol::kTcpUdp;
   return fail(ErrorCode::kInvalidArgument,
-              "unknown protocol " + quoted(text) + " (want tcp, udp, sctp or tcpudp)");
+              "unknown protocol " + quoteText(text) + " (want tcp, udp, sctp or tcpudp)");
 }
 
 std::span<const Protocol> kernelProtocols(PortProtocol protocol) {
@@ -95,13 +93,13 @@ Result<PortRange> PortRange::parse(std::string_view text) {
   const auto first = parsePort(head);
   const auto last = parsePort(tail);
   if (!first || !last) {
-    return fail(ErrorCode::kInvalidArgument, "port range " + quoted(text) +
+    return fail(ErrorCode::kInvalidArgument, "port range " + quoteText(text) +
                                                  " must be \"<port>\" or \"<first>-<last>\" with " +
                                                  "ports in 1-65535");
   }
   if (*first > *last) {
     return fail(ErrorCode::kInvalidArgument,
-                "port range " + quoted(text) + " is empty: its first port is above its last");
+                "port range " + quoteText(text) + " is empty: its first port is above its last");
   }
   return PortRange{*first, *last};
 }

@@ -621,17 +621,18 @@ TEST(AgentConfigHostileTest, NonScalarKeysFailCleanly) {
 }
 
 TEST(AgentConfigHostileTest, KeysInMessagesCannotForgeLogLines) {
-  // A key is echoed in the message: control characters become '?', so a newline in it cannot
-  // start a forged log line.
-  // (The exact escape is not the point; one line per message is.)
+  // A key path that is more than plain words is echoed through quoteText(), so a newline in it
+  // cannot start a forged log line.
   for (const auto& [text, path, problem] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"\"bad\\nINFO forged\\x7f\": 1\n", "config.yaml: bad", "INFO forged"},
-           {"pools:\n  \"x\\nERROR forged\":\n    ranges: ['1']\n", "config.yaml: pools.x",
+           {"\"bad\\nINFO forged\\x7f\": 1\n", "config.yaml: \"bad\\nINFO forged\\u007f\"",
+            "INFO forged"},
+           {"pools:\n  \"x\\nERROR forged\":\n    ranges: ['1']\n",
+            "config.yaml: \"pools.x\\nERROR forged\"",
             "pool names must be lowercase letters, digits and '-', start and end with a letter or "
             "digit, and be at most 63 characters"},
-           {"pools:\n  games:\n    ranges: ['1']\n    \"a\\tb\": 1\n", "config.yaml: pools.games.a",
-            "unknown key"},
+           {"pools:\n  games:\n    ranges: ['1']\n    \"a\\tb\": 1\n",
+            "config.yaml: \"pools.games.a\\tb\"", "unknown key"},
        }) {
     const auto message = loadError(text);
     EXPECT_THAT(message, AllOf(HasSubstr(path), HasSubstr(problem), Not(HasSubstr("\n")),
@@ -640,12 +641,24 @@ TEST(AgentConfigHostileTest, KeysInMessagesCannotForgeLogLines) {
   }
 }
 
+TEST(AgentConfigHostileTest, PlainKeyPathsStayBareUpTo128Characters) {
+  // The longest path a valid file can produce: a pool name of 63 characters, then a list index.
+  const std::string name(63, 'p');
+  EXPECT_EQ(
+      loadError("pools:\n  " + name + ":\n    ranges: ['1']\n    protocols: [tcp, icmp]\n"),
+      "config.yaml: pools." + name + ".protocols[1]: \"icmp\" is not tcp, udp, sctp or tcpudp");
+  EXPECT_EQ(loadError(std::string(128, 'k') + ": 1\n"),
+            "config.yaml: " + std::string(128, 'k') + ": unknown key");
+  EXPECT_EQ(loadError(std::string(129, 'k') + ": 1\n"),
+            "config.yaml: \"" + std::string(64, 'k') + "\"...: unknown key");
+}
+
 TEST(AgentConfigHostileTest, HugeKeysAreCutInMessages) {
   // A plain key may be 1024 characters; an explicit ("? ") key any length.
   for (const std::string& text :
        {std::string(1000, 'k') + ": 1\n", "? " + std::string(1 << 20, 'k') + "\n: 1\n"}) {
     const auto message = loadError(text);
-    EXPECT_TRUE(message.starts_with("config.yaml: kkkkkkkk")) << message.substr(0, 80);
+    EXPECT_TRUE(message.starts_with("config.yaml: \"kkkkkkkk")) << message.substr(0, 80);
     EXPECT_TRUE(message.ends_with(": unknown key")) << message.substr(0, 80);
     EXPECT_LT(message.size(), 300u);
   }

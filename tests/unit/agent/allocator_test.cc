@@ -278,7 +278,7 @@ TEST_F(AllocatorTest, NamesTheHostProcessHoldingAStaticClaim) {
   auto lease = allocator.allocate(request("a", {}, {claim(80)}), probe_);
   ASSERT_FALSE(lease);
   EXPECT_EQ(lease.error().code, ErrorCode::kConflict);
-  EXPECT_EQ(lease.error().message, "port tcp/80 is in use on the host by pid 1234 (nginx)");
+  EXPECT_EQ(lease.error().message, "port tcp/80 is in use on the host by pid 1234 (\"nginx\")");
   EXPECT_EQ(allocator.hostConflicts(), 1u);
 
   probe_.bind(Protocol::kUdp, 81);
@@ -289,7 +289,8 @@ TEST_F(AllocatorTest, NamesTheHostProcessHoldingAStaticClaim) {
   probe_.bind(Protocol::kTcp, 82, {7, "evil\n\"name\""});
   auto hostile = allocator.allocate(request("c", {}, {claim(82)}), probe_);
   ASSERT_FALSE(hostile);
-  EXPECT_EQ(hostile.error().message, "port tcp/82 is in use on the host by pid 7 (evil??name?)");
+  EXPECT_EQ(hostile.error().message,
+            "port tcp/82 is in use on the host by pid 7 (\"evil\\n\\\"name\\\"\")");
 }
 
 TEST_F(AllocatorTest, RecordsStaticClaimsOutsideEveryPool) {

@@ -372,7 +372,7 @@ TEST(PluginConfigTest, RejectsConditionsThatCouldEndTheRule) {
   const std::string message = invalid(input);
 
   EXPECT_THAT(message, StartsWith("conditionsV4: "));
-  EXPECT_THAT(message, HasSubstr("';'"));
+  EXPECT_THAT(message, HasSubstr("holds a forbidden character \";\""));
 }
 
 TEST(PluginConfigTest, RejectsHostPortOutsideTheRange) {
