@@ -22,9 +22,9 @@ namespace hostport::bench {
 namespace {
 
 std::string uuid() {
-  std::string text = randomHex(32);
-  for (const std::size_t at : {8u, 13u, 18u, 23u}) text.insert(at, "-");
-  return text;
+  const std::string hex = randomHex(32);
+  return hex.substr(0, 8) + '-' + hex.substr(8, 4) + '-' + hex.substr(12, 4) + '-' +
+         hex.substr(16, 4) + '-' + hex.substr(20);
 }
 
 agent::Lease makeLease(long index, long firstPort, const std::string& netns) {
