@@ -5,9 +5,16 @@
 // Propagation, one style for the whole tree: an error passed on unchanged goes through
 // HOSTPORT_TRY / HOSTPORT_TRY_VOID; an error that gains context goes through withContext(), so
 // the reader sees at a glance which errors are annotated on their way up.
+//
+// Causes: an error that comes from a failed syscall or a kernel answer carries that errno as its
+// `cause` (systemError() builds both the message and the cause). Code that must tell "not there"
+// or "already there" from other failures asks the cause, never the message: the message is for
+// people, and a reworded text or the kernel's extended-ACK reason must not change behaviour.
 
 #include <expected>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 
 namespace hostport {
@@ -30,6 +37,7 @@ struct Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
   std::string details;
+  std::error_code cause{};  // the errno behind it (std::generic_category()); empty when none
 };
 
 template <typename T = void>
@@ -39,7 +47,22 @@ inline std::unexpected<Error> fail(ErrorCode code, std::string message, std::str
   return std::unexpected(Error{code, std::move(message), std::move(details)});
 }
 
-/// Adds context in front of an error's message, keeping its code.
+/// The Error of a failed syscall or kernel answer: message "<what>: <strerror text>", with `errnum`
+/// as its cause.
+inline Error systemError(ErrorCode code, std::string_view what, int errnum) {
+  std::error_code cause(errnum, std::generic_category());
+  std::string message(what);
+  message += ": ";
+  message += cause.message();
+  return Error{code, std::move(message), {}, cause};
+}
+
+/// systemError() as a failed Result.
+inline std::unexpected<Error> failSystem(ErrorCode code, std::string_view what, int errnum) {
+  return std::unexpected(systemError(code, what, errnum));
+}
+
+/// Adds context in front of an error's message, keeping its code and cause.
 inline std::unexpected<Error> withContext(Error error, const std::string& context) {
   error.message = context + ": " + error.message;
   return std::unexpected(std::move(error));

@@ -10,7 +10,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "common/identifiers.h"
@@ -24,13 +23,12 @@ namespace {
 
 constexpr std::string_view kIpv4ConfDir = "/proc/sys/net/ipv4/conf/";
 
-std::string errnoText(int error) { return std::generic_category().message(error); }
 
 Result<void> writeSysctl(const std::string& path, std::string_view value) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) {
     const int error = errno;
-    return fail(ErrorCode::kKernel, "cannot open " + path + " for writing: " + errnoText(error));
+    return failSystem(ErrorCode::kKernel, "cannot open " + path + " for writing", error);
   }
   // A sysctl write is one write(2); a short write means the kernel took only part of it.
   ssize_t written = -1;
@@ -39,8 +37,8 @@ Result<void> writeSysctl(const std::string& path, std::string_view value) {
   } while (written < 0 && errno == EINTR);
   if (written < 0) {
     const int error = errno;
-    return fail(ErrorCode::kKernel,
-                "cannot write \"" + std::string(value) + "\" to " + path + ": " + errnoText(error));
+    return failSystem(ErrorCode::kKernel, "cannot write \"" + std::string(value) + "\" to " + path,
+                      error);
   }
   if (static_cast<size_t>(written) != value.size()) {
     return fail(ErrorCode::kKernel, "short write of \"" + std::string(value) + "\" to " + path);
@@ -54,25 +52,22 @@ Result<std::vector<ConntrackEntry>> dumpUdpToPort(NetlinkSocket& socket, Family 
                                                   uint16_t port) {
   std::vector<ConntrackEntry> matches;
   const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
-    auto entry = parseConntrackMessage(message);
-    if (!entry) return std::unexpected(std::move(entry.error()));
-    if (isUdpToPort(*entry, port)) matches.push_back(std::move(*entry));
+    HOSTPORT_TRY(ConntrackEntry entry, parseConntrackMessage(message));
+    if (isUdpToPort(entry, port)) matches.push_back(std::move(entry));
     return {};
   };
   const std::string what = "dump " + std::string(familyName(family)) +
                            " conntrack entries for udp port " + std::to_string(port);
 
   auto filtered = buildConntrackDump(family, port);
-  auto status = socket.requestAccepting(filtered, what, {EINVAL, EOPNOTSUPP}, collect);
-  if (!status) return std::unexpected(std::move(status.error()));
-  if (*status == 0) return matches;
+  HOSTPORT_TRY(const int status,
+               socket.requestAccepting(filtered, what, {EINVAL, EOPNOTSUPP}, collect));
+  if (status == 0) return matches;
 
   // The kernel knows CTA_FILTER but refused this use of it: read the whole table instead.
   matches.clear();
   auto full = buildConntrackDump(family);
-  if (auto result = socket.request(full, what, collect); !result) {
-    return std::unexpected(std::move(result.error()));
-  }
+  HOSTPORT_TRY_VOID(socket.request(full, what, collect));
   return matches;
 }
 
@@ -83,27 +78,23 @@ Result<std::unique_ptr<NetlinkHostNetwork>> NetlinkHostNetwork::create() {
 }
 
 Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
-  auto request = buildRouteGet(podIp);
-  if (!request) return std::unexpected(std::move(request.error()));
-  auto socket = NetlinkSocket::open(NETLINK_ROUTE);
-  if (!socket) return std::unexpected(std::move(socket.error()));
+  HOSTPORT_TRY(auto request, buildRouteGet(podIp));
+  HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_ROUTE));
 
   const std::string what = "route lookup for " + podIp.str();
   std::optional<uint32_t> oif;
-  auto result = socket->request(*request, what, [&](std::span<const std::byte> message) {
-    auto parsed = parseRouteOutputInterface(message);
-    if (!parsed) return Result<void>(std::unexpected(std::move(parsed.error())));
-    oif = *parsed;
-    return Result<void>();
-  });
-  if (!result) return result;
+  HOSTPORT_TRY_VOID(
+      socket.request(request, what, [&](std::span<const std::byte> message) -> Result<void> {
+        HOSTPORT_TRY(oif, parseRouteOutputInterface(message));
+        return {};
+      }));
   if (!oif) return fail(ErrorCode::kKernel, what + ": the kernel acknowledged without a route");
 
   char name[IF_NAMESIZE] = {};
   if (if_indextoname(*oif, name) == nullptr) {
     const int error = errno;
-    return fail(ErrorCode::kKernel, what + ": no name for interface index " + std::to_string(*oif) +
-                                        ": " + errnoText(error));
+    return failSystem(ErrorCode::kKernel,
+                      what + ": no name for interface index " + std::to_string(*oif), error);
   }
   // Checked again because the name becomes a path component.
   if (!isKernelIfname(name)) {
@@ -115,23 +106,20 @@ Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
 
 Result<int> NetlinkHostNetwork::flushUdpConntrack(uint16_t port) {
   if (port == 0) return fail(ErrorCode::kInvalidArgument, "cannot flush conntrack for port 0");
-  auto socket = NetlinkSocket::open(NETLINK_NETFILTER);
-  if (!socket) return std::unexpected(std::move(socket.error()));
+  HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_NETFILTER));
 
   int deleted = 0;
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
     // Collect first, delete after: a request sent while a dump is still streaming on the same
     // socket would interleave with it.
-    auto entries = dumpUdpToPort(*socket, family, port);
-    if (!entries) return std::unexpected(std::move(entries.error()));
-    for (const ConntrackEntry& entry : *entries) {
-      auto request = buildConntrackDelete(entry);
-      if (!request) return std::unexpected(std::move(request.error()));
+    HOSTPORT_TRY(const auto entries, dumpUdpToPort(socket, family, port));
+    for (const ConntrackEntry& entry : entries) {
+      HOSTPORT_TRY(auto request, buildConntrackDelete(entry));
       // ENOENT: the entry expired, or its tuple now belongs to a newer flow (CTA_ID differs).
-      auto status = socket->requestAccepting(*request, "delete conntrack entry " + entry.describe(),
-                                             {ENOENT});
-      if (!status) return std::unexpected(std::move(status.error()));
-      if (*status == 0) ++deleted;
+      HOSTPORT_TRY(
+          const int status,
+          socket.requestAccepting(request, "delete conntrack entry " + entry.describe(), {ENOENT}));
+      if (status == 0) ++deleted;
     }
   }
   return deleted;

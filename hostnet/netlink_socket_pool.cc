@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string>
 
 namespace hostport::hostnet {
@@ -20,17 +19,14 @@ NetlinkSocketPool::Lease::~Lease() {
 Result<NetlinkSocketPool::NetnsId> NetlinkSocketPool::callingThreadNetns() {
   struct stat info {};
   if (::stat("/proc/thread-self/ns/net", &info) != 0) {
-    return fail(
-        ErrorCode::kKernel,
-        std::string("cannot identify this thread's network namespace: ") + std::strerror(errno));
+    return failSystem(ErrorCode::kKernel, "cannot identify this thread's network namespace", errno);
   }
   return NetnsId{info.st_dev, info.st_ino};
 }
 
 Result<NetlinkSocketPool> NetlinkSocketPool::create(int bus, std::size_t maxIdle) {
-  auto netns = callingThreadNetns();
-  if (!netns) return std::unexpected(netns.error());
-  return NetlinkSocketPool(bus, maxIdle, *netns);
+  HOSTPORT_TRY(const NetnsId netns, callingThreadNetns());
+  return NetlinkSocketPool(bus, maxIdle, netns);
 }
 
 NetlinkSocketPool::NetlinkSocketPool(NetlinkSocketPool&& other) noexcept
@@ -48,15 +44,13 @@ Result<NetlinkSocketPool::Lease> NetlinkSocketPool::acquire() {
       return lease;
     }
   }
-  auto netns = callingThreadNetns();
-  if (!netns) return std::unexpected(netns.error());
-  if (*netns != netns_) {
+  HOSTPORT_TRY(const NetnsId netns, callingThreadNetns());
+  if (netns != netns_) {
     return fail(ErrorCode::kInternal,
                 "a netlink socket pool used from a thread in another network namespace");
   }
-  auto socket = NetlinkSocket::open(bus_);
-  if (!socket) return std::unexpected(socket.error());
-  return Lease(*this, std::move(*socket));
+  HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(bus_));
+  return Lease(*this, std::move(socket));
 }
 
 std::size_t NetlinkSocketPool::idleCount() const {

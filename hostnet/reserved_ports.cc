@@ -18,8 +18,6 @@ namespace {
 // The kernel's own text for the worst case (every other port) is about 200 KB.
 constexpr size_t kMaxSysctlText = 1 << 20;
 
-std::string errnoText(int error) { return std::generic_category().message(error); }
-
 std::string_view trim(std::string_view text, std::string_view characters) {
   const size_t begin = text.find_first_not_of(characters);
   if (begin == std::string_view::npos) return {};
@@ -47,7 +45,7 @@ Result<std::string> readText(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     const int error = errno;
-    return fail(ErrorCode::kKernel, "cannot open " + path + " for reading: " + errnoText(error));
+    return failSystem(ErrorCode::kKernel, "cannot open " + path + " for reading", error);
   }
   std::string text;
   char buffer[16384];
@@ -56,7 +54,7 @@ Result<std::string> readText(const std::string& path) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int error = errno;
-      return fail(ErrorCode::kKernel, "cannot read " + path + ": " + errnoText(error));
+      return failSystem(ErrorCode::kKernel, "cannot read " + path, error);
     }
     if (n == 0) return text;
     text.append(buffer, static_cast<size_t>(n));
@@ -69,7 +67,7 @@ Result<void> writeText(const std::string& path, const std::string& text) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
   if (!fd.valid()) {
     const int error = errno;
-    return fail(ErrorCode::kKernel, "cannot open " + path + " for writing: " + errnoText(error));
+    return failSystem(ErrorCode::kKernel, "cannot open " + path + " for writing", error);
   }
   // A sysctl takes its value in one write(2); a short write means it took only part of it.
   ssize_t written = -1;
@@ -78,8 +76,8 @@ Result<void> writeText(const std::string& path, const std::string& text) {
   } while (written < 0 && errno == EINTR);
   if (written < 0) {
     const int error = errno;
-    return fail(ErrorCode::kKernel, "cannot write " + quoteText(text, kMaxQuotedBytes) + " to " +
-                                        path + ": " + errnoText(error));
+    return failSystem(ErrorCode::kKernel,
+                      "cannot write " + quoteText(text, kMaxQuotedBytes) + " to " + path, error);
   }
   if (static_cast<size_t>(written) != text.size()) {
     return fail(ErrorCode::kKernel,

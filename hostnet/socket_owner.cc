@@ -70,15 +70,15 @@ Result<std::optional<ProcessRef>> findSocketOwner(uint32_t inode,
   UniqueFd procFd(open(options.procRoot.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!procFd.valid()) {
     const int error = errno;
-    return fail(ErrorCode::kIo, "cannot open " + options.procRoot +
-                                    " to find the holder of socket " + std::to_string(inode) +
-                                    ": " + std::generic_category().message(error));
+    return failSystem(ErrorCode::kIo,
+                      "cannot open " + options.procRoot + " to find the holder of socket " +
+                          std::to_string(inode),
+                      error);
   }
   DirPtr procDir = openDirectoryAt(procFd.get(), ".");
   if (!procDir) {
     const int error = errno;
-    return fail(ErrorCode::kIo,
-                "cannot list " + options.procRoot + ": " + std::generic_category().message(error));
+    return failSystem(ErrorCode::kIo, "cannot list " + options.procRoot, error);
   }
 
   const std::string target = "socket:[" + std::to_string(inode) + "]";

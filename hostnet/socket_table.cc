@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cerrno>
 #include <string>
-#include <system_error>
 
 #include "hostnet/netlink_socket.h"
 #include "hostnet/netlink_socket_pool.h"
@@ -26,9 +25,8 @@ uint32_t holderKey(Protocol protocol, uint16_t port) {
 /// A dump's message handler: parses each reply as a socket of `protocol` and appends it to `out`.
 auto collectInto(Protocol protocol, std::vector<BoundSocket>& out) {
   return [protocol, &out](std::span<const std::byte> message) -> Result<void> {
-    auto parsed = parseSockDiagMessage(message, protocol);
-    if (!parsed) return std::unexpected(std::move(parsed.error()));
-    out.push_back(*parsed);
+    HOSTPORT_TRY(BoundSocket parsed, parseSockDiagMessage(message, protocol));
+    out.push_back(std::move(parsed));
     return {};
   };
 }
@@ -47,9 +45,9 @@ Result<void> dumpInto(NetlinkSocket& socket, Family family, Protocol protocol,
   if (protocol == Protocol::kSctp) {
     // ENOENT: no sctp_diag handler (and no module to load). EINVAL/EOPNOTSUPP/EPROTONOSUPPORT:
     // older or trimmed kernels. None of them can have an SCTP socket to collide with.
-    auto status = socket.requestAccepting(request, "sock_diag dump of sctp sockets",
-                                          {ENOENT, EINVAL, EOPNOTSUPP, EPROTONOSUPPORT}, collect);
-    if (!status) return std::unexpected(std::move(status.error()));
+    HOSTPORT_TRY_VOID(socket.requestAccepting(request, "sock_diag dump of sctp sockets",
+                                              {ENOENT, EINVAL, EOPNOTSUPP, EPROTONOSUPPORT},
+                                              collect));
     return {};
   }
   // The description is built only on failure: this runs for every allocation.
@@ -58,9 +56,9 @@ Result<void> dumpInto(NetlinkSocket& socket, Family family, Protocol protocol,
   if (*status == ENOENT) {
     // No tcp_diag/udp_diag handler: nothing can be verified without it, so this stays an error,
     // but one that says what to do.
-    return fail(ErrorCode::kKernel, what() + ": " + std::generic_category().message(ENOENT) +
-                                        " (is the " + std::string(protocolName(protocol)) +
-                                        "_diag module loaded?)");
+    Error missing = systemError(ErrorCode::kKernel, what(), ENOENT);
+    missing.message += " (is the " + std::string(protocolName(protocol)) + "_diag module loaded?)";
+    return std::unexpected(std::move(missing));
   }
   return {};
 }
@@ -77,11 +75,10 @@ Result<bool> dumpTcpBothFamilies(NetlinkSocket& socket, const SnapshotOptions& o
   auto request = buildTcpDumpBothFamilies(
       boundStateMask(Protocol::kTcp, options.includeBoundOnlyTcp), portFilter);
   const std::size_t before = out.size();
-  auto status =
-      socket.requestAccepting(request, "sock_diag dump of tcp sockets",
-                              {EOPNOTSUPP, EINVAL, ENOENT}, collectInto(Protocol::kTcp, out));
-  if (!status) return std::unexpected(std::move(status.error()));
-  if (*status != 0) {
+  HOSTPORT_TRY(const int status, socket.requestAccepting(request, "sock_diag dump of tcp sockets",
+                                                         {EOPNOTSUPP, EINVAL, ENOENT},
+                                                         collectInto(Protocol::kTcp, out)));
+  if (status != 0) {
     out.resize(before);
     compatTcpRefused = true;
     return false;
@@ -92,17 +89,15 @@ Result<bool> dumpTcpBothFamilies(NetlinkSocket& socket, const SnapshotOptions& o
 }  // namespace
 
 Result<SocketTable> SocketTable::snapshot(const SnapshotOptions& options) {
-  auto socket = NetlinkSocket::open(NETLINK_SOCK_DIAG);
-  if (!socket) return std::unexpected(std::move(socket.error()));
-  return snapshot(*socket, options);
+  HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_SOCK_DIAG));
+  return snapshot(socket, options);
 }
 
 Result<SocketTable> SocketTable::snapshot(NetlinkSocketPool& sockets,
                                           const SnapshotOptions& options) {
-  auto socket = sockets.acquire();
-  if (!socket) return std::unexpected(std::move(socket.error()));
-  auto table = snapshot(**socket, options);
-  if (!table) socket->discard();
+  HOSTPORT_TRY(NetlinkSocketPool::Lease socket, sockets.acquire());
+  auto table = snapshot(*socket, options);
+  if (!table) socket.discard();
   return table;
 }
 

@@ -97,7 +97,10 @@ class Exchange {
 
  private:
   std::unexpected<Error> transport(int error) const {
-    return fail(ErrorCode::kUnavailable, unreachable() + reasonFor(error));
+    return std::unexpected(Error{ErrorCode::kUnavailable,
+                                 unreachable() + reasonFor(error),
+                                 {},
+                                 std::error_code(error, std::generic_category())});
   }
   std::unexpected<Error> timedOut() const {
     return fail(ErrorCode::kUnavailable,

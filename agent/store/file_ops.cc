@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 namespace hostport::agent::store {
 namespace {
@@ -106,9 +105,8 @@ class RealFileOps final : public FileOps {
   }
 
   Result<void> syncDir(const std::filesystem::path& dir) override {
-    auto fd = open(dir, O_RDONLY | O_DIRECTORY, 0);
-    if (!fd) return std::unexpected(fd.error());
-    return check(retryEintr([&] { return ::fsync(fd->get()); }), "fsync", dir);
+    HOSTPORT_TRY(const UniqueFd fd, open(dir, O_RDONLY | O_DIRECTORY, 0));
+    return check(retryEintr([&] { return ::fsync(fd.get()); }), "fsync", dir);
   }
 
   Result<void> lockExclusive(int fd) override {
@@ -127,39 +125,34 @@ Error sysError(std::string_view operation, const std::filesystem::path& path, in
   ErrorCode code = ErrorCode::kIo;
   if (errnum == ENOENT) code = ErrorCode::kNotFound;
   if (errnum == EWOULDBLOCK || errnum == EAGAIN) code = ErrorCode::kUnavailable;
-  std::string message(operation);
-  if (!path.empty()) message += " " + path.string();
-  message += ": ";
-  message += std::strerror(errnum);
-  return Error{code, std::move(message), {}};
+  std::string what(operation);
+  if (!path.empty()) what += " " + path.string();
+  return systemError(code, what, errnum);
 }
 
 Result<void> writeAll(FileOps& fs, int fd, std::string_view data, uint64_t offset) {
   while (!data.empty()) {
-    auto written = fs.pwrite(fd, data, offset);
-    if (!written) return std::unexpected(written.error());
-    if (*written == 0) {
+    HOSTPORT_TRY(const size_t written, fs.pwrite(fd, data, offset));
+    if (written == 0) {
       // The kernel only returns 0 for a non-empty write when it cannot make progress; treat it as
       // the disk-full case it almost always is rather than spinning.
       return std::unexpected(sysError("pwrite", {}, ENOSPC));
     }
-    data.remove_prefix(*written);
-    offset += *written;
+    data.remove_prefix(written);
+    offset += written;
   }
   return {};
 }
 
 Result<std::string> readAll(FileOps& fs, int fd) {
-  auto size = fs.fileSize(fd);
-  if (!size) return std::unexpected(size.error());
+  HOSTPORT_TRY(const uint64_t size, fs.fileSize(fd));
   std::string bytes;
-  bytes.resize(*size);
+  bytes.resize(size);
   uint64_t done = 0;
   while (done < bytes.size()) {
-    auto n = fs.pread(fd, bytes.data() + done, bytes.size() - done, done);
-    if (!n) return std::unexpected(n.error());
-    if (*n == 0) break;  // the file shrank under us; use what is there
-    done += *n;
+    HOSTPORT_TRY(const size_t n, fs.pread(fd, bytes.data() + done, bytes.size() - done, done));
+    if (n == 0) break;  // the file shrank under us; use what is there
+    done += n;
   }
   bytes.resize(done);
   return bytes;

@@ -5,7 +5,8 @@
 //
 // Error policy: the real implementation maps errno to ENOENT -> kNotFound,
 // EWOULDBLOCK (flock) -> kUnavailable, everything else -> kIo. The message names the operation,
-// the path when the call takes one, and strerror; callers add the file name for fd calls.
+// the path when the call takes one, and strerror (systemError(), so the errno is the cause);
+// callers add the file name for fd calls.
 
 #include <sys/types.h>
 

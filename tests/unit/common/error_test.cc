@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <system_error>
 
 namespace hostport {
 namespace {
@@ -67,6 +70,44 @@ TEST(ErrorTest, WithContextKeepsTheCode) {
   const auto error = withContext(Error{ErrorCode::kIo, "disk full", {}}, "writing the journal");
   EXPECT_EQ(error.error().code, ErrorCode::kIo);
   EXPECT_EQ(error.error().message, "writing the journal: disk full");
+}
+
+TEST(ErrorTest, SystemErrorNamesTheCallAndCarriesTheErrnoAsItsCause) {
+  const Error error = systemError(ErrorCode::kIo, "open /var/lib/hostport", ENOENT);
+  EXPECT_EQ(error.code, ErrorCode::kIo);
+  EXPECT_EQ(error.message, "open /var/lib/hostport: " + std::string(std::strerror(ENOENT)));
+  EXPECT_EQ(error.cause, std::errc::no_such_file_or_directory);
+  EXPECT_EQ(error.cause.category(), std::generic_category());
+  EXPECT_TRUE(error.details.empty());
+}
+
+TEST(ErrorTest, FailSystemIsTheFailedResultOfSystemError) {
+  const Result<int> failed = failSystem(ErrorCode::kKernel, "adding set elements", EEXIST);
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().code, ErrorCode::kKernel);
+  EXPECT_EQ(failed.error().message, "adding set elements: " + std::string(std::strerror(EEXIST)));
+  EXPECT_EQ(failed.error().cause, std::errc::file_exists);
+}
+
+TEST(ErrorTest, AnErrorWithoutASystemCauseHasAnEmptyCause) {
+  const auto error = fail(ErrorCode::kInvalidArgument, "bad port");
+  EXPECT_FALSE(error.error().cause);
+  EXPECT_NE(error.error().cause, std::errc::no_such_file_or_directory);
+}
+
+TEST(ErrorTest, WithContextAndTryKeepTheCause) {
+  const auto inner = [] { return Result<void>(failSystem(ErrorCode::kKernel, "dump", ENOENT)); };
+  const auto outer = [&]() -> Result<void> {
+    HOSTPORT_TRY_VOID(inner());
+    return {};
+  };
+  const auto passed = outer();
+  ASSERT_FALSE(passed);
+  EXPECT_EQ(passed.error().cause, std::errc::no_such_file_or_directory);
+  const auto annotated = withContext(passed.error(), "reading the table");
+  EXPECT_EQ(annotated.error().cause, std::errc::no_such_file_or_directory);
+  EXPECT_EQ(annotated.error().message,
+            "reading the table: dump: " + std::string(std::strerror(ENOENT)));
 }
 
 }  // namespace
