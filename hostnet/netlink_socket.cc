@@ -23,8 +23,6 @@ namespace {
 constexpr size_t kReceiveBufferSize = 64 * 1024;
 constexpr size_t kMaxExtackLength = 256;
 
-std::string errnoText(int error) { return std::generic_category().message(error); }
-
 /// What the reply so far said; filled by the C callbacks below, read after the loop.
 struct ReplyState {
   const NetlinkSocket::MessageCallback* onMessage = nullptr;
@@ -126,27 +124,33 @@ int onOverrun(const nlmsghdr*, void* data) noexcept {
   return MNL_CB_STOP;
 }
 
+/// What the kernel refused a request with: "<context>: <strerror> (<extack>)", errno as the cause.
+Error kernelError(const std::string& context, int errnum, const std::string& extack) {
+  Error error = systemError(ErrorCode::kKernel, context, errnum);
+  if (!extack.empty()) error.message += " (" + extack + ")";
+  return error;
+}
+
 }  // namespace
 
 Result<NetlinkSocket> NetlinkSocket::open(int bus, std::chrono::milliseconds timeout) {
   MnlSocketPtr socket(mnl_socket_open2(bus, SOCK_CLOEXEC));
   if (!socket) {
     const int error = errno;
-    return fail(ErrorCode::kKernel, "cannot open netlink socket for bus " + std::to_string(bus) +
-                                        ": " + errnoText(error));
+    return failSystem(ErrorCode::kKernel,
+                      "cannot open netlink socket for bus " + std::to_string(bus), error);
   }
   if (mnl_socket_bind(socket.get(), 0, MNL_SOCKET_AUTOPID) < 0) {
     const int error = errno;
-    return fail(ErrorCode::kKernel, "cannot bind netlink socket for bus " + std::to_string(bus) +
-                                        ": " + errnoText(error));
+    return failSystem(ErrorCode::kKernel,
+                      "cannot bind netlink socket for bus " + std::to_string(bus), error);
   }
   const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(micros / 1'000'000);
   tv.tv_usec = static_cast<suseconds_t>(micros % 1'000'000);
   if (setsockopt(mnl_socket_get_fd(socket.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
-    const int error = errno;
-    return fail(ErrorCode::kKernel, "cannot set netlink receive timeout: " + errnoText(error));
+    return failSystem(ErrorCode::kKernel, "cannot set netlink receive timeout", errno);
   }
   // Best effort: extended ACKs add the kernel's own reason to errors, capped ACKs skip echoing our
   // request back. A kernel that lacks either refuses the option, which changes nothing else.
@@ -159,35 +163,61 @@ Result<NetlinkSocket> NetlinkSocket::open(int bus, std::chrono::milliseconds tim
 
 Result<void> NetlinkSocket::request(std::span<std::byte> message, std::string_view what,
                                     const MessageCallback& onMessage) {
-  auto result = requestAccepting(message, what, {}, onMessage);
-  if (!result) return std::unexpected(std::move(result.error()));
+  HOSTPORT_TRY_VOID(requestAccepting(message, what, {}, onMessage));
   return {};
+}
+
+Result<void> NetlinkSocket::usable(const std::string& context) const {
+  if (!poisoned_) return {};
+  return fail(ErrorCode::kKernel, context + ": netlink socket unusable after an earlier failure");
+}
+
+void NetlinkSocket::stamp(nlmsghdr& header) {
+  header.nlmsg_flags |= NLM_F_REQUEST;
+  header.nlmsg_seq = nextSeq_++;
+  if (nextSeq_ == 0) nextSeq_ = 1;  // 0 would disable libmnl's sequence check
+  header.nlmsg_pid = 0;             // addressed to the kernel
+}
+
+Result<void> NetlinkSocket::send(std::span<const std::byte> bytes, const std::string& what) {
+  const ssize_t sent = mnl_socket_sendto(socket_.get(), bytes.data(), bytes.size());
+  if (sent >= 0 && static_cast<size_t>(sent) == bytes.size()) return {};
+  return failSystem(ErrorCode::kKernel, what, sent < 0 ? errno : EMSGSIZE);
+}
+
+Result<std::span<const std::byte>> NetlinkSocket::receiveOnce(std::vector<std::byte>& buffer,
+                                                              const std::string& context) {
+  for (;;) {
+    const ssize_t received = mnl_socket_recvfrom(socket_.get(), buffer.data(), buffer.size());
+    if (received >= 0) return Bytes(buffer).first(static_cast<size_t>(received));
+    const int error = errno;
+    if (error == EINTR) continue;
+    poisoned_ = true;
+    if (error == EAGAIN || error == EWOULDBLOCK) {
+      Error late{ErrorCode::kKernel,
+                 context + ": no netlink reply from the kernel in time",
+                 {},
+                 std::error_code(error, std::generic_category())};
+      return std::unexpected(std::move(late));
+    }
+    return failSystem(ErrorCode::kKernel, context + ": cannot receive netlink reply", error);
+  }
 }
 
 Result<int> NetlinkSocket::requestAccepting(std::span<std::byte> message, std::string_view what,
                                             std::initializer_list<int> accepted,
                                             const MessageCallback& onMessage) {
   const std::string context(what);
-  if (poisoned_) {
-    return fail(ErrorCode::kKernel, context + ": netlink socket unusable after an earlier failure");
-  }
+  HOSTPORT_TRY_VOID(usable(context));
   auto header = readStruct<nlmsghdr>(std::as_bytes(message));
   if (!header || header->nlmsg_len != message.size()) {
     return fail(ErrorCode::kInternal, context + ": request is not one complete netlink message");
   }
   const bool dump = (header->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
-  header->nlmsg_flags |= NLM_F_REQUEST;
   if (!dump) header->nlmsg_flags |= NLM_F_ACK;
-  header->nlmsg_seq = nextSeq_++;
-  if (nextSeq_ == 0) nextSeq_ = 1;  // 0 would disable libmnl's sequence check
-  header->nlmsg_pid = 0;            // addressed to the kernel
+  stamp(*header);
   std::memcpy(message.data(), &*header, sizeof(nlmsghdr));
-
-  const ssize_t sent = mnl_socket_sendto(socket_.get(), message.data(), message.size());
-  if (sent < 0 || static_cast<size_t>(sent) != message.size()) {
-    const int error = sent < 0 ? errno : EMSGSIZE;
-    return fail(ErrorCode::kKernel, context + ": cannot send netlink request: " + errnoText(error));
-  }
+  HOSTPORT_TRY_VOID(send(message, context + ": cannot send netlink request"));
 
   std::vector<std::byte> buffer(kReceiveBufferSize);
   ReplyState state;
@@ -198,26 +228,16 @@ Result<int> NetlinkSocket::requestAccepting(std::span<std::byte> message, std::s
   control[NLMSG_OVERRUN] = onOverrun;
 
   for (;;) {
-    const ssize_t received = mnl_socket_recvfrom(socket_.get(), buffer.data(), buffer.size());
-    if (received < 0) {
-      const int error = errno;
-      if (error == EINTR) continue;
-      poisoned_ = true;
-      if (error == EAGAIN || error == EWOULDBLOCK) {
-        return fail(ErrorCode::kKernel, context + ": no netlink reply from the kernel in time");
-      }
-      return fail(ErrorCode::kKernel,
-                  context + ": cannot receive netlink reply: " + errnoText(error));
-    }
-    const int rc = mnl_cb_run2(buffer.data(), static_cast<size_t>(received), header->nlmsg_seq,
-                               portId_, onData, &state, control, NLMSG_MIN_TYPE);
+    HOSTPORT_TRY(const Bytes received, receiveOnce(buffer, context));
+    const int rc = mnl_cb_run2(received.data(), received.size(), header->nlmsg_seq, portId_, onData,
+                               &state, control, NLMSG_MIN_TYPE);
     if (rc == MNL_CB_ERROR) {
       // ESRCH: wrong port id, EPROTO: wrong sequence number, EINTR: dump interrupted.
       const int error = errno;
       poisoned_ = true;
-      return fail(ErrorCode::kKernel,
-                  context + ": unexpected netlink reply: " + errnoText(error) +
-                      (error == EINTR ? " (dump interrupted by a concurrent change; retry)" : ""));
+      Error broken = systemError(ErrorCode::kKernel, context + ": unexpected netlink reply", error);
+      if (error == EINTR) broken.message += " (dump interrupted by a concurrent change; retry)";
+      return std::unexpected(std::move(broken));
     }
     if (rc == MNL_CB_STOP) break;
   }
@@ -229,9 +249,7 @@ Result<int> NetlinkSocket::requestAccepting(std::span<std::byte> message, std::s
   const bool acceptedErrno =
       state.kernelErrno != 0 && std::ranges::find(accepted, state.kernelErrno) != accepted.end();
   if (state.kernelErrno != 0 && !acceptedErrno) {
-    std::string text = context + ": " + errnoText(state.kernelErrno);
-    if (!state.extack.empty()) text += " (" + state.extack + ")";
-    return fail(ErrorCode::kKernel, std::move(text));
+    return std::unexpected(kernelError(context, state.kernelErrno, state.extack));
   }
   if (state.callbackError) return withContext(std::move(*state.callbackError), context);
   return state.kernelErrno;
@@ -239,9 +257,7 @@ Result<int> NetlinkSocket::requestAccepting(std::span<std::byte> message, std::s
 
 Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::string_view what) {
   const std::string context(what);
-  if (poisoned_) {
-    return fail(ErrorCode::kKernel, context + ": netlink socket unusable after an earlier failure");
-  }
+  HOSTPORT_TRY_VOID(usable(context));
   // Number every message; remember which ones the kernel will answer.
   std::vector<uint32_t> awaited;
   uint32_t firstSeq = nextSeq_;
@@ -249,10 +265,7 @@ Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::str
     const auto bytes = messageBytes(std::as_bytes(messages.subspan(offset)));
     if (!bytes) return fail(ErrorCode::kInternal, context + ": malformed netlink batch");
     auto header = *readStruct<nlmsghdr>(*bytes);
-    header.nlmsg_flags |= NLM_F_REQUEST;
-    header.nlmsg_seq = nextSeq_++;
-    if (nextSeq_ == 0) nextSeq_ = 1;
-    header.nlmsg_pid = 0;
+    stamp(header);
     std::memcpy(messages.data() + offset, &header, sizeof(nlmsghdr));
     if (header.nlmsg_flags & NLM_F_ACK) awaited.push_back(header.nlmsg_seq);
     offset += NLMSG_ALIGN(header.nlmsg_len);
@@ -271,28 +284,13 @@ Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::str
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &wanted, sizeof(wanted));
     }
   }
-  const ssize_t sent = mnl_socket_sendto(socket_.get(), messages.data(), messages.size());
-  if (sent < 0 || static_cast<size_t>(sent) != messages.size()) {
-    const int error = sent < 0 ? errno : EMSGSIZE;
-    return fail(ErrorCode::kKernel, context + ": cannot send netlink batch of " +
-                                        std::to_string(messages.size()) +
-                                        " bytes: " + errnoText(error));
-  }
+  HOSTPORT_TRY_VOID(send(messages, context + ": cannot send netlink batch of " +
+                                       std::to_string(messages.size()) + " bytes"));
 
   std::optional<ErrorReply> firstError;
   std::vector<std::byte> buffer(kReceiveBufferSize);
   while (!awaited.empty()) {
-    const ssize_t received = mnl_socket_recvfrom(socket_.get(), buffer.data(), buffer.size());
-    if (received < 0) {
-      const int error = errno;
-      if (error == EINTR) continue;
-      poisoned_ = true;
-      return fail(ErrorCode::kKernel,
-                  context + (error == EAGAIN || error == EWOULDBLOCK
-                                 ? ": no netlink reply from the kernel in time"
-                                 : ": cannot receive netlink reply: " + errnoText(error)));
-    }
-    Bytes rest = Bytes(buffer).first(static_cast<size_t>(received));
+    HOSTPORT_TRY(Bytes rest, receiveOnce(buffer, context));
     while (!rest.empty()) {
       const auto message = messageBytes(rest);
       const auto header = message ? readStruct<nlmsghdr>(*message) : std::nullopt;
@@ -315,9 +313,7 @@ Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::str
     }
   }
   if (firstError) {
-    std::string text = context + ": " + errnoText(firstError->errnum);
-    if (!firstError->extack.empty()) text += " (" + firstError->extack + ")";
-    return fail(ErrorCode::kKernel, std::move(text));
+    return std::unexpected(kernelError(context, firstError->errnum, firstError->extack));
   }
   return {};
 }

@@ -12,8 +12,12 @@
 //   the socket stays usable. Only a receive failure (timeout) or a reply that does not belong to
 //   us poisons the socket; later requests on it fail at once.
 // - Errors never cross the C callbacks as exceptions: the trampolines catch everything.
+// - Every error that has an errno behind it (the kernel's answer in NLMSG_ERROR or a negative
+//   NLMSG_DONE status, a failed send or receive) carries it as Error::cause, so callers decide
+//   on the errno and never on the message, which may also hold the kernel's extack text.
 
 #include <libmnl/libmnl.h>
+#include <linux/netlink.h>
 
 #include <chrono>
 #include <cstddef>
@@ -22,7 +26,9 @@
 #include <initializer_list>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 
@@ -49,7 +55,8 @@ class NetlinkSocket {
 
   /// Sends `message` (one complete netlink message; its sequence number and port id are set here)
   /// and runs `onMessage` on every reply until the request is complete. A kernel error becomes
-  /// Error{kKernel, "<what>: <strerror>"}. `what` says what was asked, for that message.
+  /// Error{kKernel, "<what>: <strerror> (<extack>)"} with the errno as its cause. `what` says what
+  /// was asked, for that message.
   Result<void> request(std::span<std::byte> message, std::string_view what,
                        const MessageCallback& onMessage = nullptr);
 
@@ -71,6 +78,17 @@ class NetlinkSocket {
  private:
   NetlinkSocket(MnlSocketPtr socket, uint32_t portId)
       : socket_(std::move(socket)), portId_(portId) {}
+
+  /// Fails at once on a poisoned socket.
+  Result<void> usable(const std::string& context) const;
+  /// Marks `header` as our next request to the kernel: NLM_F_REQUEST, a fresh sequence number.
+  void stamp(nlmsghdr& header);
+  /// Sends `bytes` in one write; `what` heads the error.
+  Result<void> send(std::span<const std::byte> bytes, const std::string& what);
+  /// The next datagram of a reply, read into `buffer` (EINTR retried). A failure, the timeout
+  /// included, poisons the socket.
+  Result<std::span<const std::byte>> receiveOnce(std::vector<std::byte>& buffer,
+                                                 const std::string& context);
 
   MnlSocketPtr socket_;
   uint32_t portId_ = 0;

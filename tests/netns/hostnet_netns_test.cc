@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "common/unique_fd.h"
@@ -258,6 +259,7 @@ TEST_F(NetlinkHostNetworkTest, DeletingAnEntryTwiceReportsEnoentAsKernelError) {
         << second.error().message;
     EXPECT_NE(second.error().message.find(std::strerror(ENOENT)), std::string::npos)
         << second.error().message;
+    EXPECT_EQ(second.error().cause, std::errc::no_such_file_or_directory) << "from NLMSG_ERROR";
 
     auto accepted = socket->requestAccepting(*request, "delete again", {ENOENT});
     ASSERT_OK(accepted);
@@ -321,6 +323,7 @@ TEST_F(NetlinkHostNetworkTest, UnroutableAddressIsAKernelErrorNamingTheLookup) {
         << result.error().message;
     EXPECT_NE(result.error().message.find(std::strerror(ENETUNREACH)), std::string::npos)
         << result.error().message;
+    EXPECT_EQ(result.error().cause, std::errc::network_unreachable);
   }));
 }
 
