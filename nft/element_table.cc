@@ -14,9 +14,8 @@ constexpr Family kFamilies[] = {Family::kIPv4, Family::kIPv6};
 }  // namespace
 
 Result<ElementTable> ElementTable::open() {
-  auto socket = hostnet::NetlinkSocket::open(NETLINK_NETFILTER);
-  if (!socket) return std::unexpected(socket.error());
-  return ElementTable(std::move(*socket));
+  HOSTPORT_TRY(hostnet::NetlinkSocket socket, hostnet::NetlinkSocket::open(NETLINK_NETFILTER));
+  return ElementTable(std::move(socket));
 }
 
 Result<void> ElementTable::change(ElementChange change, const std::vector<SetElement>& elements) {
@@ -32,11 +31,11 @@ Result<TableState> ElementTable::read(const std::string* owner) {
     for (const std::string_view set : {kPortsMap, kHostIpPortsMap, kMasqueradeSet}) {
       std::vector<SetElement> elements;
       ByteString request = elementDumpRequest(family, set);
-      auto dumped = socket_.requestAccepting(request, "listing set " + std::string(set), {ENOENT},
-                                             [&](std::span<const std::byte> message) {
-                                               return parseElementReply(message, elements, owner);
-                                             });
-      if (!dumped) return std::unexpected(dumped.error());
+      HOSTPORT_TRY_VOID(socket_.requestAccepting(request, "listing set " + std::string(set),
+                                                 {ENOENT}, [&](std::span<const std::byte> message) {
+                                                   return parseElementReply(message, elements,
+                                                                            owner);
+                                                 }));
       for (const auto& element : elements) {
         if (auto forward = forwardOf(element)) state.forwards.push_back(std::move(*forward));
         if (auto masquerade = masqueradeOf(element)) {
@@ -52,14 +51,13 @@ Result<bool> ElementTable::hasConditionalRules(const std::string& owner) {
   for (const Family family : kFamilies) {
     bool found = false;
     ByteString request = ruleDumpRequest(family, kConditionalChain);
-    auto dumped = socket_.requestAccepting(request, "listing the conditional chain", {ENOENT},
-                                           [&](std::span<const std::byte> message) -> Result<void> {
-                                             auto rule = parseRuleReply(message);
-                                             if (!rule) return std::unexpected(rule.error());
-                                             found = found || rule->comment == owner;
-                                             return {};
-                                           });
-    if (!dumped) return std::unexpected(dumped.error());
+    HOSTPORT_TRY_VOID(
+        socket_.requestAccepting(request, "listing the conditional chain", {ENOENT},
+                                 [&](std::span<const std::byte> message) -> Result<void> {
+                                   HOSTPORT_TRY(const RuleSummary rule, parseRuleReply(message));
+                                   found = found || rule.comment == owner;
+                                   return {};
+                                 }));
     if (found) return true;
   }
   return false;

@@ -18,9 +18,9 @@ class ElementTable {
  public:
   static Result<ElementTable> open();
 
-  /// All of `elements` in one transaction, or none. The error message carries the kernel's
-  /// errno text, so isNotFound() (a table or set is missing) and isAlreadyExists() (a key is
-  /// held with other data) apply to it.
+  /// All of `elements` in one transaction, or none. The error carries the kernel's errno as its
+  /// cause, so isNotFound() (a table or set is missing) and isAlreadyExists() (a key is held
+  /// with other data) apply to it.
   Result<void> change(ElementChange change, const std::vector<SetElement>& elements);
 
   /// The forwards and masquerades in both families' maps and set; with `owner`, only that

@@ -3,16 +3,21 @@
 #include "nft/libnftables.h"
 
 namespace hostport::nft {
+namespace {
+
+// Past the largest errno Linux defines (EHWPOISON, 133); strerror() of the rest is "Unknown error".
+constexpr int kMaxErrno = 256;
+
+}  // namespace
 
 void NftContext::Deleter::operator()(nft_ctx* ctx) const { lib->ctxFree(ctx); }
 
 Result<NftContext> NftContext::create() {
-  auto lib = libNftables();
-  if (!lib) return std::unexpected(lib.error());
-  nft_ctx* raw = (*lib)->ctxNew(NFT_CTX_DEFAULT);
+  HOSTPORT_TRY(const LibNftables* lib, libNftables());
+  nft_ctx* raw = lib->ctxNew(NFT_CTX_DEFAULT);
   if (raw == nullptr) return fail(ErrorCode::kKernel, "libnftables: nft_ctx_new failed");
-  NftContext context(**lib, raw);
-  if ((*lib)->bufferOutput(raw) != 0 || (*lib)->bufferError(raw) != 0) {
+  NftContext context(*lib, raw);
+  if (lib->bufferOutput(raw) != 0 || lib->bufferError(raw) != 0) {
     return fail(ErrorCode::kKernel, "libnftables: cannot buffer output");
   }
   return context;
@@ -26,7 +31,8 @@ Result<std::string> NftContext::run(std::string_view commands) {
   if (rc != 0) {
     std::string message = error != nullptr && *error != '\0' ? error : "libnftables failed";
     while (!message.empty() && message.back() == '\n') message.pop_back();
-    return fail(ErrorCode::kKernel, message);
+    const std::error_code cause = nftErrorCause(message);
+    return std::unexpected(Error{ErrorCode::kKernel, std::move(message), {}, cause});
   }
   return std::string(output != nullptr ? output : "");
 }
@@ -35,7 +41,7 @@ Result<void> NftContext::check(std::string_view commands) {
   lib_->setDryRun(ctx_.get(), true);
   auto output = run(commands);
   lib_->setDryRun(ctx_.get(), false);
-  if (!output) return std::unexpected(output.error());
+  HOSTPORT_TRY_VOID(std::move(output));
   return {};
 }
 
@@ -44,8 +50,8 @@ Result<nlohmann::json> NftContext::list(std::string_view command) {
   lib_->setOutputFlags(ctx_.get(), flags | NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE);
   auto output = run(command);
   lib_->setOutputFlags(ctx_.get(), flags);
-  if (!output) return std::unexpected(output.error());
-  auto document = nlohmann::json::parse(*output, nullptr, false);
+  HOSTPORT_TRY(const std::string text, std::move(output));
+  auto document = nlohmann::json::parse(text, nullptr, false);
   if (document.is_discarded()) {
     return fail(ErrorCode::kKernel,
                 "libnftables printed JSON we cannot parse for: " + std::string(command));
@@ -53,12 +59,34 @@ Result<nlohmann::json> NftContext::list(std::string_view command) {
   return document;
 }
 
-bool isNotFound(const Error& error) {
-  return error.message.find("No such file or directory") != std::string::npos;
+std::error_code nftErrorCause(std::string_view text) {
+  // Each failed command gives one line "Error: <reason>", after a location prefix without spaces
+  // ("/dev/stdin:1:19-29: ") when the input has a name, followed by the command line echoed back.
+  // The reason is strerror()'s text, alone or followed by "; did you mean ...". Only such lines
+  // count: an echoed command may hold any words, "Error: File exists" included.
+  constexpr std::string_view kError = "Error: ";
+  constexpr std::string_view kRule = "Could not process rule: ";
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    const size_t at = line.find(kError);
+    if (at == std::string_view::npos) continue;
+    const std::string_view location = line.substr(0, at);
+    if (!location.empty() && (!location.ends_with(": ") || location.find(' ') != at - 1)) continue;
+    std::string_view reason = line.substr(at + kError.size());
+    reason = reason.substr(0, reason.find(';'));
+    if (reason.starts_with(kRule)) reason.remove_prefix(kRule.size());
+    for (int errnum = 1; errnum < kMaxErrno; ++errnum) {
+      const std::error_code cause(errnum, std::generic_category());
+      if (cause.message() == reason) return cause;
+    }
+  }
+  return {};
 }
 
-bool isAlreadyExists(const Error& error) {
-  return error.message.find("File exists") != std::string::npos;
-}
+bool isNotFound(const Error& error) { return error.cause == std::errc::no_such_file_or_directory; }
+
+bool isAlreadyExists(const Error& error) { return error.cause == std::errc::file_exists; }
 
 }  // namespace hostport::nft

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "common/error.h"
 
@@ -19,7 +20,7 @@ class NftContext {
  public:
   static Result<NftContext> create();
 
-  /// Runs text commands; the error carries libnftables' own message.
+  /// Runs text commands; the error carries libnftables' own message, and its errno as the cause.
   Result<std::string> run(std::string_view commands);
   /// Parses and evaluates the commands without committing anything.
   Result<void> check(std::string_view commands);
@@ -36,9 +37,16 @@ class NftContext {
   std::unique_ptr<nft_ctx, Deleter> ctx_;
 };
 
-/// True when libnftables said the object does not exist (ENOENT).
+/// The errno behind libnftables' error text, or an empty code when the text names none (a syntax
+/// error, say). libnftables reports failures as text only, such as "Error: Could not process
+/// rule: File exists" or "Error: No such file or directory; did you mean table ...": run() reads
+/// it here, once, into Error::cause, and everything above decides from the cause.
+std::error_code nftErrorCause(std::string_view text);
+
+/// True when the error's cause is ENOENT: a table, chain, set or element does not exist. Holds
+/// for errors of libnftables (nftErrorCause) and of the netlink fast path alike.
 bool isNotFound(const Error& error);
-/// True when libnftables said a key is already there with other data (EEXIST).
+/// True when the error's cause is EEXIST: a key is already there with other data.
 bool isAlreadyExists(const Error& error);
 
 }  // namespace hostport::nft

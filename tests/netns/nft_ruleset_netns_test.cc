@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <system_error>
 
 #include "nft/layout_guard.h"
 #include "nft/nft_context.h"
@@ -277,6 +278,26 @@ TEST_F(NftRulesetTest, CarriesLibnftablesMessageInErrors) {
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().code, ErrorCode::kKernel);
     EXPECT_TRUE(isNotFound(bad.error())) << bad.error().message;
+  }));
+}
+
+TEST_F(NftRulesetTest, LibnftablesErrorsCarryTheirErrnoAsTheCause) {
+  ASSERT_OK(test::inPrivateNetns([] {
+    auto tables = NftRuleset::create();
+    ASSERT_OK(tables);
+    ASSERT_OK((*tables)->ensureTables());
+    auto context = NftContext::create();
+    ASSERT_OK(context);
+    ASSERT_OK(context->run("add element ip hostport ports { tcp . 1 : 10.0.0.1 . 1 }"));
+    auto held = context->run("add element ip hostport ports { tcp . 1 : 10.0.0.2 . 1 }");
+    ASSERT_FALSE(held);
+    EXPECT_EQ(held.error().cause, std::errc::file_exists) << held.error().message;
+    EXPECT_TRUE(isAlreadyExists(held.error()));
+    EXPECT_FALSE(isNotFound(held.error()));
+    auto missing = context->run("delete element ip hostport ports { tcp . 2 }");
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().cause, std::errc::no_such_file_or_directory)
+        << missing.error().message;
   }));
 }
 
