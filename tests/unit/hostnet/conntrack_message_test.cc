@@ -11,60 +11,21 @@
 #include <random>
 #include <vector>
 
+#include "tests/unit/hostnet/netlink_test_bytes.h"
+
 namespace hostport::hostnet {
 namespace {
 
-using ByteVector = std::vector<std::byte>;
-
-// --- A tiny, independent netlink writer for hand-built kernel replies. It shares no code with
-// the library, so a bug in the library's own encoding cannot hide in both places.
-
-ByteVector bytesOf(std::initializer_list<int> values) {
-  ByteVector out;
-  for (const int v : values) out.push_back(static_cast<std::byte>(v));
-  return out;
-}
-
-template <typename T>
-ByteVector hostBytes(T value) {
-  ByteVector out(sizeof(T));
-  std::memcpy(out.data(), &value, sizeof(T));
-  return out;
-}
-
-ByteVector be16(uint16_t v) { return bytesOf({v >> 8, v & 0xff}); }
-ByteVector be32(uint32_t v) {
-  return bytesOf({static_cast<int>(v >> 24), static_cast<int>((v >> 16) & 0xff),
-                  static_cast<int>((v >> 8) & 0xff), static_cast<int>(v & 0xff)});
-}
-
-ByteVector attr(uint16_t type, const ByteVector& payload) {
-  ByteVector out = hostBytes<uint16_t>(static_cast<uint16_t>(4 + payload.size()));
-  const ByteVector t = hostBytes<uint16_t>(type);
-  out.insert(out.end(), t.begin(), t.end());
-  out.insert(out.end(), payload.begin(), payload.end());
-  while (out.size() % 4 != 0) out.push_back(std::byte{0});
-  return out;
-}
-
-ByteVector nest(uint16_t type, std::initializer_list<ByteVector> children) {
-  ByteVector payload;
-  for (const auto& child : children) payload.insert(payload.end(), child.begin(), child.end());
-  return attr(static_cast<uint16_t>(type | NLA_F_NESTED), payload);
-}
-
-ByteVector message(uint16_t type, uint16_t flags, const ByteVector& fixedHeader,
-                   std::initializer_list<ByteVector> attributes) {
-  ByteVector body = fixedHeader;
-  for (const auto& a : attributes) body.insert(body.end(), a.begin(), a.end());
-  ByteVector out = hostBytes<uint32_t>(static_cast<uint32_t>(16 + body.size()));
-  for (const auto& part : {hostBytes<uint16_t>(type), hostBytes<uint16_t>(flags),
-                           hostBytes<uint32_t>(7), hostBytes<uint32_t>(4242)}) {
-    out.insert(out.end(), part.begin(), part.end());
-  }
-  out.insert(out.end(), body.begin(), body.end());
-  return out;
-}
+using test::attr;
+using test::be16;
+using test::be32;
+using test::bytesOf;
+using test::ByteVector;
+using test::findAttribute;
+using test::headerOf;
+using test::hostBytes;
+using test::message;
+using test::nest;
 
 ByteVector nfgen(int family) { return bytesOf({family, NFNETLINK_V0, 0, 0}); }
 
@@ -101,28 +62,6 @@ ByteVector kernelUdpV6Message() {
                        {nest(CTA_TUPLE_IP, {attr(CTA_IP_V6_SRC, src), attr(CTA_IP_V6_DST, dst)}),
                         portProto(IPPROTO_UDP, 5000, 7777)}),
                   attr(CTA_ID, be32(17))});
-}
-
-/// The payload of the first attribute of `type` in an attribute stream, or empty.
-ByteVector findAttribute(const ByteVector& stream, size_t offset, uint16_t type) {
-  while (offset + 4 <= stream.size()) {
-    uint16_t len = 0;
-    uint16_t t = 0;
-    std::memcpy(&len, stream.data() + offset, 2);
-    std::memcpy(&t, stream.data() + offset + 2, 2);
-    if (len < 4 || offset + len > stream.size()) break;
-    if ((t & NLA_TYPE_MASK) == type) {
-      return ByteVector(stream.begin() + offset + 4, stream.begin() + offset + len);
-    }
-    offset += (len + 3) & ~3u;
-  }
-  return {};
-}
-
-nlmsghdr headerOf(const ByteVector& bytes) {
-  nlmsghdr header{};
-  std::memcpy(&header, bytes.data(), sizeof(header));
-  return header;
 }
 
 // --- Dump requests

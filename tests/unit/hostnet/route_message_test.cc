@@ -9,45 +9,23 @@
 #include <random>
 #include <vector>
 
+#include "tests/unit/hostnet/netlink_test_bytes.h"
+
 namespace hostport::hostnet {
 namespace {
 
-using ByteVector = std::vector<std::byte>;
-
-ByteVector bytesOf(std::initializer_list<int> values) {
-  ByteVector out;
-  for (const int v : values) out.push_back(static_cast<std::byte>(v));
-  return out;
-}
-
-template <typename T>
-ByteVector hostBytes(T value) {
-  ByteVector out(sizeof(T));
-  std::memcpy(out.data(), &value, sizeof(T));
-  return out;
-}
-
-ByteVector attr(uint16_t type, const ByteVector& payload) {
-  ByteVector out = hostBytes<uint16_t>(static_cast<uint16_t>(4 + payload.size()));
-  const ByteVector t = hostBytes<uint16_t>(type);
-  out.insert(out.end(), t.begin(), t.end());
-  out.insert(out.end(), payload.begin(), payload.end());
-  while (out.size() % 4 != 0) out.push_back(std::byte{0});
-  return out;
-}
+using test::attr;
+using test::bytesOf;
+using test::ByteVector;
+using test::hostBytes;
+using test::message;
 
 /// A hand-built rtnetlink message: header, 12-byte rtmsg, attributes.
 ByteVector routeMessage(uint16_t type, int family, std::initializer_list<ByteVector> attributes) {
-  ByteVector body = bytesOf(
-      {family, 32, 0, 0, RT_TABLE_MAIN, RTPROT_KERNEL, RT_SCOPE_LINK, RTN_UNICAST, 0, 0, 0, 0});
-  for (const auto& a : attributes) body.insert(body.end(), a.begin(), a.end());
-  ByteVector out = hostBytes<uint32_t>(static_cast<uint32_t>(16 + body.size()));
-  for (const auto& part : {hostBytes<uint16_t>(type), hostBytes<uint16_t>(0),
-                           hostBytes<uint32_t>(3), hostBytes<uint32_t>(999)}) {
-    out.insert(out.end(), part.begin(), part.end());
-  }
-  out.insert(out.end(), body.begin(), body.end());
-  return out;
+  return message(type, 0,
+                 bytesOf({family, 32, 0, 0, RT_TABLE_MAIN, RTPROT_KERNEL, RT_SCOPE_LINK,
+                          RTN_UNICAST, 0, 0, 0, 0}),
+                 attributes);
 }
 
 /// Shaped like the kernel's answer to `ip route get 10.1.2.3` through interface 7.

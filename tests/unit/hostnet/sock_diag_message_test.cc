@@ -11,39 +11,20 @@
 #include <random>
 #include <vector>
 
+#include "tests/unit/hostnet/netlink_test_bytes.h"
+
 namespace hostport::hostnet {
 namespace {
 
-using ByteVector = std::vector<std::byte>;
+using test::append;
+using test::attr;
+using test::bytesOf;
+using test::ByteVector;
+using test::hostBytes;
+using test::message;
 
-// --- A tiny, independent writer for hand-built kernel replies. It lays inet_diag_msg out by
-// byte offsets from the ABI instead of using the struct, so a mistake in the library's view of
-// the layout cannot hide in both places.
-
-ByteVector bytesOf(std::initializer_list<int> values) {
-  ByteVector out;
-  for (const int v : values) out.push_back(static_cast<std::byte>(v));
-  return out;
-}
-
-template <typename T>
-ByteVector hostBytes(T value) {
-  ByteVector out(sizeof(T));
-  std::memcpy(out.data(), &value, sizeof(T));
-  return out;
-}
-
-void append(ByteVector& out, const ByteVector& more) {
-  out.insert(out.end(), more.begin(), more.end());
-}
-
-ByteVector attr(uint16_t type, const ByteVector& payload) {
-  ByteVector out = hostBytes<uint16_t>(static_cast<uint16_t>(4 + payload.size()));
-  append(out, hostBytes<uint16_t>(type));
-  append(out, payload);
-  while (out.size() % 4 != 0) out.push_back(std::byte{0});
-  return out;
-}
+// inet_diag_msg is laid out below by byte offsets from the ABI instead of through the struct, so
+// a mistake in the library's view of the layout cannot hide in both places.
 
 struct DiagFields {
   int family = AF_INET;
@@ -71,16 +52,6 @@ ByteVector diagMsg(const DiagFields& f) {
   append(out, hostBytes<uint32_t>(128));       // idiag_wqueue
   append(out, hostBytes<uint32_t>(f.uid));     // idiag_uid
   append(out, hostBytes<uint32_t>(f.inode));   // idiag_inode
-  return out;
-}
-
-ByteVector message(uint16_t type, uint16_t flags, const ByteVector& body) {
-  ByteVector out = hostBytes<uint32_t>(static_cast<uint32_t>(16 + body.size()));
-  append(out, hostBytes<uint16_t>(type));
-  append(out, hostBytes<uint16_t>(flags));
-  append(out, hostBytes<uint32_t>(3));     // seq
-  append(out, hostBytes<uint32_t>(4242));  // pid
-  append(out, body);
   return out;
 }
 

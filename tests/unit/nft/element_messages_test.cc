@@ -9,9 +9,15 @@
 #include <cstring>
 
 #include "nft/table_layout.h"
+#include "tests/unit/hostnet/netlink_test_bytes.h"
 
 namespace hostport::nft {
 namespace {
+
+using test::attr;
+using test::ByteVector;
+using test::headerOf;
+using test::message;
 
 IpAddress ip(const char* text) { return *IpAddress::parse(text); }
 IpPrefix prefix(const char* text) { return *IpPrefix::parse(text); }
@@ -28,12 +34,6 @@ std::vector<ByteString> split(const ByteString& batch) {
     offset += NLMSG_ALIGN(header.nlmsg_len);
   }
   return messages;
-}
-
-nlmsghdr headerOf(const ByteString& message) {
-  nlmsghdr header;
-  std::memcpy(&header, message.data(), sizeof(header));
-  return header;
 }
 
 std::vector<SetElement> sample() {
@@ -157,23 +157,12 @@ TEST(ElementMessagesTest, DumpRequestsNameOurTable) {
 
 TEST(ElementMessagesTest, ParsesARuleReply) {
   // nlmsghdr, nfgenmsg, NFTA_RULE_HANDLE (be64 = 42), NFTA_RULE_USERDATA (comment "c/eth0").
-  ByteString message(NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)));
-  auto attribute = [&](uint16_t type, const ByteString& payload) {
-    nlattr header{static_cast<uint16_t>(NLA_HDRLEN + payload.size()), type};
-    const auto* raw = reinterpret_cast<const std::byte*>(&header);
-    message.insert(message.end(), raw, raw + sizeof(header));
-    message.insert(message.end(), payload.begin(), payload.end());
-    message.resize(NLA_ALIGN(message.size()));
-  };
   ByteString handle(8);
   handle[7] = std::byte{42};
-  attribute(NFTA_RULE_HANDLE, handle);
-  attribute(NFTA_RULE_USERDATA, commentUserdata("c/eth0"));
-  nlmsghdr header{};
-  header.nlmsg_len = static_cast<uint32_t>(message.size());
-  header.nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE;
-  std::memcpy(message.data(), &header, sizeof(header));
-  auto rule = parseRuleReply(message);
+  const ByteVector reply = message(
+      (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE, 0, ByteVector(sizeof(nfgenmsg)),
+      {attr(NFTA_RULE_HANDLE, handle), attr(NFTA_RULE_USERDATA, commentUserdata("c/eth0"))});
+  auto rule = parseRuleReply(reply);
   ASSERT_TRUE(rule) << rule.error().message;
   EXPECT_EQ(rule->handle, 42u);
   EXPECT_EQ(rule->comment, "c/eth0");
