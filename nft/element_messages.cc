@@ -7,11 +7,11 @@
 #include <linux/netlink.h>
 #include <sys/socket.h>
 
-#include <cstring>
 #include <map>
 #include <utility>
 
 #include "hostnet/netlink_attributes.h"
+#include "hostnet/netlink_writer.h"
 #include "nft/table_layout.h"
 
 namespace hostport::nft {
@@ -19,69 +19,8 @@ namespace {
 
 using hostnet::Bytes;
 using hostnet::forEachAttribute;
+using hostnet::NetlinkWriter;
 using hostnet::readStruct;
-
-/// Appends netlink messages and (nested) attributes to one buffer, NLA-aligned.
-class MessageWriter {
- public:
-  void begin(uint16_t type, uint16_t flags, uint8_t family, uint16_t resId = 0) {
-    start_ = bytes_.size();
-    nlmsghdr header{};
-    header.nlmsg_type = type;
-    header.nlmsg_flags = NLM_F_REQUEST | flags;
-    append(&header, sizeof(header));
-    nfgenmsg generic{};
-    generic.nfgen_family = family;
-    generic.version = NFNETLINK_V0;
-    generic.res_id = htons(resId);
-    append(&generic, sizeof(generic));
-  }
-  void end() {
-    const auto length = static_cast<uint32_t>(bytes_.size() - start_);
-    std::memcpy(bytes_.data() + start_, &length, sizeof(length));  // nlmsg_len comes first
-  }
-
-  void attribute(uint16_t type, const void* data, size_t size) {
-    nlattr header{static_cast<uint16_t>(NLA_HDRLEN + size), type};
-    append(&header, sizeof(header));
-    append(data, size);
-    bytes_.resize(NLA_ALIGN(bytes_.size()));
-  }
-  void attribute(uint16_t type, const ByteString& data) {
-    attribute(type, data.data(), data.size());
-  }
-  void stringAttribute(uint16_t type, std::string_view text) {
-    std::string terminated(text);
-    attribute(type, terminated.c_str(), terminated.size() + 1);
-  }
-  size_t beginNest(uint16_t type) {
-    const size_t at = bytes_.size();
-    nlattr header{0, static_cast<uint16_t>(type | NLA_F_NESTED)};
-    append(&header, sizeof(header));
-    return at;
-  }
-  void endNest(size_t at) {
-    const auto length = static_cast<uint16_t>(bytes_.size() - at);
-    std::memcpy(bytes_.data() + at, &length, sizeof(length));  // nla_len comes first
-  }
-  /// A nest holding one NFTA_DATA_VALUE: how nf_tables wraps keys and data.
-  void dataValue(uint16_t type, const ByteString& value) {
-    const size_t nest = beginNest(type);
-    attribute(NFTA_DATA_VALUE, value);
-    endNest(nest);
-  }
-
-  size_t size() const { return bytes_.size(); }
-  ByteString take() { return std::move(bytes_); }
-
- private:
-  void append(const void* data, size_t size) {
-    const auto* first = static_cast<const std::byte*>(data);
-    bytes_.insert(bytes_.end(), first, first + size);
-  }
-  ByteString bytes_;
-  size_t start_ = 0;
-};
 
 // Bytes of elements per list attribute: well under the 16-bit attribute length, with room for
 // the largest element (a comment of up to 255 bytes, IPv6 keys and data).
@@ -95,9 +34,26 @@ uint16_t nftablesType(int message) {
   return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | message);
 }
 
-void batchMarker(MessageWriter& writer, uint16_t type) {
-  writer.begin(type, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
-  writer.end();
+/// Starts a request with its nfgenmsg header.
+void beginRequest(NetlinkWriter& writer, uint16_t type, uint16_t flags, uint8_t family,
+                  uint16_t resId = 0) {
+  nfgenmsg generic{};
+  generic.nfgen_family = family;
+  generic.version = NFNETLINK_V0;
+  generic.res_id = htons(resId);
+  writer.beginMessage(type, NLM_F_REQUEST | flags, generic);
+}
+
+void batchMarker(NetlinkWriter& writer, uint16_t type) {
+  beginRequest(writer, type, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+  writer.endMessage();
+}
+
+/// A nest holding one NFTA_DATA_VALUE: how nf_tables wraps keys and data.
+void dataValue(NetlinkWriter& writer, uint16_t type, const ByteString& value) {
+  const size_t nest = writer.beginNest(type);
+  writer.attribute(NFTA_DATA_VALUE, value);
+  writer.endNest(nest);
 }
 
 Result<void> malformed(std::string_view what) {
@@ -153,14 +109,14 @@ ByteString elementBatch(ElementChange change, const std::vector<SetElement>& ele
   for (const auto& element : elements) bySet[{element.family, element.set}].push_back(&element);
 
   const bool add = change == ElementChange::kAdd;
-  MessageWriter writer;
+  NetlinkWriter writer;
   batchMarker(writer, NFNL_MSG_BATCH_BEGIN);
   for (const auto& [where, members] : bySet) {
     // An attribute's length is 16 bits: a range request can hold more elements than one
     // list attribute can carry, so a set's elements may take several messages. They stay one
     // transaction: the batch is.
     for (size_t first = 0; first < members.size();) {
-      writer.begin(nftablesType(add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
+      beginRequest(writer, nftablesType(add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
                    NLM_F_ACK | (add ? NLM_F_CREATE : 0), netfilterFamily(where.first));
       writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
       writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, where.second);
@@ -168,16 +124,16 @@ ByteString elementBatch(ElementChange change, const std::vector<SetElement>& ele
       for (; first < members.size() && writer.size() - list < kElementListBudget; ++first) {
         const SetElement& element = *members[first];
         const size_t item = writer.beginNest(NFTA_LIST_ELEM);
-        writer.dataValue(NFTA_SET_ELEM_KEY, element.key);
-        if (!element.keyEnd.empty()) writer.dataValue(NFTA_SET_ELEM_KEY_END, element.keyEnd);
-        if (add && !element.data.empty()) writer.dataValue(NFTA_SET_ELEM_DATA, element.data);
+        dataValue(writer, NFTA_SET_ELEM_KEY, element.key);
+        if (!element.keyEnd.empty()) dataValue(writer, NFTA_SET_ELEM_KEY_END, element.keyEnd);
+        if (add && !element.data.empty()) dataValue(writer, NFTA_SET_ELEM_DATA, element.data);
         if (add && !element.userdata.empty()) {
           writer.attribute(NFTA_SET_ELEM_USERDATA, element.userdata);
         }
         writer.endNest(item);
       }
       writer.endNest(list);
-      writer.end();
+      writer.endMessage();
     }
   }
   batchMarker(writer, NFNL_MSG_BATCH_END);
@@ -185,20 +141,20 @@ ByteString elementBatch(ElementChange change, const std::vector<SetElement>& ele
 }
 
 ByteString elementDumpRequest(Family family, std::string_view set) {
-  MessageWriter writer;
-  writer.begin(nftablesType(NFT_MSG_GETSETELEM), NLM_F_DUMP, netfilterFamily(family));
+  NetlinkWriter writer;
+  beginRequest(writer, nftablesType(NFT_MSG_GETSETELEM), NLM_F_DUMP, netfilterFamily(family));
   writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
   writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, set);
-  writer.end();
+  writer.endMessage();
   return writer.take();
 }
 
 ByteString ruleDumpRequest(Family family, std::string_view chain) {
-  MessageWriter writer;
-  writer.begin(nftablesType(NFT_MSG_GETRULE), NLM_F_DUMP, netfilterFamily(family));
+  NetlinkWriter writer;
+  beginRequest(writer, nftablesType(NFT_MSG_GETRULE), NLM_F_DUMP, netfilterFamily(family));
   writer.stringAttribute(NFTA_RULE_TABLE, kTableName);
   writer.stringAttribute(NFTA_RULE_CHAIN, chain);
-  writer.end();
+  writer.endMessage();
   return writer.take();
 }
 
