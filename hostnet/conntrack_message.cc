@@ -1,7 +1,5 @@
 #include "hostnet/conntrack_message.h"
 
-#include <arpa/inet.h>
-#include <libmnl/libmnl.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
 #include <netinet/in.h>
@@ -11,6 +9,7 @@
 
 #include "common/protocol.h"
 #include "hostnet/netlink_attributes.h"
+#include "hostnet/netlink_writer.h"
 
 namespace hostport::hostnet {
 namespace {
@@ -29,17 +28,13 @@ constexpr uint16_t ctnetlinkType(uint8_t message) {
 
 uint8_t addressFamily(Family family) { return family == Family::kIPv4 ? AF_INET : AF_INET6; }
 
-/// Starts a ctnetlink message in `buffer` (which must outlive the returned header).
-nlmsghdr* putCtnetlinkHeader(std::vector<std::byte>& buffer, uint8_t message, uint16_t flags,
-                             Family family) {
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buffer.data());
-  nlh->nlmsg_type = ctnetlinkType(message);
-  nlh->nlmsg_flags = flags;
-  auto* nfg = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nfgenmsg)));
-  nfg->nfgen_family = addressFamily(family);
-  nfg->version = NFNETLINK_V0;
-  nfg->res_id = 0;
-  return nlh;
+/// Starts a ctnetlink message with its nfgenmsg header.
+void beginCtnetlink(NetlinkWriter& writer, uint8_t message, uint16_t flags, Family family) {
+  nfgenmsg generic{};
+  generic.nfgen_family = addressFamily(family);
+  generic.version = NFNETLINK_V0;
+  generic.res_id = 0;
+  writer.beginMessage(ctnetlinkType(message), flags, generic);
 }
 
 std::unexpected<Error> malformed(const std::string& why) {
@@ -128,8 +123,8 @@ Result<Tuple> parseTuple(Bytes nest, Family family) {
   }
   if (!ip || !proto) return malformed("CTA_TUPLE_ORIG lacks CTA_TUPLE_IP or CTA_TUPLE_PROTO");
   Tuple tuple;
-  if (auto r = parseTupleIp(*ip, family, tuple); !r) return std::unexpected(r.error());
-  if (auto r = parseTupleProto(*proto, tuple); !r) return std::unexpected(r.error());
+  HOSTPORT_TRY_VOID(parseTupleIp(*ip, family, tuple));
+  HOSTPORT_TRY_VOID(parseTupleProto(*proto, tuple));
   return tuple;
 }
 
@@ -141,23 +136,23 @@ std::string ConntrackEntry::describe() const {
 }
 
 std::vector<std::byte> buildConntrackDump(Family family, std::optional<uint16_t> udpDstPort) {
-  std::vector<std::byte> buffer(256);
-  nlmsghdr* nlh = putCtnetlinkHeader(buffer, IPCTNL_MSG_CT_GET, NLM_F_REQUEST | NLM_F_DUMP, family);
+  NetlinkWriter writer;
+  beginCtnetlink(writer, IPCTNL_MSG_CT_GET, NLM_F_REQUEST | NLM_F_DUMP, family);
   if (udpDstPort) {
     // The kernel reads the values to compare from a partial CTA_TUPLE_ORIG and which of them to
     // compare from CTA_FILTER_ORIG_FLAGS (host-order u32). No address: any source, any target.
-    nlattr* tuple = mnl_attr_nest_start(nlh, CTA_TUPLE_ORIG);
-    nlattr* proto = mnl_attr_nest_start(nlh, CTA_TUPLE_PROTO);
-    mnl_attr_put_u8(nlh, CTA_PROTO_NUM, IPPROTO_UDP);
-    mnl_attr_put_u16(nlh, CTA_PROTO_DST_PORT, htons(*udpDstPort));
-    mnl_attr_nest_end(nlh, proto);
-    mnl_attr_nest_end(nlh, tuple);
-    nlattr* filter = mnl_attr_nest_start(nlh, CTA_FILTER);
-    mnl_attr_put_u32(nlh, CTA_FILTER_ORIG_FLAGS, kFilterProtoNum | kFilterProtoDstPort);
-    mnl_attr_nest_end(nlh, filter);
+    const size_t tuple = writer.beginNest(CTA_TUPLE_ORIG);
+    const size_t proto = writer.beginNest(CTA_TUPLE_PROTO);
+    writer.u8Attribute(CTA_PROTO_NUM, IPPROTO_UDP);
+    writer.be16Attribute(CTA_PROTO_DST_PORT, *udpDstPort);
+    writer.endNest(proto);
+    writer.endNest(tuple);
+    const size_t filter = writer.beginNest(CTA_FILTER);
+    writer.hostU32Attribute(CTA_FILTER_ORIG_FLAGS, kFilterProtoNum | kFilterProtoDstPort);
+    writer.endNest(filter);
   }
-  buffer.resize(nlh->nlmsg_len);
-  return buffer;
+  writer.endMessage();
+  return writer.take();
 }
 
 Result<ConntrackEntry> parseConntrackMessage(std::span<const std::byte> message) {
@@ -204,13 +199,12 @@ Result<ConntrackEntry> parseConntrackMessage(std::span<const std::byte> message)
   if (!origTuple) return malformed("no CTA_TUPLE_ORIG");
   if (origTuple->size() > kMaxRawTupleSize) return malformed("CTA_TUPLE_ORIG is too large");
 
-  auto tuple = parseTuple(*origTuple, entry.family);
-  if (!tuple) return std::unexpected(tuple.error());
-  entry.l4proto = tuple->l4proto;
-  entry.origSrc = tuple->src;
-  entry.origDst = tuple->dst;
-  entry.origSrcPort = tuple->srcPort;
-  entry.origDstPort = tuple->dstPort;
+  HOSTPORT_TRY(const Tuple tuple, parseTuple(*origTuple, entry.family));
+  entry.l4proto = tuple.l4proto;
+  entry.origSrc = tuple.src;
+  entry.origDst = tuple.dst;
+  entry.origSrcPort = tuple.srcPort;
+  entry.origDstPort = tuple.dstPort;
   entry.rawOrigTuple.assign(origTuple->begin(), origTuple->end());
   return entry;
 }
@@ -238,15 +232,13 @@ Result<std::vector<std::byte>> buildConntrackDelete(const ConntrackEntry& entry)
                 "conntrack entry fields do not match its raw tuple: " + entry.describe());
   }
 
-  std::vector<std::byte> buffer(MNL_ALIGN(NLMSG_HDRLEN + sizeof(nfgenmsg)) + NLA_HDRLEN +
-                                NLA_ALIGN(raw.size()) + 2 * NLA_ALIGN(NLA_HDRLEN + 4));
-  nlmsghdr* nlh =
-      putCtnetlinkHeader(buffer, IPCTNL_MSG_CT_DELETE, NLM_F_REQUEST | NLM_F_ACK, entry.family);
-  mnl_attr_put(nlh, CTA_TUPLE_ORIG | NLA_F_NESTED, raw.size(), raw.data());
-  if (entry.zone) mnl_attr_put_u16(nlh, CTA_ZONE, htons(*entry.zone));
-  if (entry.id) mnl_attr_put_u32(nlh, CTA_ID, htonl(*entry.id));
-  buffer.resize(nlh->nlmsg_len);
-  return buffer;
+  NetlinkWriter writer;
+  beginCtnetlink(writer, IPCTNL_MSG_CT_DELETE, NLM_F_REQUEST | NLM_F_ACK, entry.family);
+  writer.attribute(CTA_TUPLE_ORIG | NLA_F_NESTED, raw);
+  if (entry.zone) writer.be16Attribute(CTA_ZONE, *entry.zone);
+  if (entry.id) writer.be32Attribute(CTA_ID, *entry.id);
+  writer.endMessage();
+  return writer.take();
 }
 
 }  // namespace hostport::hostnet

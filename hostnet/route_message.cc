@@ -1,13 +1,14 @@
 #include "hostnet/route_message.h"
 
-#include <libmnl/libmnl.h>
 #include <linux/rtnetlink.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <optional>
 #include <string>
 
 #include "hostnet/netlink_attributes.h"
+#include "hostnet/netlink_writer.h"
 
 namespace hostport::hostnet {
 namespace {
@@ -22,16 +23,14 @@ Result<std::vector<std::byte>> buildRouteGet(const IpAddress& destination) {
   if (destination.family() != Family::kIPv4) {
     return fail(ErrorCode::kInvalidArgument, "route lookup is IPv4 only, got " + destination.str());
   }
-  std::vector<std::byte> buffer(128);
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buffer.data());
-  nlh->nlmsg_type = RTM_GETROUTE;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
-  rtm->rtm_family = AF_INET;
-  rtm->rtm_dst_len = 32;  // a host lookup, as `ip route get` does
-  mnl_attr_put(nlh, RTA_DST, destination.bytes().size(), destination.bytes().data());
-  buffer.resize(nlh->nlmsg_len);
-  return buffer;
+  rtmsg route{};
+  route.rtm_family = AF_INET;
+  route.rtm_dst_len = 32;  // a host lookup, as `ip route get` does
+  NetlinkWriter writer;
+  writer.beginMessage(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_ACK, route);
+  writer.attribute(RTA_DST, std::as_bytes(destination.bytes()));
+  writer.endMessage();
+  return writer.take();
 }
 
 Result<uint32_t> parseRouteOutputInterface(std::span<const std::byte> message) {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "hostnet/netlink_attributes.h"
+#include "hostnet/netlink_writer.h"
 
 namespace hostport::hostnet {
 namespace {
@@ -30,25 +31,11 @@ std::unexpected<Error> malformed(const std::string& why) {
 template <typename Request>
 std::vector<std::byte> dumpMessage(uint16_t type, const Request& request,
                                    std::span<const std::byte> portFilter) {
-  const std::size_t filterBytes =
-      portFilter.empty() ? 0 : NLA_HDRLEN + NLA_ALIGN(portFilter.size());
-  nlmsghdr header{};
-  header.nlmsg_len = static_cast<uint32_t>(NLMSG_LENGTH(sizeof(Request)) + filterBytes);
-  header.nlmsg_type = type;
-  header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-
-  std::vector<std::byte> buffer(header.nlmsg_len);
-  std::memcpy(buffer.data(), &header, sizeof(header));
-  std::memcpy(buffer.data() + NLMSG_HDRLEN, &request, sizeof(request));
-  if (!portFilter.empty()) {
-    nlattr attribute{};
-    attribute.nla_len = static_cast<uint16_t>(NLA_HDRLEN + portFilter.size());
-    attribute.nla_type = INET_DIAG_REQ_BYTECODE;
-    std::byte* at = buffer.data() + NLMSG_LENGTH(sizeof(Request));
-    std::memcpy(at, &attribute, sizeof(attribute));
-    std::memcpy(at + NLA_HDRLEN, portFilter.data(), portFilter.size());
-  }
-  return buffer;
+  NetlinkWriter writer;
+  writer.beginMessage(type, NLM_F_REQUEST | NLM_F_DUMP, request);
+  if (!portFilter.empty()) writer.attribute(INET_DIAG_REQ_BYTECODE, portFilter);
+  writer.endMessage();
+  return writer.take();
 }
 
 }  // namespace
