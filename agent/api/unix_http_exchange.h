@@ -13,16 +13,10 @@
 #include <string>
 #include <string_view>
 
+#include "agent/api/http_response.h"
 #include "common/error.h"
 
 namespace hostport::agent::api {
-
-/// One answer as it came off the wire.
-struct HttpResponse {
-  unsigned status = 0;
-  std::string contentType;
-  std::string body;
-};
 
 struct HttpExchange {
   std::string_view method;       // "GET", "POST", "DELETE"

@@ -5,8 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "agent/api/http_response.h"
+
 namespace hostport::agent {
 
+/// One request as the server parsed it: what the Router and the handlers see.
 struct HttpRequest {
   std::string method;                        // "GET", "POST", ...
   std::string path;                          // as sent, for messages
@@ -15,14 +18,8 @@ struct HttpRequest {
   std::string body;
 };
 
-struct HttpResponse {
-  unsigned status = 200;
-  std::string contentType = "application/json";
-  std::string body;
-};
-
 /// Completes one request. Call it exactly once, from any thread: handlers that wait for the
 /// journal answer from the committer thread.
-using Responder = std::function<void(HttpResponse)>;
+using Responder = std::function<void(api::HttpResponse)>;
 
 }  // namespace hostport::agent

@@ -53,7 +53,7 @@ void Router::dispatch(const HttpRequest& request, Responder respond) const {
   }
 }
 
-HttpResponse errorResponse(unsigned status, std::string_view code, std::string_view message) {
+api::HttpResponse errorResponse(unsigned status, std::string_view code, std::string_view message) {
   const nlohmann::json body = {{"code", code}, {"message", message}};
   return {status, "application/json",
           body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};

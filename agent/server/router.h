@@ -35,6 +35,6 @@ class Router {
 };
 
 /// {"code": code, "message": message} with the given status.
-HttpResponse errorResponse(unsigned status, std::string_view code, std::string_view message);
+api::HttpResponse errorResponse(unsigned status, std::string_view code, std::string_view message);
 
 }  // namespace hostport::agent

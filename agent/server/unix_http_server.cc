@@ -73,14 +73,14 @@ class Session : public std::enable_shared_from_this<Session> {
     request.query.insert(target->query.begin(), target->query.end());
     request.body = message.body();
     auto self = shared_from_this();
-    router_.dispatch(request, [self](HttpResponse response) {
+    router_.dispatch(request, [self](api::HttpResponse response) {
       asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
         self->write(std::move(response));
       });
     });
   }
 
-  void write(HttpResponse response) {
+  void write(api::HttpResponse response) {
     auto message = std::make_shared<http::response<http::string_body>>();
     message->result(response.status);
     message->version(11);

@@ -9,6 +9,8 @@
 namespace hostport::agent {
 namespace {
 
+using api::HttpResponse;
+
 HttpResponse jsonResponse(const nlohmann::json& body, unsigned status = 200) {
   return {status, "application/json", api::dumpBody(body)};
 }

@@ -13,6 +13,8 @@
 namespace hostport::agent {
 namespace {
 
+using api::HttpResponse;
+
 /// A request as the server builds it: segments already split and decoded.
 HttpRequest request(std::string method, std::string path, std::vector<std::string> segments) {
   HttpRequest r;
