@@ -1,0 +1,236 @@
+#include "agent/log/event_log.h"
+
+#include <spdlog/details/log_msg.h>
+#include <spdlog/logger.h>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "common/quote.h"
+
+namespace hostport::agent::log {
+namespace {
+
+constexpr std::array<Component, 6> kComponents = {Component::kAgent, Component::kAlloc,
+                                                  Component::kStore, Component::kSocket,
+                                                  Component::kTable, Component::kServer};
+constexpr std::array<std::string_view, 5> kLevelNames = {"trace", "debug", "info", "warn", "error"};
+
+spdlog::level::level_enum spdlogLevel(Level level) {
+  switch (level) {
+    case Level::kTrace:
+      return spdlog::level::trace;
+    case Level::kDebug:
+      return spdlog::level::debug;
+    case Level::kInfo:
+      return spdlog::level::info;
+    case Level::kWarn:
+      return spdlog::level::warn;
+    case Level::kError:
+      return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+/// Our level names ("warn", not spdlog's "warning"), so a line says what --log-level takes.
+class LevelFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    std::string_view name = "error";
+    switch (msg.level) {
+      case spdlog::level::trace:
+        name = "trace";
+        break;
+      case spdlog::level::debug:
+        name = "debug";
+        break;
+      case spdlog::level::info:
+        name = "info";
+        break;
+      case spdlog::level::warn:
+        name = "warn";
+        break;
+      default:
+        break;
+    }
+    dest.append(name.data(), name.data() + name.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<LevelFlag>();
+  }
+};
+
+/// Hands each formatted line to a function (Options::sink).
+class FunctionSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit FunctionSink(std::function<void(std::string_view)> write) : write_(std::move(write)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    write_(std::string_view(line.data(), line.size()));
+  }
+  void flush_() override {}
+
+ private:
+  std::function<void(std::string_view)> write_;
+};
+
+/// Every component's logger and the format they share; replaced whole by configure().
+struct Loggers {
+  Format format = Format::kText;
+  std::array<std::shared_ptr<spdlog::logger>, kComponents.size()> byComponent;
+};
+
+std::shared_ptr<const Loggers> makeLoggers(Options options) {
+  std::shared_ptr<spdlog::sinks::sink> sink;
+  if (options.sink) {
+    sink = std::make_shared<FunctionSink>(std::move(options.sink));
+  } else {
+    sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  }
+  // The event's own text (formatEvent) is the whole %v; the pattern adds time, level, component.
+  const std::string pattern =
+      options.format == Format::kJson
+          ? R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%*","component":"%n",%v})"
+          : "%Y-%m-%dT%H:%M:%S.%e%z %* %n: %v";
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<LevelFlag>('*').set_pattern(pattern);
+  sink->set_formatter(std::move(formatter));
+
+  auto loggers = std::make_shared<Loggers>();
+  loggers->format = options.format;
+  for (const Component component : kComponents) {
+    auto logger = std::make_shared<spdlog::logger>(std::string(componentName(component)), sink);
+    logger->set_level(spdlogLevel(options.level));
+    // Each line is flushed as it is written: the agent may exit (or be killed) right after.
+    logger->flush_on(spdlog::level::trace);
+    loggers->byComponent[static_cast<std::size_t>(component)] = std::move(logger);
+  }
+  return loggers;
+}
+
+std::atomic<std::shared_ptr<const Loggers>>& current() {
+  static std::atomic<std::shared_ptr<const Loggers>> loggers{makeLoggers({})};
+  return loggers;
+}
+
+/// Printable ASCII but for space, '"', '=' and '\': what a logfmt reader takes bare.
+bool isBare(std::string_view text) {
+  return !text.empty() && std::ranges::all_of(text, [](char c) {
+    return c > ' ' && c < 0x7f && c != '"' && c != '=' && c != '\\';
+  });
+}
+
+/// A JSON string, ASCII-escaped, with invalid UTF-8 replaced: the agent's own text, whole.
+std::string jsonString(std::string_view text) {
+  return nlohmann::json(std::string(text))
+      .dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+}
+
+void appendText(const Field& field, std::string& out) {
+  out += ' ';
+  out += field.key;
+  out += '=';
+  if (field.kind == Field::Kind::kNumber || field.kind == Field::Kind::kBool ||
+      isBare(field.value)) {
+    out += field.value;
+  } else if (field.kind == Field::Kind::kUntrustedText) {
+    out += quoteText(field.value);
+  } else {
+    out += jsonString(field.value);
+  }
+}
+
+void appendJson(const Field& field, std::string& out) {
+  out += ',';
+  out += jsonString(field.key);
+  out += ':';
+  const bool bare = field.kind == Field::Kind::kNumber || field.kind == Field::Kind::kBool;
+  out += bare ? field.value : jsonString(field.value);
+}
+
+}  // namespace
+
+std::string_view componentName(Component component) {
+  switch (component) {
+    case Component::kAgent:
+      return "agent";
+    case Component::kAlloc:
+      return "alloc";
+    case Component::kStore:
+      return "store";
+    case Component::kSocket:
+      return "socket";
+    case Component::kTable:
+      return "table";
+    case Component::kServer:
+      return "server";
+  }
+  return "agent";
+}
+
+Result<Level> parseLevel(std::string_view text) {
+  for (std::size_t i = 0; i < kLevelNames.size(); ++i) {
+    if (text == kLevelNames[i]) return static_cast<Level>(i);
+  }
+  return fail(ErrorCode::kInvalidArgument,
+              quoteText(text) + " is not trace, debug, info, warn or error");
+}
+
+Result<Format> parseFormat(std::string_view text) {
+  if (text == "text") return Format::kText;
+  if (text == "json") return Format::kJson;
+  return fail(ErrorCode::kInvalidArgument, quoteText(text) + " is not text or json");
+}
+
+void configure(Options options) { current().store(makeLoggers(std::move(options))); }
+
+bool enabled(Component component, Level level) {
+  const auto loggers = current().load();
+  return loggers->byComponent[static_cast<std::size_t>(component)]->should_log(spdlogLevel(level));
+}
+
+Field::Field(std::string_view key, std::string_view text)
+    : key(key), value(text), kind(Kind::kText) {}
+
+Field::Field(std::string_view key, bool flag)
+    : key(key), value(flag ? "true" : "false"), kind(Kind::kBool) {}
+
+Field untrusted(std::string_view key, std::string_view text) {
+  Field field(key, text);
+  field.kind = Field::Kind::kUntrustedText;
+  return field;
+}
+
+void event(Component component, Level level, std::string_view name, std::span<const Field> fields) {
+  const auto loggers = current().load();
+  const auto& logger = loggers->byComponent[static_cast<std::size_t>(component)];
+  const auto spdLevel = spdlogLevel(level);
+  if (!logger->should_log(spdLevel)) return;
+  const std::string line = formatEvent(loggers->format, name, fields);
+  logger->log(spdLevel, spdlog::string_view_t(line.data(), line.size()));
+}
+
+std::string formatEvent(Format format, std::string_view name, std::span<const Field> fields) {
+  std::string out;
+  if (format == Format::kJson) {
+    out = "\"event\":" + jsonString(name);
+    for (const Field& field : fields) appendJson(field, out);
+  } else {
+    out = name;
+    for (const Field& field : fields) appendText(field, out);
+  }
+  return out;
+}
+
+}  // namespace hostport::agent::log
