@@ -19,14 +19,8 @@ std::string portsColumn(const Lease& lease) {
   std::string out;
   for (const auto& grant : lease.ports) {
     if (!out.empty()) out += ", ";
-    const auto span = [&grant](uint16_t first) {
-      return grant.count > 1 ? std::to_string(first) + "-" + std::to_string(first + grant.count - 1)
-                             : std::to_string(first);
-    };
     if (!grant.name.empty()) out += grant.name + "=";
-    if (grant.hostIp) out += grant.hostIp->str() + ":";
-    out += span(grant.hostPort) + "->" + span(grant.containerPort) + "/" +
-           std::string(protocolName(grant.protocol));
+    out += grant.str();
     if (grant.isStatic) out += " (static)";
   }
   return out.empty() ? "-" : out;

@@ -672,6 +672,13 @@ std::vector<Lease> Allocator::leases() const {
   return out;
 }
 
+std::optional<Lease> Allocator::leaseHolding(Protocol protocol, uint16_t port,
+                                             const std::optional<IpAddress>& hostIp) const {
+  const auto slot = state_->holderOf(protocol, port, addressOf(hostIp));
+  if (!slot) return std::nullopt;
+  return state_->leaseAt(*slot);
+}
+
 std::size_t Allocator::leaseCount() const { return state_->index.size(); }
 
 std::vector<PoolUsage> Allocator::usage() const {

@@ -79,6 +79,10 @@ class Allocator {
 
   /// Leases are held packed (packed_lease.h): these return unpacked copies.
   std::optional<Lease> find(const AttachmentKey& key) const;
+  /// The lease holding `port` for `protocol` on an address overlapping `hostIp` (none, 0.0.0.0
+  /// and :: mean every address), as a static claim of that port checks; nullopt when none does.
+  std::optional<Lease> leaseHolding(Protocol protocol, uint16_t port,
+                                    const std::optional<IpAddress>& hostIp) const;
   /// Calls `visit` with each lease in key order, one unpacked at a time, so a caller that keeps
   /// a few never has them all unpacked at once. `visit` must not call into the allocator.
   void forEachLease(const std::function<void(const Lease&)>& visit) const;

@@ -86,6 +86,15 @@ std::string PortRange::str() const {
   return std::to_string(first) + "-" + std::to_string(last);
 }
 
+std::string PortGrant::str() const {
+  const auto span = [this](uint16_t first) {
+    return PortRange{first, static_cast<uint16_t>(first + count - 1)}.str();
+  };
+  std::string host = hostIp ? describeEndpoint(*hostIp, hostPort) : span(hostPort);
+  if (hostIp && count > 1) host += "-" + std::to_string(hostPort + count - 1);
+  return host + "->" + span(containerPort) + "/" + std::string(protocolName(protocol));
+}
+
 Result<PortRange> PortRange::parse(std::string_view text) {
   const auto dash = text.find('-');
   const std::string_view head = text.substr(0, dash);

@@ -96,6 +96,10 @@ struct PortGrant {
   uint16_t count = 1;
   std::optional<IpAddress> hostIp;
   bool isStatic = false;
+
+  /// "30000->80/tcp", "20000-20009->5000-5009/udp", "[fd00::1]:8080->80/tcp": the ports as an
+  /// operator reads them (hostportctl, the agent's log), without the name.
+  std::string str() const;
   friend bool operator==(const PortGrant&, const PortGrant&) = default;
 };
 

@@ -272,6 +272,27 @@ TEST_F(AllocatorTest, OverlapsStaticClaimsOnlyOnTheSameOrAnyAddress) {
   EXPECT_FALSE(allocator.allocate(request("g", {}, {claim(443, {}, ip("::"))}), probe_));
 }
 
+TEST_F(AllocatorTest, TellsWhichLeaseHoldsAPortAsAStaticClaimWouldCheck) {
+  auto allocator = make(Strategy::kLowest);
+  ASSERT_OK(allocator.allocate(request("a", {}, {claim(80, {}, ip("10.0.0.1"))}), probe_));
+  ASSERT_OK(allocator.allocate(request("b", {}, {claim(53, PortProtocol::kUdp)}), probe_));
+  const uint16_t dynamic = grab(allocator, "c");
+
+  const auto onAddress = allocator.leaseHolding(Protocol::kTcp, 80, ip("10.0.0.1"));
+  ASSERT_TRUE(onAddress.has_value());
+  EXPECT_EQ(onAddress->key.containerId, "a");
+  EXPECT_EQ(allocator.leaseHolding(Protocol::kTcp, 80, std::nullopt)->key.containerId, "a");
+  EXPECT_EQ(allocator.leaseHolding(Protocol::kTcp, 80, ip("0.0.0.0"))->key.containerId, "a");
+  EXPECT_FALSE(allocator.leaseHolding(Protocol::kTcp, 80, ip("10.0.0.2")).has_value());
+  EXPECT_FALSE(allocator.leaseHolding(Protocol::kUdp, 80, std::nullopt).has_value());
+
+  EXPECT_EQ(allocator.leaseHolding(Protocol::kUdp, 53, std::nullopt)->key.containerId, "b");
+  EXPECT_FALSE(allocator.leaseHolding(Protocol::kTcp, 53, std::nullopt).has_value());
+  // A dynamic grant holds its number in every protocol.
+  EXPECT_EQ(allocator.leaseHolding(Protocol::kSctp, dynamic, std::nullopt)->key.containerId, "c");
+  EXPECT_FALSE(allocator.leaseHolding(Protocol::kTcp, 8080, std::nullopt).has_value());
+}
+
 TEST_F(AllocatorTest, NamesTheHostProcessHoldingAStaticClaim) {
   auto allocator = make(Strategy::kLowest);
   probe_.bind(Protocol::kTcp, 80, {1234, "nginx"});

@@ -100,6 +100,18 @@ TEST(LeaseTest, NamesKeysAsContainerIdSlashIfname) {
   EXPECT_LT((AttachmentKey{"abc", "eth9"}), (AttachmentKey{"abd", "eth0"}));
 }
 
+TEST(LeaseTest, PrintsGrantsAsHostToContainerPortsWithTheProtocol) {
+  EXPECT_EQ((PortGrant{"web", PortProtocol::kTcp, 30000, 80, 1, {}, false}).str(), "30000->80/tcp");
+  EXPECT_EQ((PortGrant{"rtp", PortProtocol::kUdp, 20000, 5000, 10, {}, false}).str(),
+            "20000-20009->5000-5009/udp");
+  EXPECT_EQ(
+      (PortGrant{"", PortProtocol::kTcpUdp, 53, 53, 1, *IpAddress::parse("10.0.0.1"), true}).str(),
+      "10.0.0.1:53->53/tcpudp");
+  EXPECT_EQ(
+      (PortGrant{"", PortProtocol::kSctp, 8080, 80, 1, *IpAddress::parse("fd00::1"), true}).str(),
+      "[fd00::1]:8080->80/sctp");
+}
+
 TEST(LeaseTest, NamesAndParsesStrategies) {
   for (const auto strategy : {Strategy::kLowest, Strategy::kRandom, Strategy::kRoundRobin}) {
     EXPECT_EQ(parseStrategy(strategyName(strategy)), strategy);
