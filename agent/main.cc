@@ -1,15 +1,9 @@
-// hostport-agent: owns this node's port pools. Wiring only: config, store, allocator, service,
-// socket. Everything it wires is a library with its own tests.
-
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
+// hostport-agent: owns this node's port pools. Wiring only: config, logs, recovery, socket
+// checks, service, socket and lifecycle. Everything it wires is a library with its own tests.
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <chrono>
 #include <fstream>
 #include <optional>
@@ -17,18 +11,22 @@
 #include <sstream>
 
 #include "agent/config/agent_config.h"
+#include "agent/log/event_log.h"
 #include "agent/server/unix_http_server.h"
 #include "agent/service/agent_service.h"
 #include "agent/service/api_handlers.h"
+#include "agent/service/lifecycle.h"
+#include "agent/service/recovery.h"
 #include "agent/service/socket_probe.h"
 #include "agent/service/table_repair.h"
-#include "agent/store/lease_store.h"
-#include "hostnet/reserved_ports.h"
 
 namespace {
 
 using namespace hostport;
 using namespace hostport::agent;
+
+/// Long enough for the requests in flight to get their error answers once the store failed.
+constexpr std::chrono::milliseconds kStoreFailureGrace{1'000};
 
 struct Flags {
   std::string configPath;
@@ -36,6 +34,7 @@ struct Flags {
   std::string stateDir;
   std::string socketPath;
   std::string logLevel;
+  std::string logFormat;
   bool noReservedPorts = false;
   std::optional<uint32_t> tableRepairSeconds;
 };
@@ -49,9 +48,7 @@ Result<AgentConfig> resolveConfig(const Flags& flags) {
     }
     std::stringstream text;
     text << file.rdbuf();
-    if (auto applied = applyYamlConfig(text.str(), flags.configPath, config); !applied) {
-      return std::unexpected(applied.error());
-    }
+    HOSTPORT_TRY_VOID(applyYamlConfig(text.str(), flags.configPath, config));
   }
   if (!flags.portRange.empty()) {
     auto ranges = parsePortRanges(flags.portRange);
@@ -61,139 +58,80 @@ Result<AgentConfig> resolveConfig(const Flags& flags) {
   if (!flags.stateDir.empty()) config.stateDir = flags.stateDir;
   if (!flags.socketPath.empty()) config.socketPath = flags.socketPath;
   if (!flags.logLevel.empty()) config.logLevel = flags.logLevel;
+  if (!flags.logFormat.empty()) config.logFormat = flags.logFormat;
   if (flags.noReservedPorts) config.reserveLocalPorts = false;
   if (flags.tableRepairSeconds) config.tableRepairSeconds = *flags.tableRepairSeconds;
-  if (auto checked = finalizeConfig(config); !checked) return std::unexpected(checked.error());
+  HOSTPORT_TRY_VOID(finalizeConfig(config));
   return config;
 }
 
-std::string describePools(const std::vector<PoolSpec>& pools) {
-  std::string out;
+/// The logs as the flags ask, before the config is read (so its errors are logged that way).
+log::Options flagLogOptions(const Flags& flags) {
+  log::Options options;
+  if (auto format = log::parseFormat(flags.logFormat)) options.format = *format;
+  return options;
+}
+
+/// agent.pool, one per pool: what the agent serves.
+void logPools(const std::vector<PoolSpec>& pools) {
   for (const auto& pool : pools) {
-    if (!out.empty()) out += "; ";
-    out += pool.name + "=";
-    for (std::size_t i = 0; i < pool.ranges.size(); ++i) {
-      out += (i ? "," : "") + pool.ranges[i].str();
+    std::string ranges;
+    for (const auto& range : pool.ranges) ranges += (ranges.empty() ? "" : ",") + range.str();
+    std::string protocols;
+    for (const auto protocol : pool.protocols) {
+      protocols += (protocols.empty() ? "" : ",") + std::string(protocolName(protocol));
     }
-    out += " (" + std::string(strategyName(pool.strategy)) + ")";
+    log::event(log::Component::kAgent, log::Level::kInfo, "agent.pool",
+               {{"name", pool.name},
+                {"ranges", ranges},
+                {"strategy", strategyName(pool.strategy)},
+                {"protocols", protocols.empty() ? "all" : protocols}});
   }
-  return out;
 }
 
-// Reads the leases back into a new allocator, which keeps them packed. The decoded leases
-// (~25 MB at 50,000) live only in this function, so they are freed before the agent serves.
-std::optional<Allocator> recoverAllocator(store::LeaseStore& store, const AgentConfig& config) {
-  auto leases = store.recover();
-  if (!leases) {
-    spdlog::error("cannot recover leases: {}", leases.error().message);
-    return std::nullopt;
-  }
+/// Serves until a signal or a store failure; the exit code, or why the agent could not start.
+Result<int> run(const AgentConfig& config) {
+  boost::asio::io_context io(1);
+  Lifecycle lifecycle(io, kStoreFailureGrace);
+  store::StoreOptions storeOptions;
+  storeOptions.onFailure = [&lifecycle](const Error& cause) { lifecycle.storeFailed(cause); };
   std::random_device seed;
-  auto allocator =
-      Allocator::create(config.pools, [rng = std::mt19937_64(seed())]() mutable { return rng(); });
-  if (!allocator) {
-    spdlog::error("invalid pools: {}", allocator.error().message);
-    return std::nullopt;
-  }
-  allocator->reserve(leases->size());
-  for (const auto& lease : *leases) {
-    if (auto restored = allocator->restore(lease); !restored) {
-      // Losing track of a lease could hand its ports out twice: refuse to serve instead.
-      spdlog::error("cannot restore lease {}: {}", lease.key.str(), restored.error().message);
-      return std::nullopt;
-    }
-  }
-  return std::move(*allocator);
-}
-
-// The heap while recovery runs. glibc keeps freed memory for reuse, and the decoded leases
-// (~250,000 small strings at 50,000 leases) sat below the allocator's packed ones, out of reach
-// of its trimming at the top of the heap: malloc_trim() hands their pages back to the kernel at
-// the end. Fastbins are off meanwhile, so those strings coalesce as they are freed instead of
-// all at once inside malloc_trim() (free and trim: 27 -> 16 ms at 50,000 leases).
-class RecoveryHeap {
- public:
-  RecoveryHeap() {
-#ifdef __GLIBC__
-    mallopt(M_MXFAST, 0);
-#endif
-  }
-  ~RecoveryHeap() {
-#ifdef __GLIBC__
-    malloc_trim(0);
-    mallopt(M_MXFAST, 64 * sizeof(std::size_t) / 4);  // glibc's default
-#endif
-  }
-  RecoveryHeap(const RecoveryHeap&) = delete;
-  RecoveryHeap& operator=(const RecoveryHeap&) = delete;
-};
-
-int run(const AgentConfig& config) {
-  const auto started = std::chrono::steady_clock::now();
-  auto store = store::LeaseStore::open(config.stateDir);
-  if (!store) {
-    spdlog::error("cannot open state dir: {}", store.error().message);
-    return 1;
-  }
-  std::optional<Allocator> allocator;
-  {
-    const RecoveryHeap heap;
-    allocator = recoverAllocator(**store, config);
-  }
-  if (!allocator) return 1;
-  const auto recoveredIn = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - started);
-  spdlog::info("recovered {} leases from {} in {} ms", allocator->leaseCount(), config.stateDir,
-               recoveredIn.count());
-
+  HOSTPORT_TRY(
+      RecoveredState recovered,
+      recoverState(
+          config.stateDir, config.pools,
+          [rng = std::mt19937_64(seed())]() mutable { return rng(); }, std::move(storeOptions)));
   if (config.reserveLocalPorts) {
-    std::vector<std::pair<uint16_t, uint16_t>> ranges;
-    for (const auto& pool : config.pools) {
-      for (const auto& range : pool.ranges) ranges.emplace_back(range.first, range.last);
+    if (auto reserved = reservePoolPorts(config.pools); !reserved) {
+      return withContext(reserved.error(), "cannot reserve pool ports from ephemeral use");
     }
-    if (auto reserved = hostnet::reserveLocalPorts(ranges); !reserved) {
-      spdlog::error("cannot reserve pool ports from ephemeral use: {}", reserved.error().message);
-      return 1;
-    }
-    spdlog::info("pool ranges added to net.ipv4.ip_local_reserved_ports");
   }
-
   auto probes = SocketProbeFactory::create(config.pools);
-  if (!probes) {
-    spdlog::error("cannot read the host's sockets: {}", probes.error().message);
-    return 1;
-  }
+  if (!probes) return withContext(probes.error(), "cannot read the host's sockets");
+
   Metrics metrics;
-  AgentService service(std::move(*allocator), **store, std::move(*probes), metrics,
-                       ServiceOptions{config.compactAfterJournalBytes});
+  AgentService service(std::move(recovered.allocator), *recovered.store, std::move(*probes),
+                       metrics, ServiceOptions{config.compactAfterJournalBytes});
   std::atomic<bool> ready{false};
   Router router;
   registerApiHandlers(router, service, metrics, ready);
-
-  boost::asio::io_context io(1);
-  auto server = UnixHttpServer::listen(io, config.socketPath, 0600, router, ServerLimits{});
-  if (!server) {
-    spdlog::error("{}", server.error().message);
-    return 1;
-  }
+  HOSTPORT_TRY(auto server,
+               UnixHttpServer::listen(io, config.socketPath, 0600, router, ServerLimits{}));
   std::unique_ptr<TableRepair> tableRepair;
   if (config.tableRepairSeconds > 0) {
     tableRepair = TableRepair::start(io, std::chrono::seconds(config.tableRepairSeconds));
   }
+  lifecycle.watchSignals();
   ready = true;
-  spdlog::info("serving {} with pools {}", config.socketPath, describePools(config.pools));
-
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&io](const boost::system::error_code&, int signal) {
-    spdlog::info("signal {}: shutting down", signal);
-    io.stop();
-  });
+  logPools(config.pools);
+  log::event(log::Component::kAgent, log::Level::kInfo, "agent.serving",
+             {{"socket", config.socketPath}, {"pools", config.pools.size()}});
   io.run();
   ready = false;
   // Drain the journal while the service its callbacks call into is still alive.
-  server->reset();
-  store->reset();
-  return 0;
+  server.reset();
+  recovered.store.reset();
+  return lifecycle.exitCode();
 }
 
 }  // namespace
@@ -214,6 +152,8 @@ int main(int argc, char** argv) {
   app.add_option("--socket", flags.socketPath,
                  "control socket path, mode 0600 (default /run/hostport/agent.sock)");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info (default), warn or error");
+  app.add_option("--log-format", flags.logFormat,
+                 "text (default: key=value events) or json (one object per line)");
   app.add_option("--table-repair-interval", flags.tableRepairSeconds,
                  "seconds between checks of table ip/ip6 hostport's fixed chains, which are laid "
                  "out again when someone edited them; 0: never touch nftables (default 30)")
@@ -222,13 +162,22 @@ int main(int argc, char** argv) {
                "leave net.ipv4.ip_local_reserved_ports alone");
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_default_logger(spdlog::stderr_logger_mt("hostport-agent"));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %l hostport-agent: %v");
+  log::configure(flagLogOptions(flags));
   auto config = resolveConfig(flags);
   if (!config) {
-    spdlog::error("invalid configuration: {}", config.error().message);
+    log::event(log::Component::kAgent, log::Level::kError, "agent.config_invalid",
+               {{"cause", config.error().message}});
     return 2;
   }
-  spdlog::set_level(spdlog::level::from_str(config->logLevel));
-  return run(*config);
+  // finalizeConfig() checked both.
+  log::configure({.level = *log::parseLevel(config->logLevel),
+                  .format = *log::parseFormat(config->logFormat),
+                  .sink = {}});
+  auto exitCode = run(*config);
+  if (!exitCode) {
+    log::event(log::Component::kAgent, log::Level::kError, "agent.start_failed",
+               {{"cause", exitCode.error().message}});
+    return 1;
+  }
+  return *exitCode;
 }

@@ -7,7 +7,7 @@
 // Each run forks, joins --netns (so the agent's sysctl and socket probe see only that netns),
 // execs the agent with stderr to the log file, and polls GET /readyz every millisecond through
 // AgentClient. Once ready it waits --settle-ms, reads VmRSS and VmHWM from /proc/<pid>/status,
-// and stops the agent with SIGTERM. The agent's own line "recovered N leases from DIR in X ms"
+// and stops the agent with SIGTERM. The agent's own event "store.recovered leases=N ms=X ..."
 // is read from the log. Prints one JSON object:
 //   {"runs":[{"readyMs","recoveredLeases","recoveredMs","vmRssKiB","vmHwmKiB"}...],
 //    "readyMsMedian","recoveredMsMedian","vmRssKiBMedian"}
@@ -109,7 +109,7 @@ json runOnce(const Args& args, const std::string& logPath) {
   std::smatch match;
   long leases = -1;
   long recoveredMs = -1;
-  static const std::regex kRecovered(R"(recovered (\d+) leases from .* in (\d+) ms)");
+  static const std::regex kRecovered(R"(store\.recovered leases=(\d+) ms=(\d+) )");
   if (std::regex_search(log, match, kRecovered)) {
     leases = std::stol(match[1]);
     recoveredMs = std::stol(match[2]);

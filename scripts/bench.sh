@@ -46,7 +46,7 @@ Measures, in private network namespaces only (nothing touches the root netns):
   2. new TCP connections/s from the node netns to nodeIP:hostPort with N mappings installed
      (hostport and portmap), next to the same rate straight to the pod IP;
   3. hostport-agent: durable allocate+release round trips/s and latency, 1/8/32 clients;
-  4. hostport-agent start-up (exec to /readyz, and its own "recovered N leases" line) and RSS,
+  4. hostport-agent start-up (exec to /readyz, and its own store.recovered event) and RSS,
      empty and with 50,000 leases.
 
 Options:

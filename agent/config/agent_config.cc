@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "agent/log/event_log.h"
 #include "common/ascii.h"
 #include "common/identifiers.h"
 #include "common/quote.h"
@@ -152,13 +153,15 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   }
   if (root.IsNull()) return {};
   try {
-    HOSTPORT_TRY_VOID(yaml.checkKeys(root, "",
-                                     {"stateDir", "socket", "reserveLocalPorts", "logLevel",
-                                      "compactAfterJournalBytes", "tableRepairSeconds", "pools"}));
+    HOSTPORT_TRY_VOID(
+        yaml.checkKeys(root, "",
+                       {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
+                        "compactAfterJournalBytes", "tableRepairSeconds", "pools"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
-          {"logLevel", &config.logLevel}}) {
+          {"logLevel", &config.logLevel},
+          {"logFormat", &config.logFormat}}) {
       if (const auto node = root[key]) {
         HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
@@ -218,10 +221,11 @@ Result<void> finalizeConfig(AgentConfig& config) {
                 "socket: " + quoteText(config.socketPath) +
                     " must be an absolute path of at most 100 characters");
   }
-  static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
-  if (!kLevels.contains(config.logLevel)) {
-    return fail(ErrorCode::kInvalidArgument, "logLevel: " + quoteText(config.logLevel) +
-                                                 " is not trace, debug, info, warn or error");
+  if (auto level = log::parseLevel(config.logLevel); !level) {
+    return withContext(level.error(), "logLevel");
+  }
+  if (auto format = log::parseFormat(config.logFormat); !format) {
+    return withContext(format.error(), "logFormat");
   }
   // Let the allocator judge overlaps and sizes now, so a bad config fails at start.
   auto probe = Allocator::create(config.pools, [] { return uint64_t{0}; });

@@ -18,6 +18,7 @@ struct AgentConfig {
   std::string socketPath = std::string(api::kDefaultAgentSocket);
   bool reserveLocalPorts = true;  // add pool ranges to net.ipv4.ip_local_reserved_ports
   std::string logLevel = "info";
+  std::string logFormat = "text";  // text or json (agent/log/event_log.h)
   uint64_t compactAfterJournalBytes = 8 << 20;
   /// How often the agent checks the fixed layout of table ip/ip6 hostport and repairs it; 0:
   /// never touch nftables (another agent or nothing keeps the layout).

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "agent/api/routes.h"
+#include "agent/log/event_log.h"
 
 namespace hostport::agent {
 
@@ -40,6 +41,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void read() {
+    method_.clear();
+    path_.clear();
     parser_.emplace();
     parser_->body_limit(limits_.maxBodyBytes);
     parser_->header_limit(static_cast<std::uint32_t>(limits_.maxHeaderBytes));
@@ -58,12 +61,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return;  // closed, timed out or garbage: drop the connection
     stream_
         .expires_never();  // the handler may wait for the journal; that is not the client's fault
+    started_ = std::chrono::steady_clock::now();
     const auto& message = parser_->get();
     keepAlive_ = message.keep_alive();
     HttpRequest request;
     request.method = std::string(message.method_string());
     const std::string_view rawTarget(message.target().data(), message.target().size());
     request.path = std::string(rawTarget.substr(0, rawTarget.find('?')));
+    method_ = request.method;
+    path_ = request.path;
     auto target = api::parseTarget(rawTarget);
     if (!target) {
       write(errorResponse(400, "invalid_argument", target.error().message));
@@ -81,6 +87,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(api::HttpResponse response) {
+    logRequest(response.status);
     auto message = std::make_shared<http::response<http::string_body>>();
     message->result(response.status);
     message->version(11);
@@ -102,6 +109,18 @@ class Session : public std::enable_shared_from_this<Session> {
                       });
   }
 
+  /// server.request, at debug: what was asked and how it was answered.
+  void logRequest(unsigned status) const {
+    if (!log::enabled(log::Component::kServer, log::Level::kDebug)) return;
+    const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started_);
+    log::event(log::Component::kServer, log::Level::kDebug, "server.request",
+               {log::untrusted("method", method_),
+                log::untrusted("path", path_),
+                {"status", status},
+                {"us", elapsed.count()}});
+  }
+
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -109,6 +128,10 @@ class Session : public std::enable_shared_from_this<Session> {
   const ServerLimits& limits_;
   std::atomic<std::size_t>& open_;
   bool keepAlive_ = true;
+  // The request being answered, for the log.
+  std::string method_;
+  std::string path_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 Result<UniqueFd> lockSocketPath(const std::string& path) {
@@ -136,6 +159,8 @@ struct UnixHttpServer::Impl {
           if (ec == asio::error::operation_aborted) return;
           if (!ec) {
             if (open.load() >= limits.maxConnections) {
+              log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
+                         {{"open", open.load()}});
               beast::error_code ignored;
               socket.close(ignored);  // shed load rather than queue without bound
             } else {
@@ -172,8 +197,7 @@ Result<std::unique_ptr<UnixHttpServer>> UnixHttpServer::listen(asio::io_context&
     return fail(ErrorCode::kIo,
                 "cannot create the directory of " + path + ": " + dirError.message());
   }
-  auto lock = lockSocketPath(path);
-  if (!lock) return std::unexpected(lock.error());
+  HOSTPORT_TRY(UniqueFd lock, lockSocketPath(path));
   ::unlink(path.c_str());  // stale: we hold the lock, so no live agent owns it
 
   auto impl = std::make_unique<Impl>(io, router, limits);
@@ -186,8 +210,10 @@ Result<std::unique_ptr<UnixHttpServer>> UnixHttpServer::listen(asio::io_context&
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return fail(ErrorCode::kIo, "cannot listen on " + path + ": " + ec.message());
   impl->accept();
+  log::event(log::Component::kServer, log::Level::kInfo, "server.listening",
+             {{"socket", path}, {"max_connections", limits.maxConnections}});
   return std::unique_ptr<UnixHttpServer>(
-      new UnixHttpServer(std::move(impl), path, std::move(*lock)));
+      new UnixHttpServer(std::move(impl), path, std::move(lock)));
 }
 
 }  // namespace hostport::agent

@@ -2,7 +2,150 @@
 
 #include <chrono>
 
+#include "agent/api/http_errors.h"
+#include "agent/log/event_log.h"
+
 namespace hostport::agent {
+namespace {
+
+using log::Component;
+using log::Level;
+
+std::unexpected<Error> journalFailedEarlier() {
+  return fail(ErrorCode::kUnavailable, "the lease journal failed; the agent must restart");
+}
+
+log::Field keyField(const AttachmentKey& key) { return log::untrusted("key", key.str()); }
+
+std::string podName(const PodIdentity& pod) {
+  return pod.empty() ? std::string() : pod.namespaceName + "/" + pod.name;
+}
+
+log::Field podField(const PodIdentity& pod) { return log::untrusted("pod", podName(pod)); }
+
+std::string portName(Protocol protocol, uint16_t port) {
+  return std::string(protocolName(protocol)) + "/" + std::to_string(port);
+}
+
+std::string portsText(const std::vector<PortGrant>& ports) {
+  std::string out;
+  for (const auto& grant : ports) {
+    if (!out.empty()) out += ',';
+    out += grant.str();
+  }
+  return out;
+}
+
+/// The request's probe, passed through; it remembers the host socket it was asked to name, which
+/// the allocator does only for a static claim it refuses (allocator.h).
+class RecordingProbe final : public PortProbe {
+ public:
+  struct HostHolder {
+    Protocol protocol;
+    uint16_t port;
+    PortHolder holder;
+  };
+
+  RecordingProbe(PortProbe& probe, const AttachmentKey& key) : probe_(probe), key_(key) {}
+
+  bool isBound(Protocol protocol, uint16_t port) override {
+    const bool bound = probe_.isBound(protocol, port);
+    if (bound && log::enabled(Component::kSocket, Level::kDebug)) {
+      log::event(Component::kSocket, Level::kDebug, "socket.busy",
+                 {keyField(key_), {"port", portName(protocol, port)}});
+    }
+    return bound;
+  }
+  PortHolder holderOf(Protocol protocol, uint16_t port) override {
+    PortHolder holder = probe_.holderOf(protocol, port);
+    hostHolder_ = HostHolder{protocol, port, holder};
+    return holder;
+  }
+  const std::optional<HostHolder>& hostHolder() const { return hostHolder_; }
+
+ private:
+  PortProbe& probe_;
+  const AttachmentKey& key_;
+  std::optional<HostHolder> hostHolder_;
+};
+
+/// The first static claim of `request` that another lease holds ("tcp/8080", that lease). The
+/// allocator checks the claims in this order, each against the leases before the host.
+std::optional<std::pair<std::string, Lease>> heldClaim(const Allocator& allocator,
+                                                       const AllocationRequest& request) {
+  for (const auto& claim : request.statics) {
+    for (const Protocol protocol : kernelProtocols(claim.protocol)) {
+      if (auto holder = allocator.leaseHolding(protocol, claim.hostPort, claim.hostIp)) {
+        return std::pair(portName(protocol, claim.hostPort), std::move(*holder));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+/// alloc.conflict: the claimed port and who holds it, a host process or another lease.
+void logConflict(const Allocator& allocator, const AllocationRequest& request, const Error& error,
+                 const std::optional<RecordingProbe::HostHolder>& host) {
+  std::vector<log::Field> fields = {keyField(request.key), podField(request.pod)};
+  if (host) {
+    fields.emplace_back("port", portName(host->protocol, host->port));
+    fields.emplace_back("holder", "host");
+    if (host->holder.pid != 0) fields.emplace_back("pid", host->holder.pid);
+    if (!host->holder.command.empty()) {
+      fields.push_back(log::untrusted("command", host->holder.command));
+    }
+  } else if (const auto held = heldClaim(allocator, request)) {
+    const auto& [port, holder] = *held;
+    fields.emplace_back("port", port);
+    fields.emplace_back("holder", "lease");
+    fields.push_back(log::untrusted("holder_key", holder.key.str()));
+    fields.push_back(log::untrusted("holder_pod", podName(holder.pod)));
+  }
+  fields.emplace_back("cause", error.message);
+  log::event(Component::kAlloc, Level::kWarn, "alloc.conflict", fields);
+}
+
+/// alloc.exhausted: the pool, its size and how much of it leases hold.
+void logExhausted(const Allocator& allocator, const AllocationRequest& request,
+                  const Error& error) {
+  const std::string pool = request.pool.empty() ? std::string(kDefaultPool) : request.pool;
+  std::vector<log::Field> fields = {keyField(request.key), podField(request.pod), {"pool", pool}};
+  for (const auto& usage : allocator.usage()) {
+    if (usage.name != pool) continue;
+    fields.emplace_back("size", usage.size);
+    fields.emplace_back("in_use", usage.used);
+  }
+  fields.emplace_back("cause", error.message);
+  log::event(Component::kAlloc, Level::kWarn, "alloc.exhausted", fields);
+}
+
+/// Why the allocator refused `request` (with the service's lock held: it reads the allocator).
+void logRefusal(const Allocator& allocator, const AllocationRequest& request, const Error& error,
+                const std::optional<RecordingProbe::HostHolder>& host) {
+  switch (error.code) {
+    case ErrorCode::kConflict:
+      logConflict(allocator, request, error, host);
+      return;
+    case ErrorCode::kExhausted:
+      logExhausted(allocator, request, error);
+      return;
+    default:
+      log::event(Component::kAlloc, Level::kInfo, "alloc.refused",
+                 {keyField(request.key),
+                  podField(request.pod),
+                  {"code", api::machineCode(error.code)},
+                  {"cause", error.message}});
+      return;
+  }
+}
+
+/// store.write_failed: the record whose outcome is now unknown (it may reappear after restart).
+void logWriteFailed(std::string_view record, const Lease& lease, const Error& error) {
+  log::event(Component::kStore, Level::kError, "store.write_failed",
+             {{"record", record}, keyField(lease.key), {"cause", error.message}});
+}
+
+}  // namespace
 
 AgentService::AgentService(Allocator allocator, store::LeaseStore& store, ProbeFactory probes,
                            Metrics& metrics, ServiceOptions options)
@@ -13,29 +156,34 @@ AgentService::AgentService(Allocator allocator, store::LeaseStore& store, ProbeF
       options_(options) {}
 
 void AgentService::onStoreFailure(const Error& error) {
-  healthy_ = false;
   metrics_.countError("journal_write");
-  (void)error;
+  if (healthy_.exchange(false)) {
+    log::event(Component::kAgent, Level::kError, "agent.unhealthy", {{"cause", error.message}});
+  }
 }
 
 void AgentService::allocate(const AllocationRequest& request,
                             std::function<void(Result<Lease>)> done) {
   const auto started = std::chrono::steady_clock::now();
   if (!healthy()) {
-    done(fail(ErrorCode::kUnavailable, "the lease journal failed; the agent must restart"));
+    done(journalFailedEarlier());
     return;
   }
   // The host's sockets are read before the lock: the snapshot is per request, narrowed to what
   // the request can ask about (socket_probe.h).
   auto probe = probes_(request);
   if (!probe) {
+    log::event(Component::kSocket, Level::kWarn, "socket.snapshot_failed",
+               {keyField(request.key), podField(request.pod), {"cause", probe.error().message}});
     done(std::unexpected(probe.error()));
     return;
   }
+  RecordingProbe recording(**probe, request.key);
   std::lock_guard lock(mutex_);
-  auto lease = allocator_.allocate(request, **probe);
+  auto lease = allocator_.allocate(request, recording);
   if (!lease) {
     if (lease.error().code == ErrorCode::kConflict) ++staticConflicts_;
+    logRefusal(allocator_, request, lease.error(), recording.hostHolder());
     done(std::unexpected(lease.error()));
     return;
   }
@@ -45,26 +193,40 @@ void AgentService::allocate(const AllocationRequest& request,
                 [this, lease = *lease, started, done = std::move(done)](Result<void> written) {
                   if (!written) {
                     onStoreFailure(written.error());
+                    logWriteFailed("grant", lease, written.error());
                     std::lock_guard relock(mutex_);
                     allocator_.release(lease.key);
                     done(std::unexpected(written.error()));
                     return;
                   }
                   metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
+                  log::event(Component::kAlloc, Level::kInfo, "alloc.granted",
+                             {keyField(lease.key),
+                              podField(lease.pod),
+                              {"pool", lease.pool},
+                              {"ports", portsText(lease.ports)}});
                   done(lease);
                 });
   maybeCompact();
 }
 
-void AgentService::submitRelease(Lease lease, std::function<void(Result<void>)> done) {
+void AgentService::submitRelease(Lease lease, std::string_view via,
+                                 std::function<void(Result<void>)> done) {
   store_.submit({store::JournalRecord::Kind::kRelease, lease},
-                [this, lease, done = std::move(done)](Result<void> written) {
+                [this, lease, via, done = std::move(done)](Result<void> written) {
                   if (!written) {
                     onStoreFailure(written.error());
+                    logWriteFailed("release", lease, written.error());
                     std::lock_guard relock(mutex_);
                     if (!lease.ports.empty()) (void)allocator_.restore(lease);
                   } else if (!lease.ports.empty() || !lease.pool.empty()) {
                     metrics_.countRelease();
+                    log::event(Component::kAlloc, Level::kInfo, "alloc.released",
+                               {keyField(lease.key),
+                                podField(lease.pod),
+                                {"pool", lease.pool},
+                                {"ports", portsText(lease.ports)},
+                                {"via", via}});
                   }
                   done(written);
                 });
@@ -73,26 +235,27 @@ void AgentService::submitRelease(Lease lease, std::function<void(Result<void>)> 
 void AgentService::release(const AttachmentKey& key,
                            std::function<void(Result<std::optional<Lease>>)> done) {
   if (!healthy()) {
-    done(fail(ErrorCode::kUnavailable, "the lease journal failed; the agent must restart"));
+    done(journalFailedEarlier());
     return;
   }
   std::lock_guard lock(mutex_);
   std::optional<Lease> released = allocator_.release(key);
   Lease record = released ? *released : Lease{key, {}, {}, {}, {}};
-  submitRelease(std::move(record), [released, done = std::move(done)](Result<void> written) {
-    if (!written) {
-      done(std::unexpected(written.error()));
-      return;
-    }
-    done(released);
-  });
+  submitRelease(std::move(record), "request",
+                [released, done = std::move(done)](Result<void> written) {
+                  if (!written) {
+                    done(std::unexpected(written.error()));
+                    return;
+                  }
+                  done(released);
+                });
   maybeCompact();
 }
 
-void AgentService::releaseMany(std::vector<AttachmentKey> keys,
+void AgentService::releaseMany(std::vector<AttachmentKey> keys, std::string_view via,
                                std::function<void(Result<std::vector<Lease>>)> done) {
   if (!healthy()) {
-    done(fail(ErrorCode::kUnavailable, "the lease journal failed; the agent must restart"));
+    done(journalFailedEarlier());
     return;
   }
   std::lock_guard lock(mutex_);
@@ -108,7 +271,7 @@ void AgentService::releaseMany(std::vector<AttachmentKey> keys,
   auto firstError = std::make_shared<std::optional<Error>>();
   for (std::size_t i = 0; i < released->size(); ++i) {
     const bool last = i + 1 == released->size();
-    submitRelease((*released)[i], [released, firstError, last, done](Result<void> written) {
+    submitRelease((*released)[i], via, [released, firstError, last, done](Result<void> written) {
       if (!written && !*firstError) *firstError = written.error();
       if (!last) return;
       if (*firstError) {
@@ -130,7 +293,7 @@ void AgentService::releaseContainer(const std::string& containerId,
       if (lease.key.containerId == containerId) keys.push_back(lease.key);
     });
   }
-  releaseMany(std::move(keys), std::move(done));
+  releaseMany(std::move(keys), "container", std::move(done));
 }
 
 void AgentService::collectGarbage(const std::set<AttachmentKey>& valid,
@@ -142,16 +305,24 @@ void AgentService::collectGarbage(const std::set<AttachmentKey>& valid,
       if (!valid.contains(lease.key)) keys.push_back(lease.key);
     });
   }
-  releaseMany(std::move(keys), std::move(done));
+  releaseMany(std::move(keys), "gc", std::move(done));
 }
 
 void AgentService::maybeCompact() {
   if (compactionQueued_ || store_.journalBytes() < options_.compactAfterJournalBytes) return;
   compactionQueued_ = true;
-  store_.submitCompaction(allocator_.leases(), [this](Result<void> written) {
+  auto leases = allocator_.leases();
+  const std::size_t count = leases.size();
+  store_.submitCompaction(std::move(leases), [this, count](Result<void> written) {
     std::lock_guard lock(mutex_);
     compactionQueued_ = false;
-    if (!written) onStoreFailure(written.error());
+    if (!written) {
+      onStoreFailure(written.error());
+      log::event(Component::kStore, Level::kError, "store.compaction_failed",
+                 {{"cause", written.error().message}});
+      return;
+    }
+    log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});
   });
 }
 

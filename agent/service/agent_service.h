@@ -2,6 +2,8 @@
 // The agent's business: the allocator (pure, in memory) made durable through the lease store.
 // Every mutation happens under one mutex and is queued to the store inside it, so the journal
 // order is the order of the in-memory changes. A reply goes out only once its record is on disk.
+// The service logs what the allocator decided (grants, releases, conflicts with their holder,
+// exhaustion) and what the store did (agent/log/event_log.h): the pure core does not log.
 
 #include <atomic>
 #include <functional>
@@ -55,10 +57,12 @@ class AgentService {
   bool healthy() const { return healthy_.load(); }
 
  private:
-  void releaseMany(std::vector<AttachmentKey> keys,
+  void releaseMany(std::vector<AttachmentKey> keys, std::string_view via,
                    std::function<void(Result<std::vector<Lease>>)> done);
-  void submitRelease(Lease lease, std::function<void(Result<void>)> done);
+  /// `via` says which request released it, for the log: "request", "container" or "gc".
+  void submitRelease(Lease lease, std::string_view via, std::function<void(Result<void>)> done);
   void maybeCompact();  // with mutex_ held
+  /// Any failed write: the agent turns unhealthy (logged once, with the first cause).
   void onStoreFailure(const Error& error);
 
   mutable std::mutex mutex_;

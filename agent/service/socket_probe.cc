@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "agent/log/event_log.h"
+#include "hostnet/reserved_ports.h"
 #include "hostnet/socket_owner.h"
 
 namespace hostport::agent {
@@ -36,6 +38,19 @@ std::vector<hostnet::PortSpan> poolSpans(const std::vector<PoolSpec>& pools) {
     for (const auto& range : pool.ranges) spans.push_back({range.first, range.last});
   }
   return hostnet::normalizedSpans(std::move(spans));
+}
+
+Result<void> reservePoolPorts(const std::vector<PoolSpec>& pools) {
+  std::vector<hostnet::PortRange> ranges;
+  std::string text;
+  for (const auto& span : poolSpans(pools)) {
+    ranges.emplace_back(span.first, span.last);
+    text += (text.empty() ? "" : ",") + PortRange{span.first, span.last}.str();
+  }
+  HOSTPORT_TRY_VOID(hostnet::reserveLocalPorts(ranges));
+  log::event(log::Component::kSocket, log::Level::kInfo, "socket.ports_reserved",
+             {{"ranges", text}});
+  return {};
 }
 
 Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot(hostnet::NetlinkSocketPool& sockets,
@@ -79,9 +94,8 @@ PortHolder SocketTableProbe::holderOf(Protocol protocol, uint16_t port) {
 }
 
 Result<SocketProbeFactory> SocketProbeFactory::create(const std::vector<PoolSpec>& pools) {
-  auto sockets = hostnet::NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
-  if (!sockets) return std::unexpected(sockets.error());
-  return SocketProbeFactory(std::make_shared<hostnet::NetlinkSocketPool>(std::move(*sockets)),
+  HOSTPORT_TRY(auto sockets, hostnet::NetlinkSocketPool::create(NETLINK_SOCK_DIAG));
+  return SocketProbeFactory(std::make_shared<hostnet::NetlinkSocketPool>(std::move(sockets)),
                             poolSpans(pools));
 }
 

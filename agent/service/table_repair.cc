@@ -1,7 +1,6 @@
 #include "agent/service/table_repair.h"
 
-#include <spdlog/spdlog.h>
-
+#include "agent/log/event_log.h"
 #include "nft/nft_ruleset.h"
 
 namespace hostport::agent {
@@ -18,26 +17,26 @@ TableRepair::TableRepair(boost::asio::io_context& io, std::chrono::seconds inter
     : timer_(io), interval_(interval) {}
 
 void TableRepair::checkNow() {
+  const auto failed = [this](const Error& error) {
+    log::event(log::Component::kTable, log::Level::kWarn, "table.check_failed",
+               {{"cause", error.message}, {"retry_in_s", interval_.count()}});
+  };
   if (!guard_) {
     auto ruleset = nft::NftRuleset::create();
-    if (!ruleset) {
-      spdlog::warn("table check: {}", ruleset.error().message);
-      return;
-    }
+    if (!ruleset) return failed(ruleset.error());
     guard_ = std::make_unique<nft::LayoutGuard>(std::move(*ruleset));
   }
   auto checked = guard_->check();
-  if (!checked) {
-    spdlog::warn("table check failed, retrying in {} s: {}", interval_.count(),
-                 checked.error().message);
-    return;
-  }
+  if (!checked) return failed(checked.error());
   switch (*checked) {
     case nft::LayoutCheck::kLaidOut:
-      spdlog::info("table ip/ip6 hostport laid out; checked every {} s", interval_.count());
+      log::event(log::Component::kTable, log::Level::kInfo, "table.laid_out",
+                 {{"tables", "ip/hostport,ip6/hostport"}, {"check_every_s", interval_.count()}});
       break;
     case nft::LayoutCheck::kRepaired:
-      spdlog::warn("table ip/ip6 hostport had been edited: fixed chains laid out again");
+      // Someone edited our fixed chains: they are laid out again.
+      log::event(log::Component::kTable, log::Level::kWarn, "table.repaired",
+                 {{"tables", "ip/hostport,ip6/hostport"}});
       break;
     case nft::LayoutCheck::kIntact:
       break;

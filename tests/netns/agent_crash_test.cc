@@ -89,7 +89,7 @@ std::string agentPath() {
   return path != nullptr && *path != '\0' ? path : HOSTPORT_AGENT_PATH;
 }
 
-/// The "recovered N leases from ... in M ms" line of the agent's current run, or "" if absent.
+/// The "store.recovered leases=N ms=M ..." line of the agent's current run, or "" if absent.
 std::string recoveryLine(const AgentProcess& agent) {
   std::istringstream in(agent.runLog());
   for (std::string line; std::getline(in, line);) {
@@ -852,8 +852,8 @@ TEST_F(AgentCrashTest, RestartingTwiceAfterAnIdleSigkillKeepsTheStateIdentical) 
     RecordProperty("restart" + std::to_string(restart), recoveryLine(*agent_));
     EXPECT_EQ(after->leases, before->leases) << "the leases changed across an idle SIGKILL";
     EXPECT_EQ(after->pools, before->pools) << "the pool usage changed across an idle SIGKILL";
-    EXPECT_NE(recoveryLine(*agent_).find("recovered " + std::to_string(before->leases.size()) +
-                                         " leases"),
+    EXPECT_NE(recoveryLine(*agent_).find(
+                  "recovered leases=" + std::to_string(before->leases.size()) + " "),
               std::string::npos)
         << recoveryLine(*agent_);
   }

@@ -523,7 +523,9 @@ TEST_F(AgentPluginTest, MalformedAnnotationFailsNamingTheBadTokenAndLeavesNothin
 
 TEST_F(AgentPluginTest, AgentRepairsAChainSomeoneFlushedAndTrafficFlowsAgain) {
   ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--table-repair-interval", "1"}));
-  EXPECT_THAT(agent_->log(), HasSubstr("table ip/ip6 hostport laid out; checked every 1 s"));
+  EXPECT_THAT(
+      agent_->log(),
+      HasSubstr(" info table: table.laid_out tables=ip/hostport,ip6/hostport check_every_s=1\n"));
   Pod* pod = addAgentPod("pod-a", "web=8080");
   ASSERT_NE(pod, nullptr);
   auto server = serve(*pod, Transport::kTcp, 8080);
@@ -536,7 +538,9 @@ TEST_F(AgentPluginTest, AgentRepairsAChainSomeoneFlushedAndTrafficFlowsAgain) {
   bool repaired = false;
   for (int attempt = 0; attempt < 50 && !repaired; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    repaired = agent_->log().find("had been edited") != std::string::npos;
+    repaired =
+        agent_->log().find(" warn table: table.repaired tables=ip/hostport,ip6/hostport\n") !=
+        std::string::npos;
   }
   ASSERT_TRUE(repaired) << agent_->describe();
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), RepliesFrom("pod-a tcp"));

@@ -3,6 +3,7 @@
 
 #include "agent/server/unix_http_server.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 
 #include "agent/api/agent_client.h"
 #include "common/unique_fd.h"
+#include "tests/unit/agent-log/log_capture.h"
 
 namespace hostport::agent {
 namespace {
@@ -160,6 +162,28 @@ TEST_F(UnixHttpServerTest, SlowClientIsDroppedWithoutStallingOthers) {
   timeval wait{10, 0};
   ASSERT_EQ(::setsockopt(slow.get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
   EXPECT_EQ(::recv(slow.get(), &byte, 1, 0), 0) << "expected EOF after the read deadline";
+}
+
+TEST_F(UnixHttpServerTest, LogsWhereItListensAndEachAnswerAtDebug) {
+  log::testing::LogCapture capture(log::Level::kDebug);
+  ServerLimits limits;
+  limits.maxBodyBytes = 1024;
+  limits.maxConnections = 8;
+  start(limits);
+  ASSERT_TRUE(client().exchange(api::HttpMethod::kGet, "/items/a%20b"));
+  ASSERT_TRUE(client().exchange(api::HttpMethod::kDelete, "/echo"));
+  ASSERT_TRUE(client().exchange(api::HttpMethod::kPost, "/echo", std::string(4096, 'x')));
+  EXPECT_THAT(capture.events("server.listening"),
+              ::testing::ElementsAre("server.listening socket=" + path_ + " max_connections=8"));
+  const auto answered = capture.events("server.request");
+  ASSERT_EQ(answered.size(), 3u) << capture.text();
+  EXPECT_THAT(answered[0],
+              ::testing::StartsWith("server.request method=GET path=/items/a%20b status=200 us="));
+  EXPECT_THAT(answered[1],
+              ::testing::StartsWith("server.request method=DELETE path=/echo status=405 us="));
+  // Refused before it was parsed: no method or path to tell.
+  EXPECT_THAT(answered[2],
+              ::testing::StartsWith("server.request method=\"\" path=\"\" status=413 us="));
 }
 
 }  // namespace

@@ -414,6 +414,18 @@ TEST(AgentConfigTest, FinalizeChecksTheLogLevel) {
   EXPECT_THAT(finalError("logLevel: INFO\n"), HasSubstr("\"INFO\" is not"));
 }
 
+TEST(AgentConfigTest, ReadsAndChecksTheLogFormat) {
+  EXPECT_EQ(AgentConfig{}.logFormat, "text");
+  auto json = loadFinal("logFormat: json\n");
+  ASSERT_TRUE(json);
+  EXPECT_EQ(json->logFormat, "json");
+  EXPECT_TRUE(loadFinal("logFormat: text\n"));
+  EXPECT_EQ(finalError("logFormat: logfmt\n"), "logFormat: \"logfmt\" is not text or json");
+  EXPECT_EQ(loadError("logFormat: [json]\n"), "config.yaml: logFormat: must be a string");
+  EXPECT_EQ(loadError("logFormat: json\nlogFormat: text\n"),
+            "config.yaml: logFormat: appears more than once");
+}
+
 TEST(AgentConfigTest, OverlappingPoolsNameBothPools) {
   const auto message = finalError(R"(
 pools:

@@ -19,15 +19,18 @@
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/result_assertions.h"
+#include "tests/unit/agent-log/log_capture.h"
 #include "tests/unit/agent-store/store_test_util.h"
 
 namespace hostport::agent {
 namespace {
 
+using log::testing::LogCapture;
 using store::FaultyFileOps;
 using store::LeaseStore;
 using store::StoreOptions;
 using store::testing::TempDir;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Op = FaultyFileOps::Op;
 
@@ -499,6 +502,142 @@ TEST_F(AgentServiceTest, ProbeFailureFailsTheRequestButNotTheAgent) {
     EXPECT_TRUE(service.healthy());
     EXPECT_TRUE(service.list("", "").empty());
   }
+}
+
+/// The service's events (README.md "Logs"): what the allocator decided and what the store did.
+class AgentServiceLogTest : public AgentServiceTest {
+ protected:
+  LogCapture log_;
+};
+
+AllocationRequest staticClaim(const std::string& containerId, const std::string& pod,
+                              uint16_t hostPort) {
+  AllocationRequest r = request(containerId, "ns", pod);
+  r.dynamics.clear();
+  r.statics.push_back({hostPort, 80, PortProtocol::kTcp, std::nullopt});
+  return r;
+}
+
+TEST_F(AgentServiceLogTest, LogsGrantsAndReleasesOnceDurable) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "web-0")));
+  ASSERT_TRUE(agent.allocate(request("c2", "ns", "web-1")));
+  ASSERT_TRUE(agent.allocate(request("c3", "ns", "web-2")));
+  ASSERT_TRUE(agent.release({"c1", "eth0"}));
+  ASSERT_TRUE(agent.release({"nobody", "eth0"}));  // nothing there: nothing released
+  ASSERT_TRUE(agent.releaseContainer("c2"));
+  ASSERT_TRUE(agent.collectGarbage({}));
+  EXPECT_THAT(
+      log_.events("alloc.granted"),
+      ElementsAre("alloc.granted key=c1/eth0 pod=ns/web-0 pool=default ports=30000->80/tcp",
+                  "alloc.granted key=c2/eth0 pod=ns/web-1 pool=default ports=30001->80/tcp",
+                  "alloc.granted key=c3/eth0 pod=ns/web-2 pool=default ports=30002->80/tcp"));
+  EXPECT_THAT(
+      log_.events("alloc.released"),
+      ElementsAre(
+          "alloc.released key=c1/eth0 pod=ns/web-0 pool=default ports=30000->80/tcp via=request",
+          "alloc.released key=c2/eth0 pod=ns/web-1 pool=default ports=30001->80/tcp "
+          "via=container",
+          "alloc.released key=c3/eth0 pod=ns/web-2 pool=default ports=30002->80/tcp via=gc"));
+}
+
+TEST_F(AgentServiceLogTest, LogsAConflictWithTheHostProcessHoldingThePort) {
+  probe_.bind(Protocol::kTcp, 8080, {99, "sshd"});
+  Agent agent(dir_, probe_);
+  ASSERT_FALSE(agent.allocate(staticClaim("c1", "p1", 8080)));
+  EXPECT_THAT(log_.events("alloc.conflict"),
+              ElementsAre("alloc.conflict key=c1/eth0 pod=ns/p1 port=tcp/8080 holder=host pid=99 "
+                          "command=sshd cause=\"port tcp/8080 is in use on the host by pid 99 "
+                          "(sshd)\""));
+}
+
+TEST_F(AgentServiceLogTest, QuotesAHostileCommandSoItCannotForgeALine) {
+  probe_.bind(Protocol::kTcp, 8080, {7, "x\nerror store: store.failed"});
+  Agent agent(dir_, probe_);
+  ASSERT_FALSE(agent.allocate(staticClaim("c1", "p1", 8080)));
+  const auto conflicts = log_.events("alloc.conflict");
+  ASSERT_EQ(conflicts.size(), 1u) << log_.text();
+  EXPECT_THAT(conflicts[0], HasSubstr(" command=\"x\\nerror store: store.failed\" "));
+  EXPECT_TRUE(log_.events("store.failed").empty()) << log_.text();
+}
+
+TEST_F(AgentServiceLogTest, LogsAConflictWithTheLeaseHoldingThePort) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(staticClaim("c1", "web-0", 8080)));
+  AllocationRequest second = staticClaim("c2", "web-1", 9090);
+  second.statics.push_back({8080, 80, PortProtocol::kTcpUdp, std::nullopt});
+  ASSERT_FALSE(agent.allocate(second));
+  const auto conflicts = log_.events("alloc.conflict");
+  ASSERT_EQ(conflicts.size(), 1u) << log_.text();
+  EXPECT_THAT(conflicts[0],
+              ::testing::StartsWith("alloc.conflict key=c2/eth0 pod=ns/web-1 port=tcp/8080 "
+                                    "holder=lease holder_key=c1/eth0 holder_pod=ns/web-0 cause="));
+}
+
+TEST_F(AgentServiceLogTest, LogsExhaustionWithThePoolSizeAndUse) {
+  Agent agent(dir_, probe_);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(agent.allocate(request("c" + std::to_string(i), "ns", "p")));
+  }
+  ASSERT_FALSE(agent.allocate(request("c10", "ns", "p")));
+  const auto exhausted = log_.events("alloc.exhausted");
+  ASSERT_EQ(exhausted.size(), 1u) << log_.text();
+  EXPECT_THAT(exhausted[0], ::testing::StartsWith("alloc.exhausted key=c10/eth0 pod=ns/p "
+                                                  "pool=default size=10 in_use=10 cause="));
+}
+
+TEST_F(AgentServiceLogTest, LogsOtherRefusalsWithTheirCode) {
+  Agent agent(dir_, probe_);
+  AllocationRequest unknownPool = request("c1", "ns", "p");
+  unknownPool.pool = "nope";
+  ASSERT_FALSE(agent.allocate(unknownPool));
+  const auto refused = log_.events("alloc.refused");
+  ASSERT_EQ(refused.size(), 1u) << log_.text();
+  EXPECT_THAT(refused[0],
+              ::testing::StartsWith("alloc.refused key=c1/eth0 pod=ns/p code=invalid_argument "));
+}
+
+TEST_F(AgentServiceLogTest, LogsTheCauseWhenTheStoreFailsAndTurnsUnhealthyOnce) {
+  auto faulty = std::make_shared<FaultyFileOps>();
+  Agent agent(dir_, probe_, faulty);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
+  faulty->failAlways(Op::kFdatasync, EIO);
+  ASSERT_FALSE(agent.allocate(request("c2", "ns", "p2")));
+  ASSERT_FALSE(agent.allocate(request("c3", "ns", "p3")));  // refused: unhealthy already
+  const auto unhealthy = log_.events("agent.unhealthy");
+  ASSERT_EQ(unhealthy.size(), 1u) << log_.text();
+  EXPECT_THAT(unhealthy[0], HasSubstr("Input/output error"));
+  const auto failed = log_.events("store.write_failed");
+  ASSERT_EQ(failed.size(), 1u) << log_.text();
+  EXPECT_THAT(failed[0], ::testing::StartsWith("store.write_failed record=grant key=c2/eth0 "));
+  EXPECT_THAT(failed[0], HasSubstr("Input/output error"));
+  EXPECT_TRUE(log_.events("alloc.granted").size() == 1u) << log_.text();
+}
+
+TEST_F(AgentServiceLogTest, LogsASocketSnapshotThatFailed) {
+  auto opened = LeaseStore::open(dir_.path());
+  ASSERT_TRUE(opened.has_value());
+  ASSERT_TRUE((*opened)->recover().has_value());
+  Metrics metrics;
+  AgentService service(
+      Allocator::create(pools(), [] { return uint64_t{1}; }).value(), **opened,
+      [](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
+        return fail(ErrorCode::kKernel, "sock_diag: permission denied");
+      },
+      metrics);
+  Waiter<Result<Lease>> waiter;
+  service.allocate(request("c1", "ns", "p1"), waiter.callback());
+  ASSERT_FALSE(waiter.get());
+  EXPECT_THAT(log_.events("socket.snapshot_failed"),
+              ElementsAre("socket.snapshot_failed key=c1/eth0 pod=ns/p1 "
+                          "cause=\"sock_diag: permission denied\""));
+}
+
+TEST_F(AgentServiceLogTest, LogsBusyHostPortsAtDebug) {
+  probe_.bind(Protocol::kTcp, 30000, {1234, "nginx"});
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
+  EXPECT_THAT(log_.events("socket.busy"), ElementsAre("socket.busy key=c1/eth0 port=tcp/30000"));
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+// Start-up recovery (agent/service/recovery.h): the leases a store holds come back into a new
+// allocator, what recovery found is logged as store.recovered, and a lease that does not fit the
+// pools stops the agent rather than being forgotten.
+
+#include "agent/service/recovery.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "tests/support/result_assertions.h"
+#include "tests/unit/agent-log/log_capture.h"
+#include "tests/unit/agent-store/store_test_util.h"
+
+namespace hostport::agent {
+namespace {
+
+using log::testing::LogCapture;
+using store::LeaseStore;
+using store::testing::TempDir;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::vector<PoolSpec> pools() { return {{"default", {{30000, 30009}}, {}, Strategy::kLowest}}; }
+
+Lease lease(const std::string& containerId, uint16_t hostPort, std::string pool = "default") {
+  return Lease{{containerId, "eth0"},
+               {"ns", "pod-" + containerId, ""},
+               "/run/netns/" + containerId,
+               std::move(pool),
+               {PortGrant{"web", PortProtocol::kTcp, hostPort, 80, 1, std::nullopt, false}}};
+}
+
+class RecoveryTest : public ::testing::Test {
+ protected:
+  /// Writes `leases` as grants through a store of their own, closed again before returning.
+  void writeGrants(const std::vector<Lease>& leases) {
+    auto opened = LeaseStore::open(dir_.path());
+    ASSERT_OK(opened);
+    ASSERT_OK((*opened)->recover());
+    for (const auto& granted : leases) {
+      std::promise<Result<void>> written;
+      (*opened)->submit({store::JournalRecord::Kind::kGrant, granted},
+                        [&written](Result<void> result) { written.set_value(result); });
+      ASSERT_OK(written.get_future().get());
+    }
+  }
+
+  Result<RecoveredState> recover() {
+    return recoverState(dir_.path(), pools(), [] { return uint64_t{7}; });
+  }
+
+  TempDir dir_;
+  LogCapture log_;
+};
+
+TEST_F(RecoveryTest, PutsEveryLeaseBackIntoTheAllocator) {
+  ASSERT_NO_FATAL_FAILURE(writeGrants({lease("c1", 30000), lease("c2", 30003)}));
+  ASSERT_OK_AND_ASSIGN(RecoveredState state, recover());
+  EXPECT_EQ(state.allocator.leaseCount(), 2u);
+  EXPECT_EQ(state.allocator.find({"c2", "eth0"}), lease("c2", 30003));
+  EXPECT_EQ(state.allocator.usage().at(0).used, 2u);
+  EXPECT_EQ(state.store->stats().recovery.recordsReplayed, 2u);
+}
+
+TEST_F(RecoveryTest, LogsWhatItFound) {
+  ASSERT_NO_FATAL_FAILURE(writeGrants({lease("c1", 30000), lease("c2", 30003)}));
+  ASSERT_OK(recover());
+  const auto lines = log_.events("store.recovered");
+  ASSERT_EQ(lines.size(), 1u) << log_.text();
+  EXPECT_THAT(lines[0], StartsWith("store.recovered leases=2 ms="));
+  EXPECT_THAT(lines[0], HasSubstr(" generation=0 snapshot_leases=0 records=2 torn_tail=false "
+                                  "torn_bytes=0 stale_files=0 dir=" +
+                                  dir_.path().string()));
+}
+
+TEST_F(RecoveryTest, LogsATornTail) {
+  ASSERT_NO_FATAL_FAILURE(writeGrants({lease("c1", 30000), lease("c2", 30003)}));
+  const auto journal = dir_ / "journal.0";
+  const std::string image = store::testing::readFile(journal);
+  store::testing::writeFile(journal, image.substr(0, image.size() - 3));
+  ASSERT_OK_AND_ASSIGN(RecoveredState state, recover());
+  EXPECT_EQ(state.allocator.leaseCount(), 1u);
+  const auto lines = log_.events("store.recovered");
+  ASSERT_EQ(lines.size(), 1u) << log_.text();
+  EXPECT_THAT(lines[0], StartsWith("store.recovered leases=1 "));
+  EXPECT_THAT(lines[0], HasSubstr(" records=1 torn_tail=true torn_bytes="));
+}
+
+TEST_F(RecoveryTest, RefusesALeaseThatDoesNotFitThePools) {
+  ASSERT_NO_FATAL_FAILURE(writeGrants({lease("c1", 30000), lease("c2", 30001, "media")}));
+  auto state = recover();
+  ASSERT_FALSE(state);
+  EXPECT_EQ(state.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(state.error().message, StartsWith("cannot restore a recovered lease: "));
+  EXPECT_THAT(state.error().message, HasSubstr("c2/eth0"));
+  EXPECT_TRUE(log_.events("store.recovered").empty());
+}
+
+TEST_F(RecoveryTest, RefusesOverlappingLeases) {
+  ASSERT_NO_FATAL_FAILURE(writeGrants({lease("c1", 30000), lease("c2", 30000)}));
+  auto state = recover();
+  ASSERT_FALSE(state);
+  EXPECT_EQ(state.error().code, ErrorCode::kConflict);
+  EXPECT_THAT(state.error().message, StartsWith("cannot restore a recovered lease: "));
+}
+
+TEST_F(RecoveryTest, RefusesAStateDirAnotherAgentHolds) {
+  auto holder = LeaseStore::open(dir_.path());
+  ASSERT_OK(holder);
+  auto state = recover();
+  ASSERT_FALSE(state);
+  EXPECT_EQ(state.error().code, ErrorCode::kUnavailable);
+  EXPECT_THAT(state.error().message, StartsWith("cannot open the state dir: "));
+}
+
+TEST_F(RecoveryTest, RefusesInvalidPools) {
+  auto state = recoverState(dir_.path(),
+                            {{"default", {{30000, 30009}}, {}, Strategy::kLowest},
+                             {"other", {{30005, 30006}}, {}, Strategy::kLowest}},
+                            [] { return uint64_t{7}; });
+  ASSERT_FALSE(state);
+  EXPECT_EQ(state.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(state.error().message, StartsWith("invalid pools: "));
+}
+
+}  // namespace
+}  // namespace hostport::agent
