@@ -353,6 +353,22 @@ std::vector<PoolSpec> AgentService::pools() const {
   return allocator_.pools();
 }
 
+std::vector<api::PoolUsageRow> AgentService::poolRows() const {
+  std::lock_guard lock(mutex_);
+  const auto& specs = allocator_.pools();
+  std::vector<api::PoolUsageRow> rows;
+  for (const auto& usage : allocator_.usage()) {
+    api::PoolUsageRow row{usage.name, usage.size, usage.used, usage.size - usage.used, {}, {}};
+    for (const auto& spec : specs) {
+      if (spec.name != usage.name) continue;
+      row.strategy = std::string(strategyName(spec.strategy));
+      row.ranges = spec.ranges;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 std::string AgentService::metricsText() const {
   std::lock_guard lock(mutex_);
   const auto stats = store_.stats();

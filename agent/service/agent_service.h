@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/api/json_codec.h"
 #include "agent/core/allocator.h"
 #include "agent/service/metrics.h"
 #include "agent/store/lease_store.h"
@@ -50,6 +51,8 @@ class AgentService {
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
   std::vector<PoolUsage> usage() const;
   std::vector<PoolSpec> pools() const;
+  /// Each pool's usage with its strategy and ranges, as of one moment (GET /v1/pools).
+  std::vector<api::PoolUsageRow> poolRows() const;
   std::string metricsText() const;
 
   /// False once a journal write failed: memory may be ahead of disk, so the agent must restart

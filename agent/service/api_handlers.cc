@@ -11,6 +11,15 @@ namespace {
 
 using api::HttpResponse;
 
+/// What every handler works with; the references outlive the router (agent/main.cc).
+struct ApiContext {
+  AgentService& service;
+  Metrics& metrics;
+  const std::atomic<bool>& ready;
+};
+
+using ApiHandler = void (*)(const ApiContext&, const HttpRequest&, const PathParams&, Responder);
+
 HttpResponse jsonResponse(const nlohmann::json& body, unsigned status = 200) {
   return {status, "application/json", api::dumpBody(body)};
 }
@@ -43,121 +52,139 @@ std::string queryValue(const HttpRequest& request, const std::string& name) {
   return found == request.query.end() ? std::string() : found->second;
 }
 
+/// Answers with the released leases under "released", or the error.
+auto answerReleased(const ApiContext& context, Responder respond) {
+  return [&metrics = context.metrics,
+          respond = std::move(respond)](Result<std::vector<Lease>> released) {
+    respond(released ? jsonResponse(api::leaseListBody("released", *released))
+                     : errorResponseFor(released.error(), metrics));
+  };
+}
+
+// One handler per route (routes.h lists them).
+
+/// POST /v1/attachments: allocate.
+void allocateAttachment(const ApiContext& context, const HttpRequest& request, const PathParams&,
+                        Responder respond) {
+  auto body = api::parseBody(request.body);
+  auto parsed = body ? api::allocationRequestFromJson(*body)
+                     : Result<AllocationRequest>(std::unexpected(body.error()));
+  if (!parsed) return respond(errorResponseFor(parsed.error(), context.metrics));
+  context.service.allocate(*parsed, [&metrics = context.metrics,
+                                     respond = std::move(respond)](Result<Lease> lease) {
+    respond(lease ? jsonResponse(api::toJson(*lease)) : errorResponseFor(lease.error(), metrics));
+  });
+}
+
+/// GET /v1/attachments?namespace=&pod=: the leases, filtered.
+void listAttachments(const ApiContext& context, const HttpRequest& request, const PathParams&,
+                     Responder respond) {
+  const auto leases =
+      context.service.list(queryValue(request, "namespace"), queryValue(request, "pod"));
+  respond(jsonResponse(api::leaseListBody("leases", leases)));
+}
+
+/// DELETE /v1/attachments?containerId=X: every interface of one container.
+void releaseContainer(const ApiContext& context, const HttpRequest& request, const PathParams&,
+                      Responder respond) {
+  const auto containerId = queryValue(request, "containerId");
+  if (!isContainerId(containerId)) {
+    return respond(
+        errorResponseFor(Error{ErrorCode::kInvalidArgument,
+                               "containerId: " + quoteText(containerId) + " is not a container ID",
+                               {}},
+                         context.metrics));
+  }
+  context.service.releaseContainer(containerId, answerReleased(context, std::move(respond)));
+}
+
+/// GET /v1/attachments/{containerId}/{ifname}: one lease, or 404.
+void getAttachment(const ApiContext& context, const HttpRequest&, const PathParams& params,
+                   Responder respond) {
+  auto key = keyFromPath(params);
+  if (!key) return respond(errorResponseFor(key.error(), context.metrics));
+  auto lease = context.service.get(*key);
+  if (!lease) {
+    return respond(errorResponseFor(Error{ErrorCode::kNotFound, "no lease for " + key->str(), {}},
+                                    context.metrics));
+  }
+  respond(jsonResponse(api::toJson(*lease)));
+}
+
+/// DELETE /v1/attachments/{containerId}/{ifname}: release one lease (none there is no error).
+void releaseAttachment(const ApiContext& context, const HttpRequest&, const PathParams& params,
+                       Responder respond) {
+  auto key = keyFromPath(params);
+  if (!key) return respond(errorResponseFor(key.error(), context.metrics));
+  context.service.release(*key, [&metrics = context.metrics, respond = std::move(respond)](
+                                    Result<std::optional<Lease>> released) {
+    respond(released ? jsonResponse(api::releasedBody(*released))
+                     : errorResponseFor(released.error(), metrics));
+  });
+}
+
+/// POST /v1/gc {"valid": [key...]}: release every other lease.
+void collectGarbage(const ApiContext& context, const HttpRequest& request, const PathParams&,
+                    Responder respond) {
+  auto body = api::parseBody(request.body);
+  auto valid = body ? api::gcRequestFromJson(*body)
+                    : Result<std::vector<AttachmentKey>>(std::unexpected(body.error()));
+  if (!valid) return respond(errorResponseFor(valid.error(), context.metrics));
+  context.service.collectGarbage({valid->begin(), valid->end()},
+                                 answerReleased(context, std::move(respond)));
+}
+
+/// GET /v1/pools.
+void listPools(const ApiContext& context, const HttpRequest&, const PathParams&,
+               Responder respond) {
+  respond(jsonResponse(api::poolsBody(context.service.poolRows())));
+}
+
+/// GET /healthz: fails once the lease journal failed (the agent then exits; see lifecycle.h).
+void checkHealth(const ApiContext& context, const HttpRequest&, const PathParams&,
+                 Responder respond) {
+  respond(context.service.healthy() ? textResponse("ok\n")
+                                    : textResponse("lease journal failed; restart needed\n", 500));
+}
+
+/// GET /readyz: ready once recovery is done and the socket is served, while healthy.
+void checkReadiness(const ApiContext& context, const HttpRequest&, const PathParams&,
+                    Responder respond) {
+  respond(context.ready.load() && context.service.healthy() ? textResponse("ready\n")
+                                                            : textResponse("not ready\n", 503));
+}
+
+/// GET /metrics: Prometheus text.
+void exposeMetrics(const ApiContext& context, const HttpRequest&, const PathParams&,
+                   Responder respond) {
+  respond(textResponse(context.service.metricsText()));
+}
+
 }  // namespace
 
 void registerApiHandlers(Router& router, AgentService& service, Metrics& metrics,
                          const std::atomic<bool>& ready) {
+  const ApiContext context{service, metrics, ready};
+  const auto route = [&router, context](std::string method, std::string_view path,
+                                        ApiHandler handler) {
+    router.add(std::move(method), path,
+               [context, handler](const HttpRequest& request, const PathParams& params,
+                                  Responder respond) {
+                 handler(context, request, params, std::move(respond));
+               });
+  };
   const std::string attachments(api::kAttachmentsPath);
-
-  router.add(
-      "POST", attachments, [&](const HttpRequest& request, const PathParams&, Responder respond) {
-        auto body = api::parseBody(request.body);
-        auto parsed = body ? api::allocationRequestFromJson(*body)
-                           : Result<AllocationRequest>(std::unexpected(body.error()));
-        if (!parsed) return respond(errorResponseFor(parsed.error(), metrics));
-        service.allocate(*parsed, [&metrics, respond = std::move(respond)](Result<Lease> lease) {
-          respond(lease ? jsonResponse(api::toJson(*lease))
-                        : errorResponseFor(lease.error(), metrics));
-        });
-      });
-
-  router.add("GET", attachments,
-             [&](const HttpRequest& request, const PathParams&, Responder respond) {
-               const auto leases =
-                   service.list(queryValue(request, "namespace"), queryValue(request, "pod"));
-               respond(jsonResponse(api::leaseListBody("leases", leases)));
-             });
-
-  router.add("DELETE", attachments,
-             [&](const HttpRequest& request, const PathParams&, Responder respond) {
-               const auto containerId = queryValue(request, "containerId");
-               if (!isContainerId(containerId)) {
-                 return respond(errorResponseFor(
-                     Error{ErrorCode::kInvalidArgument,
-                           "containerId: " + quoteText(containerId) + " is not a container ID",
-                           {}},
-                     metrics));
-               }
-               service.releaseContainer(containerId, [&metrics, respond = std::move(respond)](
-                                                         Result<std::vector<Lease>> released) {
-                 respond(released ? jsonResponse(api::leaseListBody("released", *released))
-                                  : errorResponseFor(released.error(), metrics));
-               });
-             });
-
   const std::string oneAttachment = attachments + "/{containerId}/{ifname}";
-  router.add("GET", oneAttachment,
-             [&](const HttpRequest&, const PathParams& params, Responder respond) {
-               auto key = keyFromPath(params);
-               if (!key) return respond(errorResponseFor(key.error(), metrics));
-               auto lease = service.get(*key);
-               if (!lease) {
-                 return respond(errorResponseFor(
-                     Error{ErrorCode::kNotFound, "no lease for " + key->str(), {}}, metrics));
-               }
-               respond(jsonResponse(api::toJson(*lease)));
-             });
-
-  router.add("DELETE", oneAttachment,
-             [&](const HttpRequest&, const PathParams& params, Responder respond) {
-               auto key = keyFromPath(params);
-               if (!key) return respond(errorResponseFor(key.error(), metrics));
-               service.release(*key, [&metrics, respond = std::move(respond)](
-                                         Result<std::optional<Lease>> released) {
-                 respond(released ? jsonResponse(api::releasedBody(*released))
-                                  : errorResponseFor(released.error(), metrics));
-               });
-             });
-
-  router.add("POST", std::string(api::kGcPath),
-             [&](const HttpRequest& request, const PathParams&, Responder respond) {
-               auto body = api::parseBody(request.body);
-               auto valid = body
-                                ? api::gcRequestFromJson(*body)
-                                : Result<std::vector<AttachmentKey>>(std::unexpected(body.error()));
-               if (!valid) return respond(errorResponseFor(valid.error(), metrics));
-               service.collectGarbage(
-                   {valid->begin(), valid->end()},
-                   [&metrics, respond = std::move(respond)](Result<std::vector<Lease>> released) {
-                     respond(released ? jsonResponse(api::leaseListBody("released", *released))
-                                      : errorResponseFor(released.error(), metrics));
-                   });
-             });
-
-  router.add("GET", std::string(api::kPoolsPath),
-             [&](const HttpRequest&, const PathParams&, Responder respond) {
-               std::vector<api::PoolUsageRow> rows;
-               const auto specs = service.pools();
-               for (const auto& usage : service.usage()) {
-                 api::PoolUsageRow row{usage.name, usage.size, usage.used, usage.size - usage.used,
-                                       {},         {}};
-                 for (const auto& spec : specs) {
-                   if (spec.name != usage.name) continue;
-                   row.strategy = std::string(strategyName(spec.strategy));
-                   row.ranges = spec.ranges;
-                 }
-                 rows.push_back(std::move(row));
-               }
-               respond(jsonResponse(api::poolsBody(rows)));
-             });
-
-  router.add("GET", std::string(api::kHealthzPath),
-             [&](const HttpRequest&, const PathParams&, Responder respond) {
-               respond(service.healthy()
-                           ? textResponse("ok\n")
-                           : textResponse("lease journal failed; restart needed\n", 500));
-             });
-
-  router.add("GET", std::string(api::kReadyzPath),
-             [&](const HttpRequest&, const PathParams&, Responder respond) {
-               respond(ready.load() && service.healthy() ? textResponse("ready\n")
-                                                         : textResponse("not ready\n", 503));
-             });
-
-  router.add("GET", std::string(api::kMetricsPath),
-             [&](const HttpRequest&, const PathParams&, Responder respond) {
-               respond(textResponse(service.metricsText()));
-             });
+  route("POST", attachments, allocateAttachment);
+  route("GET", attachments, listAttachments);
+  route("DELETE", attachments, releaseContainer);
+  route("GET", oneAttachment, getAttachment);
+  route("DELETE", oneAttachment, releaseAttachment);
+  route("POST", api::kGcPath, collectGarbage);
+  route("GET", api::kPoolsPath, listPools);
+  route("GET", api::kHealthzPath, checkHealth);
+  route("GET", api::kReadyzPath, checkReadiness);
+  route("GET", api::kMetricsPath, exposeMetrics);
 }
 
 }  // namespace hostport::agent

@@ -334,6 +334,15 @@ TEST_F(AgentServiceTest, UsageAndPoolsReflectLeases) {
   EXPECT_EQ(specs[1].protocols, std::vector<PortProtocol>{PortProtocol::kUdp});
 }
 
+TEST_F(AgentServiceTest, PoolRowsJoinUsageToEachPoolsStrategyAndRanges) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
+  ASSERT_TRUE(agent.allocate(request("c2", "ns", "p2")));
+  EXPECT_THAT(agent.service().poolRows(),
+              ElementsAre(api::PoolUsageRow{"default", 10, 2, 8, "lowest", {{30000, 30009}}},
+                          api::PoolUsageRow{"media", 100, 0, 100, "lowest", {{20000, 20099}}}));
+}
+
 TEST_F(AgentServiceTest, HostSocketsAreSkippedAndStaticClaimsChecked) {
   probe_.bind(Protocol::kTcp, 30000, {1234, "nginx"});
   probe_.bind(Protocol::kTcp, 8080, {99, "sshd"});
