@@ -23,7 +23,6 @@ namespace {
 
 constexpr std::string_view kIpv4ConfDir = "/proc/sys/net/ipv4/conf/";
 
-
 Result<void> writeSysctl(const std::string& path, std::string_view value) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) {

@@ -557,7 +557,7 @@ TEST_F(AgentServiceLogTest, LogsAConflictWithTheHostProcessHoldingThePort) {
   EXPECT_THAT(log_.events("alloc.conflict"),
               ElementsAre("alloc.conflict key=c1/eth0 pod=ns/p1 port=tcp/8080 holder=host pid=99 "
                           "command=sshd cause=\"port tcp/8080 is in use on the host by pid 99 "
-                          "(sshd)\""));
+                          "(\\\"sshd\\\")\""));
 }
 
 TEST_F(AgentServiceLogTest, QuotesAHostileCommandSoItCannotForgeALine) {
