@@ -71,11 +71,26 @@ class Waiter {
   std::promise<T> promise_;
 };
 
+/// Probes over `probe`, the test's view of the host's sockets.
+ProbeFactory probesOf(FakePortProbe& probe) {
+  return [&probe](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
+    return std::make_unique<FakePortProbe>(probe);
+  };
+}
+
+/// Probes whose snapshot always fails, as sock_diag does without the needed capability.
+Result<std::unique_ptr<PortProbe>> refusedSnapshot(const AllocationRequest&) {
+  return fail(ErrorCode::kKernel, "sock_diag: permission denied");
+}
+
 /// One agent's worth of objects on a state dir: the store, the metrics and the service.
 /// Destroyed in reverse order, after the test has waited for every callback.
 class Agent {
  public:
   Agent(const TempDir& dir, FakePortProbe& probe, std::shared_ptr<store::FileOps> fileOps = {},
+        ServiceOptions options = {})
+      : Agent(dir, probesOf(probe), std::move(fileOps), options) {}
+  Agent(const TempDir& dir, ProbeFactory probes, std::shared_ptr<store::FileOps> fileOps = {},
         ServiceOptions options = {}) {
     StoreOptions storeOptions;
     storeOptions.fileOps = std::move(fileOps);
@@ -101,12 +116,8 @@ class Agent {
         ADD_FAILURE() << "restore: " << restored.error().message;
       }
     }
-    service_ = std::make_unique<AgentService>(
-        std::move(*allocator), *store_,
-        [&probe](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
-          return std::make_unique<FakePortProbe>(probe);
-        },
-        metrics_, options);
+    service_ = std::make_unique<AgentService>(std::move(*allocator), *store_, std::move(probes),
+                                              metrics_, options);
   }
   ~Agent() {
     // The store calls back into the service (a queued compaction's `done` takes its mutex), so
@@ -492,25 +503,12 @@ TEST_F(AgentServiceTest, FailedReleaseKeepsTheLeaseInMemory) {
 }
 
 TEST_F(AgentServiceTest, ProbeFailureFailsTheRequestButNotTheAgent) {
-  auto opened = LeaseStore::open(dir_.path());
-  ASSERT_TRUE(opened.has_value());
-  ASSERT_TRUE((*opened)->recover().has_value());
-  Metrics metrics;
-  {
-    AgentService service(
-        Allocator::create(pools(), [] { return uint64_t{1}; }).value(), **opened,
-        [](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
-          return fail(ErrorCode::kKernel, "sock_diag: permission denied");
-        },
-        metrics);
-    Waiter<Result<Lease>> waiter;
-    service.allocate(request("c1", "ns", "p1"), waiter.callback());
-    auto lease = waiter.get();
-    ASSERT_FALSE(lease.has_value());
-    EXPECT_EQ(lease.error().code, ErrorCode::kKernel);
-    EXPECT_TRUE(service.healthy());
-    EXPECT_TRUE(service.list("", "").empty());
-  }
+  Agent agent(dir_, refusedSnapshot);
+  auto lease = agent.allocate(request("c1", "ns", "p1"));
+  ASSERT_FALSE(lease.has_value());
+  EXPECT_EQ(lease.error().code, ErrorCode::kKernel);
+  EXPECT_TRUE(agent.service().healthy());
+  EXPECT_TRUE(agent.service().list("", "").empty());
 }
 
 /// The service's events (README.md "Logs"): what the allocator decided and what the store did.
@@ -624,19 +622,8 @@ TEST_F(AgentServiceLogTest, LogsTheCauseWhenTheStoreFailsAndTurnsUnhealthyOnce) 
 }
 
 TEST_F(AgentServiceLogTest, LogsASocketSnapshotThatFailed) {
-  auto opened = LeaseStore::open(dir_.path());
-  ASSERT_TRUE(opened.has_value());
-  ASSERT_TRUE((*opened)->recover().has_value());
-  Metrics metrics;
-  AgentService service(
-      Allocator::create(pools(), [] { return uint64_t{1}; }).value(), **opened,
-      [](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
-        return fail(ErrorCode::kKernel, "sock_diag: permission denied");
-      },
-      metrics);
-  Waiter<Result<Lease>> waiter;
-  service.allocate(request("c1", "ns", "p1"), waiter.callback());
-  ASSERT_FALSE(waiter.get());
+  Agent agent(dir_, refusedSnapshot);
+  ASSERT_FALSE(agent.allocate(request("c1", "ns", "p1")));
   EXPECT_THAT(log_.events("socket.snapshot_failed"),
               ElementsAre("socket.snapshot_failed key=c1/eth0 pod=ns/p1 "
                           "cause=\"sock_diag: permission denied\""));

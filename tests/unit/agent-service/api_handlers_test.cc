@@ -6,13 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <future>
-
-#include "agent/api/json_codec.h"
-#include "agent/api/routes.h"
-#include "agent/service/recovery.h"
-#include "tests/fakes/fake_port_probe.h"
-#include "tests/support/result_assertions.h"
+#include "tests/unit/agent-service/routed_service.h"
 #include "tests/unit/agent-store/store_test_util.h"
 
 namespace hostport::agent {
@@ -20,63 +14,18 @@ namespace {
 
 using ::testing::HasSubstr;
 
-HttpRequest httpRequest(std::string method, std::string target, std::string body = {}) {
-  auto parsed = api::parseTarget(target);
-  EXPECT_TRUE(parsed) << target;
-  HttpRequest request;
-  request.method = std::move(method);
-  request.path = target.substr(0, target.find('?'));
-  if (parsed) {
-    request.segments = parsed->segments;
-    request.query.insert(parsed->query.begin(), parsed->query.end());
-  }
-  request.body = std::move(body);
-  return request;
-}
-
-std::string allocationBody(const std::string& containerId, const std::string& ifname = "eth0") {
-  AllocationRequest request;
-  request.key = {containerId, ifname};
-  request.pod = {"ns", "pod-" + containerId, ""};
-  request.dynamics.push_back({"web", 80, 1, PortProtocol::kTcp});
-  return api::dumpBody(api::toJson(request));
-}
+using testing::allocationBody;
+using testing::httpRequest;
 
 class ApiHandlersTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto state =
-        recoverState(dir_.path(),
-                     {{"default", {{30000, 30009}}, {}, Strategy::kLowest},
-                      {"media", {{20000, 20099}}, {PortProtocol::kUdp}, Strategy::kRandom}},
-                     [] { return uint64_t{3}; });
-    ASSERT_OK(state);
-    store_ = std::move(state->store);
-    service_.emplace(
-        std::move(state->allocator), *store_,
-        [this](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
-          return std::make_unique<FakePortProbe>(probe_);
-        },
-        metrics_);
-    registerApiHandlers(router_, *service_, metrics_, ready_);
+    ASSERT_OK(agent_.start(dir_.path(),
+                           {{"default", {{30000, 30009}}, {}, Strategy::kLowest},
+                            {"media", {{20000, 20099}}, {PortProtocol::kUdp}, Strategy::kRandom}}));
   }
 
-  void TearDown() override {
-    store_.reset();
-    service_.reset();
-  }
-
-  api::HttpResponse call(const HttpRequest& request) {
-    std::promise<api::HttpResponse> answer;
-    router_.dispatch(
-        request, [&answer](api::HttpResponse response) { answer.set_value(std::move(response)); });
-    auto future = answer.get_future();
-    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
-      ADD_FAILURE() << "no answer to " << request.method << " " << request.path;
-      std::abort();
-    }
-    return future.get();
-  }
+  api::HttpResponse call(const HttpRequest& request) { return agent_.call(request); }
 
   nlohmann::json jsonOf(const api::HttpResponse& response) {
     EXPECT_EQ(response.contentType, "application/json");
@@ -84,12 +33,7 @@ class ApiHandlersTest : public ::testing::Test {
   }
 
   store::testing::TempDir dir_;
-  FakePortProbe probe_;
-  Metrics metrics_;
-  std::unique_ptr<store::LeaseStore> store_;
-  std::optional<AgentService> service_;
-  Router router_;
-  std::atomic<bool> ready_{true};
+  testing::RoutedService agent_;
 };
 
 TEST_F(ApiHandlersTest, AllocatesGetsAndReleasesOneAttachment) {
@@ -143,7 +87,7 @@ TEST_F(ApiHandlersTest, PoolsAnswersTheRowsTheServiceComputes) {
   ASSERT_EQ(call(httpRequest("POST", "/v1/attachments", allocationBody("c1"))).status, 200u);
   const auto pools = call(httpRequest("GET", "/v1/pools"));
   ASSERT_EQ(pools.status, 200u);
-  EXPECT_EQ(jsonOf(pools), api::poolsBody(service_->poolRows()));
+  EXPECT_EQ(jsonOf(pools), api::poolsBody(agent_.service().poolRows()));
   ASSERT_OK_AND_ASSIGN(auto rows, api::poolsFromJson(jsonOf(pools)));
   EXPECT_EQ(rows,
             (std::vector<api::PoolUsageRow>{{"default", 10, 1, 9, "lowest", {{30000, 30009}}},
@@ -173,7 +117,7 @@ TEST_F(ApiHandlersTest, HealthAndReadinessAreText) {
   EXPECT_EQ(health.status, 200u);
   EXPECT_EQ(health.body, "ok\n");
   EXPECT_EQ(call(httpRequest("GET", "/readyz")).body, "ready\n");
-  ready_ = false;
+  agent_.ready = false;
   const auto notReady = call(httpRequest("GET", "/readyz"));
   EXPECT_EQ(notReady.status, 503u);
   EXPECT_EQ(notReady.body, "not ready\n");

@@ -14,14 +14,10 @@
 #include <future>
 #include <optional>
 
-#include "agent/api/json_codec.h"
-#include "agent/api/routes.h"
-#include "agent/service/api_handlers.h"
-#include "agent/service/recovery.h"
-#include "tests/fakes/fake_port_probe.h"
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/result_assertions.h"
 #include "tests/unit/agent-log/log_capture.h"
+#include "tests/unit/agent-service/routed_service.h"
 #include "tests/unit/agent-store/store_test_util.h"
 
 namespace hostport::agent {
@@ -37,23 +33,8 @@ using namespace std::chrono_literals;
 constexpr auto kGrace = 300ms;
 constexpr auto kRunLimit = 20s;
 
-HttpRequest httpRequest(std::string method, std::string path, std::string body = {}) {
-  HttpRequest request;
-  request.method = std::move(method);
-  request.path = path;
-  auto target = api::parseTarget(path);
-  if (target) request.segments = target->segments;
-  request.body = std::move(body);
-  return request;
-}
-
-std::string allocationBody(const std::string& containerId) {
-  AllocationRequest request;
-  request.key = {containerId, "eth0"};
-  request.pod = {"ns", "pod-" + containerId, ""};
-  request.dynamics.push_back({"web", 80, 1, PortProtocol::kTcp});
-  return api::dumpBody(api::toJson(request));
-}
+using testing::allocationBody;
+using testing::httpRequest;
 
 /// An agent's pieces on a state dir whose file operations can be made to fail, stopped by
 /// `lifecycle_` like the real one.
@@ -63,56 +44,25 @@ class LifecycleTest : public ::testing::Test {
     store::StoreOptions options;
     options.fileOps = faulty_;
     options.onFailure = [this](const Error& cause) { lifecycle_.storeFailed(cause); };
-    auto state = recoverState(
-        dir_.path(), {{"default", {{30000, 30009}}, {}, Strategy::kLowest}},
-        [] { return uint64_t{3}; }, std::move(options));
-    ASSERT_OK(state);
-    store_ = std::move(state->store);
-    service_.emplace(
-        std::move(state->allocator), *store_,
-        [this](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
-          return std::make_unique<FakePortProbe>(probe_);
-        },
-        metrics_);
-    registerApiHandlers(router_, *service_, metrics_, ready_);
-  }
-
-  void TearDown() override {
-    store_.reset();  // drains: every callback runs while the service is alive
-    service_.reset();
+    ASSERT_OK(agent_.start(dir_.path(), {{"default", {{30000, 30009}}, {}, Strategy::kLowest}},
+                           std::move(options)));
   }
 
   /// Dispatches like the server: the answer is delivered on the io_context's thread.
   void dispatchOnIo(const HttpRequest& request, std::optional<api::HttpResponse>& answer) {
-    router_.dispatch(request, [this, &answer](api::HttpResponse response) {
+    agent_.router.dispatch(request, [this, &answer](api::HttpResponse response) {
       boost::asio::post(io_, [&answer, response = std::move(response)] { answer = response; });
     });
   }
 
-  /// Dispatches and waits for the answer, from whichever thread it comes.
-  api::HttpResponse dispatchAndWait(const HttpRequest& request) {
-    std::promise<api::HttpResponse> answer;
-    router_.dispatch(
-        request, [&answer](api::HttpResponse response) { answer.set_value(std::move(response)); });
-    auto future = answer.get_future();
-    if (future.wait_for(kRunLimit) != std::future_status::ready) {
-      ADD_FAILURE() << "no answer to " << request.method << " " << request.path;
-      std::abort();
-    }
-    return future.get();
-  }
+  api::HttpResponse dispatchAndWait(const HttpRequest& request) { return agent_.call(request); }
 
   LogCapture log_;
   store::testing::TempDir dir_;
   std::shared_ptr<FaultyFileOps> faulty_ = std::make_shared<FaultyFileOps>();
   boost::asio::io_context io_;
   Lifecycle lifecycle_{io_, kGrace};
-  FakePortProbe probe_;
-  Metrics metrics_;
-  std::unique_ptr<store::LeaseStore> store_;
-  std::optional<AgentService> service_;
-  Router router_;
-  std::atomic<bool> ready_{true};
+  testing::RoutedService agent_;  // last: destroyed first, while the lifecycle is alive
 };
 
 TEST_F(LifecycleTest, AFailedStoreAnswersTheRequestInFlightThenExitsOneAfterTheGrace) {
