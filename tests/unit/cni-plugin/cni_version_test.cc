@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/unit/cni-plugin/bridge_result.h"
+
 namespace hostport::cni {
 namespace {
 
@@ -10,23 +12,7 @@ using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-/// A bridge + host-local result in 1.1.0 shape: host bridge, host veth, container eth0.
-json resultV110() {
-  return json::parse(R"({
-    "cniVersion": "1.1.0",
-    "interfaces": [
-      {"name": "cni0", "mac": "aa:bb:cc:dd:ee:01"},
-      {"name": "veth1234", "mac": "aa:bb:cc:dd:ee:02"},
-      {"name": "eth0", "mac": "aa:bb:cc:dd:ee:03", "sandbox": "/var/run/netns/cni-1"}
-    ],
-    "ips": [
-      {"interface": 2, "address": "10.88.0.5/16", "gateway": "10.88.0.1"},
-      {"interface": 2, "address": "fd00:88::5/64", "gateway": "fd00:88::1"}
-    ],
-    "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0", "gw": "fd00:88::1"}],
-    "dns": {"nameservers": ["10.88.0.1"], "search": ["cluster.local"]}
-  })");
-}
+json resultV110() { return testing::bridgeResult("1.1.0"); }
 
 /// The same result in 0.3.1 shape, as a 0.3.1 bridge plugin prints it.
 json resultV031() {

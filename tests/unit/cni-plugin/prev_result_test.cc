@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "tests/unit/cni-plugin/bridge_result.h"
+
 namespace hostport::cni {
 namespace {
 
@@ -16,20 +18,7 @@ IpPrefix prefix(std::string_view cidr) { return *IpPrefix::parse(cidr); }
 
 /// What the bridge plugin reports: the bridge and the host-side veth have no sandbox; the
 /// container's eth0 (index 2) does.
-json bridgeResult() {
-  return json::parse(R"({
-    "cniVersion": "1.0.0",
-    "interfaces": [
-      {"name": "cni0", "mac": "aa:bb:cc:dd:ee:01"},
-      {"name": "veth1234", "mac": "aa:bb:cc:dd:ee:02"},
-      {"name": "eth0", "mac": "aa:bb:cc:dd:ee:03", "sandbox": "/var/run/netns/cni-1"}
-    ],
-    "ips": [
-      {"interface": 2, "address": "10.88.0.5/16", "gateway": "10.88.0.1"},
-      {"interface": 2, "address": "fd00:88::5/64", "gateway": "fd00:88::1"}
-    ]
-  })");
-}
+json bridgeResult() { return testing::bridgeResult("1.0.0"); }
 
 ContainerAddresses addressesOf(const json& prevResult, std::string_view ifname = "eth0") {
   const auto addresses = containerAddresses(prevResult, ifname);
