@@ -4,8 +4,8 @@
 #include <set>
 
 #include "common/ascii.h"
-#include "common/bounded_json.h"
 #include "common/identifiers.h"
+#include "common/json_fields.h"
 #include "common/quote.h"
 
 namespace hostport::cni {
@@ -133,12 +133,12 @@ Result<std::vector<agent::DynamicPortRequest>> parsePorts(std::string_view text)
 /// The annotation's text; nullopt when absent or null.
 Result<std::optional<std::string_view>> stringAnnotation(const json& annotations,
                                                          std::string_view key) {
-  const auto it = annotations.find(key);
-  if (it == annotations.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) {
-    return annotationError(key, echo(*it) + " must be a string");
+  const json* value = jsonMember(annotations, key);
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_string()) {
+    return invalidValue("annotation " + std::string(key), *value, "must be a string");
   }
-  return std::string_view(it->get_ref<const std::string&>());
+  return std::string_view(value->get_ref<const std::string&>());
 }
 
 }  // namespace
@@ -147,8 +147,7 @@ Result<PortAnnotations> parsePortAnnotations(const json& annotations) {
   PortAnnotations result;
   if (annotations.is_null()) return result;
   if (!annotations.is_object()) {
-    return fail(ErrorCode::kInvalidArgument,
-                "pod annotations: " + echo(annotations) + " must be a JSON object");
+    return invalidValue("pod annotations", annotations, "must be a JSON object");
   }
   HOSTPORT_TRY(const auto ports, stringAnnotation(annotations, kPortsAnnotation));
   if (ports) {

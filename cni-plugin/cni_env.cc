@@ -5,8 +5,8 @@
 #include <optional>
 #include <utility>
 
-#include "cni-plugin/plugin_config.h"
 #include "common/identifiers.h"
+#include "common/json_fields.h"
 
 // Every value here comes from the runtime's environment and later reaches nft comments, file
 // paths and log lines, so identifiers are checked against the spec's grammar rather than trusted.
@@ -25,7 +25,7 @@ constexpr std::array<std::pair<Verb, std::string_view>, 6> kVerbs{{
 
 std::unexpected<Error> envError(std::string_view variable, std::string_view value,
                                 std::string_view problem) {
-  return invalidValue(ErrorCode::kInvalidEnvironment, variable, std::string(value), problem);
+  return invalidValue(variable, std::string(value), problem, ErrorCode::kInvalidEnvironment);
 }
 
 std::unexpected<Error> missing(std::string_view variable, Verb verb) {

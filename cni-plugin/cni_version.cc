@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
-#include "cni-plugin/plugin_config.h"
 #include "cni-plugin/prev_result.h"
+#include "common/json_fields.h"
 
 // A chained plugin passes prevResult on, so the only shape difference that matters between the
 // versions we speak is ips[].version: required before 1.0.0, removed in 1.0.0. Everything else
@@ -54,20 +54,20 @@ int compareVersions(std::string_view a, std::string_view b) {
 
 Result<json> convertResult(const json& result, std::string_view version) {
   if (!isSupported(version)) {
-    return invalidValue(ErrorCode::kIncompatibleVersion, "cniVersion", std::string(version),
-                        "is not supported (supported: " + supportedList() + ")");
+    return invalidValue("cniVersion", std::string(version),
+                        "is not supported (supported: " + supportedList() + ")",
+                        ErrorCode::kIncompatibleVersion);
   }
-  auto addresses = resultAddresses(result);
-  if (!addresses) return std::unexpected(std::move(addresses.error()));
+  HOSTPORT_TRY(const std::vector<IpPrefix> addresses, resultAddresses(result));
 
   json converted = result;
   const bool carriesIpVersion = compareVersions(version, "1.0.0") < 0;
-  for (size_t i = 0; i < addresses->size(); ++i) {
+  for (size_t i = 0; i < addresses.size(); ++i) {
     json& ip = converted["ips"][i];
     if (!carriesIpVersion) {
       ip.erase("version");
     } else if (!ip.contains("version") || ip["version"].is_null()) {
-      ip["version"] = (*addresses)[i].address.family() == Family::kIPv4 ? "4" : "6";
+      ip["version"] = addresses[i].address.family() == Family::kIPv4 ? "4" : "6";
     }
   }
   converted["cniVersion"] = version;

@@ -52,14 +52,4 @@ struct PluginConfig {
 /// The version itself is not checked here: the dispatcher does that per verb.
 Result<PluginConfig> parsePluginConfig(std::string_view text);
 
-/// object[key], or nullptr when the key is missing or JSON null (both mean "absent" in CNI, as
-/// they do to Go's decoder).
-const nlohmann::json* optionalMember(const nlohmann::json& object, std::string_view key);
-
-/// The error for an untrusted value: "<field>: <value> <problem>". The value is JSON-quoted, so
-/// quotes and newlines cannot forge log lines, and cut to about 64 characters; objects and arrays
-/// print as {...} and [...].
-std::unexpected<Error> invalidValue(ErrorCode code, std::string_view field,
-                                    const nlohmann::json& value, std::string_view problem);
-
 }  // namespace hostport::cni

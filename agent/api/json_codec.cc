@@ -5,6 +5,7 @@
 
 #include "common/bounded_json.h"
 #include "common/identifiers.h"
+#include "common/json_fields.h"
 #include "common/quote.h"
 
 namespace hostport::agent::api {
@@ -14,34 +15,9 @@ using nlohmann::json;
 
 constexpr uint32_t kMaxPort = 65535;
 
-std::string join(std::string_view path, std::string_view key) {
-  return path.empty() ? std::string(key) : std::string(path) + "." + std::string(key);
-}
-
-std::string indexed(std::string_view path, std::size_t index) {
-  return std::string(path) + "[" + std::to_string(index) + "]";
-}
-
-std::unexpected<Error> invalid(std::string_view field, const json& value,
-                               std::string_view problem) {
-  return fail(ErrorCode::kInvalidArgument,
-              std::string(field) + ": " + echo(value) + " " + std::string(problem));
-}
-
-std::unexpected<Error> missing(std::string_view field) {
-  return fail(ErrorCode::kInvalidArgument, std::string(field) + ": missing");
-}
-
-/// object[key], or nullptr when the key is missing or JSON null.
-const json* member(const json& object, std::string_view key) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 Result<void> requireObject(const json& value, std::string_view path) {
   if (value.is_object()) return {};
-  return invalid(path.empty() ? "body" : path, value, "must be a JSON object");
+  return invalidValue(path.empty() ? "body" : path, value, "must be a JSON object");
 }
 
 /// One of common/identifiers.h's grammars, as its problem text.
@@ -50,100 +26,47 @@ using Grammar = Problem (*)(std::string_view);
 /// An optional string may be absent or empty; a required one must be present and match.
 Result<std::string> stringField(const json& object, std::string_view path, std::string_view key,
                                 bool required, Grammar grammar) {
-  const std::string field = join(path, key);
-  const json* value = member(object, key);
-  if (value == nullptr) {
-    if (required) return missing(field);
-    return std::string();
-  }
-  if (!value->is_string()) return invalid(field, *value, "must be a string");
-  const auto& text = value->get_ref<const std::string&>();
+  const JsonField field = jsonField(object, path, key);
+  HOSTPORT_TRY(std::string text, required ? readString(field) : readString(field, ""));
   if (text.empty() && !required) return text;
-  if (const Problem problem = grammar(text)) return invalid(field, *value, *problem);
+  if (const Problem problem = grammar(text)) return invalidValue(field, *problem);
   return text;
 }
 
 Result<uint32_t> integerField(const json& object, std::string_view path, std::string_view key,
-                              std::optional<uint32_t> fallback, uint32_t min, uint32_t max) {
-  const std::string field = join(path, key);
-  const json* value = member(object, key);
-  if (value == nullptr) {
-    if (!fallback) return missing(field);
-    return *fallback;
-  }
-  const std::string problem =
-      "must be an integer " + std::to_string(min) + ".." + std::to_string(max);
-  if (!value->is_number_integer()) return invalid(field, *value, problem);
-  uint64_t number = 0;
-  if (value->is_number_unsigned()) {
-    number = value->get<uint64_t>();
-  } else {
-    const int64_t signedNumber = value->get<int64_t>();
-    if (signedNumber < 0) return invalid(field, *value, problem);
-    number = static_cast<uint64_t>(signedNumber);
-  }
-  if (number < min || number > max) return invalid(field, *value, problem);
+                              uint32_t min, uint32_t max) {
+  HOSTPORT_TRY(const uint64_t number, readInteger(jsonField(object, path, key), min, max));
   return static_cast<uint32_t>(number);
 }
 
 Result<uint16_t> portField(const json& object, std::string_view path, std::string_view key) {
-  HOSTPORT_TRY(const uint32_t port, integerField(object, path, key, std::nullopt, 1, kMaxPort));
-  return static_cast<uint16_t>(port);
+  return readPort(jsonField(object, path, key));
 }
 
 Result<uint16_t> countField(const json& object, std::string_view path) {
-  HOSTPORT_TRY(const uint32_t count, integerField(object, path, "count", 1, 1, kMaxRangeWidth));
+  HOSTPORT_TRY(const uint64_t count,
+               readInteger(jsonField(object, path, "count"), 1, kMaxRangeWidth, 1));
   return static_cast<uint16_t>(count);
 }
 
 Result<PortProtocol> protocolField(const json& object, std::string_view path) {
-  const std::string field = join(path, "protocol");
-  const json* value = member(object, "protocol");
-  if (value == nullptr) return PortProtocol::kTcp;
-  if (!value->is_string()) return invalid(field, *value, "must be a string");
-  auto protocol = parsePortProtocol(value->get_ref<const std::string&>());
-  if (!protocol) return invalid(field, *value, "must be tcp, udp, sctp or tcpudp");
-  return *protocol;
+  return readProtocolWith(jsonField(object, path, "protocol"), parsePortProtocol,
+                          "tcp, udp, sctp or tcpudp");
 }
 
-/// "" and the unspecified addresses mean every address, so they decode to none.
 Result<std::optional<IpAddress>> hostIpField(const json& object, std::string_view path) {
-  const std::string field = join(path, "hostIP");
-  const json* value = member(object, "hostIP");
-  if (value == nullptr) return std::nullopt;
-  if (!value->is_string()) return invalid(field, *value, "must be a string");
-  const auto& text = value->get_ref<const std::string&>();
-  if (text.empty()) return std::nullopt;
-  auto address = IpAddress::parse(text);
-  if (!address) return invalid(field, *value, "is not an IP address");
-  if (address->isUnspecified()) return std::nullopt;
-  return *address;
+  return readHostIp(jsonField(object, path, "hostIP"));
 }
 
 Result<bool> boolField(const json& object, std::string_view path, std::string_view key) {
-  const json* value = member(object, key);
-  if (value == nullptr) return false;
-  if (!value->is_boolean()) return invalid(join(path, key), *value, "must be true or false");
-  return value->get<bool>();
+  return readBool(jsonField(object, path, key), false);
 }
 
 /// The array at object[key]; an empty array when absent unless required.
 Result<const json*> arrayField(const json& object, std::string_view path, std::string_view key,
                                bool required, std::size_t maxSize) {
-  static const json kEmpty = json::array();
-  const std::string field = join(path, key);
-  const json* value = member(object, key);
-  if (value == nullptr) {
-    if (required) return missing(field);
-    return &kEmpty;
-  }
-  if (!value->is_array()) return invalid(field, *value, "must be an array");
-  if (value->size() > maxSize) {
-    return fail(ErrorCode::kInvalidArgument, field + ": " + std::to_string(value->size()) +
-                                                 " entries exceed the limit of " +
-                                                 std::to_string(maxSize));
-  }
-  return value;
+  const JsonField field = jsonField(object, path, key);
+  return required ? readArray(field, maxSize) : readArrayOrEmpty(field, maxSize);
 }
 
 /// A row of `count` ports from `first` must end at 65535 at the latest.
@@ -183,8 +106,8 @@ struct Header {
 Result<Header> headerAt(const json& value, std::string_view path) {
   Header header;
   HOSTPORT_TRY(header.key, attachmentKeyAt(value, path));
-  if (const json* pod = member(value, "pod"); pod != nullptr) {
-    HOSTPORT_TRY(header.pod, podIdentityAt(*pod, join(path, "pod")));
+  if (const json* pod = jsonMember(value, "pod"); pod != nullptr) {
+    HOSTPORT_TRY(header.pod, podIdentityAt(*pod, memberPath(path, "pod")));
   }
   HOSTPORT_TRY(header.netns, stringField(value, path, "netns", false, netnsPathProblem));
   HOSTPORT_TRY(header.pool, stringField(value, path, "pool", false, dnsLabelProblem));
@@ -246,7 +169,8 @@ Result<Lease> leaseAt(const json& value, std::string_view path) {
               {}};
   HOSTPORT_TRY(const json* ports, arrayField(value, path, "ports", false, kMaxPortsPerRequest));
   for (std::size_t i = 0; i < ports->size(); ++i) {
-    HOSTPORT_TRY(PortGrant grant, portGrantAt((*ports)[i], indexed(join(path, "ports"), i)));
+    HOSTPORT_TRY(PortGrant grant,
+                 portGrantAt((*ports)[i], elementPath(memberPath(path, "ports"), i)));
     lease.ports.push_back(std::move(grant));
   }
   return lease;
@@ -257,17 +181,16 @@ Result<PoolUsageRow> poolUsageRowAt(const json& value, std::string_view path) {
   constexpr uint32_t kMaxCount = std::numeric_limits<uint32_t>::max();
   PoolUsageRow row;
   HOSTPORT_TRY(row.name, stringField(value, path, "name", true, dnsLabelProblem));
-  HOSTPORT_TRY(row.size, integerField(value, path, "size", std::nullopt, 0, kMaxCount));
-  HOSTPORT_TRY(row.used, integerField(value, path, "used", std::nullopt, 0, kMaxCount));
-  HOSTPORT_TRY(row.free, integerField(value, path, "free", std::nullopt, 0, kMaxCount));
+  HOSTPORT_TRY(row.size, integerField(value, path, "size", 0, kMaxCount));
+  HOSTPORT_TRY(row.used, integerField(value, path, "used", 0, kMaxCount));
+  HOSTPORT_TRY(row.free, integerField(value, path, "free", 0, kMaxCount));
   HOSTPORT_TRY(row.strategy, stringField(value, path, "strategy", false, dnsLabelProblem));
   HOSTPORT_TRY(const json* ranges, arrayField(value, path, "ranges", false, kMaxPoolRanges));
   for (std::size_t i = 0; i < ranges->size(); ++i) {
-    const json& text = (*ranges)[i];
-    const std::string field = indexed(join(path, "ranges"), i);
-    if (!text.is_string()) return invalid(field, text, "must be a string");
-    auto range = PortRange::parse(text.get_ref<const std::string&>());
-    if (!range) return invalid(field, text, "must be a port range like 30000-32767");
+    const JsonField entry{&(*ranges)[i], elementPath(memberPath(path, "ranges"), i)};
+    HOSTPORT_TRY(const std::string text, readString(entry));
+    auto range = PortRange::parse(text);
+    if (!range) return invalidValue(entry, "must be a port range like 30000-32767");
     row.ranges.push_back(*range);
   }
   return row;
@@ -280,7 +203,7 @@ Result<std::vector<Lease>> leaseArray(const json& body, std::string_view member)
   std::vector<Lease> leases;
   leases.reserve(items->size());
   for (std::size_t i = 0; i < items->size(); ++i) {
-    HOSTPORT_TRY(Lease lease, leaseAt((*items)[i], indexed(member, i)));
+    HOSTPORT_TRY(Lease lease, leaseAt((*items)[i], elementPath(member, i)));
     leases.push_back(std::move(lease));
   }
   return leases;
@@ -350,12 +273,12 @@ Result<AllocationRequest> allocationRequestFromJson(const json& value) {
                     " rows exceed the limit of " + std::to_string(kMaxPortsPerRequest));
   }
   for (std::size_t i = 0; i < statics->size(); ++i) {
-    HOSTPORT_TRY(StaticPortClaim claim, staticClaimAt((*statics)[i], indexed("static", i)));
+    HOSTPORT_TRY(StaticPortClaim claim, staticClaimAt((*statics)[i], elementPath("static", i)));
     request.statics.push_back(std::move(claim));
   }
   std::set<std::string, std::less<>> names;
   for (std::size_t i = 0; i < dynamics->size(); ++i) {
-    const std::string path = indexed("dynamic", i);
+    const std::string path = elementPath("dynamic", i);
     HOSTPORT_TRY(DynamicPortRequest dynamic, dynamicRequestAt((*dynamics)[i], path));
     // Names identify ports to the pod (the self query), so two rows may not share one.
     if (!names.insert(dynamic.name).second) {
@@ -408,7 +331,7 @@ Result<std::vector<AttachmentKey>> gcRequestFromJson(const json& body) {
   std::vector<AttachmentKey> keys;
   keys.reserve(items->size());
   for (std::size_t i = 0; i < items->size(); ++i) {
-    HOSTPORT_TRY(AttachmentKey key, attachmentKeyAt((*items)[i], indexed("valid", i)));
+    HOSTPORT_TRY(AttachmentKey key, attachmentKeyAt((*items)[i], elementPath("valid", i)));
     keys.push_back(std::move(key));
   }
   return keys;
@@ -433,7 +356,7 @@ json releasedBody(const std::optional<Lease>& lease) {
 Result<std::optional<Lease>> releasedFromJson(const json& body) {
   HOSTPORT_TRY_VOID(requireObject(body, ""));
   const auto it = body.find("released");
-  if (it == body.end()) return missing("released");
+  if (it == body.end()) return missingValue("released");
   if (it->is_null()) return std::optional<Lease>();
   HOSTPORT_TRY(Lease lease, leaseAt(*it, "released"));
   return std::optional<Lease>(std::move(lease));
@@ -450,7 +373,7 @@ Result<std::vector<PoolUsageRow>> poolsFromJson(const json& body) {
   HOSTPORT_TRY(const json* items, arrayField(body, "", "pools", true, SIZE_MAX));
   std::vector<PoolUsageRow> rows;
   for (std::size_t i = 0; i < items->size(); ++i) {
-    HOSTPORT_TRY(PoolUsageRow row, poolUsageRowAt((*items)[i], indexed("pools", i)));
+    HOSTPORT_TRY(PoolUsageRow row, poolUsageRowAt((*items)[i], elementPath("pools", i)));
     rows.push_back(std::move(row));
   }
   return rows;

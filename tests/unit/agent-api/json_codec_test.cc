@@ -192,7 +192,7 @@ TEST(JsonCodecTest, NamesTheFieldOfEveryRequestError) {
       {"/static/0/hostPort", 80.5, "static[0].hostPort: 80.5 must be an integer"},
       {"/static/0/hostPort", true, "static[0].hostPort: true must be an integer"},
       {"/static/1/containerPort", 1e20, "static[1].containerPort: 1e+20 must be an integer"},
-      {"/static/1/protocol", "icmp", "static[1].protocol: \"icmp\" must be tcp, udp, sctp or"},
+      {"/static/1/protocol", "icmp", "static[1].protocol: \"icmp\" is not tcp, udp, sctp or"},
       {"/static/1/protocol", 6, "static[1].protocol: 6 must be a string"},
       {"/static/1/hostIP", "nope", "static[1].hostIP: \"nope\" is not an IP address"},
       {"/static/1/hostIP", 7, "static[1].hostIP: 7 must be a string"},

@@ -377,10 +377,10 @@ TEST(PluginConfigTest, RejectsConditionsThatCouldEndTheRule) {
 
 TEST(PluginConfigTest, RejectsHostPortOutsideTheRange) {
   for (const int port : {0, 65536, -1, 70000}) {
-    EXPECT_EQ(
-        invalid(withMappings({{{"hostPort", 80}, {"containerPort", 80}},
-                              {{"hostPort", port}, {"containerPort", 80}}})),
-        "runtimeConfig.portMappings[1].hostPort: " + std::to_string(port) + " is outside 1..65535");
+    EXPECT_EQ(invalid(withMappings({{{"hostPort", 80}, {"containerPort", 80}},
+                                    {{"hostPort", port}, {"containerPort", 80}}})),
+              "runtimeConfig.portMappings[1].hostPort: " + std::to_string(port) +
+                  " must be an integer 1..65535");
   }
 }
 
@@ -388,19 +388,19 @@ TEST(PluginConfigTest, RejectsContainerPortOutsideTheRange) {
   for (const int port : {0, 65536, -80}) {
     EXPECT_EQ(invalid(withMapping({{"hostPort", 80}, {"containerPort", port}})),
               "runtimeConfig.portMappings[0].containerPort: " + std::to_string(port) +
-                  " is outside 1..65535");
+                  " must be an integer 1..65535");
   }
 }
 
 TEST(PluginConfigTest, RejectsPortsThatAreNotJsonIntegers) {
   EXPECT_EQ(invalid(withMapping({{"hostPort", "80"}, {"containerPort", 80}})),
-            "runtimeConfig.portMappings[0].hostPort: \"80\" must be an integer");
+            "runtimeConfig.portMappings[0].hostPort: \"80\" must be an integer 1..65535");
   EXPECT_EQ(invalid(withMapping({{"hostPort", 80.5}, {"containerPort", 80}})),
-            "runtimeConfig.portMappings[0].hostPort: 80.5 must be an integer");
+            "runtimeConfig.portMappings[0].hostPort: 80.5 must be an integer 1..65535");
   EXPECT_EQ(invalid(withMapping({{"hostPort", 80}, {"containerPort", 80.0}})),
-            "runtimeConfig.portMappings[0].containerPort: 80.0 must be an integer");
+            "runtimeConfig.portMappings[0].containerPort: 80.0 must be an integer 1..65535");
   EXPECT_EQ(invalid(withMapping({{"hostPort", true}, {"containerPort", 80}})),
-            "runtimeConfig.portMappings[0].hostPort: true must be an integer");
+            "runtimeConfig.portMappings[0].hostPort: true must be an integer 1..65535");
 }
 
 TEST(PluginConfigTest, RejectsPortsWrittenAsFloatsInTheText) {
@@ -408,7 +408,8 @@ TEST(PluginConfigTest, RejectsPortsWrittenAsFloatsInTheText) {
       [{"hostPort": 8e3, "containerPort": 80}]}})");
 
   EXPECT_EQ(error.code, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(error.message, "runtimeConfig.portMappings[0].hostPort: 8000.0 must be an integer");
+  EXPECT_EQ(error.message,
+            "runtimeConfig.portMappings[0].hostPort: 8000.0 must be an integer 1..65535");
 }
 
 TEST(PluginConfigTest, RejectsMissingPorts) {
