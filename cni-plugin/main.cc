@@ -33,14 +33,12 @@ int main() {
                          std::cerr};
   const cni::PluginBackends backends{
       []() -> Result<std::unique_ptr<nft::Ruleset>> {
-        auto ruleset = nft::NftRuleset::create();
-        if (!ruleset) return std::unexpected(ruleset.error());
-        return std::unique_ptr<nft::Ruleset>(std::move(*ruleset));
+        HOSTPORT_TRY(auto ruleset, nft::NftRuleset::create());
+        return std::unique_ptr<nft::Ruleset>(std::move(ruleset));
       },
       []() -> Result<std::unique_ptr<hostnet::HostNetwork>> {
-        auto network = hostnet::NetlinkHostNetwork::create();
-        if (!network) return std::unexpected(network.error());
-        return std::unique_ptr<hostnet::HostNetwork>(std::move(*network));
+        HOSTPORT_TRY(auto network, hostnet::NetlinkHostNetwork::create());
+        return std::unique_ptr<hostnet::HostNetwork>(std::move(network));
       },
       [](const std::string& socketPath) { return cni::agentPortAuthority(socketPath); }};
   return cni::runPlugin(io, backends);

@@ -18,13 +18,11 @@ class AgentPortAuthority : public PortAuthority {
     return client_.get(key);
   }
   Result<void> release(const agent::AttachmentKey& key) override {
-    auto released = client_.release(key);
-    if (!released) return std::unexpected(released.error());
+    HOSTPORT_TRY_VOID(client_.release(key));
     return {};
   }
   Result<void> ready() override {
-    auto answer = client_.getText(agent::api::kReadyzPath);
-    if (!answer) return std::unexpected(answer.error());
+    HOSTPORT_TRY_VOID(client_.getText(agent::api::kReadyzPath));
     return {};
   }
 

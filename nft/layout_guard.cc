@@ -26,23 +26,21 @@ void appendSized(ByteString& out, const ByteString& bytes) {
 }  // namespace
 
 Result<ByteString> layoutFingerprint() {
-  auto socket = hostnet::NetlinkSocket::open(NETLINK_NETFILTER);
-  if (!socket) return std::unexpected(socket.error());
+  HOSTPORT_TRY(hostnet::NetlinkSocket socket, hostnet::NetlinkSocket::open(NETLINK_NETFILTER));
   ByteString fingerprint;
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
     for (const std::string_view chain : kFixedChains) {
       appendText(fingerprint, std::string(nftFamily(family)) + " " + std::string(chain));
       ByteString request = ruleDumpRequest(family, chain);
-      auto dumped =
-          socket->requestAccepting(request, "listing chain " + std::string(chain), {ENOENT},
-                                   [&](std::span<const std::byte> message) -> Result<void> {
-                                     auto rule = parseRuleReply(message);
-                                     if (!rule) return std::unexpected(rule.error());
-                                     appendSized(fingerprint, rule->expressions);
-                                     return {};
-                                   });
-      if (!dumped) return std::unexpected(dumped.error());
-      if (*dumped == ENOENT) appendText(fingerprint, "missing");
+      const auto appendRule = [&](std::span<const std::byte> message) -> Result<void> {
+        HOSTPORT_TRY(const RuleSummary rule, parseRuleReply(message));
+        appendSized(fingerprint, rule.expressions);
+        return {};
+      };
+      HOSTPORT_TRY(const int dumped,
+                   socket.requestAccepting(request, "listing chain " + std::string(chain), {ENOENT},
+                                           appendRule));
+      if (dumped == ENOENT) appendText(fingerprint, "missing");
     }
   }
   return fingerprint;
@@ -50,15 +48,13 @@ Result<ByteString> layoutFingerprint() {
 
 Result<LayoutCheck> LayoutGuard::check() {
   if (!expected_.empty()) {
-    auto now = layoutFingerprint();
-    if (!now) return std::unexpected(now.error());
-    if (*now == expected_) return LayoutCheck::kIntact;
+    HOSTPORT_TRY(const ByteString now, layoutFingerprint());
+    if (now == expected_) return LayoutCheck::kIntact;
   }
-  if (auto laid = ruleset_->ensureTables(); !laid) return std::unexpected(laid.error());
-  auto laidOut = layoutFingerprint();
-  if (!laidOut) return std::unexpected(laidOut.error());
+  HOSTPORT_TRY_VOID(ruleset_->ensureTables());
+  HOSTPORT_TRY(ByteString laidOut, layoutFingerprint());
   const bool first = expected_.empty();
-  expected_ = std::move(*laidOut);
+  expected_ = std::move(laidOut);
   return first ? LayoutCheck::kLaidOut : LayoutCheck::kRepaired;
 }
 

@@ -44,24 +44,21 @@ std::vector<SetElement> elementsOf(const TableState& state) {
 }  // namespace
 
 Result<std::unique_ptr<NftRuleset>> NftRuleset::create() {
-  auto elements = ElementTable::open();
-  if (!elements) return std::unexpected(elements.error());
-  return std::unique_ptr<NftRuleset>(new NftRuleset(std::move(*elements)));
+  HOSTPORT_TRY(ElementTable elements, ElementTable::open());
+  return std::unique_ptr<NftRuleset>(new NftRuleset(std::move(elements)));
 }
 
 Result<NftContext*> NftRuleset::context() {
   if (!context_) {
-    auto created = NftContext::create();
-    if (!created) return std::unexpected(created.error());
-    context_.emplace(std::move(*created));
+    HOSTPORT_TRY(NftContext created, NftContext::create());
+    context_.emplace(std::move(created));
   }
   return &*context_;
 }
 
 Result<void> NftRuleset::ensureTables() {
-  auto nft = context();
-  if (!nft) return std::unexpected(nft.error());
-  auto done = (*nft)->run(bothLayouts());
+  HOSTPORT_TRY(auto* nft, context());
+  auto done = nft->run(bothLayouts());
   if (!done) return withContext(done.error(), "creating the hostport tables");
   return {};
 }
@@ -85,19 +82,18 @@ Result<void> NftRuleset::install(const AttachmentRules& rules) {
 }
 
 Result<void> NftRuleset::installWithLayout(const AttachmentRules& rules) {
-  auto nft = context();
-  if (!nft) return std::unexpected(nft.error());
+  HOSTPORT_TRY(auto* nft, context());
   // The layout rides in the same transaction, so a failed ADD never leaves it half made.
   const std::string commands = bothLayouts() + installCommands(rules);
   if (hasConditions(rules)) {
     // Conditions are user text: let nft judge them before anything is committed, so a bad one
     // is a config error (CNI code 7), not a kernel failure.
-    if (auto checked = (*nft)->check(commands); !checked && !isAlreadyExists(checked.error())) {
+    if (auto checked = nft->check(commands); !checked && !isAlreadyExists(checked.error())) {
       return fail(ErrorCode::kInvalidArgument,
                   "conditionsV4/conditionsV6 refused by nftables: " + checked.error().message);
     }
   }
-  auto done = (*nft)->run(commands);
+  auto done = nft->run(commands);
   if (done) return {};
   if (isAlreadyExists(done.error())) return std::unexpected(describeConflict(done.error(), rules));
   return withContext(done.error(), "installing the forwards of " + rules.owner);
@@ -126,31 +122,27 @@ Error NftRuleset::describeConflict(Error error, const AttachmentRules& rules) {
 }
 
 Result<TableState> NftRuleset::ownedState(const std::string& owner) {
-  auto conditional = elements_.hasConditionalRules(owner);
-  if (!conditional) return std::unexpected(conditional.error());
-  auto state = *conditional ? readState() : elements_.read(&owner);
-  if (!state) return std::unexpected(state.error());
-  return state->ownedBy(owner);
+  HOSTPORT_TRY(const bool conditional, elements_.hasConditionalRules(owner));
+  HOSTPORT_TRY(const TableState state, conditional ? readState() : elements_.read(&owner));
+  return state.ownedBy(owner);
 }
 
 Result<AttachmentRules> NftRuleset::remove(const std::string& owner) {
   for (int attempt = 1;; ++attempt) {
-    auto owned = ownedState(owner);
-    if (!owned) return std::unexpected(owned.error());
-    if (owned->empty()) return AttachmentRules{owner, {}, {}};
-    const bool rules = std::ranges::any_of(owned->forwards, [](const InstalledForward& installed) {
+    HOSTPORT_TRY(const TableState owned, ownedState(owner));
+    if (owned.empty()) return AttachmentRules{owner, {}, {}};
+    const bool rules = std::ranges::any_of(owned.forwards, [](const InstalledForward& installed) {
       return installed.ruleHandle.has_value();
     });
     Result<void> done;
     if (rules) {
-      auto nft = context();
-      if (!nft) return std::unexpected(nft.error());
-      auto ran = (*nft)->run(removeCommands(*owned));
+      HOSTPORT_TRY(auto* nft, context());
+      auto ran = nft->run(removeCommands(owned));
       if (!ran) done = std::unexpected(ran.error());
     } else {
-      done = elements_.change(ElementChange::kDelete, elementsOf(*owned));
+      done = elements_.change(ElementChange::kDelete, elementsOf(owned));
     }
-    if (done) return owned->rulesOf(owner);
+    if (done) return owned.rulesOf(owner);
     if (!isNotFound(done.error()) || attempt == kRemoveAttempts) {
       return withContext(done.error(), "removing the forwards of " + owner);
     }
@@ -158,24 +150,21 @@ Result<AttachmentRules> NftRuleset::remove(const std::string& owner) {
 }
 
 Result<AttachmentRules> NftRuleset::listOwned(const std::string& owner) {
-  auto owned = ownedState(owner);
-  if (!owned) return std::unexpected(owned.error());
-  return owned->rulesOf(owner);
+  HOSTPORT_TRY(const TableState owned, ownedState(owner));
+  return owned.rulesOf(owner);
 }
 
 Result<TableState> NftRuleset::readState() {
-  auto nft = context();
-  if (!nft) return std::unexpected(nft.error());
+  HOSTPORT_TRY(auto* nft, context());
   TableState state;
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
-    auto listing = (*nft)->list("list table " + std::string(nftFamily(family)) + " " +
-                                std::string(kTableName));
+    auto listing =
+        nft->list("list table " + std::string(nftFamily(family)) + " " + std::string(kTableName));
     if (!listing) {
       if (isNotFound(listing.error())) continue;
       return withContext(listing.error(), "reading the hostport table");
     }
-    auto parsed = parseTableListing(*listing, state);
-    if (!parsed) return std::unexpected(parsed.error());
+    HOSTPORT_TRY_VOID(parseTableListing(*listing, state));
   }
   return state;
 }

@@ -178,7 +178,7 @@ Result<void> parseTableListing(const json& listing, TableState& state) {
     } else if (entry.contains("rule") && entry["rule"].value("chain", "") == kConditionalChain) {
       parsed = parseConditionalRule(entry["rule"], state);
     }
-    if (!parsed) return parsed;
+    HOSTPORT_TRY_VOID(parsed);
   }
   return {};
 }

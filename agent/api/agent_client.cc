@@ -65,21 +65,19 @@ Error AgentClient::invalidAnswer(std::string_view target, const Error& error) co
 
 Result<json> AgentClient::call(HttpMethod method, std::string_view target,
                                std::string_view body) const {
-  auto response = exchange(method, target, body);
-  if (!response) return std::unexpected(std::move(response.error()));
-  if (response->status < 200 || response->status > 299) {
-    return std::unexpected(errorFromBody(response->status, response->body));
+  HOSTPORT_TRY(const HttpResponse response, exchange(method, target, body));
+  if (response.status < 200 || response.status > 299) {
+    return std::unexpected(errorFromBody(response.status, response.body));
   }
-  auto document = parseBody(response->body, maxResponseBytes_);
+  auto document = parseBody(response.body, maxResponseBytes_);
   if (!document) return std::unexpected(invalidAnswer(target, document.error()));
   return std::move(*document);
 }
 
 Result<Lease> AgentClient::allocate(const AllocationRequest& request) const {
   const std::string target(kAttachmentsPath);
-  auto body = call(HttpMethod::kPost, target, dumpBody(toJson(request)));
-  if (!body) return std::unexpected(std::move(body.error()));
-  auto lease = leaseFromJson(*body);
+  HOSTPORT_TRY(const json body, call(HttpMethod::kPost, target, dumpBody(toJson(request))));
+  auto lease = leaseFromJson(body);
   if (!lease) return std::unexpected(invalidAnswer(target, lease.error()));
   return std::move(*lease);
 }
@@ -98,18 +96,16 @@ Result<std::optional<Lease>> AgentClient::get(const AttachmentKey& key) const {
 
 Result<std::optional<Lease>> AgentClient::release(const AttachmentKey& key) const {
   const std::string target = attachmentTarget(key);
-  auto body = call(HttpMethod::kDelete, target);
-  if (!body) return std::unexpected(std::move(body.error()));
-  auto released = releasedFromJson(*body);
+  HOSTPORT_TRY(const json body, call(HttpMethod::kDelete, target));
+  auto released = releasedFromJson(body);
   if (!released) return std::unexpected(invalidAnswer(target, released.error()));
   return std::move(*released);
 }
 
 Result<std::vector<Lease>> AgentClient::releaseContainer(std::string_view containerId) const {
   const std::string target = containerTarget(containerId);
-  auto body = call(HttpMethod::kDelete, target);
-  if (!body) return std::unexpected(std::move(body.error()));
-  auto leases = leaseListFromJson(*body, "released");
+  HOSTPORT_TRY(const json body, call(HttpMethod::kDelete, target));
+  auto leases = leaseListFromJson(body, "released");
   if (!leases) return std::unexpected(invalidAnswer(target, leases.error()));
   return std::move(*leases);
 }
@@ -117,48 +113,43 @@ Result<std::vector<Lease>> AgentClient::releaseContainer(std::string_view contai
 Result<std::vector<Lease>> AgentClient::list(std::string_view namespaceName,
                                              std::string_view podName) const {
   const std::string target = listTarget(namespaceName, podName);
-  auto body = call(HttpMethod::kGet, target);
-  if (!body) return std::unexpected(std::move(body.error()));
-  auto leases = leaseListFromJson(*body, "leases");
+  HOSTPORT_TRY(const json body, call(HttpMethod::kGet, target));
+  auto leases = leaseListFromJson(body, "leases");
   if (!leases) return std::unexpected(invalidAnswer(target, leases.error()));
   return std::move(*leases);
 }
 
 Result<std::vector<Lease>> AgentClient::gc(const std::vector<AttachmentKey>& valid) const {
   const std::string target(kGcPath);
-  auto body = call(HttpMethod::kPost, target, dumpBody(gcRequestBody(valid)));
-  if (!body) return std::unexpected(std::move(body.error()));
-  auto leases = leaseListFromJson(*body, "released");
+  HOSTPORT_TRY(const json body, call(HttpMethod::kPost, target, dumpBody(gcRequestBody(valid))));
+  auto leases = leaseListFromJson(body, "released");
   if (!leases) return std::unexpected(invalidAnswer(target, leases.error()));
   return std::move(*leases);
 }
 
 Result<json> AgentClient::pools() const {
   const std::string target(kPoolsPath);
-  auto body = call(HttpMethod::kGet, target);
-  if (!body) return std::unexpected(std::move(body.error()));
-  if (auto rows = poolsFromJson(*body); !rows) {
+  HOSTPORT_TRY(json body, call(HttpMethod::kGet, target));
+  if (auto rows = poolsFromJson(body); !rows) {
     return std::unexpected(invalidAnswer(target, rows.error()));
   }
-  return std::move(*body);
+  return body;
 }
 
 Result<std::vector<PoolUsageRow>> AgentClient::poolUsage() const {
   const std::string target(kPoolsPath);
-  auto body = call(HttpMethod::kGet, target);
-  if (!body) return std::unexpected(std::move(body.error()));
-  auto rows = poolsFromJson(*body);
+  HOSTPORT_TRY(const json body, call(HttpMethod::kGet, target));
+  auto rows = poolsFromJson(body);
   if (!rows) return std::unexpected(invalidAnswer(target, rows.error()));
   return std::move(*rows);
 }
 
 Result<std::string> AgentClient::getText(std::string_view target) const {
-  auto response = exchange(HttpMethod::kGet, target);
-  if (!response) return std::unexpected(std::move(response.error()));
-  if (response->status < 200 || response->status > 299) {
-    return std::unexpected(errorFromBody(response->status, response->body));
+  HOSTPORT_TRY(HttpResponse response, exchange(HttpMethod::kGet, target));
+  if (response.status < 200 || response.status > 299) {
+    return std::unexpected(errorFromBody(response.status, response.body));
   }
-  return std::move(response->body);
+  return std::move(response.body);
 }
 
 }  // namespace hostport::agent::api

@@ -95,9 +95,8 @@ Result<Target> parseTarget(std::string_view target) {
       return fail(ErrorCode::kInvalidArgument,
                   "request target " + quoteText(target) + " has an empty path segment");
     }
-    auto decoded = percentDecode(segment);
-    if (!decoded) return std::unexpected(std::move(decoded.error()));
-    parsed.segments.push_back(std::move(*decoded));
+    HOSTPORT_TRY(std::string decoded, percentDecode(segment));
+    parsed.segments.push_back(std::move(decoded));
     start = slash + 1;
   }
   if (mark == std::string_view::npos) return parsed;
@@ -108,11 +107,9 @@ Result<Target> parseTarget(std::string_view target) {
     rest.remove_prefix(std::min(amp + 1, rest.size()));
     if (pair.empty()) continue;
     const std::size_t equals = std::min(pair.find('='), pair.size());
-    auto name = percentDecode(pair.substr(0, equals));
-    if (!name) return std::unexpected(std::move(name.error()));
-    auto value = percentDecode(pair.substr(std::min(equals + 1, pair.size())));
-    if (!value) return std::unexpected(std::move(value.error()));
-    if (!parsed.query.emplace(std::move(*name), std::move(*value)).second) {
+    HOSTPORT_TRY(std::string name, percentDecode(pair.substr(0, equals)));
+    HOSTPORT_TRY(std::string value, percentDecode(pair.substr(std::min(equals + 1, pair.size()))));
+    if (!parsed.query.emplace(std::move(name), std::move(value)).second) {
       return fail(ErrorCode::kInvalidArgument, "request target " + quoteText(target) +
                                                    " repeats query parameter " +
                                                    quoteText(pair.substr(0, equals)));

@@ -88,10 +88,8 @@ class Exchange {
   Result<HttpResponse> run() {
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return transport(errno);
-    if (auto connected = connect(fd.get()); !connected) return std::unexpected(connected.error());
-    if (auto sent = send(fd.get(), requestText(exchange_)); !sent) {
-      return std::unexpected(sent.error());
-    }
+    HOSTPORT_TRY_VOID(connect(fd.get()));
+    HOSTPORT_TRY_VOID(send(fd.get(), requestText(exchange_)));
     return receive(fd.get());
   }
 

@@ -97,25 +97,23 @@ Result<JournalScan> scanFrames(std::string_view file, uint64_t start, std::strin
 
 Result<JournalFile> JournalFile::create(std::shared_ptr<FileOps> fs, std::filesystem::path path,
                                         uint64_t generation) {
-  auto fd = fs->open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-  if (!fd) return std::unexpected(fd.error());
+  HOSTPORT_TRY(UniqueFd fd, fs->open(path, O_RDWR | O_CREAT | O_TRUNC, 0600));
   const std::string header = journalHeader(generation);
-  if (auto ok = writeAll(*fs, fd->get(), header, 0); !ok) {
+  if (auto ok = writeAll(*fs, fd.get(), header, 0); !ok) {
     return withContext(ok.error(), "journal " + path.string());
   }
-  if (auto ok = fs->fsync(fd->get()); !ok) {
+  if (auto ok = fs->fsync(fd.get()); !ok) {
     return withContext(ok.error(), "journal " + path.string());
   }
-  return JournalFile(std::move(fs), std::move(*fd), std::move(path), generation, header.size());
+  return JournalFile(std::move(fs), std::move(fd), std::move(path), generation, header.size());
 }
 
 Result<JournalFile::Opened> JournalFile::open(std::shared_ptr<FileOps> fs,
                                               std::filesystem::path path, uint64_t generation,
                                               const RecordSink& sink) {
   const std::string name = path.string();
-  auto fd = fs->open(path, O_RDWR, 0);
-  if (!fd) return std::unexpected(fd.error());
-  auto image = readAll(*fs, fd->get());
+  HOSTPORT_TRY(UniqueFd fd, fs->open(path, O_RDWR, 0));
+  auto image = readAll(*fs, fd.get());
   if (!image) return withContext(image.error(), "journal " + name);
 
   if (image->size() < kJournalHeaderBytes) {
@@ -123,12 +121,12 @@ Result<JournalFile::Opened> JournalFile::open(std::shared_ptr<FileOps> fs,
     // record was ever acknowledged here: start it over.
     const uint64_t torn = image->size();
     const std::string header = journalHeader(generation);
-    if (auto ok = fs->ftruncate(fd->get(), 0); !ok) return withContext(ok.error(), name);
-    if (auto ok = writeAll(*fs, fd->get(), header, 0); !ok) return withContext(ok.error(), name);
-    if (auto ok = fs->fsync(fd->get()); !ok) return withContext(ok.error(), name);
+    if (auto ok = fs->ftruncate(fd.get(), 0); !ok) return withContext(ok.error(), name);
+    if (auto ok = writeAll(*fs, fd.get(), header, 0); !ok) return withContext(ok.error(), name);
+    if (auto ok = fs->fsync(fd.get()); !ok) return withContext(ok.error(), name);
     JournalScan scan{.validEnd = header.size(), .tornTail = torn > 0, .tornBytes = torn};
     return Opened{
-        JournalFile(std::move(fs), std::move(*fd), std::move(path), generation, header.size()),
+        JournalFile(std::move(fs), std::move(fd), std::move(path), generation, header.size()),
         scan};
   }
 
@@ -145,19 +143,17 @@ Result<JournalFile::Opened> JournalFile::open(std::shared_ptr<FileOps> fs,
                                              ", the file name says " + std::to_string(generation)));
   }
 
-  auto scan = scanFrames(file, kJournalHeaderBytes, name, sink);
-  if (!scan) return std::unexpected(scan.error());
-  if (scan->tornTail) {
-    if (auto ok = fs->ftruncate(fd->get(), scan->validEnd); !ok) {
+  HOSTPORT_TRY(const JournalScan scan, scanFrames(file, kJournalHeaderBytes, name, sink));
+  if (scan.tornTail) {
+    if (auto ok = fs->ftruncate(fd.get(), scan.validEnd); !ok) {
       return withContext(ok.error(), "journal " + name + ": dropping torn tail");
     }
-    if (auto ok = fs->fsync(fd->get()); !ok) {
+    if (auto ok = fs->fsync(fd.get()); !ok) {
       return withContext(ok.error(), "journal " + name + ": dropping torn tail");
     }
   }
-  const uint64_t end = scan->validEnd;
-  return Opened{JournalFile(std::move(fs), std::move(*fd), std::move(path), generation, end),
-                *scan};
+  const uint64_t end = scan.validEnd;
+  return Opened{JournalFile(std::move(fs), std::move(fd), std::move(path), generation, end), scan};
 }
 
 Result<void> JournalFile::append(std::string_view frames) {

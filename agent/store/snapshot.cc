@@ -107,9 +107,8 @@ Result<Snapshot> decodeSnapshot(std::string_view image) {
 
 Result<Snapshot> readSnapshot(FileOps& fs, const std::filesystem::path& dir) {
   const auto path = dir / kSnapshotName;
-  auto fd = fs.open(path, O_RDONLY, 0);
-  if (!fd) return std::unexpected(fd.error());
-  auto image = readAll(fs, fd->get());
+  HOSTPORT_TRY(UniqueFd fd, fs.open(path, O_RDONLY, 0));
+  auto image = readAll(fs, fd.get());
   if (!image) return withContext(image.error(), path.string());
   auto snapshot = decodeSnapshot(*image);
   if (!snapshot) {

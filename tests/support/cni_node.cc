@@ -104,15 +104,12 @@ Result<std::unique_ptr<CniNode>> CniNode::create(std::string pluginPath, bool ip
   if (::access(pluginPath.c_str(), X_OK) != 0) {
     return fail(ErrorCode::kNotFound, "plugin under test is not executable: " + pluginPath);
   }
-  auto dir = TempDir::create();
-  if (!dir) return std::unexpected(dir.error());
-  auto node = Netns::create();
-  if (!node) return std::unexpected(node.error());
-  auto outside = Netns::create();
-  if (!outside) return std::unexpected(outside.error());
-  std::unique_ptr<CniNode> result(new CniNode(std::move(*dir), std::move(*node),
-                                              std::move(*outside), std::move(pluginPath), ipv6));
-  if (auto ready = result->setUp(); !ready) return std::unexpected(ready.error());
+  HOSTPORT_TRY(TempDir dir, TempDir::create());
+  HOSTPORT_TRY(Netns node, Netns::create());
+  HOSTPORT_TRY(Netns outside, Netns::create());
+  std::unique_ptr<CniNode> result(new CniNode(std::move(dir), std::move(node), std::move(outside),
+                                              std::move(pluginPath), ipv6));
+  HOSTPORT_TRY_VOID(result->setUp());
   return result;
 }
 
@@ -121,7 +118,7 @@ namespace {
 Result<void> disableDad(const Netns& netns) {
   // Without this, the bridge's IPv6 gateway address stays tentative for about two seconds after
   // bridge ADD and pods cannot route through it yet.
-  auto written = netns.run([] {
+  const auto turnOff = [] {
     bool ok = true;
     for (const char* path :
          {"/proc/sys/net/ipv6/conf/all/accept_dad", "/proc/sys/net/ipv6/conf/default/accept_dad"}) {
@@ -131,9 +128,9 @@ Result<void> disableDad(const Netns& netns) {
       ok = ok && file.good();
     }
     return ok;
-  });
-  if (!written) return std::unexpected(written.error());
-  if (!*written) return fail(ErrorCode::kIo, "cannot turn off IPv6 DAD in " + netns.name());
+  };
+  HOSTPORT_TRY(const bool written, netns.run(turnOff));
+  if (!written) return fail(ErrorCode::kIo, "cannot turn off IPv6 DAD in " + netns.name());
   return {};
 }
 
@@ -150,7 +147,7 @@ Result<void> CniNode::setUp() {
       {"link", "set", "hp0", "up"},
   };
   for (const auto& step : nodeSteps) {
-    if (auto done = node_.ip(step); !done) return std::unexpected(done.error());
+    HOSTPORT_TRY_VOID(node_.ip(step));
   }
   const std::vector<std::vector<std::string>> outsideSteps = {
       {"addr", "add", std::string(kOutsideIpV4) + "/24", "dev", "hp1"},
@@ -159,17 +156,16 @@ Result<void> CniNode::setUp() {
       {"link", "set", "hp1", "up"},
   };
   for (const auto& step : outsideSteps) {
-    if (auto done = outside_.ip(step); !done) return std::unexpected(done.error());
+    HOSTPORT_TRY_VOID(outside_.ip(step));
   }
   return {};
 }
 
 Result<Pod*> CniNode::createPod(const std::string& label) {
-  auto netns = Netns::create();
-  if (!netns) return std::unexpected(netns.error());
-  if (auto done = disableDad(*netns); !done) return std::unexpected(done.error());
+  HOSTPORT_TRY(Netns netns, Netns::create());
+  HOSTPORT_TRY_VOID(disableDad(netns));
   auto pod = std::unique_ptr<Pod>(
-      new Pod{.label = label, .netns = std::move(*netns), .containerId = "hpt" + randomHex(61)});
+      new Pod{.label = label, .netns = std::move(netns), .containerId = "hpt" + randomHex(61)});
   pods_.push_back(std::move(pod));
   return pods_.back().get();
 }
@@ -254,15 +250,15 @@ Result<CommandResult> CniNode::invokePlugin(const std::string& verb, const Pod& 
 Result<void> CniNode::bridgeUp(Pod& pod, const std::string& cniVersion) {
   if (!pod.bridgeResult.is_null()) return {};
   const std::string bridgePath = std::string(kReferencePluginDir) + "/bridge";
-  auto bridged = invoke(bridgePath, "ADD", pod,
-                        bridgeConfig(bridgeVersionFor(cniVersion), std::nullopt).dump(), true, {});
-  if (!bridged) return std::unexpected(bridged.error());
-  if (!bridged->ok()) {
-    return fail(ErrorCode::kInternal, "bridge ADD for " + pod.label + ": " + bridged->describe());
+  HOSTPORT_TRY(const CommandResult bridged,
+               invoke(bridgePath, "ADD", pod,
+                      bridgeConfig(bridgeVersionFor(cniVersion), std::nullopt).dump(), true, {}));
+  if (!bridged.ok()) {
+    return fail(ErrorCode::kInternal, "bridge ADD for " + pod.label + ": " + bridged.describe());
   }
-  auto result = nlohmann::json::parse(bridged->out, nullptr, false);
+  auto result = nlohmann::json::parse(bridged.out, nullptr, false);
   if (!result.is_object()) {
-    return fail(ErrorCode::kDecode, "bridge ADD printed no JSON object: " + bridged->out);
+    return fail(ErrorCode::kDecode, "bridge ADD printed no JSON object: " + bridged.out);
   }
   pod.bridgeResult = result;
   for (const auto& ip : result.value("ips", nlohmann::json::array())) {
@@ -274,7 +270,7 @@ Result<void> CniNode::bridgeUp(Pod& pod, const std::string& cniVersion) {
 }
 
 Result<CommandResult> CniNode::add(Pod& pod, const AddOptions& options) {
-  if (auto up = bridgeUp(pod, options.cniVersion); !up) return std::unexpected(up.error());
+  HOSTPORT_TRY_VOID(bridgeUp(pod, options.cniVersion));
   pod.lastAdd = options;
   auto added = invoke(
       pluginPath_, "ADD", pod,
@@ -302,8 +298,7 @@ Result<CommandResult> CniNode::delPlugin(Pod& pod, const DelOptions& options) {
 }
 
 Result<CommandResult> CniNode::del(Pod& pod, const DelOptions& options) {
-  auto deleted = delPlugin(pod, options);
-  if (!deleted) return deleted;
+  HOSTPORT_TRY(CommandResult deleted, delPlugin(pod, options));
   std::optional<nlohmann::json> prevResult;
   const std::string bridgeVersion = bridgeVersionFor(options.cniVersion);
   if (options.withPrevResult && compareCniVersions(bridgeVersion, "0.4.0") >= 0 &&
@@ -311,11 +306,11 @@ Result<CommandResult> CniNode::del(Pod& pod, const DelOptions& options) {
     prevResult = pod.cachedResult;
   }
   const std::string bridgePath = std::string(kReferencePluginDir) + "/bridge";
-  auto bridged = invoke(bridgePath, "DEL", pod, bridgeConfig(bridgeVersion, prevResult).dump(),
-                        options.withNetns, {});
-  if (!bridged) return std::unexpected(bridged.error());
-  if (!bridged->ok()) {
-    return fail(ErrorCode::kInternal, "bridge DEL for " + pod.label + ": " + bridged->describe());
+  HOSTPORT_TRY(const CommandResult bridged,
+               invoke(bridgePath, "DEL", pod, bridgeConfig(bridgeVersion, prevResult).dump(),
+                      options.withNetns, {}));
+  if (!bridged.ok()) {
+    return fail(ErrorCode::kInternal, "bridge DEL for " + pod.label + ": " + bridged.describe());
   }
   pod.bridgeResult = nlohmann::json();
   pod.cachedResult = nlohmann::json();
@@ -324,12 +319,12 @@ Result<CommandResult> CniNode::del(Pod& pod, const DelOptions& options) {
 
 Result<CommandResult> CniNode::check(Pod& pod, const std::string& cniVersion) {
   const std::string bridgePath = std::string(kReferencePluginDir) + "/bridge";
-  auto bridged =
+  HOSTPORT_TRY(
+      const CommandResult bridged,
       invoke(bridgePath, "CHECK", pod,
-             bridgeConfig(bridgeVersionFor(cniVersion), pod.cachedResult).dump(), true, {});
-  if (!bridged) return std::unexpected(bridged.error());
-  if (!bridged->ok()) {
-    return fail(ErrorCode::kInternal, "bridge CHECK for " + pod.label + ": " + bridged->describe());
+             bridgeConfig(bridgeVersionFor(cniVersion), pod.cachedResult).dump(), true, {}));
+  if (!bridged.ok()) {
+    return fail(ErrorCode::kInternal, "bridge CHECK for " + pod.label + ": " + bridged.describe());
   }
   return invoke(
       pluginPath_, "CHECK", pod,

@@ -139,7 +139,7 @@ Result<Netns> Netns::create() {
     netns.name_.clear();  // nothing to delete
     return std::unexpected(added.error());
   }
-  if (auto up = netns.ip({"link", "set", "lo", "up"}); !up) return std::unexpected(up.error());
+  HOSTPORT_TRY_VOID(netns.ip({"link", "set", "lo", "up"}));
   return netns;
 }
 

@@ -63,8 +63,7 @@ class Netns {
       return runInNetnsPath(path(), std::forward<Fn>(fn));
     } else {
       std::optional<T> value;
-      auto status = runInNetnsPath(path(), [&] { value.emplace(fn()); });
-      if (!status) return std::unexpected(status.error());
+      HOSTPORT_TRY_VOID(runInNetnsPath(path(), [&] { value.emplace(fn()); }));
       return std::move(*value);
     }
   }

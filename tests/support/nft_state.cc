@@ -61,9 +61,8 @@ NftEntry entryOf(const std::string& family, const std::string& set, const nlohma
 Result<nlohmann::json> listHostportTable(const Netns& node, const std::string& family) {
   // Probe with a plain listing of table names first: "list table" of a missing table is an
   // error we must not confuse with nft failing.
-  auto tables = node.exec({"nft", "-j", "list", "tables", family});
-  if (!tables) return std::unexpected(tables.error());
-  auto names = nlohmann::json::parse(*tables, nullptr, false);
+  HOSTPORT_TRY(const std::string tables, node.exec({"nft", "-j", "list", "tables", family}));
+  auto names = nlohmann::json::parse(tables, nullptr, false);
   bool present = false;
   if (names.is_object() && names.contains("nftables")) {
     for (const auto& item : names["nftables"]) {
@@ -71,20 +70,19 @@ Result<nlohmann::json> listHostportTable(const Netns& node, const std::string& f
     }
   }
   if (!present) return nlohmann::json();
-  auto text = node.exec({"nft", "-j", "list", "table", family, kTableName});
-  if (!text) return std::unexpected(text.error());
-  auto json = nlohmann::json::parse(*text, nullptr, false);
-  if (json.is_discarded()) return fail(ErrorCode::kDecode, "nft -j output is not JSON: " + *text);
+  HOSTPORT_TRY(const std::string text,
+               node.exec({"nft", "-j", "list", "table", family, kTableName}));
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded()) return fail(ErrorCode::kDecode, "nft -j output is not JSON: " + text);
   return json;
 }
 
 Result<std::vector<NftEntry>> hostportEntries(const Netns& node) {
   std::vector<NftEntry> entries;
   for (const std::string family : {"ip", "ip6"}) {
-    auto table = listHostportTable(node, family);
-    if (!table) return std::unexpected(table.error());
-    if (table->is_null()) continue;
-    for (const auto& item : (*table)["nftables"]) {
+    HOSTPORT_TRY(const nlohmann::json table, listHostportTable(node, family));
+    if (table.is_null()) continue;
+    for (const auto& item : table["nftables"]) {
       for (const char* kind : {"map", "set"}) {
         if (!item.contains(kind)) continue;
         const auto& set = item[kind];
@@ -155,9 +153,8 @@ std::string rulesetDifference(const std::string& before, const std::string& afte
 }
 
 Result<void> deleteElement(const Netns& node, const NftEntry& entry) {
-  auto done = node.exec(
-      {"nft", "delete", "element", entry.family, kTableName, entry.set, "{ " + entry.key + " }"});
-  if (!done) return std::unexpected(done.error());
+  HOSTPORT_TRY_VOID(node.exec(
+      {"nft", "delete", "element", entry.family, kTableName, entry.set, "{ " + entry.key + " }"}));
   return {};
 }
 

@@ -202,12 +202,11 @@ Result<std::string> runOk(const std::vector<std::string>& argv, const std::strin
       }
     }
   }
-  auto result = runCommand(command);
-  if (!result) return std::unexpected(result.error());
+  HOSTPORT_TRY(CommandResult result, runCommand(command));
   std::string line;
   for (const auto& arg : argv) line += (line.empty() ? "" : " ") + arg;
-  if (!result->ok()) return fail(ErrorCode::kInternal, line + ": " + result->describe());
-  return result->out;
+  if (!result.ok()) return fail(ErrorCode::kInternal, line + ": " + result.describe());
+  return std::move(result.out);
 }
 
 }  // namespace hostport::test

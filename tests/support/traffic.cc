@@ -72,25 +72,23 @@ Error socketError(const std::string& what, int error) {
 }
 
 Result<UniqueFd> socketIn(const Netns& netns, int family, int type) {
-  auto fd = netns.run([&] { return ::socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0); });
-  if (!fd) return std::unexpected(fd.error());
-  if (*fd < 0) return std::unexpected(socketError("socket in " + netns.name(), errno));
-  return UniqueFd(*fd);
+  HOSTPORT_TRY(const int fd,
+               netns.run([&] { return ::socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0); }));
+  if (fd < 0) return std::unexpected(socketError("socket in " + netns.name(), errno));
+  return UniqueFd(fd);
 }
 
 // Creates a client socket in `from` for `target`, bound to the requested source.
 Result<UniqueFd> clientSocket(const Netns& from, const SocketAddress& target, int type,
                               const ClientOptions& options) {
-  auto fd = socketIn(from, target.family(), type);
-  if (!fd) return fd;
+  HOSTPORT_TRY(UniqueFd fd, socketIn(from, target.family(), type));
   if (!options.source.empty() || options.sourcePort != 0) {
     std::string source = options.source;
     if (source.empty()) source = target.family() == AF_INET ? "0.0.0.0" : "::";
-    auto local = makeAddress(source, options.sourcePort);
-    if (!local) return std::unexpected(local.error());
+    HOSTPORT_TRY(const SocketAddress local, makeAddress(source, options.sourcePort));
     const int one = 1;
-    ::setsockopt(fd->get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd->get(), local->get(), local->length) != 0) {
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), local.get(), local.length) != 0) {
       return std::unexpected(
           socketError("bind " + endpointText(source, options.sourcePort), errno));
     }
@@ -155,23 +153,22 @@ Server::Server(Transport transport, UniqueFd socket, UniqueFd stop, std::string 
 Result<std::unique_ptr<Server>> Server::start(const Netns& netns, Transport transport,
                                               uint16_t port, std::string id) {
   const int type = transport == Transport::kTcp ? SOCK_STREAM : SOCK_DGRAM;
-  auto fd = socketIn(netns, AF_INET6, type);
-  if (!fd) return std::unexpected(fd.error());
+  HOSTPORT_TRY(UniqueFd fd, socketIn(netns, AF_INET6, type));
   const int zero = 0;
   const int one = 1;
-  ::setsockopt(fd->get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-  ::setsockopt(fd->get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   auto any = makeAddress("::", port);
   const std::string where = "[::]:" + std::to_string(port) + " in " + netns.name();
-  if (::bind(fd->get(), any->get(), any->length) != 0) {
+  if (::bind(fd.get(), any->get(), any->length) != 0) {
     return std::unexpected(socketError("bind " + where, errno));
   }
-  if (transport == Transport::kTcp && ::listen(fd->get(), 64) != 0) {
+  if (transport == Transport::kTcp && ::listen(fd.get(), 64) != 0) {
     return std::unexpected(socketError("listen " + where, errno));
   }
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop.valid()) return std::unexpected(socketError("eventfd", errno));
-  return std::unique_ptr<Server>(new Server(transport, std::move(*fd), std::move(stop), id));
+  return std::unique_ptr<Server>(new Server(transport, std::move(fd), std::move(stop), id));
 }
 
 Server::~Server() {
@@ -214,29 +211,27 @@ void Server::serve() {
 Result<Reply> tcpRequest(const Netns& from, const std::string& ip, uint16_t port,
                          const ClientOptions& options) {
   const std::string where = "tcp " + endpointText(ip, port) + " from " + from.name();
-  auto target = makeAddress(ip, port);
-  if (!target) return std::unexpected(target.error());
-  auto fd = clientSocket(from, *target, SOCK_STREAM, options);
-  if (!fd) return std::unexpected(fd.error());
+  HOSTPORT_TRY(const SocketAddress target, makeAddress(ip, port));
+  HOSTPORT_TRY(UniqueFd fd, clientSocket(from, target, SOCK_STREAM, options));
   const auto deadline = Clock::now() + options.timeout;
-  if (::connect(fd->get(), target->get(), target->length) != 0 && errno != EINPROGRESS) {
+  if (::connect(fd.get(), target.get(), target.length) != 0 && errno != EINPROGRESS) {
     return std::unexpected(socketError("connect " + where, errno));
   }
-  if (!waitFor(fd->get(), POLLOUT, deadline)) {
+  if (!waitFor(fd.get(), POLLOUT, deadline)) {
     return fail(ErrorCode::kUnavailable, "connect " + where + ": timed out");
   }
   int error = 0;
   socklen_t length = sizeof error;
-  ::getsockopt(fd->get(), SOL_SOCKET, SO_ERROR, &error, &length);
+  ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
   if (error != 0) return std::unexpected(socketError("connect " + where, error));
 
   std::string text;
   char buffer[512];
   while (true) {
-    if (!waitFor(fd->get(), POLLIN, deadline)) {
+    if (!waitFor(fd.get(), POLLIN, deadline)) {
       return fail(ErrorCode::kUnavailable, "read " + where + ": timed out after '" + text + "'");
     }
-    const ssize_t n = ::recv(fd->get(), buffer, sizeof buffer, 0);
+    const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
     if (n == 0) break;
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
@@ -250,28 +245,25 @@ Result<Reply> tcpRequest(const Netns& from, const std::string& ip, uint16_t port
 Result<Reply> udpRequest(const Netns& from, const std::string& ip, uint16_t port,
                          const ClientOptions& options) {
   const std::string where = endpointText(ip, port) + " from " + from.name();
-  auto target = makeAddress(ip, port);
-  if (!target) return std::unexpected(target.error());
-  auto fd = clientSocket(from, *target, SOCK_DGRAM, options);
-  if (!fd) return std::unexpected(fd.error());
-  if (::connect(fd->get(), target->get(), target->length) != 0) {
+  HOSTPORT_TRY(const SocketAddress target, makeAddress(ip, port));
+  HOSTPORT_TRY(UniqueFd fd, clientSocket(from, target, SOCK_DGRAM, options));
+  if (::connect(fd.get(), target.get(), target.length) != 0) {
     return std::unexpected(socketError("connect udp " + where, errno));
   }
-  return udpExchange(fd->get(), where, options.timeout);
+  return udpExchange(fd.get(), where, options.timeout);
 }
 
 Result<UdpClient> UdpClient::create(const Netns& from, const std::string& ip, uint16_t port,
                                     const std::string& source) {
   const std::string where = endpointText(ip, port) + " from " + from.name();
-  auto target = makeAddress(ip, port);
-  if (!target) return std::unexpected(target.error());
-  auto fd = clientSocket(from, *target, SOCK_DGRAM, ClientOptions{.source = source});
-  if (!fd) return std::unexpected(fd.error());
-  if (::connect(fd->get(), target->get(), target->length) != 0) {
+  HOSTPORT_TRY(const SocketAddress target, makeAddress(ip, port));
+  HOSTPORT_TRY(UniqueFd fd,
+               clientSocket(from, target, SOCK_DGRAM, ClientOptions{.source = source}));
+  if (::connect(fd.get(), target.get(), target.length) != 0) {
     return std::unexpected(socketError("connect udp " + where, errno));
   }
-  const uint16_t localPort = localPortOf(fd->get());
-  return UdpClient(std::move(*fd), where, localPort);
+  const uint16_t localPort = localPortOf(fd.get());
+  return UdpClient(std::move(fd), where, localPort);
 }
 
 Result<Reply> UdpClient::request(std::chrono::milliseconds timeout) {
