@@ -55,7 +55,7 @@ constexpr int kCniPoolExhausted = 102;
 /// A socket of this process bound (and, for TCP, listening) on `port` in `netns`: a "host
 /// process" holding a port. CLOEXEC, so plugin processes forked later do not share it.
 Result<UniqueFd> holdPortOnHost(const Netns& netns, Transport transport, uint16_t port) {
-  auto made = netns.run([&]() -> Result<int> {
+  const auto bindPort = [&]() -> Result<int> {
     const int type = transport == Transport::kTcp ? SOCK_STREAM : SOCK_DGRAM;
     UniqueFd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return fail(ErrorCode::kIo, std::string("socket: ") + std::strerror(errno));
@@ -71,10 +71,10 @@ Result<UniqueFd> holdPortOnHost(const Netns& netns, Transport transport, uint16_
       return fail(ErrorCode::kIo, std::string("listen: ") + std::strerror(errno));
     }
     return fd.release();
-  });
-  if (!made) return std::unexpected(made.error());
-  if (!*made) return std::unexpected(made->error());
-  return UniqueFd(**made);
+  };
+  HOSTPORT_TRY(const Result<int> made, netns.run(bindPort));
+  HOSTPORT_TRY(const int fd, made);
+  return UniqueFd(fd);
 }
 
 /// The value of one sample line (`name{labels} value`) of a Prometheus text page.

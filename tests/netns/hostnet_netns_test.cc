@@ -95,12 +95,12 @@ bool sendDatagram(int family, uint16_t port) {
 std::vector<ConntrackEntry> dumpAll(NetlinkSocket& socket, Family family) {
   std::vector<ConntrackEntry> entries;
   auto request = buildConntrackDump(family);
-  auto result = socket.request(request, "test dump", [&](std::span<const std::byte> message) {
-    auto entry = parseConntrackMessage(message);
-    if (!entry) return Result<void>(std::unexpected(entry.error()));
-    entries.push_back(std::move(*entry));
-    return Result<void>();
-  });
+  const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
+    HOSTPORT_TRY(ConntrackEntry entry, parseConntrackMessage(message));
+    entries.push_back(std::move(entry));
+    return {};
+  };
+  auto result = socket.request(request, "test dump", collect);
   EXPECT_OK(result);
   return entries;
 }
@@ -217,12 +217,12 @@ TEST_F(NetlinkHostNetworkTest, KernelSideFilterReturnsOnlyTheAskedPort) {
     ASSERT_OK(socket);
     std::vector<ConntrackEntry> entries;
     auto request = buildConntrackDump(Family::kIPv4, udpPort_);
-    auto result = socket->request(request, "filtered dump", [&](std::span<const std::byte> m) {
-      auto entry = parseConntrackMessage(m);
-      if (!entry) return Result<void>(std::unexpected(entry.error()));
-      entries.push_back(std::move(*entry));
-      return Result<void>();
-    });
+    const auto collect = [&](std::span<const std::byte> m) -> Result<void> {
+      HOSTPORT_TRY(ConntrackEntry entry, parseConntrackMessage(m));
+      entries.push_back(std::move(entry));
+      return {};
+    };
+    auto result = socket->request(request, "filtered dump", collect);
     // CTA_FILTER exists since 5.9; on such kernels our encoding must be accepted as is, or the
     // flush would silently fall back to full dumps.
     ASSERT_OK(result);

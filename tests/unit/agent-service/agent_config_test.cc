@@ -23,17 +23,14 @@ PortRange range(uint16_t first, uint16_t last) { return PortRange{first, last}; 
 /// applyYamlConfig on a fresh default config, from a file called config.yaml.
 Result<AgentConfig> load(std::string_view yaml) {
   AgentConfig config;
-  if (auto applied = applyYamlConfig(yaml, "config.yaml", config); !applied) {
-    return std::unexpected(applied.error());
-  }
+  HOSTPORT_TRY_VOID(applyYamlConfig(yaml, "config.yaml", config));
   return config;
 }
 
 /// load() then finalizeConfig().
 Result<AgentConfig> loadFinal(std::string_view yaml) {
-  auto config = load(yaml);
-  if (!config) return config;
-  if (auto checked = finalizeConfig(*config); !checked) return std::unexpected(checked.error());
+  HOSTPORT_TRY(AgentConfig config, load(yaml));
+  HOSTPORT_TRY_VOID(finalizeConfig(config));
   return config;
 }
 
