@@ -8,10 +8,18 @@
 #include <cstring>
 
 #include "common/protocol.h"
-#include "hostnet/netlink_attributes.h"
-#include "hostnet/netlink_writer.h"
+#include "netlink/attributes.h"
+#include "netlink/writer.h"
 
 namespace hostport::hostnet {
+
+using netlink::Bytes;
+using netlink::forEachAttribute;
+using netlink::messageBytes;
+using netlink::NetlinkWriter;
+using netlink::readBe16;
+using netlink::readBe32;
+using netlink::readStruct;
 namespace {
 
 // CTA_FILTER flag bits. The kernel keeps them in net/netfilter/nf_internals.h, not in a uapi

@@ -15,10 +15,12 @@
 #include "common/identifiers.h"
 #include "common/unique_fd.h"
 #include "hostnet/conntrack_message.h"
-#include "hostnet/netlink_socket.h"
 #include "hostnet/route_message.h"
+#include "netlink/socket.h"
 
 namespace hostport::hostnet {
+
+using netlink::NetlinkSocket;
 namespace {
 
 constexpr std::string_view kIpv4ConfDir = "/proc/sys/net/ipv4/conf/";

@@ -7,10 +7,17 @@
 #include <optional>
 #include <string>
 
-#include "hostnet/netlink_attributes.h"
-#include "hostnet/netlink_writer.h"
+#include "netlink/attributes.h"
+#include "netlink/writer.h"
 
 namespace hostport::hostnet {
+
+using netlink::Bytes;
+using netlink::forEachAttribute;
+using netlink::messageBytes;
+using netlink::NetlinkWriter;
+using netlink::readHostU32;
+using netlink::readStruct;
 namespace {
 
 std::unexpected<Error> malformed(const std::string& why) {

@@ -10,10 +10,16 @@
 #include <algorithm>
 #include <cstring>
 
-#include "hostnet/netlink_attributes.h"
-#include "hostnet/netlink_writer.h"
+#include "netlink/attributes.h"
+#include "netlink/writer.h"
 
 namespace hostport::hostnet {
+
+using netlink::Bytes;
+using netlink::forEachAttribute;
+using netlink::messageBytes;
+using netlink::NetlinkWriter;
+using netlink::readStruct;
 namespace {
 
 static_assert(sizeof(inet_diag_req_v2) == 56, "inet_diag_req_v2 is ABI");

@@ -8,10 +8,13 @@
 #include <cerrno>
 #include <string>
 
-#include "hostnet/netlink_socket.h"
-#include "hostnet/netlink_socket_pool.h"
+#include "netlink/socket.h"
+#include "netlink/socket_pool.h"
 
 namespace hostport::hostnet {
+
+using netlink::NetlinkSocket;
+using netlink::NetlinkSocketPool;
 namespace {
 
 constexpr uint8_t kEveryProtocol = (1u << kAllProtocols.size()) - 1;

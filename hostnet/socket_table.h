@@ -26,6 +26,11 @@
 #include "common/error.h"
 #include "hostnet/sock_diag_message.h"
 
+namespace hostport::netlink {
+class NetlinkSocket;
+class NetlinkSocketPool;
+}  // namespace hostport::netlink
+
 namespace hostport::hostnet {
 
 struct SnapshotOptions {
@@ -39,9 +44,6 @@ struct SnapshotOptions {
   std::vector<PortSpan> ports;
 };
 
-class NetlinkSocket;
-class NetlinkSocketPool;
-
 /// The bound sockets of one network namespace at one moment, indexed by (protocol, port).
 class SocketTable {
  public:
@@ -52,11 +54,13 @@ class SocketTable {
 
   /// The same over `socket`, an open NETLINK_SOCK_DIAG socket (its netns is the one dumped). After
   /// an error the socket may hold the rest of a reply: close it rather than reuse it.
-  static Result<SocketTable> snapshot(NetlinkSocket& socket, const SnapshotOptions& options);
+  static Result<SocketTable> snapshot(netlink::NetlinkSocket& socket,
+                                      const SnapshotOptions& options);
 
   /// The same over a socket on loan from `sockets`, which goes back to the pool after a
   /// snapshot and is closed after a failure.
-  static Result<SocketTable> snapshot(NetlinkSocketPool& sockets, const SnapshotOptions& options);
+  static Result<SocketTable> snapshot(netlink::NetlinkSocketPool& sockets,
+                                      const SnapshotOptions& options);
 
   /// A table over `sockets` that covers every port of every protocol (for tests and for callers
   /// that filter a dump). Sockets with port 0 are kept in sockets() but never count as bound.

@@ -10,17 +10,17 @@
 #include <map>
 #include <utility>
 
-#include "hostnet/netlink_attributes.h"
-#include "hostnet/netlink_writer.h"
+#include "netlink/attributes.h"
+#include "netlink/writer.h"
 #include "nft/table_layout.h"
 
 namespace hostport::nft {
 namespace {
 
-using hostnet::Bytes;
-using hostnet::forEachAttribute;
-using hostnet::NetlinkWriter;
-using hostnet::readStruct;
+using netlink::Bytes;
+using netlink::forEachAttribute;
+using netlink::NetlinkWriter;
+using netlink::readStruct;
 
 // Bytes of elements per list attribute: well under the 16-bit attribute length, with room for
 // the largest element (a comment of up to 255 bytes, IPv6 keys and data).

@@ -14,7 +14,7 @@ constexpr Family kFamilies[] = {Family::kIPv4, Family::kIPv6};
 }  // namespace
 
 Result<ElementTable> ElementTable::open() {
-  HOSTPORT_TRY(hostnet::NetlinkSocket socket, hostnet::NetlinkSocket::open(NETLINK_NETFILTER));
+  HOSTPORT_TRY(netlink::NetlinkSocket socket, netlink::NetlinkSocket::open(NETLINK_NETFILTER));
   return ElementTable(std::move(socket));
 }
 

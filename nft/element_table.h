@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hostnet/netlink_socket.h"
+#include "netlink/socket.h"
 #include "nft/element_messages.h"
 #include "nft/table_state.h"
 
@@ -32,8 +32,8 @@ class ElementTable {
   Result<bool> hasConditionalRules(const std::string& owner);
 
  private:
-  explicit ElementTable(hostnet::NetlinkSocket socket) : socket_(std::move(socket)) {}
-  hostnet::NetlinkSocket socket_;
+  explicit ElementTable(netlink::NetlinkSocket socket) : socket_(std::move(socket)) {}
+  netlink::NetlinkSocket socket_;
 };
 
 }  // namespace hostport::nft

@@ -4,7 +4,7 @@
 
 #include <cerrno>
 
-#include "hostnet/netlink_socket.h"
+#include "netlink/socket.h"
 #include "nft/table_layout.h"
 
 namespace hostport::nft {
@@ -26,7 +26,7 @@ void appendSized(ByteString& out, const ByteString& bytes) {
 }  // namespace
 
 Result<ByteString> layoutFingerprint() {
-  HOSTPORT_TRY(hostnet::NetlinkSocket socket, hostnet::NetlinkSocket::open(NETLINK_NETFILTER));
+  HOSTPORT_TRY(netlink::NetlinkSocket socket, netlink::NetlinkSocket::open(NETLINK_NETFILTER));
   ByteString fingerprint;
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
     for (const std::string_view chain : kFixedChains) {

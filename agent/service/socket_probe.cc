@@ -53,7 +53,7 @@ Result<void> reservePoolPorts(const std::vector<PoolSpec>& pools) {
   return {};
 }
 
-Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot(hostnet::NetlinkSocketPool& sockets,
+Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot(netlink::NetlinkSocketPool& sockets,
                                                               const ProbeScope& scope) {
   std::unique_ptr<SocketTableProbe> probe(new SocketTableProbe(sockets));
   if (scope.protocols.empty()) return probe;  // a request without ports asks nothing
@@ -94,8 +94,8 @@ PortHolder SocketTableProbe::holderOf(Protocol protocol, uint16_t port) {
 }
 
 Result<SocketProbeFactory> SocketProbeFactory::create(const std::vector<PoolSpec>& pools) {
-  HOSTPORT_TRY(auto sockets, hostnet::NetlinkSocketPool::create(NETLINK_SOCK_DIAG));
-  return SocketProbeFactory(std::make_shared<hostnet::NetlinkSocketPool>(std::move(sockets)),
+  HOSTPORT_TRY(auto sockets, netlink::NetlinkSocketPool::create(NETLINK_SOCK_DIAG));
+  return SocketProbeFactory(std::make_shared<netlink::NetlinkSocketPool>(std::move(sockets)),
                             poolSpans(pools));
 }
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "agent/core/allocator.h"
-#include "hostnet/netlink_socket_pool.h"
 #include "hostnet/socket_table.h"
+#include "netlink/socket_pool.h"
 
 namespace hostport::agent {
 
@@ -45,17 +45,17 @@ Result<void> reservePoolPorts(const std::vector<PoolSpec>& pools);
 class SocketTableProbe : public PortProbe {
  public:
   /// Takes the snapshot over a socket of `sockets` (NETLINK_SOCK_DIAG, in the netns to check).
-  static Result<std::unique_ptr<PortProbe>> snapshot(hostnet::NetlinkSocketPool& sockets,
+  static Result<std::unique_ptr<PortProbe>> snapshot(netlink::NetlinkSocketPool& sockets,
                                                      const ProbeScope& scope);
   bool isBound(Protocol protocol, uint16_t port) override;
   PortHolder holderOf(Protocol protocol, uint16_t port) override;
 
  private:
-  explicit SocketTableProbe(hostnet::NetlinkSocketPool& sockets) : sockets_(sockets) {}
+  explicit SocketTableProbe(netlink::NetlinkSocketPool& sockets) : sockets_(sockets) {}
   /// The table that answers for (protocol, port); nullptr when none could be taken.
   const hostnet::SocketTable* tableFor(Protocol protocol, uint16_t port);
 
-  hostnet::NetlinkSocketPool& sockets_;
+  netlink::NetlinkSocketPool& sockets_;
   // The scoped snapshot (none for a request without ports), then any full dump taken for a
   // question out of scope.
   std::vector<hostnet::SocketTable> tables_;
@@ -70,10 +70,10 @@ class SocketProbeFactory {
   Result<std::unique_ptr<PortProbe>> operator()(const AllocationRequest& request) const;
 
  private:
-  SocketProbeFactory(std::shared_ptr<hostnet::NetlinkSocketPool> sockets,
+  SocketProbeFactory(std::shared_ptr<netlink::NetlinkSocketPool> sockets,
                      std::vector<hostnet::PortSpan> poolPorts)
       : sockets_(std::move(sockets)), poolPorts_(std::move(poolPorts)) {}
-  std::shared_ptr<hostnet::NetlinkSocketPool> sockets_;
+  std::shared_ptr<netlink::NetlinkSocketPool> sockets_;
   std::vector<hostnet::PortSpan> poolPorts_;
 };
 

@@ -98,7 +98,7 @@ TEST_F(ElementTableTest, ReadsDumpsThatSpanManyMessagesAndFiltersByOwner) {
 TEST_F(ElementTableTest, ABatchTheKernelRefusesWholeFailsAtOnceAndTheSocketStaysUsable) {
   ASSERT_OK(test::inPrivateNetns([] {
     ASSERT_NO_FATAL_FAILURE(layOut());
-    auto socket = hostnet::NetlinkSocket::open(NETLINK_NETFILTER, std::chrono::seconds(2));
+    auto socket = netlink::NetlinkSocket::open(NETLINK_NETFILTER, std::chrono::seconds(2));
     ASSERT_TRUE(socket);
     ByteString batch = elementBatch(ElementChange::kAdd, {forward(8080, "a/eth0")});
     // BEGIN names no subsystem the kernel knows: it refuses the batch with one error

@@ -22,13 +22,14 @@
 #include "common/unique_fd.h"
 #include "hostnet/conntrack_message.h"
 #include "hostnet/netlink_host_network.h"
-#include "hostnet/netlink_socket.h"
+#include "netlink/socket.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
 
 namespace hostport::hostnet {
 namespace {
 
+using netlink::NetlinkSocket;
 using test::Netns;
 
 std::string readFile(const std::string& path) {

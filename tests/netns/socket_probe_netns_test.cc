@@ -21,19 +21,19 @@
 
 #include "agent/service/socket_probe.h"
 #include "common/unique_fd.h"
-#include "hostnet/netlink_socket.h"
-#include "hostnet/netlink_socket_pool.h"
 #include "hostnet/socket_table.h"
+#include "netlink/socket.h"
+#include "netlink/socket_pool.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
 
 namespace hostport {
 namespace {
 
-using hostnet::NetlinkSocketPool;
 using hostnet::PortSpan;
 using hostnet::SnapshotOptions;
 using hostnet::SocketTable;
+using netlink::NetlinkSocketPool;
 
 /// A socket bound to `address`:`port` (TCP ones listen); invalid after an ADD_FAILURE.
 UniqueFd bound(Protocol protocol, const std::string& address, uint16_t port) {
@@ -96,7 +96,7 @@ TEST_F(SocketProbeNetnsTest, NarrowedSnapshotHoldsExactlyItsProtocolsAndPorts) {
     for (const Protocol protocol : {Protocol::kTcp, Protocol::kUdp}) {
       const Protocol other = protocol == Protocol::kTcp ? Protocol::kUdp : Protocol::kTcp;
       SCOPED_TRACE(std::string(protocolName(protocol)));
-      auto socket = hostnet::NetlinkSocket::open(NETLINK_SOCK_DIAG);
+      auto socket = netlink::NetlinkSocket::open(NETLINK_SOCK_DIAG);
       ASSERT_OK(socket);
       SnapshotOptions options;
       options.protocols = {protocol};
@@ -172,7 +172,7 @@ TEST_F(SocketProbeNetnsTest, StaticClaimsOutsideThePoolsAreInScope) {
     const auto scope = agent::scopeOf(request, kSpans);
     EXPECT_EQ(scope.protocols, (std::vector<Protocol>{Protocol::kTcp, Protocol::kUdp}));
     EXPECT_EQ(scope.ports, (std::vector<PortSpan>{{8443, 8443}, {20000, 20009}, {20500, 20500}}));
-    auto socket = hostnet::NetlinkSocket::open(NETLINK_SOCK_DIAG);
+    auto socket = netlink::NetlinkSocket::open(NETLINK_SOCK_DIAG);
     ASSERT_OK(socket);
     auto table = SocketTable::snapshot(
         *socket,

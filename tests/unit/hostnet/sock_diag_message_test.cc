@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "tests/unit/hostnet/netlink_test_bytes.h"
+#include "tests/unit/netlink/netlink_test_bytes.h"
 
 namespace hostport::hostnet {
 namespace {

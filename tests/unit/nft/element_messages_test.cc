@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "nft/table_layout.h"
-#include "tests/unit/hostnet/netlink_test_bytes.h"
+#include "tests/unit/netlink/netlink_test_bytes.h"
 
 namespace hostport::nft {
 namespace {

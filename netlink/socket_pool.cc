@@ -1,11 +1,11 @@
-#include "hostnet/netlink_socket_pool.h"
+#include "netlink/socket_pool.h"
 
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <string>
 
-namespace hostport::hostnet {
+namespace hostport::netlink {
 
 NetlinkSocketPool::Lease::Lease(Lease&& other) noexcept
     : pool_(other.pool_), socket_(std::move(other.socket_)), discarded_(other.discarded_) {
@@ -63,4 +63,4 @@ void NetlinkSocketPool::giveBack(NetlinkSocket socket) {
   if (idle_.size() < maxIdle_) idle_.push_back(std::move(socket));
 }
 
-}  // namespace hostport::hostnet
+}  // namespace hostport::netlink

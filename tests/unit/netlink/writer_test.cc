@@ -1,4 +1,4 @@
-#include "hostnet/netlink_writer.h"
+#include "netlink/writer.h"
 
 #include <gtest/gtest.h>
 #include <linux/netlink.h>
@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "hostnet/netlink_attributes.h"
-#include "tests/unit/hostnet/netlink_test_bytes.h"
+#include "netlink/attributes.h"
+#include "tests/unit/netlink/netlink_test_bytes.h"
 
-namespace hostport::hostnet {
+namespace hostport::netlink {
 namespace {
 
 using test::append;
@@ -176,4 +176,4 @@ TEST(NetlinkWriterTest, TheAttributeReaderReadsBackWhatWasWritten) {
 }
 
 }  // namespace
-}  // namespace hostport::hostnet
+}  // namespace hostport::netlink

@@ -1,4 +1,4 @@
-#include "hostnet/netlink_socket.h"
+#include "netlink/socket.h"
 
 #include <linux/netlink.h>
 #include <sys/socket.h>
@@ -13,9 +13,9 @@
 #include <system_error>
 #include <vector>
 
-#include "hostnet/netlink_attributes.h"
+#include "netlink/attributes.h"
 
-namespace hostport::hostnet {
+namespace hostport::netlink {
 namespace {
 
 // The kernel sizes a dump's messages by the buffer the reader offers, capped near 32 KiB; twice
@@ -318,4 +318,4 @@ Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::str
   return {};
 }
 
-}  // namespace hostport::hostnet
+}  // namespace hostport::netlink

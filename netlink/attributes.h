@@ -16,7 +16,7 @@
 #include <optional>
 #include <span>
 
-namespace hostport::hostnet {
+namespace hostport::netlink {
 
 using Bytes = std::span<const std::byte>;
 
@@ -77,4 +77,4 @@ inline std::optional<uint32_t> readHostU32(Bytes payload) {
   return readStruct<uint32_t>(payload);
 }
 
-}  // namespace hostport::hostnet
+}  // namespace hostport::netlink

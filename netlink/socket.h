@@ -32,7 +32,7 @@
 
 #include "common/error.h"
 
-namespace hostport::hostnet {
+namespace hostport::netlink {
 
 struct MnlSocketDeleter {
   void operator()(mnl_socket* socket) const noexcept { mnl_socket_close(socket); }
@@ -96,4 +96,4 @@ class NetlinkSocket {
   bool poisoned_ = false;
 };
 
-}  // namespace hostport::hostnet
+}  // namespace hostport::netlink

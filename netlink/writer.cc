@@ -1,4 +1,4 @@
-#include "hostnet/netlink_writer.h"
+#include "netlink/writer.h"
 
 #include <arpa/inet.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-namespace hostport::hostnet {
+namespace hostport::netlink {
 
 void NetlinkWriter::beginMessage(uint16_t type, uint16_t flags) {
   pad(NLMSG_ALIGNTO);  // messages of a batch start aligned
@@ -81,4 +81,4 @@ void NetlinkWriter::pad(size_t alignment) {
   bytes_.resize((bytes_.size() + alignment - 1) / alignment * alignment);
 }
 
-}  // namespace hostport::hostnet
+}  // namespace hostport::netlink

@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace hostport::hostnet {
+namespace hostport::netlink {
 
 /// Appends netlink messages and their (nested) attributes to one buffer, NLA-aligned.
 class NetlinkWriter {
@@ -63,4 +63,4 @@ class NetlinkWriter {
   size_t messageStart_ = 0;
 };
 
-}  // namespace hostport::hostnet
+}  // namespace hostport::netlink

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "hostnet/netlink_socket.h"
+#include "netlink/socket.h"
 
-namespace hostport::hostnet {
+namespace hostport::netlink {
 
 class NetlinkSocketPool {
  public:
@@ -78,4 +78,4 @@ class NetlinkSocketPool {
   std::vector<NetlinkSocket> idle_;
 };
 
-}  // namespace hostport::hostnet
+}  // namespace hostport::netlink

@@ -2,7 +2,7 @@
 // Hand-built netlink bytes for the byte-by-byte tests of the message builders and parsers:
 // kernel replies to parse, and the expected halves of golden requests.
 //
-// Independent of hostnet/netlink_writer.h on purpose, and it must stay so: it shares no code with
+// Independent of netlink/writer.h on purpose, and it must stay so: it shares no code with
 // the library, writes every header field by hand from the ABI, and is simple enough to check by
 // eye. A test that checked the writer's bytes with the writer itself would pass whatever the
 // writer did.
