@@ -8,7 +8,7 @@
 
 #include "cni-plugin/dispatcher.h"
 #include "hostnet/netlink_host_network.h"
-#include "nft/nft_ruleset.h"
+#include "nft/kernel/nft_ruleset.h"
 
 namespace {
 
@@ -33,7 +33,7 @@ int main() {
                          std::cerr};
   const cni::PluginBackends backends{
       []() -> Result<std::unique_ptr<nft::Ruleset>> {
-        HOSTPORT_TRY(auto ruleset, nft::NftRuleset::create());
+        HOSTPORT_TRY(auto ruleset, nft::kernel::NftRuleset::create());
         return std::unique_ptr<nft::Ruleset>(std::move(ruleset));
       },
       []() -> Result<std::unique_ptr<hostnet::HostNetwork>> {

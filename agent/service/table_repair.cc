@@ -1,7 +1,7 @@
 #include "agent/service/table_repair.h"
 
 #include "agent/log/event_log.h"
-#include "nft/nft_ruleset.h"
+#include "nft/kernel/nft_ruleset.h"
 
 namespace hostport::agent {
 
@@ -22,23 +22,23 @@ void TableRepair::checkNow() {
                {{"cause", error.message}, {"retry_in_s", interval_.count()}});
   };
   if (!guard_) {
-    auto ruleset = nft::NftRuleset::create();
+    auto ruleset = nft::kernel::NftRuleset::create();
     if (!ruleset) return failed(ruleset.error());
-    guard_ = std::make_unique<nft::LayoutGuard>(std::move(*ruleset));
+    guard_ = std::make_unique<nft::kernel::LayoutGuard>(std::move(*ruleset));
   }
   auto checked = guard_->check();
   if (!checked) return failed(checked.error());
   switch (*checked) {
-    case nft::LayoutCheck::kLaidOut:
+    case nft::kernel::LayoutCheck::kLaidOut:
       log::event(log::Component::kTable, log::Level::kInfo, "table.laid_out",
                  {{"tables", "ip/hostport,ip6/hostport"}, {"check_every_s", interval_.count()}});
       break;
-    case nft::LayoutCheck::kRepaired:
+    case nft::kernel::LayoutCheck::kRepaired:
       // Someone edited our fixed chains: they are laid out again.
       log::event(log::Component::kTable, log::Level::kWarn, "table.repaired",
                  {{"tables", "ip/hostport,ip6/hostport"}});
       break;
-    case nft::LayoutCheck::kIntact:
+    case nft::kernel::LayoutCheck::kIntact:
       break;
   }
 }

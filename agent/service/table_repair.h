@@ -1,7 +1,7 @@
 #pragma once
 // The agent's side of "repairs what someone broke" for nftables: every interval it checks the
-// fixed layout of table ip/ip6 hostport (nft/layout_guard.h) and lays it out again when someone
-// edited it. The plugin's ADD only creates a missing table, so without this an edited chain
+// fixed layout of table ip/ip6 hostport (nft/kernel/layout_guard.h) and lays it out again when
+// someone edited it. The plugin's ADD only creates a missing table, so without this an edited chain
 // would stay broken until the next node reboot.
 
 #include <boost/asio/io_context.hpp>
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <memory>
 
-#include "nft/layout_guard.h"
+#include "nft/kernel/layout_guard.h"
 
 namespace hostport::agent {
 
@@ -28,7 +28,7 @@ class TableRepair {
 
   boost::asio::steady_timer timer_;
   std::chrono::seconds interval_;
-  std::unique_ptr<nft::LayoutGuard> guard_;
+  std::unique_ptr<nft::kernel::LayoutGuard> guard_;
 };
 
 }  // namespace hostport::agent

@@ -1,5 +1,6 @@
-// The netlink element fast path (nft/element_table.h) and NetlinkSocket::requestBatch against
-// the real kernel, each test in a network namespace of its own thread (test::inPrivateNetns).
+// The netlink element fast path (nft/kernel/element_table.h) and NetlinkSocket::requestBatch
+// against the real kernel, each test in a network namespace of its own thread
+// (test::inPrivateNetns).
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -7,12 +8,12 @@
 
 #include <cstring>
 
-#include "nft/element_table.h"
-#include "nft/nft_ruleset.h"
+#include "nft/kernel/element_table.h"
+#include "nft/kernel/nft_ruleset.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 IpAddress ip(const char* text) { return *IpAddress::parse(text); }
@@ -119,4 +120,4 @@ TEST_F(ElementTableTest, ABatchTheKernelRefusesWholeFailsAtOnceAndTheSocketStays
 }
 
 }  // namespace
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <system_error>
 
-#include "nft/layout_guard.h"
-#include "nft/nft_context.h"
-#include "nft/nft_ruleset.h"
+#include "nft/kernel/layout_guard.h"
+#include "nft/kernel/nft_context.h"
+#include "nft/kernel/nft_ruleset.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 IpAddress ip(const char* text) { return *IpAddress::parse(text); }
@@ -302,4 +302,4 @@ TEST_F(NftRulesetTest, LibnftablesErrorsCarryTheirErrnoAsTheCause) {
 }
 
 }  // namespace
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 
 /// The libnftables functions we call, resolved from one dlopen() of the library.
 struct LibNftables {
@@ -40,4 +40,4 @@ struct LibNftables {
 /// functions, or the same error. Thread-safe.
 Result<const LibNftables*> libNftables();
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

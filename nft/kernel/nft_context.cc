@@ -1,8 +1,8 @@
-#include "nft/nft_context.h"
+#include "nft/kernel/nft_context.h"
 
-#include "nft/libnftables.h"
+#include "nft/kernel/libnftables.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 // Past the largest errno Linux defines (EHWPOISON, 133); strerror() of the rest is "Unknown error".
@@ -89,4 +89,4 @@ bool isNotFound(const Error& error) { return error.cause == std::errc::no_such_f
 
 bool isAlreadyExists(const Error& error) { return error.cause == std::errc::file_exists; }
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

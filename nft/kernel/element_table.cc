@@ -1,4 +1,4 @@
-#include "nft/element_table.h"
+#include "nft/kernel/element_table.h"
 
 #include <linux/netlink.h>
 
@@ -6,7 +6,7 @@
 
 #include "nft/table_layout.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 constexpr Family kFamilies[] = {Family::kIPv4, Family::kIPv6};
@@ -63,4 +63,4 @@ Result<bool> ElementTable::hasConditionalRules(const std::string& owner) {
   return false;
 }
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -1,11 +1,11 @@
-#include "nft/nft_ruleset.h"
+#include "nft/kernel/nft_ruleset.h"
 
 #include <algorithm>
 
 #include "nft/commands.h"
 #include "nft/table_layout.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 // A concurrent DEL of the same owner can delete an element between our listing and our
@@ -169,4 +169,4 @@ Result<TableState> NftRuleset::readState() {
   return state;
 }
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -10,7 +10,7 @@
 
 struct nft_ctx;
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 
 struct LibNftables;
 
@@ -49,4 +49,4 @@ bool isNotFound(const Error& error);
 /// True when the error's cause is EEXIST: a key is already there with other data.
 bool isAlreadyExists(const Error& error);
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -13,7 +13,7 @@
 #include "nft/element_messages.h"
 #include "nft/ruleset.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 
 /// The fixed chains' rules of both families as the kernel holds them. A missing table or chain
 /// reads as a distinct value, never as an error.
@@ -39,4 +39,4 @@ class LayoutGuard {
   ByteString expected_;
 };
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

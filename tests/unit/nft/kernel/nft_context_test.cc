@@ -1,4 +1,4 @@
-#include "nft/nft_context.h"
+#include "nft/kernel/nft_context.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <system_error>
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 std::string text(int errnum) { return std::strerror(errnum); }
@@ -99,4 +99,4 @@ TEST(NftContextTest, ASyntaxErrorFromLibnftablesHasNoCause) {
 }
 
 }  // namespace
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

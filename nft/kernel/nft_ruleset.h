@@ -3,12 +3,12 @@
 #include <memory>
 #include <optional>
 
-#include "nft/element_table.h"
-#include "nft/nft_context.h"
+#include "nft/kernel/element_table.h"
+#include "nft/kernel/nft_context.h"
 #include "nft/ruleset.h"
 #include "nft/table_state.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 
 /// Ruleset over the kernel, in the network namespace of the calling thread. Elements take the
 /// netlink fast path (element_table.h); the layout and conditional rules go through libnftables,
@@ -38,4 +38,4 @@ class NftRuleset : public Ruleset {
   std::optional<NftContext> context_;
 };
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -12,7 +12,7 @@
 #include "nft/element_messages.h"
 #include "nft/table_state.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 
 class ElementTable {
  public:
@@ -36,4 +36,4 @@ class ElementTable {
   netlink::NetlinkSocket socket_;
 };
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -1,10 +1,10 @@
-#include "nft/libnftables.h"
+#include "nft/kernel/libnftables.h"
 
 #include <gtest/gtest.h>
 
-#include "nft/nft_context.h"
+#include "nft/kernel/nft_context.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 TEST(LibNftablesTest, LoadsEveryFunctionOnce) {
@@ -57,4 +57,4 @@ TEST(LibNftablesTest, ContextChecksCommandsThroughTheLoadedLibrary) {
 }
 
 }  // namespace
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -1,4 +1,4 @@
-#include "nft/layout_guard.h"
+#include "nft/kernel/layout_guard.h"
 
 #include <linux/netlink.h>
 
@@ -7,7 +7,7 @@
 #include "netlink/socket.h"
 #include "nft/table_layout.h"
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 constexpr std::string_view kFixedChains[] = {"hostports", "prerouting", "output", "postrouting"};
@@ -58,4 +58,4 @@ Result<LayoutCheck> LayoutGuard::check() {
   return first ? LayoutCheck::kLaidOut : LayoutCheck::kRepaired;
 }
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel

@@ -1,10 +1,10 @@
-#include "nft/libnftables.h"
+#include "nft/kernel/libnftables.h"
 
 #include <dlfcn.h>
 
 #include <string>
 
-namespace hostport::nft {
+namespace hostport::nft::kernel {
 namespace {
 
 /// Resolves `name` into `function`, or says which one is missing.
@@ -56,4 +56,4 @@ Result<const LibNftables*> libNftables() {
   return &*loaded;
 }
 
-}  // namespace hostport::nft
+}  // namespace hostport::nft::kernel
