@@ -5,10 +5,8 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
-#include <fstream>
-#include <optional>
 #include <random>
-#include <sstream>
+#include <string>
 
 #include "agent/config/agent_config.h"
 #include "agent/log/event_log.h"
@@ -24,56 +22,24 @@ namespace {
 
 using namespace hostport;
 using namespace hostport::agent;
+using config::AgentConfig;
+using server::Router;
+using server::ServerLimits;
+using server::UnixHttpServer;
+using namespace hostport::agent::service;
 
 /// Long enough for the requests in flight to get their error answers once the store failed.
 constexpr std::chrono::milliseconds kStoreFailureGrace{1'000};
 
-struct Flags {
-  std::string configPath;
-  std::string portRange;
-  std::string stateDir;
-  std::string socketPath;
-  std::string logLevel;
-  std::string logFormat;
-  bool noReservedPorts = false;
-  std::optional<uint32_t> tableRepairSeconds;
-};
-
-Result<AgentConfig> resolveConfig(const Flags& flags) {
-  AgentConfig config;
-  if (!flags.configPath.empty()) {
-    std::ifstream file(flags.configPath);
-    if (!file) {
-      return fail(ErrorCode::kInvalidArgument, "--config: cannot read " + flags.configPath);
-    }
-    std::stringstream text;
-    text << file.rdbuf();
-    HOSTPORT_TRY_VOID(applyYamlConfig(text.str(), flags.configPath, config));
-  }
-  if (!flags.portRange.empty()) {
-    auto ranges = parsePortRanges(flags.portRange);
-    if (!ranges) return withContext(ranges.error(), "--port-range");
-    setDefaultPoolRanges(config, std::move(*ranges));
-  }
-  if (!flags.stateDir.empty()) config.stateDir = flags.stateDir;
-  if (!flags.socketPath.empty()) config.socketPath = flags.socketPath;
-  if (!flags.logLevel.empty()) config.logLevel = flags.logLevel;
-  if (!flags.logFormat.empty()) config.logFormat = flags.logFormat;
-  if (flags.noReservedPorts) config.reserveLocalPorts = false;
-  if (flags.tableRepairSeconds) config.tableRepairSeconds = *flags.tableRepairSeconds;
-  HOSTPORT_TRY_VOID(finalizeConfig(config));
-  return config;
-}
-
 /// The logs as the flags ask, before the config is read (so its errors are logged that way).
-log::Options flagLogOptions(const Flags& flags) {
+log::Options flagLogOptions(const config::CommandLine& flags) {
   log::Options options;
   if (auto format = log::parseFormat(flags.logFormat)) options.format = *format;
   return options;
 }
 
 /// agent.pool, one per pool: what the agent serves.
-void logPools(const std::vector<PoolSpec>& pools) {
+void logPools(const std::vector<core::PoolSpec>& pools) {
   for (const auto& pool : pools) {
     std::string ranges;
     for (const auto& range : pool.ranges) ranges += (ranges.empty() ? "" : ",") + range.str();
@@ -84,7 +50,7 @@ void logPools(const std::vector<PoolSpec>& pools) {
     log::event(log::Component::kAgent, log::Level::kInfo, "agent.pool",
                {{"name", pool.name},
                 {"ranges", ranges},
-                {"strategy", strategyName(pool.strategy)},
+                {"strategy", core::strategyName(pool.strategy)},
                 {"protocols", protocols.empty() ? "all" : protocols}});
   }
 }
@@ -142,28 +108,32 @@ int main(int argc, char** argv) {
       "against live host sockets, and serves the hostport CNI plugin and hostportctl on a Unix "
       "socket.",
       "hostport-agent"};
-  Flags flags;
+  config::CommandLine flags;
   app.add_option("-c,--config", flags.configPath, "YAML config file (see docs/design.md)");
   app.add_option("--port-range,--hostport-range", flags.portRange,
                  "ranges of the default pool, e.g. 30000-32767 or 20000-20999,22000-22999 "
-                 "(default 30000-32767)");
+                 "(default " +
+                     std::string(config::kDefaultPortRange) + ")");
   app.add_option("--state-dir", flags.stateDir,
-                 "where the lease journal and snapshot live (default /var/lib/hostport)");
-  app.add_option("--socket", flags.socketPath,
-                 "control socket path, mode 0600 (default /run/hostport/agent.sock)");
+                 "where the lease journal and snapshot live (default " +
+                     std::string(config::kDefaultStateDir) + ")");
+  app.add_option(
+      "--socket", flags.socketPath,
+      "control socket path, mode 0600 (default " + std::string(api::kDefaultAgentSocket) + ")");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info (default), warn or error");
   app.add_option("--log-format", flags.logFormat,
                  "text (default: key=value events) or json (one object per line)");
   app.add_option("--table-repair-interval", flags.tableRepairSeconds,
                  "seconds between checks of table ip/ip6 hostport's fixed chains, which are laid "
-                 "out again when someone edited them; 0: never touch nftables (default 30)")
+                 "out again when someone edited them; 0: never touch nftables (default " +
+                     std::to_string(config::kDefaultTableRepairSeconds) + ")")
       ->check(CLI::Range(0, 86400));
   app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
                "leave net.ipv4.ip_local_reserved_ports alone");
   CLI11_PARSE(app, argc, argv);
 
   log::configure(flagLogOptions(flags));
-  auto config = resolveConfig(flags);
+  auto config = config::resolveConfig(flags);
   if (!config) {
     log::event(log::Component::kAgent, log::Level::kError, "agent.config_invalid",
                {{"cause", config.error().message}});

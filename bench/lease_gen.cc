@@ -1,5 +1,5 @@
 // hostport-bench-leasegen: fills an agent state directory with N leases through the agent's own
-// store library (hostport_store), for the recovery and footprint benchmark.
+// store library (hostport_agent_store), for the recovery and footprint benchmark.
 //
 //   --state-dir DIR --leases 50000 [--layout snapshot|journal] [--first-port 10000]
 //   [--netns-path /run/netns/x]

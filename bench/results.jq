@@ -26,7 +26,7 @@ def fin($x): ([$x[] | select(.done == true)] | first);
     tcpSecondsPerRound: $tcpSeconds, tcpRounds: $tcpRounds,
     agent: "hostport-agent in its own netns, state dir on the root filesystem (fdatasync on), hostport-bench-agent-load through AgentClient (one connection per call); a round trip is allocate (1 dynamic TCP port) then release",
     agentEnvironment: "GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as daemonset/Dockerfile sets it",
-    recovery: "leases written by hostport-bench-leasegen through hostport_store (snapshot: one compacted snapshot; journal: one grant record each); hostport-agent started in a private netns, ready = first 200 from GET /readyz, polled every 1 ms; RSS read 500 ms after ready"
+    recovery: "leases written by hostport-bench-leasegen through hostport_agent_store (snapshot: one compacted snapshot; journal: one grant record each); hostport-agent started in a private netns, ready = first 200 from GET /readyz, polled every 1 ms; RSS read 500 ms after ready"
   },
   execFloorMs: {
     true: ([$floor[] | select(.program == "/bin/true") | .wallMs] | first),

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 #include "common/error.h"
 
 namespace hostport::cni {

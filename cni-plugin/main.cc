@@ -1,5 +1,5 @@
-// hostport: the chained CNI plugin. Everything lives in hostport_cni; this only wires the real
-// environment and kernel into it.
+// hostport: the chained CNI plugin. Everything lives in hostport_cni_plugin; this only wires the
+// real environment and kernel into it.
 
 #include <cstdlib>
 #include <iostream>

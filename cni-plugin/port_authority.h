@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 #include "cni-plugin/cni_env.h"
 #include "cni-plugin/plugin_config.h"
 #include "common/error.h"

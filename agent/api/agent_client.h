@@ -23,7 +23,7 @@
 #include "agent/api/json_codec.h"
 #include "agent/api/routes.h"  // kDefaultAgentSocket, for the client's callers
 #include "agent/api/unix_http_exchange.h"
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 #include "common/error.h"
 
 namespace hostport::agent::api {

@@ -3,14 +3,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "agent/log/event_log.h"
 #include "common/ascii.h"
 #include "common/identifiers.h"
 #include "common/quote.h"
 
-namespace hostport::agent {
+namespace hostport::agent::config {
 namespace {
 
 /// A key path as it goes into a message. Its keys come from the file (pool names, typos): a path
@@ -87,11 +89,11 @@ class YamlReader {
   std::string_view source_;
 };
 
-Result<PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
-                           const YAML::Node& node) {
+Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
+                                 const YAML::Node& node) {
   const std::string prefix = "pools." + name;
   HOSTPORT_TRY_VOID(yaml.checkKeys(node, prefix, {"ranges", "protocols", "strategy"}));
-  PoolSpec pool{name, {}, {}, Strategy::kLowest};
+  core::PoolSpec pool{name, {}, {}, core::Strategy::kLowest};
   const auto ranges = node["ranges"];
   if (!ranges || !ranges.IsSequence() || ranges.size() == 0) {
     return yaml.error(prefix + ".ranges", "must be a non-empty list such as [\"30000-32767\"]");
@@ -115,7 +117,7 @@ Result<PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
   }
   if (const auto strategy = node["strategy"]) {
     HOSTPORT_TRY(const std::string text, yaml.scalar(strategy, prefix + ".strategy"));
-    auto parsed = parseStrategy(text);
+    auto parsed = core::parseStrategy(text);
     if (!parsed) {
       return yaml.error(prefix + ".strategy",
                         quoteText(text) + " is not one of lowest, random, round-robin");
@@ -187,7 +189,7 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
         if (const Problem problem = dnsLabelProblem(name)) {
           return yaml.error("pools." + name, "pool names " + std::string(*problem));
         }
-        HOSTPORT_TRY(PoolSpec pool, parsePool(yaml, name, entry.second));
+        HOSTPORT_TRY(core::PoolSpec pool, parsePool(yaml, name, entry.second));
         config.pools.push_back(std::move(pool));
       }
     }
@@ -204,7 +206,8 @@ void setDefaultPoolRanges(AgentConfig& config, std::vector<PortRange> ranges) {
       return;
     }
   }
-  config.pools.push_back({std::string(kDefaultPool), std::move(ranges), {}, Strategy::kLowest});
+  config.pools.push_back(
+      {std::string(kDefaultPool), std::move(ranges), {}, core::Strategy::kLowest});
 }
 
 Result<void> finalizeConfig(AgentConfig& config) {
@@ -228,9 +231,37 @@ Result<void> finalizeConfig(AgentConfig& config) {
     return withContext(format.error(), "logFormat");
   }
   // Let the allocator judge overlaps and sizes now, so a bad config fails at start.
-  auto probe = Allocator::create(config.pools, [] { return uint64_t{0}; });
+  auto probe = core::Allocator::create(config.pools, [] { return uint64_t{0}; });
   if (!probe) return withContext(probe.error(), "pools");
   return {};
 }
 
-}  // namespace hostport::agent
+Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
+  AgentConfig config;
+  if (!commandLine.configPath.empty()) {
+    std::ifstream file(commandLine.configPath);
+    if (!file) {
+      return fail(ErrorCode::kInvalidArgument, "--config: cannot read " + commandLine.configPath);
+    }
+    std::stringstream text;
+    text << file.rdbuf();
+    HOSTPORT_TRY_VOID(applyYamlConfig(text.str(), commandLine.configPath, config));
+  }
+  if (!commandLine.portRange.empty()) {
+    auto ranges = parsePortRanges(commandLine.portRange);
+    if (!ranges) return withContext(ranges.error(), "--port-range");
+    setDefaultPoolRanges(config, std::move(*ranges));
+  }
+  for (const auto& [flag, target] : {std::pair{&commandLine.stateDir, &config.stateDir},
+                                     {&commandLine.socketPath, &config.socketPath},
+                                     {&commandLine.logLevel, &config.logLevel},
+                                     {&commandLine.logFormat, &config.logFormat}}) {
+    if (!flag->empty()) *target = *flag;
+  }
+  if (commandLine.noReservedPorts) config.reserveLocalPorts = false;
+  if (commandLine.tableRepairSeconds) config.tableRepairSeconds = *commandLine.tableRepairSeconds;
+  HOSTPORT_TRY_VOID(finalizeConfig(config));
+  return config;
+}
+
+}  // namespace hostport::agent::config

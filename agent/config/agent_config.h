@@ -3,6 +3,7 @@
 // so a typo fails at start instead of silently meaning the default.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,10 +12,14 @@
 #include "agent/core/allocator.h"
 #include "common/error.h"
 
-namespace hostport::agent {
+namespace hostport::agent::config {
+
+inline constexpr std::string_view kDefaultStateDir = "/var/lib/hostport";
+inline constexpr std::string_view kDefaultPortRange = "30000-32767";
+inline constexpr uint32_t kDefaultTableRepairSeconds = 30;
 
 struct AgentConfig {
-  std::string stateDir = "/var/lib/hostport";
+  std::string stateDir = std::string(kDefaultStateDir);
   std::string socketPath = std::string(api::kDefaultAgentSocket);
   bool reserveLocalPorts = true;  // add pool ranges to net.ipv4.ip_local_reserved_ports
   std::string logLevel = "info";
@@ -22,11 +27,26 @@ struct AgentConfig {
   uint64_t compactAfterJournalBytes = 8 << 20;
   /// How often the agent checks the fixed layout of table ip/ip6 hostport and repairs it; 0:
   /// never touch nftables (another agent or nothing keeps the layout).
-  uint32_t tableRepairSeconds = 30;
-  std::vector<PoolSpec> pools;  // always holds "default" once resolved
+  uint32_t tableRepairSeconds = kDefaultTableRepairSeconds;
+  std::vector<core::PoolSpec> pools;  // always holds "default" once resolved
 };
 
-inline constexpr std::string_view kDefaultPortRange = "30000-32767";
+/// What hostport-agent's flags set on top of the file; an empty or unset field leaves the file's
+/// value (or the default) alone.
+struct CommandLine {
+  std::string configPath;  // --config
+  std::string portRange;   // --port-range: the default pool's ranges
+  std::string stateDir;
+  std::string socketPath;
+  std::string logLevel;
+  std::string logFormat;
+  bool noReservedPorts = false;
+  std::optional<uint32_t> tableRepairSeconds;
+};
+
+/// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors
+/// name the flag or the file and key.
+Result<AgentConfig> resolveConfig(const CommandLine& commandLine);
 
 /// Parses YAML text into `config`, keeping what the text does not set. `source` names the file in
 /// errors. Errors are kInvalidArgument naming the key path and the value:
@@ -43,4 +63,4 @@ void setDefaultPoolRanges(AgentConfig& config, std::vector<PortRange> ranges);
 /// way the allocator will (overlaps, sizes) so errors surface at start with their key.
 Result<void> finalizeConfig(AgentConfig& config);
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::config

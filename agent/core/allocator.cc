@@ -19,15 +19,15 @@
 #include <random>
 #include <unordered_map>
 
-#include "agent/core/id_index.h"
 #include "agent/core/packed_lease.h"
 #include "agent/core/port_picker.h"
 #include "agent/core/sticky_memory.h"
 #include "agent/core/string_table.h"
+#include "common/id_index.h"
 #include "common/identifiers.h"
 #include "common/quote.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 namespace {
 
 constexpr std::size_t kPortSpace = 65536;
@@ -694,4 +694,4 @@ const std::vector<PoolSpec>& Allocator::pools() const { return state_->specs; }
 
 uint64_t Allocator::hostConflicts() const { return state_->hostConflicts; }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

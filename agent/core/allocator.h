@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 enum class Strategy : uint8_t { kLowest, kRandom, kRoundRobin };
 std::string_view strategyName(Strategy strategy);
@@ -99,4 +99,4 @@ class Allocator {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

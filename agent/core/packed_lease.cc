@@ -4,7 +4,7 @@
 
 #include "agent/core/packed_text.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 namespace {
 
 using packed::ByteReader;
@@ -174,4 +174,4 @@ void PackedLease::release(StringTable& strings) {
   bytes_.reset();
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

@@ -30,10 +30,10 @@
 #include <string>
 #include <string_view>
 
-#include "agent/core/lease.h"
 #include "agent/core/string_table.h"
+#include "agent/lease.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 class PackedLease {
  public:
@@ -60,4 +60,4 @@ class PackedLease {
   std::unique_ptr<uint8_t[]> bytes_;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

@@ -3,7 +3,7 @@
 #include <array>
 #include <cassert>
 
-namespace hostport::agent::packed {
+namespace hostport::agent::core::packed {
 namespace {
 
 enum Form : uint8_t { kRaw = 0, kHex = 1, kUuid = 2 };
@@ -169,4 +169,4 @@ void ByteReader::skipText() {
   take((header & 3) == kUuid ? n + kUuidBytes : n);
 }
 
-}  // namespace hostport::agent::packed
+}  // namespace hostport::agent::core::packed

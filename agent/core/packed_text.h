@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-namespace hostport::agent::packed {
+namespace hostport::agent::core::packed {
 
 /// Appends `value`, 7 bits a byte, low bits first.
 void putVarint(std::string& out, uint64_t value);
@@ -68,4 +68,4 @@ class ByteReader {
   const uint8_t* at_;
 };
 
-}  // namespace hostport::agent::packed
+}  // namespace hostport::agent::core::packed

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 bool FreeView::isRunFree(uint32_t first, uint32_t count) const {
   if (count == 0 || first + count - 1 > 65535) return false;
@@ -204,4 +204,4 @@ void RoundRobinPicker::pushBack(uint32_t offset) {
   prev_[sentinel_] = offset;
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

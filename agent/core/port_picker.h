@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 /// One bit per port number.
 class PortBitmap {
@@ -140,4 +140,4 @@ class RoundRobinPicker final : public PortPicker {
   std::vector<uint32_t> prev_;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

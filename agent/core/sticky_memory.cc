@@ -2,7 +2,7 @@
 
 #include "agent/core/packed_text.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 std::string_view StickyMemory::keyOf(const Entry& entry) {
   return packed::ByteReader(reinterpret_cast<const uint8_t*>(entry.packed.data())).bytes();
@@ -86,4 +86,4 @@ std::optional<uint16_t> StickyMemory::previous(const PodIdentity& pod, std::stri
   return std::nullopt;
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/core/id_index.h"
-#include "agent/core/lease.h"
+#include "agent/lease.h"
+#include "common/id_index.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 class StickyMemory {
  public:
@@ -58,4 +58,4 @@ class StickyMemory {
   uint32_t oldest_ = kNone;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

@@ -2,7 +2,7 @@
 
 #include <cassert>
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 uint32_t StringTable::intern(std::string_view text) {
   if (text.empty()) return kEmpty;
@@ -39,4 +39,4 @@ std::string_view StringTable::text(uint32_t id) const {
   return id == kEmpty ? std::string_view() : std::string_view(entries_[id - 1].text);
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

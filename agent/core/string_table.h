@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/core/id_index.h"
+#include "common/id_index.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 class StringTable {
  public:
@@ -36,4 +36,4 @@ class StringTable {
   IdIndex index_;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

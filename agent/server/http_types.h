@@ -7,7 +7,7 @@
 
 #include "agent/api/http_response.h"
 
-namespace hostport::agent {
+namespace hostport::agent::server {
 
 /// One request as the server parsed it: what the Router and the handlers see.
 struct HttpRequest {
@@ -22,4 +22,4 @@ struct HttpRequest {
 /// journal answer from the committer thread.
 using Responder = std::function<void(api::HttpResponse)>;
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::server

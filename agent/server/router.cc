@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace hostport::agent {
+namespace hostport::agent::server {
 namespace {
 
 std::vector<std::string> splitPath(std::string_view path) {
@@ -59,4 +59,4 @@ api::HttpResponse errorResponse(unsigned status, std::string_view code, std::str
           body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::server

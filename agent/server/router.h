@@ -9,7 +9,7 @@
 
 #include "agent/server/http_types.h"
 
-namespace hostport::agent {
+namespace hostport::agent::server {
 
 using PathParams = std::map<std::string, std::string>;
 
@@ -37,4 +37,4 @@ class Router {
 /// {"code": code, "message": message} with the given status.
 api::HttpResponse errorResponse(unsigned status, std::string_view code, std::string_view message);
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::server

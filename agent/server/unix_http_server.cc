@@ -18,7 +18,7 @@
 #include "agent/api/routes.h"
 #include "agent/log/event_log.h"
 
-namespace hostport::agent {
+namespace hostport::agent::server {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -216,4 +216,4 @@ Result<std::unique_ptr<UnixHttpServer>> UnixHttpServer::listen(asio::io_context&
       new UnixHttpServer(std::move(impl), path, std::move(lock)));
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::server

@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "common/unique_fd.h"
 
-namespace hostport::agent {
+namespace hostport::agent::server {
 
 struct ServerLimits {
   std::size_t maxBodyBytes = 1 << 20;
@@ -42,4 +42,4 @@ class UnixHttpServer {
   UniqueFd lock_;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::server

@@ -5,7 +5,7 @@
 #include "agent/api/http_errors.h"
 #include "agent/log/event_log.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 namespace {
 
 using log::Component;
@@ -38,15 +38,15 @@ std::string portsText(const std::vector<PortGrant>& ports) {
 
 /// The request's probe, passed through; it remembers the host socket it was asked to name, which
 /// the allocator does only for a static claim it refuses (allocator.h).
-class RecordingProbe final : public PortProbe {
+class RecordingProbe final : public core::PortProbe {
  public:
   struct HostHolder {
     Protocol protocol;
     uint16_t port;
-    PortHolder holder;
+    core::PortHolder holder;
   };
 
-  RecordingProbe(PortProbe& probe, const AttachmentKey& key) : probe_(probe), key_(key) {}
+  RecordingProbe(core::PortProbe& probe, const AttachmentKey& key) : probe_(probe), key_(key) {}
 
   bool isBound(Protocol protocol, uint16_t port) override {
     const bool bound = probe_.isBound(protocol, port);
@@ -56,22 +56,22 @@ class RecordingProbe final : public PortProbe {
     }
     return bound;
   }
-  PortHolder holderOf(Protocol protocol, uint16_t port) override {
-    PortHolder holder = probe_.holderOf(protocol, port);
+  core::PortHolder holderOf(Protocol protocol, uint16_t port) override {
+    core::PortHolder holder = probe_.holderOf(protocol, port);
     hostHolder_ = HostHolder{protocol, port, holder};
     return holder;
   }
   const std::optional<HostHolder>& hostHolder() const { return hostHolder_; }
 
  private:
-  PortProbe& probe_;
+  core::PortProbe& probe_;
   const AttachmentKey& key_;
   std::optional<HostHolder> hostHolder_;
 };
 
 /// The first static claim of `request` that another lease holds ("tcp/8080", that lease). The
 /// allocator checks the claims in this order, each against the leases before the host.
-std::optional<std::pair<std::string, Lease>> heldClaim(const Allocator& allocator,
+std::optional<std::pair<std::string, Lease>> heldClaim(const core::Allocator& allocator,
                                                        const AllocationRequest& request) {
   for (const auto& claim : request.statics) {
     for (const Protocol protocol : kernelProtocols(claim.protocol)) {
@@ -84,8 +84,8 @@ std::optional<std::pair<std::string, Lease>> heldClaim(const Allocator& allocato
 }
 
 /// alloc.conflict: the claimed port and who holds it, a host process or another lease.
-void logConflict(const Allocator& allocator, const AllocationRequest& request, const Error& error,
-                 const std::optional<RecordingProbe::HostHolder>& host) {
+void logConflict(const core::Allocator& allocator, const AllocationRequest& request,
+                 const Error& error, const std::optional<RecordingProbe::HostHolder>& host) {
   std::vector<log::Field> fields = {keyField(request.key), podField(request.pod)};
   if (host) {
     fields.emplace_back("port", portName(host->protocol, host->port));
@@ -106,7 +106,7 @@ void logConflict(const Allocator& allocator, const AllocationRequest& request, c
 }
 
 /// alloc.exhausted: the pool, its size and how much of it leases hold.
-void logExhausted(const Allocator& allocator, const AllocationRequest& request,
+void logExhausted(const core::Allocator& allocator, const AllocationRequest& request,
                   const Error& error) {
   const std::string pool = request.pool.empty() ? std::string(kDefaultPool) : request.pool;
   std::vector<log::Field> fields = {keyField(request.key), podField(request.pod), {"pool", pool}};
@@ -120,8 +120,8 @@ void logExhausted(const Allocator& allocator, const AllocationRequest& request,
 }
 
 /// Why the allocator refused `request` (with the service's lock held: it reads the allocator).
-void logRefusal(const Allocator& allocator, const AllocationRequest& request, const Error& error,
-                const std::optional<RecordingProbe::HostHolder>& host) {
+void logRefusal(const core::Allocator& allocator, const AllocationRequest& request,
+                const Error& error, const std::optional<RecordingProbe::HostHolder>& host) {
   switch (error.code) {
     case ErrorCode::kConflict:
       logConflict(allocator, request, error, host);
@@ -147,7 +147,7 @@ void logWriteFailed(std::string_view record, const Lease& lease, const Error& er
 
 }  // namespace
 
-AgentService::AgentService(Allocator allocator, store::LeaseStore& store, ProbeFactory probes,
+AgentService::AgentService(core::Allocator allocator, store::LeaseStore& store, ProbeFactory probes,
                            Metrics& metrics, ServiceOptions options)
     : allocator_(std::move(allocator)),
       store_(store),
@@ -343,12 +343,12 @@ std::vector<Lease> AgentService::list(const std::string& namespaceName,
   return out;
 }
 
-std::vector<PoolUsage> AgentService::usage() const {
+std::vector<core::PoolUsage> AgentService::usage() const {
   std::lock_guard lock(mutex_);
   return allocator_.usage();
 }
 
-std::vector<PoolSpec> AgentService::pools() const {
+std::vector<core::PoolSpec> AgentService::pools() const {
   std::lock_guard lock(mutex_);
   return allocator_.pools();
 }
@@ -361,7 +361,7 @@ std::vector<api::PoolUsageRow> AgentService::poolRows() const {
     api::PoolUsageRow row{usage.name, usage.size, usage.used, usage.size - usage.used, {}, {}};
     for (const auto& spec : specs) {
       if (spec.name != usage.name) continue;
-      row.strategy = std::string(strategyName(spec.strategy));
+      row.strategy = std::string(core::strategyName(spec.strategy));
       row.ranges = spec.ranges;
     }
     rows.push_back(std::move(row));
@@ -377,4 +377,4 @@ std::string AgentService::metricsText() const {
                          staticConflicts_.load(), figures);
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

@@ -19,12 +19,12 @@
 #include "agent/service/metrics.h"
 #include "agent/store/lease_store.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 /// The host probe of one request (socket_probe.h): it may narrow what it reads to what the
 /// request can ask about.
 using ProbeFactory =
-    std::function<Result<std::unique_ptr<PortProbe>>(const AllocationRequest& request)>;
+    std::function<Result<std::unique_ptr<core::PortProbe>>(const AllocationRequest& request)>;
 
 struct ServiceOptions {
   uint64_t compactAfterJournalBytes = 8 << 20;
@@ -32,8 +32,8 @@ struct ServiceOptions {
 
 class AgentService {
  public:
-  AgentService(Allocator allocator, store::LeaseStore& store, ProbeFactory probes, Metrics& metrics,
-               ServiceOptions options = {});
+  AgentService(core::Allocator allocator, store::LeaseStore& store, ProbeFactory probes,
+               Metrics& metrics, ServiceOptions options = {});
 
   void allocate(const AllocationRequest& request, std::function<void(Result<Lease>)> done);
   /// Releasing what is not there succeeds with nullopt, after a durable barrier: a release that
@@ -49,8 +49,8 @@ class AgentService {
   std::optional<Lease> get(const AttachmentKey& key) const;
   /// Leases of a namespace and/or pod name; empty filters match everything.
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
-  std::vector<PoolUsage> usage() const;
-  std::vector<PoolSpec> pools() const;
+  std::vector<core::PoolUsage> usage() const;
+  std::vector<core::PoolSpec> pools() const;
   /// Each pool's usage with its strategy and ranges, as of one moment (GET /v1/pools).
   std::vector<api::PoolUsageRow> poolRows() const;
   std::string metricsText() const;
@@ -69,7 +69,7 @@ class AgentService {
   void onStoreFailure(const Error& error);
 
   mutable std::mutex mutex_;
-  Allocator allocator_;
+  core::Allocator allocator_;
   store::LeaseStore& store_;
   ProbeFactory probes_;
   Metrics& metrics_;
@@ -79,4 +79,4 @@ class AgentService {
   std::atomic<uint64_t> staticConflicts_{0};
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

@@ -6,7 +6,7 @@
 #include "common/identifiers.h"
 #include "common/quote.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 namespace {
 
 using api::HttpResponse;
@@ -18,7 +18,8 @@ struct ApiContext {
   const std::atomic<bool>& ready;
 };
 
-using ApiHandler = void (*)(const ApiContext&, const HttpRequest&, const PathParams&, Responder);
+using ApiHandler = void (*)(const ApiContext&, const server::HttpRequest&,
+                            const server::PathParams&, server::Responder);
 
 HttpResponse jsonResponse(const nlohmann::json& body, unsigned status = 200) {
   return {status, "application/json", api::dumpBody(body)};
@@ -34,7 +35,7 @@ HttpResponse errorResponseFor(const Error& error, Metrics& metrics) {
   return jsonResponse(api::errorBody(error), api::httpStatus(error.code));
 }
 
-Result<AttachmentKey> keyFromPath(const PathParams& params) {
+Result<AttachmentKey> keyFromPath(const server::PathParams& params) {
   AttachmentKey key{params.at("containerId"), params.at("ifname")};
   if (!isContainerId(key.containerId)) {
     return fail(ErrorCode::kInvalidArgument,
@@ -47,13 +48,13 @@ Result<AttachmentKey> keyFromPath(const PathParams& params) {
   return key;
 }
 
-std::string queryValue(const HttpRequest& request, const std::string& name) {
+std::string queryValue(const server::HttpRequest& request, const std::string& name) {
   const auto found = request.query.find(name);
   return found == request.query.end() ? std::string() : found->second;
 }
 
 /// Answers with the released leases under "released", or the error.
-auto answerReleased(const ApiContext& context, Responder respond) {
+auto answerReleased(const ApiContext& context, server::Responder respond) {
   return [&metrics = context.metrics,
           respond = std::move(respond)](Result<std::vector<Lease>> released) {
     respond(released ? jsonResponse(api::leaseListBody("released", *released))
@@ -64,8 +65,8 @@ auto answerReleased(const ApiContext& context, Responder respond) {
 // One handler per route (routes.h lists them).
 
 /// POST /v1/attachments: allocate.
-void allocateAttachment(const ApiContext& context, const HttpRequest& request, const PathParams&,
-                        Responder respond) {
+void allocateAttachment(const ApiContext& context, const server::HttpRequest& request,
+                        const server::PathParams&, server::Responder respond) {
   auto body = api::parseBody(request.body);
   auto parsed = body ? api::allocationRequestFromJson(*body)
                      : Result<AllocationRequest>(std::unexpected(body.error()));
@@ -77,16 +78,16 @@ void allocateAttachment(const ApiContext& context, const HttpRequest& request, c
 }
 
 /// GET /v1/attachments?namespace=&pod=: the leases, filtered.
-void listAttachments(const ApiContext& context, const HttpRequest& request, const PathParams&,
-                     Responder respond) {
+void listAttachments(const ApiContext& context, const server::HttpRequest& request,
+                     const server::PathParams&, server::Responder respond) {
   const auto leases =
       context.service.list(queryValue(request, "namespace"), queryValue(request, "pod"));
   respond(jsonResponse(api::leaseListBody("leases", leases)));
 }
 
 /// DELETE /v1/attachments?containerId=X: every interface of one container.
-void releaseContainer(const ApiContext& context, const HttpRequest& request, const PathParams&,
-                      Responder respond) {
+void releaseContainer(const ApiContext& context, const server::HttpRequest& request,
+                      const server::PathParams&, server::Responder respond) {
   const auto containerId = queryValue(request, "containerId");
   if (!isContainerId(containerId)) {
     return respond(
@@ -99,8 +100,8 @@ void releaseContainer(const ApiContext& context, const HttpRequest& request, con
 }
 
 /// GET /v1/attachments/{containerId}/{ifname}: one lease, or 404.
-void getAttachment(const ApiContext& context, const HttpRequest&, const PathParams& params,
-                   Responder respond) {
+void getAttachment(const ApiContext& context, const server::HttpRequest&,
+                   const server::PathParams& params, server::Responder respond) {
   auto key = keyFromPath(params);
   if (!key) return respond(errorResponseFor(key.error(), context.metrics));
   auto lease = context.service.get(*key);
@@ -112,8 +113,8 @@ void getAttachment(const ApiContext& context, const HttpRequest&, const PathPara
 }
 
 /// DELETE /v1/attachments/{containerId}/{ifname}: release one lease (none there is no error).
-void releaseAttachment(const ApiContext& context, const HttpRequest&, const PathParams& params,
-                       Responder respond) {
+void releaseAttachment(const ApiContext& context, const server::HttpRequest&,
+                       const server::PathParams& params, server::Responder respond) {
   auto key = keyFromPath(params);
   if (!key) return respond(errorResponseFor(key.error(), context.metrics));
   context.service.release(*key, [&metrics = context.metrics, respond = std::move(respond)](
@@ -124,8 +125,8 @@ void releaseAttachment(const ApiContext& context, const HttpRequest&, const Path
 }
 
 /// POST /v1/gc {"valid": [key...]}: release every other lease.
-void collectGarbage(const ApiContext& context, const HttpRequest& request, const PathParams&,
-                    Responder respond) {
+void collectGarbage(const ApiContext& context, const server::HttpRequest& request,
+                    const server::PathParams&, server::Responder respond) {
   auto body = api::parseBody(request.body);
   auto valid = body ? api::gcRequestFromJson(*body)
                     : Result<std::vector<AttachmentKey>>(std::unexpected(body.error()));
@@ -135,41 +136,41 @@ void collectGarbage(const ApiContext& context, const HttpRequest& request, const
 }
 
 /// GET /v1/pools.
-void listPools(const ApiContext& context, const HttpRequest&, const PathParams&,
-               Responder respond) {
+void listPools(const ApiContext& context, const server::HttpRequest&, const server::PathParams&,
+               server::Responder respond) {
   respond(jsonResponse(api::poolsBody(context.service.poolRows())));
 }
 
 /// GET /healthz: fails once the lease journal failed (the agent then exits; see lifecycle.h).
-void checkHealth(const ApiContext& context, const HttpRequest&, const PathParams&,
-                 Responder respond) {
+void checkHealth(const ApiContext& context, const server::HttpRequest&, const server::PathParams&,
+                 server::Responder respond) {
   respond(context.service.healthy() ? textResponse("ok\n")
                                     : textResponse("lease journal failed; restart needed\n", 500));
 }
 
 /// GET /readyz: ready once recovery is done and the socket is served, while healthy.
-void checkReadiness(const ApiContext& context, const HttpRequest&, const PathParams&,
-                    Responder respond) {
+void checkReadiness(const ApiContext& context, const server::HttpRequest&,
+                    const server::PathParams&, server::Responder respond) {
   respond(context.ready.load() && context.service.healthy() ? textResponse("ready\n")
                                                             : textResponse("not ready\n", 503));
 }
 
 /// GET /metrics: Prometheus text.
-void exposeMetrics(const ApiContext& context, const HttpRequest&, const PathParams&,
-                   Responder respond) {
+void exposeMetrics(const ApiContext& context, const server::HttpRequest&, const server::PathParams&,
+                   server::Responder respond) {
   respond(textResponse(context.service.metricsText()));
 }
 
 }  // namespace
 
-void registerApiHandlers(Router& router, AgentService& service, Metrics& metrics,
+void registerApiHandlers(server::Router& router, AgentService& service, Metrics& metrics,
                          const std::atomic<bool>& ready) {
   const ApiContext context{service, metrics, ready};
   const auto route = [&router, context](std::string method, std::string_view path,
                                         ApiHandler handler) {
     router.add(std::move(method), path,
-               [context, handler](const HttpRequest& request, const PathParams& params,
-                                  Responder respond) {
+               [context, handler](const server::HttpRequest& request,
+                                  const server::PathParams& params, server::Responder respond) {
                  handler(context, request, params, std::move(respond));
                });
   };
@@ -187,4 +188,4 @@ void registerApiHandlers(Router& router, AgentService& service, Metrics& metrics
   route("GET", api::kMetricsPath, exposeMetrics);
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

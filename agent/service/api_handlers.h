@@ -5,11 +5,11 @@
 #include "agent/server/router.h"
 #include "agent/service/agent_service.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 /// Registers the control socket's endpoints (agent/api/routes.h) on `router`. `ready` turns
 /// /readyz green once recovery is done and the socket is served.
-void registerApiHandlers(Router& router, AgentService& service, Metrics& metrics,
+void registerApiHandlers(server::Router& router, AgentService& service, Metrics& metrics,
                          const std::atomic<bool>& ready);
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

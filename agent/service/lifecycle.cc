@@ -5,7 +5,7 @@
 
 #include "agent/log/event_log.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 Lifecycle::Lifecycle(boost::asio::io_context& io, std::chrono::milliseconds storeFailureGrace)
     : io_(io), grace_(storeFailureGrace), signals_(io), graceTimer_(io) {}
@@ -39,4 +39,4 @@ void Lifecycle::stop(int code, const char* reason) {
   io_.stop();
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

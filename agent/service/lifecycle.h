@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 /// The exit codes of a run that started serving.
 inline constexpr int kExitStopped = 0;
@@ -44,4 +44,4 @@ class Lifecycle {
   std::atomic<bool> storeFailed_{false};
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

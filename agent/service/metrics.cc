@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 void Metrics::observeAllocation(std::chrono::nanoseconds latency) {
   const double seconds = std::chrono::duration<double>(latency).count();
@@ -18,7 +18,7 @@ void Metrics::countError(const std::string& code) {
   ++errors_[code];
 }
 
-std::string Metrics::render(std::size_t leases, const std::vector<PoolUsage>& pools,
+std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsage>& pools,
                             uint64_t hostConflicts, uint64_t staticConflicts,
                             const StoreFigures& store) const {
   std::ostringstream out;
@@ -69,4 +69,4 @@ std::string Metrics::render(std::size_t leases, const std::vector<PoolUsage>& po
   return out.str();
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

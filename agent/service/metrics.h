@@ -12,7 +12,7 @@
 
 #include "agent/core/allocator.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 struct StoreFigures {
   uint64_t records = 0;
@@ -28,7 +28,7 @@ class Metrics {
   void countRelease() { releases_.fetch_add(1, std::memory_order_relaxed); }
 
   /// The whole exposition. `hostConflicts` comes from the allocator, which counts them.
-  std::string render(std::size_t leases, const std::vector<PoolUsage>& pools,
+  std::string render(std::size_t leases, const std::vector<core::PoolUsage>& pools,
                      uint64_t hostConflicts, uint64_t staticConflicts,
                      const StoreFigures& store) const;
 
@@ -43,4 +43,4 @@ class Metrics {
   std::map<std::string, uint64_t> errors_;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

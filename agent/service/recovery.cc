@@ -8,7 +8,7 @@
 
 #include "agent/log/event_log.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 namespace {
 
 // The heap while recovery runs. glibc keeps freed memory for reuse, and the decoded leases
@@ -35,11 +35,12 @@ class RecoveryHeap {
 
 // The allocator of `store`'s leases. The decoded leases live only in this function, so they are
 // freed (inside the caller's RecoveryHeap) before the agent serves.
-Result<Allocator> restoreLeases(store::LeaseStore& store, const std::vector<PoolSpec>& pools,
-                                std::function<uint64_t()> random) {
+Result<core::Allocator> restoreLeases(store::LeaseStore& store,
+                                      const std::vector<core::PoolSpec>& pools,
+                                      std::function<uint64_t()> random) {
   auto leases = store.recover();
   if (!leases) return withContext(leases.error(), "cannot recover leases");
-  auto allocator = Allocator::create(pools, std::move(random));
+  auto allocator = core::Allocator::create(pools, std::move(random));
   if (!allocator) return withContext(allocator.error(), "invalid pools");
   allocator->reserve(leases->size());
   for (const auto& lease : *leases) {
@@ -53,16 +54,16 @@ Result<Allocator> restoreLeases(store::LeaseStore& store, const std::vector<Pool
 }  // namespace
 
 Result<RecoveredState> recoverState(const std::filesystem::path& stateDir,
-                                    const std::vector<PoolSpec>& pools,
+                                    const std::vector<core::PoolSpec>& pools,
                                     std::function<uint64_t()> random, store::StoreOptions options) {
   const auto started = std::chrono::steady_clock::now();
   auto store = store::LeaseStore::open(stateDir, std::move(options));
   if (!store) return withContext(store.error(), "cannot open the state dir");
-  Result<Allocator> allocator = [&] {
+  Result<core::Allocator> allocator = [&] {
     const RecoveryHeap heap;
     return restoreLeases(**store, pools, std::move(random));
   }();
-  HOSTPORT_TRY(Allocator restored, std::move(allocator));
+  HOSTPORT_TRY(core::Allocator restored, std::move(allocator));
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   const store::RecoveryStats found = (*store)->stats().recovery;
@@ -79,4 +80,4 @@ Result<RecoveredState> recoverState(const std::filesystem::path& stateDir,
   return RecoveredState{std::move(*store), std::move(restored)};
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

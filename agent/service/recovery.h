@@ -15,12 +15,12 @@
 #include "agent/core/allocator.h"
 #include "agent/store/lease_store.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 /// The recovered store (its committer running) and the allocator holding its leases.
 struct RecoveredState {
   std::unique_ptr<store::LeaseStore> store;
-  Allocator allocator;
+  core::Allocator allocator;
 };
 
 /// Opens the lease store in `stateDir` with `options`, reads its leases back into a new allocator
@@ -29,8 +29,8 @@ struct RecoveredState {
 /// that does not fit the pools: losing track of it could hand its ports out twice, so the agent
 /// refuses to serve instead.
 Result<RecoveredState> recoverState(const std::filesystem::path& stateDir,
-                                    const std::vector<PoolSpec>& pools,
+                                    const std::vector<core::PoolSpec>& pools,
                                     std::function<uint64_t()> random,
                                     store::StoreOptions options = {});
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

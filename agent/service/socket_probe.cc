@@ -8,7 +8,7 @@
 #include "hostnet/reserved_ports.h"
 #include "hostnet/socket_owner.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 namespace {
 
 void addProtocols(PortProtocol protocol, std::vector<Protocol>& out) {
@@ -32,7 +32,7 @@ ProbeScope scopeOf(const AllocationRequest& request, std::span<const hostnet::Po
   return scope;
 }
 
-std::vector<hostnet::PortSpan> poolSpans(const std::vector<PoolSpec>& pools) {
+std::vector<hostnet::PortSpan> poolSpans(const std::vector<core::PoolSpec>& pools) {
   std::vector<hostnet::PortSpan> spans;
   for (const auto& pool : pools) {
     for (const auto& range : pool.ranges) spans.push_back({range.first, range.last});
@@ -40,7 +40,7 @@ std::vector<hostnet::PortSpan> poolSpans(const std::vector<PoolSpec>& pools) {
   return hostnet::normalizedSpans(std::move(spans));
 }
 
-Result<void> reservePoolPorts(const std::vector<PoolSpec>& pools) {
+Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools) {
   std::vector<hostnet::PortRange> ranges;
   std::string text;
   for (const auto& span : poolSpans(pools)) {
@@ -53,8 +53,8 @@ Result<void> reservePoolPorts(const std::vector<PoolSpec>& pools) {
   return {};
 }
 
-Result<std::unique_ptr<PortProbe>> SocketTableProbe::snapshot(netlink::NetlinkSocketPool& sockets,
-                                                              const ProbeScope& scope) {
+Result<std::unique_ptr<core::PortProbe>> SocketTableProbe::snapshot(
+    netlink::NetlinkSocketPool& sockets, const ProbeScope& scope) {
   std::unique_ptr<SocketTableProbe> probe(new SocketTableProbe(sockets));
   if (scope.protocols.empty()) return probe;  // a request without ports asks nothing
   auto table =
@@ -79,8 +79,8 @@ bool SocketTableProbe::isBound(Protocol protocol, uint16_t port) {
   return table == nullptr || table->isBound(protocol, port);
 }
 
-PortHolder SocketTableProbe::holderOf(Protocol protocol, uint16_t port) {
-  PortHolder holder;
+core::PortHolder SocketTableProbe::holderOf(Protocol protocol, uint16_t port) {
+  core::PortHolder holder;
   const hostnet::SocketTable* table = tableFor(protocol, port);
   if (table == nullptr) return holder;
   if (const auto inode = table->inodeOf(protocol, port)) {
@@ -93,15 +93,15 @@ PortHolder SocketTableProbe::holderOf(Protocol protocol, uint16_t port) {
   return holder;
 }
 
-Result<SocketProbeFactory> SocketProbeFactory::create(const std::vector<PoolSpec>& pools) {
+Result<SocketProbeFactory> SocketProbeFactory::create(const std::vector<core::PoolSpec>& pools) {
   HOSTPORT_TRY(auto sockets, netlink::NetlinkSocketPool::create(NETLINK_SOCK_DIAG));
   return SocketProbeFactory(std::make_shared<netlink::NetlinkSocketPool>(std::move(sockets)),
                             poolSpans(pools));
 }
 
-Result<std::unique_ptr<PortProbe>> SocketProbeFactory::operator()(
+Result<std::unique_ptr<core::PortProbe>> SocketProbeFactory::operator()(
     const AllocationRequest& request) const {
   return SocketTableProbe::snapshot(*sockets_, scopeOf(request, poolPorts_));
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

@@ -22,7 +22,7 @@
 #include "hostnet/socket_table.h"
 #include "netlink/socket_pool.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 /// What one request may ask a probe about.
 struct ProbeScope {
@@ -35,20 +35,20 @@ struct ProbeScope {
 ProbeScope scopeOf(const AllocationRequest& request, std::span<const hostnet::PortSpan> poolPorts);
 
 /// Every range of every pool, as port spans.
-std::vector<hostnet::PortSpan> poolSpans(const std::vector<PoolSpec>& pools);
+std::vector<hostnet::PortSpan> poolSpans(const std::vector<core::PoolSpec>& pools);
 
 /// Adds every pool range to net.ipv4.ip_local_reserved_ports (of the calling thread's netns), so
 /// the kernel never hands a pool port to a host client as its ephemeral port.
-Result<void> reservePoolPorts(const std::vector<PoolSpec>& pools);
+Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools);
 
 /// PortProbe over a snapshot of the host's sockets narrowed to a ProbeScope.
-class SocketTableProbe : public PortProbe {
+class SocketTableProbe : public core::PortProbe {
  public:
   /// Takes the snapshot over a socket of `sockets` (NETLINK_SOCK_DIAG, in the netns to check).
-  static Result<std::unique_ptr<PortProbe>> snapshot(netlink::NetlinkSocketPool& sockets,
-                                                     const ProbeScope& scope);
+  static Result<std::unique_ptr<core::PortProbe>> snapshot(netlink::NetlinkSocketPool& sockets,
+                                                           const ProbeScope& scope);
   bool isBound(Protocol protocol, uint16_t port) override;
-  PortHolder holderOf(Protocol protocol, uint16_t port) override;
+  core::PortHolder holderOf(Protocol protocol, uint16_t port) override;
 
  private:
   explicit SocketTableProbe(netlink::NetlinkSocketPool& sockets) : sockets_(sockets) {}
@@ -66,8 +66,8 @@ class SocketTableProbe : public PortProbe {
 class SocketProbeFactory {
  public:
   /// Opens nothing yet; fails when the calling thread's netns cannot be identified.
-  static Result<SocketProbeFactory> create(const std::vector<PoolSpec>& pools);
-  Result<std::unique_ptr<PortProbe>> operator()(const AllocationRequest& request) const;
+  static Result<SocketProbeFactory> create(const std::vector<core::PoolSpec>& pools);
+  Result<std::unique_ptr<core::PortProbe>> operator()(const AllocationRequest& request) const;
 
  private:
   SocketProbeFactory(std::shared_ptr<netlink::NetlinkSocketPool> sockets,
@@ -77,4 +77,4 @@ class SocketProbeFactory {
   std::vector<hostnet::PortSpan> poolPorts_;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

@@ -3,7 +3,7 @@
 #include "agent/log/event_log.h"
 #include "nft/kernel/nft_ruleset.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 std::unique_ptr<TableRepair> TableRepair::start(boost::asio::io_context& io,
                                                 std::chrono::seconds interval) {
@@ -52,4 +52,4 @@ void TableRepair::schedule() {
   });
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

@@ -11,7 +11,7 @@
 
 #include "nft/kernel/layout_guard.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 
 class TableRepair {
  public:
@@ -31,4 +31,4 @@ class TableRepair {
   std::unique_ptr<nft::kernel::LayoutGuard> guard_;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

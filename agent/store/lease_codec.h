@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 #include "common/error.h"
 
 namespace hostport::agent::store {

@@ -44,7 +44,7 @@
 #include <variant>
 #include <vector>
 
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 #include "agent/store/file_ops.h"
 #include "agent/store/journal_file.h"
 #include "agent/store/lease_codec.h"

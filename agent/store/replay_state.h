@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "agent/core/id_index.h"
-#include "agent/core/lease.h"
+#include "agent/lease.h"
+#include "common/id_index.h"
 
 namespace hostport::agent::store {
 

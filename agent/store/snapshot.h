@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 #include "agent/store/file_ops.h"
 #include "agent/store/journal_file.h"
 #include "common/error.h"

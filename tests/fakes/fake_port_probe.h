@@ -6,7 +6,7 @@
 
 #include "agent/core/allocator.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 
 class FakePortProbe final : public PortProbe {
  public:
@@ -32,4 +32,4 @@ class FakePortProbe final : public PortProbe {
   int calls_ = 0;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

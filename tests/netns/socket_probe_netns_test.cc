@@ -144,9 +144,9 @@ TEST_F(SocketProbeNetnsTest, ProbeAnswersInScopeFromItsSnapshotAndOutOfScopeByLo
 
     agent::AllocationRequest request;
     request.dynamics.push_back({"web", 8080, 1, agent::PortProtocol::kTcp});
-    const auto scope = agent::scopeOf(request, kSpans);
+    const auto scope = agent::service::scopeOf(request, kSpans);
     EXPECT_EQ(scope.protocols, std::vector<Protocol>{Protocol::kTcp});
-    auto probe = agent::SocketTableProbe::snapshot(*pool, scope);
+    auto probe = agent::service::SocketTableProbe::snapshot(*pool, scope);
     ASSERT_OK(probe);
 
     EXPECT_TRUE((*probe)->isBound(Protocol::kTcp, 20005));
@@ -169,7 +169,7 @@ TEST_F(SocketProbeNetnsTest, StaticClaimsOutsideThePoolsAreInScope) {
     for (const auto& fd : fds) ASSERT_TRUE(fd.valid());
     agent::AllocationRequest request;
     request.statics.push_back({8443, 443, agent::PortProtocol::kTcpUdp, std::nullopt});
-    const auto scope = agent::scopeOf(request, kSpans);
+    const auto scope = agent::service::scopeOf(request, kSpans);
     EXPECT_EQ(scope.protocols, (std::vector<Protocol>{Protocol::kTcp, Protocol::kUdp}));
     EXPECT_EQ(scope.ports, (std::vector<PortSpan>{{8443, 8443}, {20000, 20009}, {20500, 20500}}));
     auto socket = netlink::NetlinkSocket::open(NETLINK_SOCK_DIAG);

@@ -1,8 +1,6 @@
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 
 #include <gtest/gtest.h>
-
-#include "agent/core/allocator.h"
 
 namespace hostport::agent {
 namespace {
@@ -110,16 +108,6 @@ TEST(LeaseTest, PrintsGrantsAsHostToContainerPortsWithTheProtocol) {
   EXPECT_EQ(
       (PortGrant{"", PortProtocol::kSctp, 8080, 80, 1, *IpAddress::parse("fd00::1"), true}).str(),
       "[fd00::1]:8080->80/sctp");
-}
-
-TEST(LeaseTest, NamesAndParsesStrategies) {
-  for (const auto strategy : {Strategy::kLowest, Strategy::kRandom, Strategy::kRoundRobin}) {
-    EXPECT_EQ(parseStrategy(strategyName(strategy)), strategy);
-  }
-  EXPECT_EQ(strategyName(Strategy::kRoundRobin), "round-robin");
-  auto bad = parseStrategy("fastest");
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("\"fastest\""), std::string::npos);
 }
 
 }  // namespace

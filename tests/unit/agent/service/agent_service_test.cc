@@ -19,10 +19,10 @@
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/result_assertions.h"
-#include "tests/unit/agent-log/log_capture.h"
-#include "tests/unit/agent-store/store_test_util.h"
+#include "tests/unit/agent/log/log_capture.h"
+#include "tests/unit/agent/store/store_test_util.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 namespace {
 
 using log::testing::LogCapture;
@@ -36,9 +36,9 @@ using Op = FaultyFileOps::Op;
 
 constexpr auto kWait = std::chrono::seconds(30);
 
-std::vector<PoolSpec> pools() {
-  return {{"default", {{30000, 30009}}, {}, Strategy::kLowest},
-          {"media", {{20000, 20099}}, {PortProtocol::kUdp}, Strategy::kLowest}};
+std::vector<core::PoolSpec> pools() {
+  return {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest},
+          {"media", {{20000, 20099}}, {PortProtocol::kUdp}, core::Strategy::kLowest}};
 }
 
 AllocationRequest request(const std::string& containerId, const std::string& ns,
@@ -72,14 +72,14 @@ class Waiter {
 };
 
 /// Probes over `probe`, the test's view of the host's sockets.
-ProbeFactory probesOf(FakePortProbe& probe) {
-  return [&probe](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
-    return std::make_unique<FakePortProbe>(probe);
+ProbeFactory probesOf(core::FakePortProbe& probe) {
+  return [&probe](const AllocationRequest&) -> Result<std::unique_ptr<core::PortProbe>> {
+    return std::make_unique<core::FakePortProbe>(probe);
   };
 }
 
 /// Probes whose snapshot always fails, as sock_diag does without the needed capability.
-Result<std::unique_ptr<PortProbe>> refusedSnapshot(const AllocationRequest&) {
+Result<std::unique_ptr<core::PortProbe>> refusedSnapshot(const AllocationRequest&) {
   return fail(ErrorCode::kKernel, "sock_diag: permission denied");
 }
 
@@ -87,8 +87,8 @@ Result<std::unique_ptr<PortProbe>> refusedSnapshot(const AllocationRequest&) {
 /// Destroyed in reverse order, after the test has waited for every callback.
 class Agent {
  public:
-  Agent(const TempDir& dir, FakePortProbe& probe, std::shared_ptr<store::FileOps> fileOps = {},
-        ServiceOptions options = {})
+  Agent(const TempDir& dir, core::FakePortProbe& probe,
+        std::shared_ptr<store::FileOps> fileOps = {}, ServiceOptions options = {})
       : Agent(dir, probesOf(probe), std::move(fileOps), options) {}
   Agent(const TempDir& dir, ProbeFactory probes, std::shared_ptr<store::FileOps> fileOps = {},
         ServiceOptions options = {}) {
@@ -106,7 +106,7 @@ class Agent {
       std::abort();
     }
     recovered_ = *leases;
-    auto allocator = Allocator::create(pools(), [] { return uint64_t{42}; });
+    auto allocator = core::Allocator::create(pools(), [] { return uint64_t{42}; });
     if (!allocator) {
       ADD_FAILURE() << "allocator: " << allocator.error().message;
       std::abort();
@@ -167,7 +167,7 @@ class Agent {
 
 /// The leases that a fresh agent recovers from `dir`.
 std::vector<Lease> recoverFrom(const TempDir& dir) {
-  FakePortProbe probe;
+  core::FakePortProbe probe;
   Agent agent(dir, probe);
   return agent.recovered();
 }
@@ -181,7 +181,7 @@ std::set<std::string> keysOf(const std::vector<Lease>& leases) {
 class AgentServiceTest : public ::testing::Test {
  protected:
   TempDir dir_;
-  FakePortProbe probe_;
+  core::FakePortProbe probe_;
 };
 
 TEST_F(AgentServiceTest, AllocationIsDurable) {
@@ -637,4 +637,4 @@ TEST_F(AgentServiceLogTest, LogsBusyHostPortsAtDebug) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

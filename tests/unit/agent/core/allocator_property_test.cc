@@ -13,7 +13,7 @@
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/support/result_assertions.h"
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 namespace {
 
 constexpr PortProtocol kProtocols[] = {PortProtocol::kTcp, PortProtocol::kUdp, PortProtocol::kSctp,
@@ -230,4 +230,4 @@ INSTANTIATE_TEST_SUITE_P(Strategies, AllocatorPropertyTest,
                          });
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

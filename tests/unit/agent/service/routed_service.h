@@ -21,14 +21,15 @@
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/support/result_assertions.h"
 
-namespace hostport::agent::testing {
+namespace hostport::agent::service::testing {
 
 /// A request as the server hands it to the router: the target split into decoded path segments
 /// and query parameters.
-inline HttpRequest httpRequest(std::string method, std::string target, std::string body = {}) {
+inline server::HttpRequest httpRequest(std::string method, std::string target,
+                                       std::string body = {}) {
   auto parsed = api::parseTarget(target);
   EXPECT_TRUE(parsed) << target;
-  HttpRequest request;
+  server::HttpRequest request;
   request.method = std::move(method);
   request.path = target.substr(0, target.find('?'));
   if (parsed) {
@@ -53,15 +54,15 @@ class RoutedService {
  public:
   /// Recovers the store in `stateDir` with `options` and registers the routes. Call once, with
   /// ASSERT_OK.
-  Result<void> start(const std::string& stateDir, const std::vector<PoolSpec>& pools,
+  Result<void> start(const std::string& stateDir, const std::vector<core::PoolSpec>& pools,
                      store::StoreOptions options = {}) {
     HOSTPORT_TRY(auto state, recoverState(
                                  stateDir, pools, [] { return uint64_t{3}; }, std::move(options)));
     store_ = std::move(state.store);
     service_.emplace(
         std::move(state.allocator), *store_,
-        [this](const AllocationRequest&) -> Result<std::unique_ptr<PortProbe>> {
-          return std::make_unique<FakePortProbe>(probe);
+        [this](const AllocationRequest&) -> Result<std::unique_ptr<core::PortProbe>> {
+          return std::make_unique<core::FakePortProbe>(probe);
         },
         metrics);
     registerApiHandlers(router, *service_, metrics, ready);
@@ -76,7 +77,7 @@ class RoutedService {
   AgentService& service() { return *service_; }
 
   /// Dispatches and waits for the answer, from whichever thread it comes.
-  api::HttpResponse call(const HttpRequest& request) {
+  api::HttpResponse call(const server::HttpRequest& request) {
     std::promise<api::HttpResponse> answer;
     router.dispatch(
         request, [&answer](api::HttpResponse response) { answer.set_value(std::move(response)); });
@@ -88,9 +89,9 @@ class RoutedService {
     return future.get();
   }
 
-  FakePortProbe probe;
+  core::FakePortProbe probe;
   Metrics metrics;
-  Router router;
+  server::Router router;
   std::atomic<bool> ready{true};
 
  private:
@@ -98,4 +99,4 @@ class RoutedService {
   std::optional<AgentService> service_;
 };
 
-}  // namespace hostport::agent::testing
+}  // namespace hostport::agent::service::testing

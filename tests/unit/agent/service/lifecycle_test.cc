@@ -16,11 +16,11 @@
 
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/result_assertions.h"
-#include "tests/unit/agent-log/log_capture.h"
-#include "tests/unit/agent-service/routed_service.h"
-#include "tests/unit/agent-store/store_test_util.h"
+#include "tests/unit/agent/log/log_capture.h"
+#include "tests/unit/agent/service/routed_service.h"
+#include "tests/unit/agent/store/store_test_util.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 namespace {
 
 using log::testing::LogCapture;
@@ -44,18 +44,21 @@ class LifecycleTest : public ::testing::Test {
     store::StoreOptions options;
     options.fileOps = faulty_;
     options.onFailure = [this](const Error& cause) { lifecycle_.storeFailed(cause); };
-    ASSERT_OK(agent_.start(dir_.path(), {{"default", {{30000, 30009}}, {}, Strategy::kLowest}},
+    ASSERT_OK(agent_.start(dir_.path(),
+                           {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest}},
                            std::move(options)));
   }
 
   /// Dispatches like the server: the answer is delivered on the io_context's thread.
-  void dispatchOnIo(const HttpRequest& request, std::optional<api::HttpResponse>& answer) {
+  void dispatchOnIo(const server::HttpRequest& request, std::optional<api::HttpResponse>& answer) {
     agent_.router.dispatch(request, [this, &answer](api::HttpResponse response) {
       boost::asio::post(io_, [&answer, response = std::move(response)] { answer = response; });
     });
   }
 
-  api::HttpResponse dispatchAndWait(const HttpRequest& request) { return agent_.call(request); }
+  api::HttpResponse dispatchAndWait(const server::HttpRequest& request) {
+    return agent_.call(request);
+  }
 
   LogCapture log_;
   store::testing::TempDir dir_;
@@ -126,4 +129,4 @@ TEST_F(LifecycleTest, ASignalStopsTheAgentAtOnceWithExitZero) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace hostport::agent {
+namespace hostport::agent::server {
 namespace {
 
 using api::HttpResponse;
@@ -213,4 +213,4 @@ TEST(ErrorResponseTest, BuildsOurErrorDocument) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::server

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 namespace {
 
 IpAddress ip(const char* text) { return IpAddress::parse(text).value(); }
@@ -167,4 +167,4 @@ TEST_F(PackedLeaseTest, GivesEqualKeyBytesExactlyForEqualKeys) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

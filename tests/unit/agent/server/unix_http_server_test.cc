@@ -18,9 +18,9 @@
 
 #include "agent/api/agent_client.h"
 #include "common/unique_fd.h"
-#include "tests/unit/agent-log/log_capture.h"
+#include "tests/unit/agent/log/log_capture.h"
 
-namespace hostport::agent {
+namespace hostport::agent::server {
 namespace {
 
 using namespace std::chrono_literals;
@@ -187,4 +187,4 @@ TEST_F(UnixHttpServerTest, LogsWhereItListensAndEachAnswerAtDebug) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::server

@@ -6,10 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/unit/agent-service/routed_service.h"
-#include "tests/unit/agent-store/store_test_util.h"
+#include "tests/unit/agent/service/routed_service.h"
+#include "tests/unit/agent/store/store_test_util.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 namespace {
 
 using ::testing::HasSubstr;
@@ -20,12 +20,12 @@ using testing::httpRequest;
 class ApiHandlersTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK(agent_.start(dir_.path(),
-                           {{"default", {{30000, 30009}}, {}, Strategy::kLowest},
-                            {"media", {{20000, 20099}}, {PortProtocol::kUdp}, Strategy::kRandom}}));
+    ASSERT_OK(agent_.start(
+        dir_.path(), {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest},
+                      {"media", {{20000, 20099}}, {PortProtocol::kUdp}, core::Strategy::kRandom}}));
   }
 
-  api::HttpResponse call(const HttpRequest& request) { return agent_.call(request); }
+  api::HttpResponse call(const server::HttpRequest& request) { return agent_.call(request); }
 
   nlohmann::json jsonOf(const api::HttpResponse& response) {
     EXPECT_EQ(response.contentType, "application/json");
@@ -128,4 +128,4 @@ TEST_F(ApiHandlersTest, HealthAndReadinessAreText) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

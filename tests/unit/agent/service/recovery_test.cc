@@ -10,10 +10,10 @@
 #include <future>
 
 #include "tests/support/result_assertions.h"
-#include "tests/unit/agent-log/log_capture.h"
-#include "tests/unit/agent-store/store_test_util.h"
+#include "tests/unit/agent/log/log_capture.h"
+#include "tests/unit/agent/store/store_test_util.h"
 
-namespace hostport::agent {
+namespace hostport::agent::service {
 namespace {
 
 using log::testing::LogCapture;
@@ -22,7 +22,9 @@ using store::testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::vector<PoolSpec> pools() { return {{"default", {{30000, 30009}}, {}, Strategy::kLowest}}; }
+std::vector<core::PoolSpec> pools() {
+  return {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest}};
+}
 
 Lease lease(const std::string& containerId, uint16_t hostPort, std::string pool = "default") {
   return Lease{{containerId, "eth0"},
@@ -117,8 +119,8 @@ TEST_F(RecoveryTest, RefusesAStateDirAnotherAgentHolds) {
 
 TEST_F(RecoveryTest, RefusesInvalidPools) {
   auto state = recoverState(dir_.path(),
-                            {{"default", {{30000, 30009}}, {}, Strategy::kLowest},
-                             {"other", {{30005, 30006}}, {}, Strategy::kLowest}},
+                            {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest},
+                             {"other", {{30005, 30006}}, {}, core::Strategy::kLowest}},
                             [] { return uint64_t{7}; });
   ASSERT_FALSE(state);
   EXPECT_EQ(state.error().code, ErrorCode::kInvalidArgument);
@@ -126,4 +128,4 @@ TEST_F(RecoveryTest, RefusesInvalidPools) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::service

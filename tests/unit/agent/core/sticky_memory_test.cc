@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 namespace {
 
 PortGrant dynamic(std::string name, uint16_t hostPort, uint16_t count = 1,
@@ -101,4 +101,4 @@ TEST(StickyMemoryTest, TellsPodsApartByNamespaceAndNameWithAnyText) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

@@ -1,4 +1,4 @@
-#include "agent/core/id_index.h"
+#include "common/id_index.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-namespace hostport::agent {
+namespace hostport {
 namespace {
 
 // Keys are ids' own numbers here; `hashOf` decides how badly they collide.
@@ -89,4 +89,4 @@ TEST_F(IdIndexTest, TellsApartIdsWithTheSameHashByTheirKeys) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport

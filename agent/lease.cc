@@ -1,4 +1,4 @@
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 
 #include <algorithm>
 #include <charconv>

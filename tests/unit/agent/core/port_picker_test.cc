@@ -5,7 +5,7 @@
 #include <random>
 #include <set>
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 namespace {
 
 // Drains a stream: every candidate it would propose, in order.
@@ -171,4 +171,4 @@ TEST_F(PortPickerTest, RoundRobinProposesOnlyFreeRunsInsideOneRange) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

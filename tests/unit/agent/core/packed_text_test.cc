@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace hostport::agent::packed {
+namespace hostport::agent::core::packed {
 namespace {
 
 const uint8_t* bytesOf(const std::string& packed) {
@@ -154,4 +154,4 @@ TEST(PackedTextTest, SpotsATrailingUuid) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::packed
+}  // namespace hostport::agent::core::packed

@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace hostport::agent {
+namespace hostport::agent::core {
 namespace {
 
 TEST(StringTableTest, GivesTheSameIdToTheSameTextAndCountsReferences) {
@@ -65,4 +65,4 @@ TEST(StringTableTest, KeepsManyEntriesApartIncludingLongAndBinaryText) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::core

@@ -9,7 +9,7 @@
 #include <iterator>
 #include <string>
 
-#include "agent/core/lease.h"
+#include "agent/lease.h"
 
 namespace hostport::agent::store::testing {
 

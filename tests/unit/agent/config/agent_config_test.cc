@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
-namespace hostport::agent {
+#include "tests/support/netns.h"
+
+namespace hostport::agent::config {
 namespace {
 
 using ::testing::AllOf;
@@ -51,7 +54,7 @@ std::string finalError(std::string_view yaml) {
   return config.error().message;
 }
 
-const PoolSpec* findPool(const AgentConfig& config, std::string_view name) {
+const core::PoolSpec* findPool(const AgentConfig& config, std::string_view name) {
   for (const auto& pool : config.pools) {
     if (pool.name == name) return &pool;
   }
@@ -77,7 +80,7 @@ TEST(AgentConfigTest, FinalizeAddsTheDefaultPool) {
   EXPECT_EQ(config.pools[0].name, "default");
   EXPECT_EQ(config.pools[0].ranges, std::vector<PortRange>{range(30000, 32767)});
   EXPECT_TRUE(config.pools[0].protocols.empty());
-  EXPECT_EQ(config.pools[0].strategy, Strategy::kLowest);
+  EXPECT_EQ(config.pools[0].strategy, core::Strategy::kLowest);
 }
 
 TEST(AgentConfigTest, EveryKeyIsRead) {
@@ -116,34 +119,34 @@ pools:
   EXPECT_EQ(config->pools[2].name, "media");
   EXPECT_EQ(config->pools[3].name, "grpc");
 
-  const PoolSpec& games = config->pools[1];
+  const core::PoolSpec& games = config->pools[1];
   EXPECT_EQ(games.ranges, (std::vector<PortRange>{range(7000, 7099), range(7200, 7200)}));
   EXPECT_EQ(games.protocols,
             (std::vector<PortProtocol>{PortProtocol::kUdp, PortProtocol::kTcpUdp}));
-  EXPECT_EQ(games.strategy, Strategy::kRoundRobin);
-  const PoolSpec& media = config->pools[2];
+  EXPECT_EQ(games.strategy, core::Strategy::kRoundRobin);
+  const core::PoolSpec& media = config->pools[2];
   EXPECT_EQ(media.ranges, std::vector<PortRange>{range(20000, 20999)});
   EXPECT_EQ(media.protocols, std::vector<PortProtocol>{PortProtocol::kUdp});
-  EXPECT_EQ(media.strategy, Strategy::kRandom);
-  const PoolSpec& grpc = config->pools[3];
+  EXPECT_EQ(media.strategy, core::Strategy::kRandom);
+  const core::PoolSpec& grpc = config->pools[3];
   EXPECT_EQ(grpc.protocols, (std::vector<PortProtocol>{PortProtocol::kTcp, PortProtocol::kSctp}));
-  EXPECT_EQ(grpc.strategy, Strategy::kLowest);
+  EXPECT_EQ(grpc.strategy, core::Strategy::kLowest);
 }
 
 TEST(AgentConfigTest, TextKeepsWhatItDoesNotSet) {
   AgentConfig config;
   config.stateDir = "/from/flags";
-  config.pools.push_back({"default", {range(1000, 1009)}, {}, Strategy::kRandom});
+  config.pools.push_back({"default", {range(1000, 1009)}, {}, core::Strategy::kRandom});
   ASSERT_TRUE(applyYamlConfig("logLevel: warn\n", "x.yaml", config).has_value());
   EXPECT_EQ(config.stateDir, "/from/flags");
   EXPECT_EQ(config.logLevel, "warn");
   ASSERT_EQ(config.pools.size(), 1u);
-  EXPECT_EQ(config.pools[0].strategy, Strategy::kRandom);
+  EXPECT_EQ(config.pools[0].strategy, core::Strategy::kRandom);
 }
 
 TEST(AgentConfigTest, PoolsReplaceEarlierPools) {
   AgentConfig config;
-  config.pools.push_back({"old", {range(1000, 1009)}, {}, Strategy::kLowest});
+  config.pools.push_back({"old", {range(1000, 1009)}, {}, core::Strategy::kLowest});
   ASSERT_TRUE(applyYamlConfig("pools:\n  fresh:\n    ranges: ['2000']\n", "x", config));
   ASSERT_EQ(config.pools.size(), 1u);
   EXPECT_EQ(config.pools[0].name, "fresh");
@@ -163,7 +166,7 @@ TEST(AgentConfigTest, PoolDefaultsAreAllProtocolsAndLowest) {
   ASSERT_TRUE(config.has_value()) << config.error().message;
   ASSERT_EQ(config->pools.size(), 1u);
   EXPECT_TRUE(config->pools[0].protocols.empty());
-  EXPECT_EQ(config->pools[0].strategy, Strategy::kLowest);
+  EXPECT_EQ(config->pools[0].strategy, core::Strategy::kLowest);
 }
 
 TEST(AgentConfigTest, EmptyPoolsMappingFallsBackToTheDefaultPool) {
@@ -215,7 +218,7 @@ TEST(AgentConfigTest, FlowStyleWorks) {
       loadFinal("{stateDir: /s, pools: {default: {ranges: [30000-30009], strategy: random}}}");
   ASSERT_TRUE(config.has_value()) << config.error().message;
   EXPECT_EQ(config->stateDir, "/s");
-  EXPECT_EQ(config->pools.at(0).strategy, Strategy::kRandom);
+  EXPECT_EQ(config->pools.at(0).strategy, core::Strategy::kRandom);
 }
 
 // --- errors name the key path and the value ---------------------------------------------
@@ -514,9 +517,72 @@ TEST(SetDefaultPoolRangesTest, CreatesOrReplacesTheDefaultPool) {
   ASSERT_EQ(loaded->pools.size(), 2u);
   EXPECT_EQ(loaded->pools[1].name, "default");
   EXPECT_EQ(loaded->pools[1].ranges, std::vector<PortRange>{range(30000, 30009)});
-  EXPECT_EQ(loaded->pools[1].strategy, Strategy::kRandom);
+  EXPECT_EQ(loaded->pools[1].strategy, core::Strategy::kRandom);
   EXPECT_EQ(loaded->pools[1].protocols, std::vector<PortProtocol>{PortProtocol::kTcp});
   EXPECT_TRUE(finalizeConfig(*loaded));
+}
+
+/// A config file in a fresh temp dir, removed at the end of the test.
+class ConfigFile {
+ public:
+  explicit ConfigFile(const std::string& yaml) : dir_(test::TempDir::create().value()) {
+    std::ofstream(path()) << yaml;
+  }
+  std::string path() const { return dir_.path() + "/agent.yaml"; }
+
+ private:
+  test::TempDir dir_;
+};
+
+TEST(ResolveConfigTest, WithoutAFileGivesTheDefaults) {
+  const auto config = resolveConfig({});
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->stateDir, kDefaultStateDir);
+  EXPECT_EQ(config->socketPath, api::kDefaultAgentSocket);
+  EXPECT_EQ(config->tableRepairSeconds, kDefaultTableRepairSeconds);
+  ASSERT_EQ(config->pools.size(), 1u);
+  EXPECT_EQ(config->pools[0].ranges, std::vector<PortRange>{range(30000, 32767)});
+}
+
+TEST(ResolveConfigTest, FlagsGoOnTopOfTheFile) {
+  const ConfigFile file(
+      "stateDir: /var/lib/from-file\nlogLevel: debug\ntableRepairSeconds: 5\n"
+      "pools:\n  default:\n    ranges: ['40000-40099']\n    strategy: random\n");
+  CommandLine flags;
+  flags.configPath = file.path();
+  flags.stateDir = "/var/lib/from-flag";
+  flags.portRange = "30000-30009";
+  flags.noReservedPorts = true;
+  flags.tableRepairSeconds = 0;
+  const auto config = resolveConfig(flags);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->stateDir, "/var/lib/from-flag");
+  EXPECT_EQ(config->logLevel, "debug") << "a flag left empty keeps the file's value";
+  EXPECT_FALSE(config->reserveLocalPorts);
+  EXPECT_EQ(config->tableRepairSeconds, 0u);
+  ASSERT_EQ(config->pools.size(), 1u);
+  EXPECT_EQ(config->pools[0].ranges, std::vector<PortRange>{range(30000, 30009)});
+  EXPECT_EQ(config->pools[0].strategy, core::Strategy::kRandom);
+}
+
+TEST(ResolveConfigTest, ErrorsNameTheFlagOrTheFile) {
+  CommandLine missing;
+  missing.configPath = "/nonexistent/hostport/agent.yaml";
+  EXPECT_EQ(resolveConfig(missing).error().message,
+            "--config: cannot read /nonexistent/hostport/agent.yaml");
+
+  CommandLine badRange;
+  badRange.portRange = "30000-20000";
+  EXPECT_THAT(resolveConfig(badRange).error().message, ::testing::StartsWith("--port-range: "));
+
+  const ConfigFile file("logLevel: loud\n");
+  CommandLine badFile;
+  badFile.configPath = file.path();
+  EXPECT_THAT(resolveConfig(badFile).error().message, HasSubstr("logLevel: \"loud\""));
+
+  CommandLine badFlag;
+  badFlag.socketPath = "relative.sock";
+  EXPECT_THAT(resolveConfig(badFlag).error().message, ::testing::StartsWith("socket: "));
 }
 
 // --- hostile YAML -------------------------------------------------------------------------
@@ -674,4 +740,4 @@ TEST(AgentConfigHostileTest, HugeKeysAreCutInMessages) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport::agent::config

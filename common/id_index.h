@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hostport::agent {
+namespace hostport {
 
 /// The hash that IdIndex users key their bytes by (packed lease keys, interned text, pod keys).
 inline uint64_t hashOfBytes(std::string_view bytes) { return std::hash<std::string_view>{}(bytes); }
@@ -100,4 +100,4 @@ class IdIndex {
   std::size_t size_ = 0;
 };
 
-}  // namespace hostport::agent
+}  // namespace hostport
