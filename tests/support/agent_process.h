@@ -21,6 +21,7 @@
 #include "agent/api/agent_client.h"
 #include "common/error.h"
 #include "tests/support/netns.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::test {
 

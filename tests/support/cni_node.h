@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "tests/support/netns.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::test {
 

@@ -18,11 +18,10 @@
 
 #include "common/unique_fd.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::test {
 namespace {
-
-constexpr std::string_view kPrefix = "hpt-";
 
 // Removes /run/netns/hpt-<pid>-* of processes that no longer exist (a test killed by a timeout
 // cannot run its destructors). Namespaces of live processes, ours or not, are left alone.
@@ -30,33 +29,7 @@ void reapStaleNamespaces() {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator("/run/netns", error)) {
     const std::string name = entry.path().filename();
-    if (!name.starts_with(kPrefix)) continue;
-    const std::string rest = name.substr(kPrefix.size());
-    const auto dash = rest.find('-');
-    if (dash == std::string::npos || dash == 0) continue;
-    const std::string pidText = rest.substr(0, dash);
-    if (pidText.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(pidText));
-    // Our own pid: left by an earlier process that had it, since we have made none yet.
-    if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
-    (void)runOk({"ip", "netns", "delete", name});
-  }
-}
-
-// Removes <tmp>/hpt-<pid>-* directories of processes that no longer exist.
-void reapStaleTempDirs(const std::string& base) {
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(base, error)) {
-    const std::string name = entry.path().filename();
-    if (!name.starts_with(kPrefix) || !entry.is_directory(error)) continue;
-    const std::string rest = name.substr(kPrefix.size());
-    const auto dash = rest.find('-');
-    if (dash == std::string::npos || dash == 0) continue;
-    const std::string pidText = rest.substr(0, dash);
-    if (pidText.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(pidText));
-    if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
-    std::filesystem::remove_all(entry.path(), error);
+    if (isLeftByAGoneProcess(name)) (void)runOk({"ip", "netns", "delete", name});
   }
 }
 
@@ -163,24 +136,6 @@ Result<std::string> Netns::ip(const std::vector<std::string>& args) const {
 
 Result<std::string> Netns::exec(const std::vector<std::string>& argv) const {
   return runOk(argv, path());
-}
-
-Result<TempDir> TempDir::create() {
-  const char* base = std::getenv("TMPDIR");
-  const std::string dir = base && *base ? base : "/tmp";
-  static std::once_flag reaped;
-  std::call_once(reaped, [&] { reapStaleTempDirs(dir); });
-  std::string pattern = dir + "/hpt-" + std::to_string(::getpid()) + "-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return fail(ErrorCode::kIo, "mkdtemp " + pattern + ": " + std::strerror(errno));
-  }
-  return TempDir(pattern);
-}
-
-TempDir::~TempDir() {
-  if (path_.empty()) return;
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
 }
 
 }  // namespace hostport::test

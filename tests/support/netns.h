@@ -78,22 +78,6 @@ class Netns {
   std::string name_;
 };
 
-/// A temporary directory ($TMPDIR or /tmp, "hpt-<pid>-XXXXXX"), removed recursively on
-/// destruction. Directories left by a process that is gone are removed on first use.
-class TempDir {
- public:
-  static Result<TempDir> create();
-  TempDir(TempDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
-  TempDir& operator=(TempDir&&) = delete;
-  TempDir(const TempDir&) = delete;
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  explicit TempDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
-
 }  // namespace hostport::test
 
 /// Skips the running test unless it can create network namespaces; call it first in a TEST body or

@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tests/support/netns.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::agent::config {
 namespace {
@@ -525,9 +525,7 @@ TEST(SetDefaultPoolRangesTest, CreatesOrReplacesTheDefaultPool) {
 /// A config file in a fresh temp dir, removed at the end of the test.
 class ConfigFile {
  public:
-  explicit ConfigFile(const std::string& yaml) : dir_(test::TempDir::create().value()) {
-    std::ofstream(path()) << yaml;
-  }
+  explicit ConfigFile(const std::string& yaml) { std::ofstream(path()) << yaml; }
   std::string path() const { return dir_.path() + "/agent.yaml"; }
 
  private:

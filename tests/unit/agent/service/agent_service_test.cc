@@ -19,6 +19,7 @@
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/agent/log/log_capture.h"
 #include "tests/unit/agent/store/store_test_util.h"
 
@@ -29,7 +30,7 @@ using log::testing::LogCapture;
 using store::FaultyFileOps;
 using store::LeaseStore;
 using store::StoreOptions;
-using store::testing::TempDir;
+using test::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Op = FaultyFileOps::Op;

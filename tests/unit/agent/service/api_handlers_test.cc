@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/temp_dir.h"
 #include "tests/unit/agent/service/routed_service.h"
 #include "tests/unit/agent/store/store_test_util.h"
 
@@ -32,7 +33,7 @@ class ApiHandlersTest : public ::testing::Test {
     return nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   }
 
-  store::testing::TempDir dir_;
+  test::TempDir dir_;
   testing::RoutedService agent_;
 };
 

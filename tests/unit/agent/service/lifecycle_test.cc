@@ -16,6 +16,7 @@
 
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/agent/log/log_capture.h"
 #include "tests/unit/agent/service/routed_service.h"
 #include "tests/unit/agent/store/store_test_util.h"
@@ -61,7 +62,7 @@ class LifecycleTest : public ::testing::Test {
   }
 
   LogCapture log_;
-  store::testing::TempDir dir_;
+  test::TempDir dir_;
   std::shared_ptr<FaultyFileOps> faulty_ = std::make_shared<FaultyFileOps>();
   boost::asio::io_context io_;
   Lifecycle lifecycle_{io_, kGrace};

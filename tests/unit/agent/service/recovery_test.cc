@@ -10,6 +10,7 @@
 #include <future>
 
 #include "tests/support/result_assertions.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/agent/log/log_capture.h"
 #include "tests/unit/agent/store/store_test_util.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 using log::testing::LogCapture;
 using store::LeaseStore;
-using store::testing::TempDir;
+using test::TempDir;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -74,7 +75,7 @@ TEST_F(RecoveryTest, LogsWhatItFound) {
   EXPECT_THAT(lines[0], StartsWith("store.recovered leases=2 ms="));
   EXPECT_THAT(lines[0], HasSubstr(" generation=0 snapshot_leases=0 records=2 torn_tail=false "
                                   "torn_bytes=0 stale_files=0 dir=" +
-                                  dir_.path().string()));
+                                  dir_.path()));
 }
 
 TEST_F(RecoveryTest, LogsATornTail) {

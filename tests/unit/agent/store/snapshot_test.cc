@@ -9,13 +9,14 @@
 #include "store_test_util.h"
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::agent::store {
 namespace {
 
+using test::TempDir;
 using testing::readFile;
 using testing::sampleLease;
-using testing::TempDir;
 using testing::writeFile;
 
 std::vector<Lease> sampleLeases(int count) {

@@ -10,12 +10,13 @@
 #include "agent/store/lease_codec.h"
 #include "agent/store/snapshot.h"
 #include "store_test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::agent::store {
 namespace {
 
+using test::TempDir;
 using testing::sampleLease;
-using testing::TempDir;
 using testing::writeFile;
 using Paths = std::vector<std::filesystem::path>;
 

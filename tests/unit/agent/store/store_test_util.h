@@ -1,8 +1,7 @@
 #pragma once
-// Helpers shared by the store tests: a private temp directory, sample leases, raw file access.
+// Helpers shared by the store tests: sample leases and raw file access.
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,29 +11,6 @@
 #include "agent/lease.h"
 
 namespace hostport::agent::store::testing {
-
-/// A fresh directory from mkdtemp under $TMPDIR (or /tmp), removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                          "/hostport-store-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline IpAddress ip(const std::string& text) { return IpAddress::parse(text).value(); }
 
