@@ -26,10 +26,6 @@ constexpr const char* kSearchPath = "/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr std::size_t kLogTailBytes = 8000;
 constexpr std::chrono::milliseconds kPollInterval{10};
 
-std::string errnoText(const std::string& what, int error) {
-  return what + ": " + std::strerror(error);
-}
-
 std::string describeStatus(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
@@ -144,12 +140,12 @@ Result<void> AgentProcess::launch() {
   UniqueFd netns;
   if (!netnsPath_.empty()) {
     netns = UniqueFd(::open(netnsPath_.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns.valid()) return fail(ErrorCode::kIo, errnoText("open " + netnsPath_, errno));
+    if (!netns.valid()) return failSystem(ErrorCode::kIo, "open " + netnsPath_, errno);
   }
   UniqueFd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!devNull.valid()) return fail(ErrorCode::kIo, errnoText("open /dev/null", errno));
+  if (!devNull.valid()) return failSystem(ErrorCode::kIo, "open /dev/null", errno);
   UniqueFd log(::open(logPath_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  if (!log.valid()) return fail(ErrorCode::kIo, errnoText("open " + logPath_, errno));
+  if (!log.valid()) return failSystem(ErrorCode::kIo, "open " + logPath_, errno);
   {
     const off_t end = ::lseek(log.get(), 0, SEEK_END);
     runLogOffset_ = end > 0 ? static_cast<std::size_t>(end) : 0;
@@ -157,13 +153,13 @@ Result<void> AgentProcess::launch() {
     (void)!::write(log.get(), banner.data(), banner.size());
   }
   int reportFds[2];
-  if (::pipe2(reportFds, O_CLOEXEC) != 0) return fail(ErrorCode::kIo, errnoText("pipe2", errno));
+  if (::pipe2(reportFds, O_CLOEXEC) != 0) return failSystem(ErrorCode::kIo, "pipe2", errno);
   UniqueFd reportRead(reportFds[0]);
   UniqueFd reportWrite(reportFds[1]);
 
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) return fail(ErrorCode::kIo, errnoText("fork", errno));
+  if (pid < 0) return failSystem(ErrorCode::kIo, "fork", errno);
   if (pid == 0) {
     childMain(parent, netns.get(), devNull.get(), log.get(), reportWrite.get(), argv.data(), envp);
   }
@@ -175,7 +171,7 @@ Result<void> AgentProcess::launch() {
   }
   if (n == sizeof execError) {
     waitExit(options_.stopTimeout);
-    return fail(ErrorCode::kIo, errnoText("cannot start " + binaryPath_, execError));
+    return failSystem(ErrorCode::kIo, "cannot start " + binaryPath_, execError);
   }
   return {};
 }
@@ -237,7 +233,7 @@ Result<std::string> AgentProcess::kill(int signal) {
     return fail(ErrorCode::kNotFound, "hostport-agent is not running (" + lastExit_ + ")");
   }
   if (::kill(pid_, signal) != 0) {
-    return fail(ErrorCode::kIo, errnoText("kill " + std::to_string(pid_), errno));
+    return failSystem(ErrorCode::kIo, "kill " + std::to_string(pid_), errno);
   }
   return reap();
 }
@@ -249,7 +245,7 @@ Result<void> AgentProcess::killWithoutReaping() {
     return fail(ErrorCode::kNotFound, "hostport-agent is not running (" + lastExit_ + ")");
   }
   if (::kill(pid_, SIGKILL) != 0) {
-    return fail(ErrorCode::kIo, errnoText("kill " + std::to_string(pid_), errno));
+    return failSystem(ErrorCode::kIo, "kill " + std::to_string(pid_), errno);
   }
   return {};
 }

@@ -33,23 +33,19 @@ void reapStaleNamespaces() {
   }
 }
 
-std::string errnoText(const std::string& what, int error) {
-  return what + ": " + std::strerror(error);
-}
-
 // Brings `lo` up in the calling thread's netns: a new netns starts with it down, and without it
 // 127.0.0.1 and ::1 are not local addresses.
 Result<void> bringLoopbackUp() {
   UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return fail(ErrorCode::kIo, errnoText("socket", errno));
+  if (!fd.valid()) return failSystem(ErrorCode::kIo, "socket", errno);
   ifreq request{};
   std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
   if (::ioctl(fd.get(), SIOCGIFFLAGS, &request) != 0) {
-    return fail(ErrorCode::kIo, errnoText("SIOCGIFFLAGS lo", errno));
+    return failSystem(ErrorCode::kIo, "SIOCGIFFLAGS lo", errno);
   }
   request.ifr_flags |= IFF_UP;
   if (::ioctl(fd.get(), SIOCSIFFLAGS, &request) != 0) {
-    return fail(ErrorCode::kIo, errnoText("SIOCSIFFLAGS lo up", errno));
+    return failSystem(ErrorCode::kIo, "SIOCSIFFLAGS lo up", errno);
   }
   return {};
 }
@@ -69,7 +65,7 @@ std::string uniqueName(std::string_view tag) {
 Result<void> runInNetnsPath(const std::string& netnsPath, const std::function<void()>& fn) {
   UniqueFd fd(::open(netnsPath.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
-    return fail(ErrorCode::kIo, "open " + netnsPath + ": " + std::strerror(errno));
+    return failSystem(ErrorCode::kIo, "open " + netnsPath, errno);
   }
   int setnsError = 0;
   std::thread thread([&] {
@@ -81,7 +77,7 @@ Result<void> runInNetnsPath(const std::string& netnsPath, const std::function<vo
   });
   thread.join();
   if (setnsError != 0) {
-    return fail(ErrorCode::kIo, "setns " + netnsPath + ": " + std::strerror(setnsError));
+    return failSystem(ErrorCode::kIo, "setns " + netnsPath, setnsError);
   }
   return {};
 }
@@ -90,7 +86,7 @@ Result<void> inPrivateNetns(const std::function<void()>& fn) {
   Result<void> entered;
   std::thread thread([&] {
     if (::unshare(CLONE_NEWNET) != 0) {
-      entered = fail(ErrorCode::kIo, errnoText("unshare(CLONE_NEWNET)", errno));
+      entered = failSystem(ErrorCode::kIo, "unshare(CLONE_NEWNET)", errno);
       return;
     }
     if (auto up = bringLoopbackUp(); !up) {

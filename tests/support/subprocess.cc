@@ -21,10 +21,6 @@ namespace {
 
 constexpr const char* kSearchPath = "/usr/sbin:/usr/bin:/sbin:/bin";
 
-std::string errnoText(const std::string& what, int error) {
-  return what + ": " + std::strerror(error);
-}
-
 struct Pipe {
   UniqueFd read;
   UniqueFd write;
@@ -32,7 +28,7 @@ struct Pipe {
 
 Result<Pipe> makePipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return fail(ErrorCode::kIo, errnoText("pipe2", errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0) return failSystem(ErrorCode::kIo, "pipe2", errno);
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
@@ -92,7 +88,7 @@ Result<CommandResult> runCommand(const Command& command) {
   UniqueFd netns;
   if (!command.netnsPath.empty()) {
     netns.reset(::open(command.netnsPath.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns.valid()) return fail(ErrorCode::kIo, errnoText("open " + command.netnsPath, errno));
+    if (!netns.valid()) return failSystem(ErrorCode::kIo, "open " + command.netnsPath, errno);
   }
   auto in = makePipe();
   auto out = makePipe();
@@ -101,7 +97,7 @@ Result<CommandResult> runCommand(const Command& command) {
   if (!in || !out || !err || !report) return fail(ErrorCode::kIo, "cannot create pipes");
 
   const pid_t pid = ::fork();
-  if (pid < 0) return fail(ErrorCode::kIo, errnoText("fork", errno));
+  if (pid < 0) return failSystem(ErrorCode::kIo, "fork", errno);
   if (pid == 0) {
     childMain(netns.get(), in->read.get(), out->write.get(), err->write.get(), report->write.get(),
               argv.data(), envp.data());
@@ -151,7 +147,7 @@ Result<CommandResult> runCommand(const Command& command) {
     const int wait = pidfd.valid() ? static_cast<int>(left.count())
                                    : static_cast<int>(std::min<long>(left.count(), 10));
     const int ready = ::poll(fds, 4, wait);
-    if (ready < 0 && errno != EINTR) return fail(ErrorCode::kIo, errnoText("poll", errno));
+    if (ready < 0 && errno != EINTR) return failSystem(ErrorCode::kIo, "poll", errno);
     drain(out->read, result.out);
     drain(err->read, result.err);
     if (stdinFd.valid() && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -186,7 +182,7 @@ Result<CommandResult> runCommand(const Command& command) {
 
   int execError = 0;
   if (::read(report->read.get(), &execError, sizeof execError) == sizeof execError) {
-    return fail(ErrorCode::kIo, errnoText("cannot start " + command.argv[0], execError));
+    return failSystem(ErrorCode::kIo, "cannot start " + command.argv[0], execError);
   }
   return result;
 }

@@ -57,7 +57,8 @@ Result<TempDir> TempDir::create() {
   static std::once_flag reaped;
   std::call_once(reaped, [&] { reapStaleTempDirs(base); });
   std::string pattern = base + "/hpt-" + std::to_string(::getpid()) + "-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) return failSystem(ErrorCode::kIo, "mkdtemp " + pattern, errno);
+  if (::mkdtemp(pattern.data()) == nullptr)
+    return failSystem(ErrorCode::kIo, "mkdtemp " + pattern, errno);
   return TempDir(pattern);
 }
 

@@ -67,14 +67,11 @@ uint16_t localPortOf(int fd) {
                                       : ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port);
 }
 
-Error socketError(const std::string& what, int error) {
-  return Error{ErrorCode::kIo, what + ": " + std::strerror(error), {}};
-}
-
 Result<UniqueFd> socketIn(const Netns& netns, int family, int type) {
   HOSTPORT_TRY(const int fd,
                netns.run([&] { return ::socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0); }));
-  if (fd < 0) return std::unexpected(socketError("socket in " + netns.name(), errno));
+  if (fd < 0)
+    return std::unexpected(systemError(ErrorCode::kIo, "socket in " + netns.name(), errno));
   return UniqueFd(fd);
 }
 
@@ -90,7 +87,7 @@ Result<UniqueFd> clientSocket(const Netns& from, const SocketAddress& target, in
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(fd.get(), local.get(), local.length) != 0) {
       return std::unexpected(
-          socketError("bind " + endpointText(source, options.sourcePort), errno));
+          systemError(ErrorCode::kIo, "bind " + endpointText(source, options.sourcePort), errno));
     }
   }
   return fd;
@@ -126,13 +123,14 @@ Result<Reply> udpExchange(int fd, const std::string& where, std::chrono::millise
   while (::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT) >= 0 || errno == ECONNREFUSED) {
   }
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    if (::send(fd, "ping", 4, 0) < 0) return std::unexpected(socketError("send " + where, errno));
+    if (::send(fd, "ping", 4, 0) < 0)
+      return std::unexpected(systemError(ErrorCode::kIo, "send " + where, errno));
     const auto sliceEnd = std::min(deadline, Clock::now() + timeout / kAttempts);
     if (!waitFor(fd, POLLIN, sliceEnd)) continue;
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
-      return std::unexpected(socketError("recv " + where, errno));
+      return std::unexpected(systemError(ErrorCode::kIo, "recv " + where, errno));
     }
     return parseReply(std::string(buffer, static_cast<size_t>(n)), where);
   }
@@ -161,13 +159,13 @@ Result<std::unique_ptr<Server>> Server::start(const Netns& netns, Transport tran
   auto any = makeAddress("::", port);
   const std::string where = "[::]:" + std::to_string(port) + " in " + netns.name();
   if (::bind(fd.get(), any->get(), any->length) != 0) {
-    return std::unexpected(socketError("bind " + where, errno));
+    return std::unexpected(systemError(ErrorCode::kIo, "bind " + where, errno));
   }
   if (transport == Transport::kTcp && ::listen(fd.get(), 64) != 0) {
-    return std::unexpected(socketError("listen " + where, errno));
+    return std::unexpected(systemError(ErrorCode::kIo, "listen " + where, errno));
   }
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!stop.valid()) return std::unexpected(socketError("eventfd", errno));
+  if (!stop.valid()) return std::unexpected(systemError(ErrorCode::kIo, "eventfd", errno));
   return std::unique_ptr<Server>(new Server(transport, std::move(fd), std::move(stop), id));
 }
 
@@ -215,7 +213,7 @@ Result<Reply> tcpRequest(const Netns& from, const std::string& ip, uint16_t port
   HOSTPORT_TRY(UniqueFd fd, clientSocket(from, target, SOCK_STREAM, options));
   const auto deadline = Clock::now() + options.timeout;
   if (::connect(fd.get(), target.get(), target.length) != 0 && errno != EINPROGRESS) {
-    return std::unexpected(socketError("connect " + where, errno));
+    return std::unexpected(systemError(ErrorCode::kIo, "connect " + where, errno));
   }
   if (!waitFor(fd.get(), POLLOUT, deadline)) {
     return fail(ErrorCode::kUnavailable, "connect " + where + ": timed out");
@@ -223,7 +221,7 @@ Result<Reply> tcpRequest(const Netns& from, const std::string& ip, uint16_t port
   int error = 0;
   socklen_t length = sizeof error;
   ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
-  if (error != 0) return std::unexpected(socketError("connect " + where, error));
+  if (error != 0) return std::unexpected(systemError(ErrorCode::kIo, "connect " + where, error));
 
   std::string text;
   char buffer[512];
@@ -235,7 +233,7 @@ Result<Reply> tcpRequest(const Netns& from, const std::string& ip, uint16_t port
     if (n == 0) break;
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
-      return std::unexpected(socketError("read " + where, errno));
+      return std::unexpected(systemError(ErrorCode::kIo, "read " + where, errno));
     }
     text.append(buffer, static_cast<size_t>(n));
   }
@@ -248,7 +246,7 @@ Result<Reply> udpRequest(const Netns& from, const std::string& ip, uint16_t port
   HOSTPORT_TRY(const SocketAddress target, makeAddress(ip, port));
   HOSTPORT_TRY(UniqueFd fd, clientSocket(from, target, SOCK_DGRAM, options));
   if (::connect(fd.get(), target.get(), target.length) != 0) {
-    return std::unexpected(socketError("connect udp " + where, errno));
+    return std::unexpected(systemError(ErrorCode::kIo, "connect udp " + where, errno));
   }
   return udpExchange(fd.get(), where, options.timeout);
 }
@@ -260,7 +258,7 @@ Result<UdpClient> UdpClient::create(const Netns& from, const std::string& ip, ui
   HOSTPORT_TRY(UniqueFd fd,
                clientSocket(from, target, SOCK_DGRAM, ClientOptions{.source = source}));
   if (::connect(fd.get(), target.get(), target.length) != 0) {
-    return std::unexpected(socketError("connect udp " + where, errno));
+    return std::unexpected(systemError(ErrorCode::kIo, "connect udp " + where, errno));
   }
   const uint16_t localPort = localPortOf(fd.get());
   return UdpClient(std::move(fd), where, localPort);
