@@ -101,6 +101,17 @@ std::optional<std::pair<Family, Bytes>> nftablesBody(Bytes message, int type) {
   return std::pair{family, body.subspan(NLMSG_ALIGN(sizeof(nfgenmsg)))};
 }
 
+/// A dump of what one object of our table (a set's elements, a chain's rules) holds.
+ByteString dumpRequest(int message, uint16_t tableAttribute, uint16_t objectAttribute,
+                       Family family, std::string_view object) {
+  NetlinkWriter writer;
+  beginRequest(writer, nftablesType(message), NLM_F_DUMP, netfilterFamily(family));
+  writer.stringAttribute(tableAttribute, kTableName);
+  writer.stringAttribute(objectAttribute, object);
+  writer.endMessage();
+  return writer.take();
+}
+
 }  // namespace
 
 ByteString elementBatch(ElementChange change, const std::vector<SetElement>& elements) {
@@ -141,21 +152,12 @@ ByteString elementBatch(ElementChange change, const std::vector<SetElement>& ele
 }
 
 ByteString elementDumpRequest(Family family, std::string_view set) {
-  NetlinkWriter writer;
-  beginRequest(writer, nftablesType(NFT_MSG_GETSETELEM), NLM_F_DUMP, netfilterFamily(family));
-  writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
-  writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, set);
-  writer.endMessage();
-  return writer.take();
+  return dumpRequest(NFT_MSG_GETSETELEM, NFTA_SET_ELEM_LIST_TABLE, NFTA_SET_ELEM_LIST_SET, family,
+                     set);
 }
 
 ByteString ruleDumpRequest(Family family, std::string_view chain) {
-  NetlinkWriter writer;
-  beginRequest(writer, nftablesType(NFT_MSG_GETRULE), NLM_F_DUMP, netfilterFamily(family));
-  writer.stringAttribute(NFTA_RULE_TABLE, kTableName);
-  writer.stringAttribute(NFTA_RULE_CHAIN, chain);
-  writer.endMessage();
-  return writer.take();
+  return dumpRequest(NFT_MSG_GETRULE, NFTA_RULE_TABLE, NFTA_RULE_CHAIN, family, chain);
 }
 
 Result<void> parseElementReply(std::span<const std::byte> message, std::vector<SetElement>& out,
