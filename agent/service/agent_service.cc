@@ -317,9 +317,13 @@ void AgentService::maybeCompact() {
     std::lock_guard lock(mutex_);
     compactionQueued_ = false;
     if (!written) {
-      onStoreFailure(written.error());
-      log::event(Component::kStore, Level::kError, "store.compaction_failed",
-                 {{"cause", written.error().message}});
+      // Failed before its rename, a compaction leaves the old snapshot and journal live and the
+      // store working; only one that failed the store (lease_store.h) makes the agent unhealthy.
+      const bool storeFailed = store_.stats().failed;
+      if (storeFailed) onStoreFailure(written.error());
+      log::event(Component::kStore, storeFailed ? Level::kError : Level::kWarn,
+                 "store.compaction_failed",
+                 {{"cause", written.error().message}, {"store_failed", storeFailed}});
       return;
     }
     log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});

@@ -622,6 +622,23 @@ TEST_F(AgentServiceLogTest, LogsTheCauseWhenTheStoreFailsAndTurnsUnhealthyOnce) 
   EXPECT_TRUE(log_.events("alloc.granted").size() == 1u) << log_.text();
 }
 
+TEST_F(AgentServiceLogTest, ACompactionThatLeavesTheStoreWorkingKeepsTheAgentHealthy) {
+  auto faulty = std::make_shared<FaultyFileOps>();
+  Agent agent(dir_, probe_, faulty, ServiceOptions{1});  // compact after every write
+  faulty->failOnce(Op::kFsync, EIO);  // the first compaction's snapshot fsync, before its rename
+  // A compaction is queued once the journal holds a record, behind the records before it.
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  for (int i = 0; log_.events("store.compaction_failed").empty(); ++i) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << log_.text();
+    ASSERT_TRUE(agent.allocate(request("c" + std::to_string(i), "ns", "p")));
+  }
+  EXPECT_THAT(log_.events("store.compaction_failed"), ElementsAre(HasSubstr("store_failed=false")));
+  EXPECT_FALSE(agent.store().stats().failed);
+  EXPECT_TRUE(agent.service().healthy());
+  EXPECT_TRUE(log_.events("agent.unhealthy").empty()) << log_.text();
+  EXPECT_TRUE(agent.allocate(request("after", "ns", "p")));
+}
+
 TEST_F(AgentServiceLogTest, LogsASocketSnapshotThatFailed) {
   Agent agent(dir_, refusedSnapshot);
   ASSERT_FALSE(agent.allocate(request("c1", "ns", "p1")));
