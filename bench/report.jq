@@ -34,8 +34,8 @@ def k($x): if $x == null then "–" else (($x / 100 | round) / 10 | tostring) + 
 (.agentLoad[] | "| \(.clients) | \(.roundTripsPerSecond | round) | \(f(.allocate.p50)) | \(f(.allocate.p99)) | \(f(.release.p99)) | \(f(.roundTrip.p50)) | \(f(.roundTrip.p99)) | \(.failures) |"),
 "",
 "## hostport-agent: start-up and memory\n",
-"\(.recovery.leases) leases of one port each, written through hostport_agent_store; medians of the runs. The agent runs with `\(.method.agentEnvironment // "its default environment")`. `ready` is exec to the first 200 from GET /readyz; `recovered` is the agent's own log line.\n",
-"| state dir | leases | exec -> /readyz (ms) | \"recovered in\" (ms) | VmRSS (MiB) | VmHWM (MiB) |",
+"\(.recovery.leases) leases of one port each, written through hostport_agent_store; medians of the runs. The agent runs with `\(.method.agentEnvironment // "its default environment")`. `ready` is exec to the first 200 from GET /readyz; `recovered` is the `ms` of the agent's own `store.recovered` event.\n",
+"| state dir | leases | exec -> /readyz (ms) | recovered (ms) | VmRSS (MiB) | VmHWM (MiB) |",
 "|---|---:|---:|---:|---:|---:|",
 ((["empty", "empty"], ["snapshot", "compacted snapshot"], ["journal", "journal only"]) as [$key, $title]
   | .recovery[$key] | select(. != null)

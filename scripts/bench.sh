@@ -24,6 +24,7 @@ ONLY="cni,agent,recovery"
 BUILD_DIR="${REPO_ROOT}/build-bench"
 DO_BUILD=1
 REPLOT=0
+ONLY_GIVEN=0
 OUT_DIR="${REPO_ROOT}/docs"
 TCP_SECONDS="" TCP_ROUNDS="" LOAD_SECONDS="" STARTUP_RUNS=""
 
@@ -50,7 +51,7 @@ Measures, in private network namespaces only (nothing touches the root netns):
      empty and with 50,000 leases.
 
 Options:
-  --quick               smaller N (0,200,1000), fewer samples; about 1-2 minutes after the build
+  --quick               smaller N (0,200,1000), fewer samples; about 2 minutes after the build
   --sizes LIST          mappings installed before measuring (default 0,1000,5000)
   --samples N           ADD+DEL pairs per size for hostport (default 100; quick 20)
   --portmap-samples N   the same for portmap, whose ADD takes up to a second (default 40; quick 10)
@@ -72,7 +73,7 @@ Options:
 Environment:
   HOSTPORT_JOBS=N       parallel build jobs (default: nproc, here ${JOBS})
 
-Needs root. Installs what it needs with scripts/setup.sh --bench (apt-get, only when something
+Needs root, but for --replot. Installs what it needs with scripts/setup.sh --bench (apt-get, only when something
 is missing): iproute2, nftables, iptables, conntrack, jq, containernetworking-plugins
 (/usr/lib/cni/{bridge,host-local,portmap}) and gnuplot-nox for the plot.
 EOF
@@ -95,15 +96,19 @@ parse_args() {
       --bulk) BULK="$2"; shift ;;
       --portmap-budget) PORTMAP_BUDGET="$2"; shift ;;
       --leases) LEASES="$2"; shift ;;
-      --only) ONLY="$2"; shift ;;
+      --only) ONLY="$2"; ONLY_GIVEN=1; shift ;;
       --build-dir) BUILD_DIR="$2"; shift ;;
       --no-build) DO_BUILD=0 ;;
       --out) OUT_DIR="$2"; shift ;;
-      --replot) REPLOT=1; ONLY="" ;;
+      --replot) REPLOT=1 ;;
       *) usage >&2; die "unknown argument: $1" ;;
     esac
     shift
   done
+  if ((REPLOT)); then
+    ((!ONLY_GIVEN)) || die "--replot measures nothing, so it takes no --only"
+    ONLY=""
+  fi
   if ((QUICK)); then
     : "${SIZES:=0,200,1000}" "${SAMPLES:=20}" "${PORTMAP_SAMPLES:=10}" "${PORTMAP_BUDGET:=120}"
     TCP_SECONDS=1 TCP_ROUNDS=3 LOAD_SECONDS=2 STARTUP_RUNS=2
@@ -119,6 +124,10 @@ section() { [[ ",$ONLY," == *",$1,"* ]]; }
 require_tools() {
   "${REPO_ROOT}/scripts/setup.sh" --bench >&2 || die "scripts/setup.sh --bench failed"
   local tool plugin
+  if ((REPLOT)); then  # only the report: jq, and gnuplot for the plot
+    command -v jq >/dev/null || die "jq is missing (run scripts/setup.sh --bench)"
+    return 0
+  fi
   for tool in ip nft iptables conntrack jq cmake ninja; do
     command -v "$tool" >/dev/null || die "$tool is missing (run scripts/setup.sh --bench)"
   done
@@ -151,9 +160,20 @@ cleanup() {
 # commands, so a signal must not have to wait for a foreground child that runs for minutes.
 run() {
   "$@" &
-  local pid=$!
+  local pid=$! rc=0
   PIDS+=("$pid")
-  wait "$pid"
+  wait "$pid" || rc=$?
+  forget_pid "$pid"
+  return "$rc"
+}
+
+# Drops a reaped child from PIDS, so cleanup never signals a pid the system has reused since.
+forget_pid() {
+  local kept=() pid
+  for pid in "${PIDS[@]}"; do
+    [[ $pid == "$1" ]] || kept+=("$pid")
+  done
+  PIDS=("${kept[@]}")
 }
 
 wait_for_file() {  # path seconds
@@ -169,6 +189,7 @@ stop_pid() {  # stops one process this script started, by its pid
   [[ -n ${1:-} ]] || return 0
   kill "$1" 2>/dev/null || true
   wait "$1" 2>/dev/null || true
+  forget_pid "$1"
 }
 
 # --- build ---------------------------------------------------------------------------------
@@ -442,7 +463,7 @@ write_markdown() {  # json-file md-file plot-line
 
 main() {
   parse_args "$@"
-  ((EUID == 0)) || die "needs root (network namespaces, nftables, iptables)"
+  ((REPLOT || EUID == 0)) || die "needs root (network namespaces, nftables, iptables)"
   require_tools
 
   TMP=$(mktemp -d "/tmp/$TAG.XXXXXX")

@@ -7,6 +7,8 @@ readonly PROG="format.sh"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
 readonly CLANG_FORMAT="${CLANG_FORMAT:-clang-format}"
+# Another major version formats some constructs differently: the tree is kept as this one writes.
+readonly CLANG_FORMAT_MAJOR=14
 # How much of the diff --check prints for the files out of format.
 readonly MAX_DIFF_LINES=200
 
@@ -86,6 +88,10 @@ main() {
 
   command -v "$CLANG_FORMAT" >/dev/null ||
     die "$CLANG_FORMAT not found: install it with 'sudo scripts/setup.sh' (Debian package clang-format)"
+  local version
+  version="$("$CLANG_FORMAT" --version)"
+  [[ "$version" =~ version\ ${CLANG_FORMAT_MAJOR}\. ]] ||
+    die "$CLANG_FORMAT is not version ${CLANG_FORMAT_MAJOR} ($version): set CLANG_FORMAT to clang-format-${CLANG_FORMAT_MAJOR}"
 
   local -a files
   mapfile -t files < <(list_sources)

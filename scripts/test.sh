@@ -20,8 +20,10 @@ Usage: sudo scripts/test.sh [CTEST_ARGS...]
 Runs scripts/setup.sh (quick when everything is installed), configures
   cmake -G Ninja -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOSTPORT_BUILD_BENCH=ON
 builds everything, the benchmark programs too (so they cannot rot; nothing runs them), and runs
-  ctest --test-dir build --output-on-failure [CTEST_ARGS...]
-from the repository root, whatever the current directory. Exits with ctest's code.
+  ctest --test-dir build --output-on-failure --no-tests=error [CTEST_ARGS...]
+from the repository root, whatever the current directory. Exits with ctest's code, and prints
+ctest's summary line and how many tests were skipped. With CI=true (as CI runs it) it refuses to
+run as anyone but root, and a skipped test fails the run: CI runs every tier.
 
 Environment:
   HOSTPORT_BUILD_DIR=DIR   build tree (default: build/ in the repository)
@@ -46,6 +48,11 @@ main() {
 
   cd "$REPO_ROOT"
 
+  # CI must run every tier: as anyone but root the netns and e2e tests would skip, not fail.
+  if [[ "${CI:-}" == "true" ]] && ((EUID != 0)); then
+    die "CI=true but not root: the netns and e2e tiers need root and would be skipped"
+  fi
+
   log "setup"
   "${REPO_ROOT}/scripts/setup.sh"
 
@@ -61,7 +68,8 @@ main() {
   out="$(mktemp "${TMPDIR:-/tmp}/hostport-ctest.XXXXXX")"
   # shellcheck disable=SC2064  # expand now: the path is fixed.
   trap "rm -f '$out'" EXIT
-  ctest --test-dir "$BUILD_DIR" --output-on-failure "$@" 2>&1 | tee "$out" || rc=$?
+  ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error "$@" 2>&1 | tee "$out" ||
+    rc=$?
   # With pipefail, rc is ctest's code unless tee itself failed.
   local summary
   summary="$(grep -E '^[0-9]+% tests passed' "$out" | tail -n 1 || true)"
@@ -69,6 +77,13 @@ main() {
     log "summary: ${summary}"
   else
     log "summary: ctest printed no summary line (exit ${rc})"
+  fi
+  local skipped
+  skipped="$(grep -cE '\*\*\*Skipped|[[:space:]]Skipped[[:space:]]' "$out" || true)"
+  log "skipped: ${skipped}"
+  if [[ "${CI:-}" == "true" ]] && ((skipped > 0 && rc == 0)); then
+    log "error: ${skipped} tests skipped under CI, which runs every tier"
+    rc=1
   fi
   log "ctest exit code ${rc}"
   return "$rc"
