@@ -8,18 +8,22 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 
 namespace hostport::agent::api {
 
-FakeAgentServer::FakeAgentServer(Handler handler) : handler_(std::move(handler)) {
-  char pattern[] = "/tmp/hostport-client-test-XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  if (dir == nullptr) throw std::runtime_error("mkdtemp failed");
-  dir_ = dir;
-  path_ = dir_ + "/agent.sock";
+namespace {
+
+test::TempDir makeTempDir() {
+  auto dir = test::TempDir::create();
+  if (!dir) throw std::runtime_error(dir.error().message);
+  return std::move(*dir);
+}
+
+}  // namespace
+
+FakeAgentServer::FakeAgentServer(Handler handler)
+    : handler_(std::move(handler)), dir_(makeTempDir()), path_((dir_ / "agent.sock").string()) {
   listener_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -39,7 +43,6 @@ FakeAgentServer::~FakeAgentServer() {
   close(listener_);
   close(stop_[0]);
   close(stop_[1]);
-  std::filesystem::remove_all(dir_);
 }
 
 std::vector<RecordedRequest> FakeAgentServer::requests() const {

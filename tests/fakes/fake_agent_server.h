@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace hostport::agent::api {
 
 /// What the fake server saw of one request.
@@ -19,7 +21,7 @@ struct RecordedRequest {
   std::string body;
 };
 
-/// A canned-answer HTTP server on a Unix socket in a fresh temp directory. Each connection gets
+/// A canned-answer HTTP server on a Unix socket in a fresh test::TempDir. Each connection gets
 /// handler(request) written back verbatim, then is closed; nullopt holds the connection open
 /// without answering until the server stops (a wedged agent).
 class FakeAgentServer {
@@ -47,7 +49,7 @@ class FakeAgentServer {
   bool readRequest(int connection, RecordedRequest& request);
 
   Handler handler_;
-  std::string dir_;
+  test::TempDir dir_;
   std::string path_;
   int listener_ = -1;
   int stop_[2] = {-1, -1};

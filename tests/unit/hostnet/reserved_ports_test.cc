@@ -2,13 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/support/temp_dir.h"
 
 namespace hostport::hostnet {
 namespace {
@@ -148,16 +149,7 @@ TEST(ReservedPortsTest, FormatsLikeTheKernel) {
 
 class ReserveLocalPortsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "hostport-sysctl-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    path_ = (fs::path(dir_) / "ip_local_reserved_ports").string();
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.path().empty()) << "no temp dir"; }
   void write(const std::string& text) { std::ofstream(path_, std::ios::trunc) << text; }
   std::string read() const {
     std::ifstream in(path_);
@@ -166,8 +158,8 @@ class ReserveLocalPortsTest : public ::testing::Test {
     return text.str();
   }
 
-  std::string dir_;
-  std::string path_;
+  test::TempDir dir_;
+  std::string path_ = (dir_ / "ip_local_reserved_ports").string();
 };
 
 TEST_F(ReserveLocalPortsTest, MergesWithWhatIsAlreadyReserved) {

@@ -5,12 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "common/unique_fd.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::hostnet {
 namespace {
@@ -20,32 +20,25 @@ namespace fs = std::filesystem;
 /// A fake /proc in a temporary directory: <pid>/fd/<n> symlinks and <pid>/comm files.
 class FakeProc {
  public:
-  FakeProc() {
-    std::string pattern = (fs::temp_directory_path() / "hostport-proc-XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) root_ = pattern;
-  }
-  ~FakeProc() {
-    std::error_code ignored;
-    if (!root_.empty()) fs::remove_all(root_, ignored);
-  }
+  FakeProc() = default;
   FakeProc(const FakeProc&) = delete;
   FakeProc& operator=(const FakeProc&) = delete;
 
   void addFd(const std::string& pid, int fd, const std::string& target) {
-    fs::create_directories(fs::path(root_) / pid / "fd");
-    fs::create_symlink(target, fs::path(root_) / pid / "fd" / std::to_string(fd));
+    fs::create_directories(dir_ / pid / "fd");
+    fs::create_symlink(target, dir_ / pid / "fd" / std::to_string(fd));
   }
   void setComm(const std::string& pid, const std::string& comm) {
-    fs::create_directories(fs::path(root_) / pid);
-    std::ofstream(fs::path(root_) / pid / "comm") << comm;
+    fs::create_directories(dir_ / pid);
+    std::ofstream(dir_ / pid / "comm") << comm;
   }
   OwnerSearchOptions options(size_t maxDescriptors = 1000) const {
-    return OwnerSearchOptions{root_, maxDescriptors};
+    return OwnerSearchOptions{dir_.path(), maxDescriptors};
   }
-  const std::string& root() const { return root_; }
+  const std::string& root() const { return dir_.path(); }
 
  private:
-  std::string root_;
+  test::TempDir dir_;
 };
 
 TEST(SocketOwnerTest, FindsTheProcessHoldingTheSocket) {

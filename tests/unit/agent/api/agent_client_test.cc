@@ -6,13 +6,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "agent/api/http_errors.h"
 #include "agent/api/json_codec.h"
 #include "tests/fakes/fake_agent_server.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::agent::api {
 namespace {
@@ -214,8 +214,8 @@ TEST(AgentClientTest, MapsAnErrorBodyThatIsNotOursByStatus) {
 }
 
 TEST(AgentClientTest, IsUnavailableWhenTheSocketFileIsMissing) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "hostport-no-such-dir-x9" / "agent.sock").string();
+  const test::TempDir dir;
+  const std::string path = (dir / "no-such-dir" / "agent.sock").string();
   const auto lease = AgentClient::forSocket(path, 5s).allocate(sampleRequest());
   ASSERT_FALSE(lease.has_value());
   EXPECT_EQ(lease.error().code, ErrorCode::kUnavailable);
@@ -225,9 +225,9 @@ TEST(AgentClientTest, IsUnavailableWhenTheSocketFileIsMissing) {
 
 TEST(AgentClientTest, IsUnavailableWhenTheConnectionIsRefused) {
   // A bound socket nobody listens on: what a crashed agent leaves behind.
-  char pattern[] = "/tmp/hostport-client-test-XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string path = std::string(pattern) + "/agent.sock";
+  const test::TempDir dir;
+  ASSERT_FALSE(dir.path().empty()) << "no temp dir";
+  const std::string path = (dir / "agent.sock").string();
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -236,7 +236,6 @@ TEST(AgentClientTest, IsUnavailableWhenTheConnectionIsRefused) {
   close(fd);
 
   const auto lease = AgentClient::forSocket(path, 5s).allocate(sampleRequest());
-  std::filesystem::remove_all(pattern);
   ASSERT_FALSE(lease.has_value());
   EXPECT_EQ(lease.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(lease.error().message,

@@ -5,7 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,6 +17,7 @@
 
 #include "agent/api/agent_client.h"
 #include "common/unique_fd.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/agent/log/log_capture.h"
 
 namespace hostport::agent::server {
@@ -28,10 +28,7 @@ using namespace std::chrono_literals;
 class UnixHttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/hp-server-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    path_ = dir_ + "/agent.sock";
+    ASSERT_FALSE(dir_.path().empty()) << "no temp dir";
     router_.add("POST", "/echo",
                 [](const HttpRequest& request, const PathParams&, Responder respond) {
                   respond({200, "text/plain", request.body});
@@ -46,7 +43,6 @@ class UnixHttpServerTest : public ::testing::Test {
     server_.reset();
     io_.stop();
     if (thread_.joinable()) thread_.join();
-    std::filesystem::remove_all(dir_);
   }
 
   void start(ServerLimits limits = {}) {
@@ -67,8 +63,8 @@ class UnixHttpServerTest : public ::testing::Test {
     return fd;
   }
 
-  std::string dir_;
-  std::string path_;
+  test::TempDir dir_;
+  std::string path_ = (dir_ / "agent.sock").string();
   Router router_;
   boost::asio::io_context io_;
   std::unique_ptr<UnixHttpServer> server_;
