@@ -2,22 +2,19 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "agent/api/routes.h"
 #include "common/unique_fd.h"
+#include "tests/support/spawn.h"
 
 namespace hostport::test {
 namespace {
@@ -30,40 +27,6 @@ std::string describeStatus(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "status " + std::to_string(status);
-}
-
-// Only async-signal-safe calls from here on: the parent has other threads. netnsFd -1: unshare a
-// private netns instead of joining one.
-[[noreturn]] void childMain(pid_t parent, int netnsFd, int devNull, int log, int report,
-                            char* const* argv, char* const* envp) {
-  const auto die = [report](int error) {
-    (void)!::write(report, &error, sizeof error);
-    ::_exit(127);
-  };
-  // An agent must not outlive a test process that a ctest timeout killed.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(errno);
-  if (::getppid() != parent) ::_exit(126);
-  sigset_t all;
-  ::sigemptyset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, nullptr);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (const int signal : {SIGPIPE, SIGTERM, SIGINT}) ::sigaction(signal, &dfl, nullptr);
-
-  if (netnsFd >= 0 ? ::setns(netnsFd, CLONE_NEWNET) : ::unshare(CLONE_NEWNET)) die(errno);
-  // Like `ip netns exec` and the plugin runner: a private mount namespace whose /sys shows the
-  // joined netns. Best effort, as in iproute2.
-  if (::unshare(CLONE_NEWNS) == 0 && ::mount("", "/", nullptr, MS_SLAVE | MS_REC, nullptr) == 0 &&
-      ::umount2("/sys", MNT_DETACH) == 0) {
-    ::mount("sysfs", "/sys", "sysfs", 0, nullptr);
-  }
-  if (::dup2(devNull, 0) < 0 || ::dup2(log, 1) < 0 || ::dup2(log, 2) < 0) die(errno);
-  // Descriptors the test process opened without O_CLOEXEC (a client's socket, say) must not stay
-  // open in the agent. Closed at exec, so `report` still works until then; best effort (5.11+).
-  (void)::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-  ::execve(argv[0], argv, envp);
-  die(errno);
-  ::_exit(127);  // not reached: die() exits
 }
 
 }  // namespace
@@ -131,17 +94,7 @@ Result<void> AgentProcess::launch() {
   if (!configPath_.empty()) args.insert(args.end(), {"--config", configPath_});
   if (!options_.reserveLocalPorts) args.push_back("--no-reserve-local-ports");
   args.insert(args.end(), options_.extraArgs.begin(), options_.extraArgs.end());
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::string pathEntry = std::string("PATH=") + kSearchPath;
-  char* envp[] = {pathEntry.data(), nullptr};
 
-  UniqueFd netns;
-  if (!netnsPath_.empty()) {
-    netns = UniqueFd(::open(netnsPath_.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns.valid()) return failSystem(ErrorCode::kIo, "open " + netnsPath_, errno);
-  }
   UniqueFd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devNull.valid()) return failSystem(ErrorCode::kIo, "open /dev/null", errno);
   UniqueFd log(::open(logPath_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
@@ -152,27 +105,20 @@ Result<void> AgentProcess::launch() {
     const std::string banner = "=== test harness: starting " + binaryPath_ + " ===\n";
     (void)!::write(log.get(), banner.data(), banner.size());
   }
-  int reportFds[2];
-  if (::pipe2(reportFds, O_CLOEXEC) != 0) return failSystem(ErrorCode::kIo, "pipe2", errno);
-  UniqueFd reportRead(reportFds[0]);
-  UniqueFd reportWrite(reportFds[1]);
-
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) return failSystem(ErrorCode::kIo, "fork", errno);
-  if (pid == 0) {
-    childMain(parent, netns.get(), devNull.get(), log.get(), reportWrite.get(), argv.data(), envp);
+  // A private netns gets lo up, as inPrivateNetns() gives it: a fresh one starts with lo down.
+  auto spawned = spawn({.argv = std::move(args),
+                        .env = {std::string("PATH=") + kSearchPath},
+                        .netns = netnsPath_.empty() ? SpawnNetns::kPrivate : SpawnNetns::kJoin,
+                        .netnsPath = netnsPath_,
+                        .loopback = netnsPath_.empty() ? Loopback::kUp : Loopback::kAsItIs,
+                        .stdinFd = devNull.get(),
+                        .stdoutFd = log.get(),
+                        .stderrFd = log.get()});
+  if (!spawned) {
+    lastExit_ = "not started";
+    return std::unexpected(std::move(spawned).error());
   }
-  pid_ = pid;
-  reportWrite.reset();
-  int execError = 0;
-  ssize_t n;
-  while ((n = ::read(reportRead.get(), &execError, sizeof execError)) < 0 && errno == EINTR) {
-  }
-  if (n == sizeof execError) {
-    waitExit(options_.stopTimeout);
-    return failSystem(ErrorCode::kIo, "cannot start " + binaryPath_, execError);
-  }
+  pid_ = *spawned;
   return {};
 }
 

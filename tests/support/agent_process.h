@@ -1,15 +1,16 @@
 #pragma once
 // A real hostport-agent process for root tests, running inside a network namespace so that its
 // sock_diag probe and net.ipv4.ip_local_reserved_ports see only that netns: a named one (the
-// node netns of a CniNode), or with AgentOptions::privateNetns one of its own per run.
+// node netns of a CniNode), or with AgentOptions::privateNetns one of its own per run (lo up).
 //
-// The agent gets a private state dir and control socket in its own temp dir, is started by
-// fork/setns (or unshare)/exec (like the CNI plugin runner in subprocess.h), and counts as started
+// The agent gets a private state dir and control socket in its own temp dir, is started by the
+// same fork/exec step as the CNI plugin runner in subprocess.h (spawn.h), and counts as started
 // only once GET /readyz answers on its socket. Its stderr goes to a log file in the temp dir that
 // failure messages quote (describe()). It is stopped by its pid alone: SIGTERM, then SIGKILL after
-// a grace period, from the destructor at the latest. The child also gets PR_SET_PDEATHSIG, so an
-// agent never outlives a test process killed by a ctest timeout; start() and restart() must
-// therefore be called from a thread that lives as long as the agent should (a test's own thread).
+// a grace period, from the destructor at the latest. The child also gets PR_SET_PDEATHSIG
+// (spawn.h), so an agent never outlives a test process killed by a ctest timeout; start() and
+// restart() must therefore be called from a thread that lives as long as the agent should (a test's
+// own thread).
 
 #include <sys/types.h>
 
@@ -33,7 +34,9 @@ struct AgentOptions {
   std::vector<std::string> extraArgs;
   std::chrono::milliseconds readyTimeout{15'000};
   std::chrono::milliseconds stopTimeout{5'000};  // SIGTERM to SIGKILL
-  bool privateNetns = false;  // each run unshares a fresh netns of its own instead of joining one
+  // Each run unshares a fresh netns of its own, with lo up as inPrivateNetns() has it, instead of
+  // joining one.
+  bool privateNetns = false;
 };
 
 class AgentProcess {

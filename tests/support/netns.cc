@@ -1,22 +1,19 @@
 #include "tests/support/netns.h"
 
 #include <fcntl.h>
-#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
 
 #include "common/unique_fd.h"
+#include "tests/support/spawn.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
 
@@ -36,16 +33,9 @@ void reapStaleNamespaces() {
 // Brings `lo` up in the calling thread's netns: a new netns starts with it down, and without it
 // 127.0.0.1 and ::1 are not local addresses.
 Result<void> bringLoopbackUp() {
-  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return failSystem(ErrorCode::kIo, "socket", errno);
-  ifreq request{};
-  std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(fd.get(), SIOCGIFFLAGS, &request) != 0) {
-    return failSystem(ErrorCode::kIo, "SIOCGIFFLAGS lo", errno);
-  }
-  request.ifr_flags |= IFF_UP;
-  if (::ioctl(fd.get(), SIOCSIFFLAGS, &request) != 0) {
-    return failSystem(ErrorCode::kIo, "SIOCSIFFLAGS lo up", errno);
+  const char* failedStep = nullptr;
+  if (const int error = bringLoopbackUpRaw(&failedStep); error != 0) {
+    return failSystem(ErrorCode::kIo, failedStep, error);
   }
   return {};
 }

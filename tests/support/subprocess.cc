@@ -2,9 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +13,7 @@
 #include <filesystem>
 
 #include "common/unique_fd.h"
+#include "tests/support/spawn.h"
 
 namespace hostport::test {
 namespace {
@@ -34,36 +33,6 @@ Result<Pipe> makePipe() {
 
 void setNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-[[noreturn]] void dieInChild(int report, int error) {
-  (void)!::write(report, &error, sizeof error);
-  ::_exit(127);
-}
-
-// Only async-signal-safe calls from here on: the parent has other threads.
-[[noreturn]] void childMain(int netnsFd, int in, int out, int err, int report, char* const* argv,
-                            char* const* envp) {
-  sigset_t all;
-  ::sigemptyset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, nullptr);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  ::sigaction(SIGPIPE, &dfl, nullptr);
-
-  auto die = [report](int error) { dieInChild(report, error); };
-  if (netnsFd >= 0) {
-    if (::setns(netnsFd, CLONE_NEWNET) != 0) die(errno);
-    // Like `ip netns exec`: a private mount namespace whose /sys shows the joined netns, so a
-    // plugin that reads /sys/class/net sees the right links. Best effort, as in iproute2.
-    if (::unshare(CLONE_NEWNS) == 0 && ::mount("", "/", nullptr, MS_SLAVE | MS_REC, nullptr) == 0 &&
-        ::umount2("/sys", MNT_DETACH) == 0) {
-      ::mount("sysfs", "/sys", "sysfs", 0, nullptr);
-    }
-  }
-  if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) die(errno);
-  ::execve(argv[0], argv, envp);
-  dieInChild(report, errno);
-}
-
 }  // namespace
 
 std::string CommandResult::describe() const {
@@ -76,37 +45,25 @@ std::string CommandResult::describe() const {
 Result<CommandResult> runCommand(const Command& command) {
   if (command.argv.empty()) return fail(ErrorCode::kInvalidArgument, "empty argv");
 
-  std::vector<std::string> envStrings;
-  for (const auto& [key, value] : command.env) envStrings.push_back(key + "=" + value);
-  std::vector<char*> argv;
-  for (const auto& arg : command.argv) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& entry : envStrings) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-
-  UniqueFd netns;
-  if (!command.netnsPath.empty()) {
-    netns.reset(::open(command.netnsPath.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns.valid()) return failSystem(ErrorCode::kIo, "open " + command.netnsPath, errno);
-  }
+  std::vector<std::string> env;
+  for (const auto& [key, value] : command.env) env.push_back(key + "=" + value);
   auto in = makePipe();
   auto out = makePipe();
   auto err = makePipe();
-  auto report = makePipe();
-  if (!in || !out || !err || !report) return fail(ErrorCode::kIo, "cannot create pipes");
+  if (!in || !out || !err) return fail(ErrorCode::kIo, "cannot create pipes");
 
-  const pid_t pid = ::fork();
-  if (pid < 0) return failSystem(ErrorCode::kIo, "fork", errno);
-  if (pid == 0) {
-    childMain(netns.get(), in->read.get(), out->write.get(), err->write.get(), report->write.get(),
-              argv.data(), envp.data());
-  }
+  HOSTPORT_TRY(const pid_t pid,
+               spawn({.argv = command.argv,
+                      .env = std::move(env),
+                      .netns = command.netnsPath.empty() ? SpawnNetns::kCallers : SpawnNetns::kJoin,
+                      .netnsPath = command.netnsPath,
+                      .stdinFd = in->read.get(),
+                      .stdoutFd = out->write.get(),
+                      .stderrFd = err->write.get()}));
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   in->read.reset();
   out->write.reset();
   err->write.reset();
-  report->write.reset();
 
   CommandResult result;
   UniqueFd stdinFd = std::move(in->write);
@@ -179,11 +136,6 @@ Result<CommandResult> runCommand(const Command& command) {
   }
   if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.termSignal = WTERMSIG(status);
-
-  int execError = 0;
-  if (::read(report->read.get(), &execError, sizeof execError) == sizeof execError) {
-    return failSystem(ErrorCode::kIo, "cannot start " + command.argv[0], execError);
-  }
   return result;
 }
 
