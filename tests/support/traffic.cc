@@ -67,12 +67,17 @@ uint16_t localPortOf(int fd) {
                                       : ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port);
 }
 
+// socket() runs on the netns's own thread, so its errno is read there, not on the caller's.
 Result<UniqueFd> socketIn(const Netns& netns, int family, int type) {
-  HOSTPORT_TRY(const int fd,
-               netns.run([&] { return ::socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0); }));
-  if (fd < 0)
-    return std::unexpected(systemError(ErrorCode::kIo, "socket in " + netns.name(), errno));
-  return UniqueFd(fd);
+  HOSTPORT_TRY(Result<UniqueFd> made, netns.run([&]() -> Result<UniqueFd> {
+    UniqueFd fd(::socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd.valid()) {
+      const int error = errno;
+      return failSystem(ErrorCode::kIo, "socket in " + netns.name(), error);
+    }
+    return fd;
+  }));
+  return made;
 }
 
 // Creates a client socket in `from` for `target`, bound to the requested source.
@@ -86,8 +91,8 @@ Result<UniqueFd> clientSocket(const Netns& from, const SocketAddress& target, in
     const int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(fd.get(), local.get(), local.length) != 0) {
-      return std::unexpected(
-          systemError(ErrorCode::kIo, "bind " + endpointText(source, options.sourcePort), errno));
+      const int error = errno;
+      return failSystem(ErrorCode::kIo, "bind " + endpointText(source, options.sourcePort), error);
     }
   }
   return fd;
@@ -123,14 +128,17 @@ Result<Reply> udpExchange(int fd, const std::string& where, std::chrono::millise
   while (::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT) >= 0 || errno == ECONNREFUSED) {
   }
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    if (::send(fd, "ping", 4, 0) < 0)
-      return std::unexpected(systemError(ErrorCode::kIo, "send " + where, errno));
+    if (::send(fd, "ping", 4, 0) < 0) {
+      const int error = errno;
+      return failSystem(ErrorCode::kIo, "send " + where, error);
+    }
     const auto sliceEnd = std::min(deadline, Clock::now() + timeout / kAttempts);
     if (!waitFor(fd, POLLIN, sliceEnd)) continue;
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return std::unexpected(systemError(ErrorCode::kIo, "recv " + where, errno));
+      const int error = errno;
+      if (error == EAGAIN || error == EINTR) continue;
+      return failSystem(ErrorCode::kIo, "recv " + where, error);
     }
     return parseReply(std::string(buffer, static_cast<size_t>(n)), where);
   }
@@ -159,13 +167,15 @@ Result<std::unique_ptr<Server>> Server::start(const Netns& netns, Transport tran
   auto any = makeAddress("::", port);
   const std::string where = "[::]:" + std::to_string(port) + " in " + netns.name();
   if (::bind(fd.get(), any->get(), any->length) != 0) {
-    return std::unexpected(systemError(ErrorCode::kIo, "bind " + where, errno));
+    const int error = errno;
+    return failSystem(ErrorCode::kIo, "bind " + where, error);
   }
   if (transport == Transport::kTcp && ::listen(fd.get(), 64) != 0) {
-    return std::unexpected(systemError(ErrorCode::kIo, "listen " + where, errno));
+    const int error = errno;
+    return failSystem(ErrorCode::kIo, "listen " + where, error);
   }
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!stop.valid()) return std::unexpected(systemError(ErrorCode::kIo, "eventfd", errno));
+  if (!stop.valid()) return failSystem(ErrorCode::kIo, "eventfd", errno);
   return std::unique_ptr<Server>(new Server(transport, std::move(fd), std::move(stop), id));
 }
 
@@ -213,7 +223,8 @@ Result<Reply> tcpRequest(const Netns& from, const std::string& ip, uint16_t port
   HOSTPORT_TRY(UniqueFd fd, clientSocket(from, target, SOCK_STREAM, options));
   const auto deadline = Clock::now() + options.timeout;
   if (::connect(fd.get(), target.get(), target.length) != 0 && errno != EINPROGRESS) {
-    return std::unexpected(systemError(ErrorCode::kIo, "connect " + where, errno));
+    const int error = errno;
+    return failSystem(ErrorCode::kIo, "connect " + where, error);
   }
   if (!waitFor(fd.get(), POLLOUT, deadline)) {
     return fail(ErrorCode::kUnavailable, "connect " + where + ": timed out");
@@ -221,7 +232,7 @@ Result<Reply> tcpRequest(const Netns& from, const std::string& ip, uint16_t port
   int error = 0;
   socklen_t length = sizeof error;
   ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
-  if (error != 0) return std::unexpected(systemError(ErrorCode::kIo, "connect " + where, error));
+  if (error != 0) return failSystem(ErrorCode::kIo, "connect " + where, error);
 
   std::string text;
   char buffer[512];
@@ -232,8 +243,9 @@ Result<Reply> tcpRequest(const Netns& from, const std::string& ip, uint16_t port
     const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
     if (n == 0) break;
     if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return std::unexpected(systemError(ErrorCode::kIo, "read " + where, errno));
+      const int error = errno;
+      if (error == EAGAIN || error == EINTR) continue;
+      return failSystem(ErrorCode::kIo, "read " + where, error);
     }
     text.append(buffer, static_cast<size_t>(n));
   }
@@ -246,7 +258,8 @@ Result<Reply> udpRequest(const Netns& from, const std::string& ip, uint16_t port
   HOSTPORT_TRY(const SocketAddress target, makeAddress(ip, port));
   HOSTPORT_TRY(UniqueFd fd, clientSocket(from, target, SOCK_DGRAM, options));
   if (::connect(fd.get(), target.get(), target.length) != 0) {
-    return std::unexpected(systemError(ErrorCode::kIo, "connect udp " + where, errno));
+    const int error = errno;
+    return failSystem(ErrorCode::kIo, "connect udp " + where, error);
   }
   return udpExchange(fd.get(), where, options.timeout);
 }
@@ -258,7 +271,8 @@ Result<UdpClient> UdpClient::create(const Netns& from, const std::string& ip, ui
   HOSTPORT_TRY(UniqueFd fd,
                clientSocket(from, target, SOCK_DGRAM, ClientOptions{.source = source}));
   if (::connect(fd.get(), target.get(), target.length) != 0) {
-    return std::unexpected(systemError(ErrorCode::kIo, "connect udp " + where, errno));
+    const int error = errno;
+    return failSystem(ErrorCode::kIo, "connect udp " + where, error);
   }
   const uint16_t localPort = localPortOf(fd.get());
   return UdpClient(std::move(fd), where, localPort);
