@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string>
 
 #include "common/unique_fd.h"
@@ -29,8 +28,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string errnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
-
 /// A tmpfs of `kilobytes` on `path`, unmounted on destruction.
 class SmallTmpfs {
  public:
@@ -38,7 +35,8 @@ class SmallTmpfs {
     const std::string options = "size=" + std::to_string(kilobytes) + "k,mode=0700";
     if (::mount("hostport-test", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) !=
         0) {
-      return fail(ErrorCode::kIo, errnoText("mount tmpfs on " + path));
+      const int error = errno;
+      return failSystem(ErrorCode::kIo, "mount tmpfs on " + path, error);
     }
     return std::unique_ptr<SmallTmpfs>(new SmallTmpfs(path));
   }
@@ -50,12 +48,17 @@ class SmallTmpfs {
   Result<void> fill() const {
     const std::string filler = path_ + "/filler";
     UniqueFd fd(::open(filler.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
-    if (!fd.valid()) return fail(ErrorCode::kIo, errnoText("open " + filler));
+    if (!fd.valid()) {
+      const int error = errno;
+      return failSystem(ErrorCode::kIo, "open " + filler, error);
+    }
     const std::string page(4096, 'f');
     for (const std::size_t chunk : {page.size(), std::size_t{1}}) {
       while (::write(fd.get(), page.data(), chunk) > 0) {
       }
-      if (errno != ENOSPC) return fail(ErrorCode::kIo, errnoText("write " + filler));
+      if (const int error = errno; error != ENOSPC) {
+        return failSystem(ErrorCode::kIo, "write " + filler, error);
+      }
     }
     return {};
   }
@@ -71,9 +74,10 @@ class AgentStoreFailureTest : public ::testing::Test {
     HOSTPORT_SKIP_UNLESS_ROOT();
     // A mount namespace of our own (the agents we start inherit it), whose mounts reach no one
     // else and go away with this process.
-    ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << errnoText("unshare(CLONE_NEWNS)");
+    ASSERT_EQ(::unshare(CLONE_NEWNS), 0)
+        << systemError(ErrorCode::kIo, "unshare(CLONE_NEWNS)", errno).message;
     ASSERT_EQ(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0)
-        << errnoText("make / private");
+        << systemError(ErrorCode::kIo, "make / private", errno).message;
   }
 };
 
@@ -103,8 +107,12 @@ TEST_F(AgentStoreFailureTest, AJournalWriteThatFailsIsLoggedAndStopsTheAgentWith
   ASSERT_TRUE(failed.has_value()) << "the journal never failed; " << agent->describe();
   EXPECT_EQ(failed->code, ErrorCode::kIo) << failed->message;
   EXPECT_THAT(failed->message, HasSubstr("No space left on device"));
-  // Within the grace: unhealthy, and refusing what would write.
+  // Within the grace, while the agent still runs and answers: unhealthy, with a 500.
   EXPECT_FALSE(client.getText("/healthz")) << "healthz still passes after the store failed";
+  // An answer at all means the agent still runs: once it stops its io_context nobody answers.
+  const auto health = client.exchange(agent::api::HttpMethod::kGet, "/healthz");
+  ASSERT_OK(health) << "the agent must still answer within its grace; " << agent->describe();
+  EXPECT_EQ(health->status, 500) << health->body;
 
   ASSERT_OK_AND_ASSIGN(const std::string ended, agent->reap());
   EXPECT_EQ(ended, "exit 1") << agent->describe();
