@@ -19,7 +19,6 @@
 #include "tests/support/temp_dir.h"
 #include "tests/unit/agent/log/log_capture.h"
 #include "tests/unit/agent/service/routed_service.h"
-#include "tests/unit/agent/store/store_test_util.h"
 
 namespace hostport::agent::service {
 namespace {
