@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/quote.h"
-#include "tests/unit/agent/log/log_capture.h"
+#include "tests/support/log_capture.h"
 
 namespace hostport::agent::log {
 namespace {

@@ -17,8 +17,8 @@
 
 #include "agent/api/agent_client.h"
 #include "common/unique_fd.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/agent/log/log_capture.h"
 
 namespace hostport::agent::server {
 namespace {

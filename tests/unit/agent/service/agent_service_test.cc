@@ -18,9 +18,9 @@
 
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/fakes/faulty_file_ops.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/agent/log/log_capture.h"
 
 namespace hostport::agent::service {
 namespace {

@@ -15,9 +15,9 @@
 #include <optional>
 
 #include "tests/fakes/faulty_file_ops.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/agent/log/log_capture.h"
 #include "tests/unit/agent/service/routed_service.h"
 
 namespace hostport::agent::service {

@@ -9,9 +9,9 @@
 
 #include <future>
 
+#include "tests/support/log_capture.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/agent/log/log_capture.h"
 #include "tests/unit/agent/store/store_test_util.h"
 
 namespace hostport::agent::service {

@@ -1,7 +1,7 @@
 #pragma once
 // Points the agent's event log (agent/log/event_log.h) at memory for one test, and back at stderr
 // afterwards. The lines are kept behind a mutex of their own, so a test may read them while the
-// store's committer thread logs.
+// store's committer thread logs. Header-only: its users link hostport_agent_log themselves.
 
 #include <memory>
 #include <mutex>
