@@ -1,10 +1,13 @@
-// tests/support/agent_process.h with the built agent: a private netns per run, refusing to start
-// an agent in the host's netns, SIGKILL without reaping, and the log of the current run.
+// tests/support/agent_process.h with the built agent: a private netns per run (distinct per agent,
+// lo up), refusing to start an agent in the host's netns, SIGKILL without reaping, and the log of
+// the current run.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "tests/support/agent_process.h"
@@ -56,6 +59,30 @@ TEST_F(AgentProcessTest, PrivateNetnsRunsEveryRunOutsideTheTestsNetns) {
   EXPECT_NE(second, 0u);
   EXPECT_NE(second, ours);
   ASSERT_OK(agent->client().getText("/readyz"));
+}
+
+TEST_F(AgentProcessTest, TwoPrivateNetnsAgentsRunInDistinctNetns) {
+  ASSERT_OK_AND_ASSIGN(auto first, AgentProcess::start(HOSTPORT_AGENT_PATH, privateAgent()));
+  ASSERT_OK_AND_ASSIGN(auto second, AgentProcess::start(HOSTPORT_AGENT_PATH, privateAgent()));
+  // Both run at once, so neither netns can have been freed and its inode reused.
+  const ino_t firstNetns = netnsInode("/proc/" + std::to_string(first->pid()) + "/ns/net");
+  const ino_t secondNetns = netnsInode("/proc/" + std::to_string(second->pid()) + "/ns/net");
+  ASSERT_NE(firstNetns, 0u);
+  ASSERT_NE(secondNetns, 0u);
+  EXPECT_NE(firstNetns, secondNetns);
+  EXPECT_NE(firstNetns, netnsInode("/proc/self/ns/net"));
+  EXPECT_NE(secondNetns, netnsInode("/proc/self/ns/net"));
+  ASSERT_OK(first->client().getText("/readyz"));
+  ASSERT_OK(second->client().getText("/readyz"));
+}
+
+TEST_F(AgentProcessTest, PrivateNetnsHasLoopbackUp) {
+  ASSERT_OK_AND_ASSIGN(auto agent, AgentProcess::start(HOSTPORT_AGENT_PATH, privateAgent()));
+  // The kernel gives lo its ::1 only once lo is up; a fresh netns lists no address at all.
+  std::ifstream in("/proc/" + std::to_string(agent->pid()) + "/net/if_inet6");
+  std::stringstream addresses;
+  addresses << in.rdbuf();
+  EXPECT_THAT(addresses.str(), HasSubstr("00000000000000000000000000000001 01 80 10 80       lo"));
 }
 
 TEST_F(AgentProcessTest, RefusesAnAgentWithoutANetnsOrWithTwo) {
