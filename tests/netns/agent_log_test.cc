@@ -3,7 +3,6 @@
 // malformed request parses as one JSON object with the time, level, component and event, and the
 // events of README.md ("Logs") carry their fields. It runs the agent in a private netns.
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -20,6 +19,7 @@
 #include "tests/support/agent_process.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/sockets.h"
 
 #ifndef HOSTPORT_AGENT_PATH
 #error "HOSTPORT_AGENT_PATH must name the hostport-agent binary"
@@ -57,19 +57,10 @@ AllocationRequest staticPort(const std::string& containerId, const std::string& 
 
 /// A TCP listener on `port` in the netns at `netnsPath`, owned by this process.
 Result<UniqueFd> listenIn(const std::string& netnsPath, uint16_t port) {
-  UniqueFd listener;
+  Result<UniqueFd> listener = fail(ErrorCode::kInternal, "not run");
   HOSTPORT_TRY_VOID(runInNetnsPath(netnsPath, [&listener, port] {
-    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-        ::listen(fd.get(), 1) == 0) {
-      listener = std::move(fd);
-    }
+    listener = bindSocket(Protocol::kTcp, "0.0.0.0", port, {.backlog = 1});
   }));
-  if (!listener.valid())
-    return fail(ErrorCode::kIo, "cannot listen on port " + std::to_string(port));
   return listener;
 }
 

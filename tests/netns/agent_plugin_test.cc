@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <latch>
@@ -24,6 +23,7 @@
 #include "common/unique_fd.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/plugin_fixture.h"
+#include "tests/support/sockets.h"
 
 namespace hostport::agent {
 // Leases in assertion messages as the agent's JSON.
@@ -55,26 +55,10 @@ constexpr int kCniPoolExhausted = 102;
 /// A socket of this process bound (and, for TCP, listening) on `port` in `netns`: a "host
 /// process" holding a port. CLOEXEC, so plugin processes forked later do not share it.
 Result<UniqueFd> holdPortOnHost(const Netns& netns, Transport transport, uint16_t port) {
-  const auto bindPort = [&]() -> Result<int> {
-    const int type = transport == Transport::kTcp ? SOCK_STREAM : SOCK_DGRAM;
-    UniqueFd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) return fail(ErrorCode::kIo, std::string("socket: ") + std::strerror(errno));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-      return fail(ErrorCode::kIo,
-                  "bind port " + std::to_string(port) + ": " + std::strerror(errno));
-    }
-    if (transport == Transport::kTcp && ::listen(fd.get(), 16) != 0) {
-      return fail(ErrorCode::kIo, std::string("listen: ") + std::strerror(errno));
-    }
-    return fd.release();
-  };
-  HOSTPORT_TRY(const Result<int> made, netns.run(bindPort));
-  HOSTPORT_TRY(const int fd, made);
-  return UniqueFd(fd);
+  const Protocol protocol = transport == Transport::kTcp ? Protocol::kTcp : Protocol::kUdp;
+  HOSTPORT_TRY(Result<UniqueFd> held,
+               netns.run([&] { return bindSocket(protocol, "0.0.0.0", port); }));
+  return held;
 }
 
 /// The value of one sample line (`name{labels} value`) of a Prometheus text page.
@@ -85,13 +69,6 @@ std::optional<double> metricValue(const std::string& page, const std::string& sa
     if (line.starts_with(sample + " ")) return std::stod(line.substr(sample.size() + 1));
   }
   return std::nullopt;
-}
-
-std::string selfComm() {
-  std::ifstream file("/proc/self/comm");
-  std::string comm;
-  std::getline(file, comm);
-  return comm;
 }
 
 const agent::PortGrant* grantNamed(const agent::Lease& lease, const std::string& name) {
@@ -374,7 +351,7 @@ TEST_F(AgentPluginTest, StaticClaimOnAPortBusyOnTheHostFailsNamingTheHolderAndLe
   ASSERT_OK_AND_ASSIGN(auto error, parseCniError(added.out));
   EXPECT_THAT(error.msg, HasSubstr("tcp/8080"));
   EXPECT_THAT(error.msg, HasSubstr("pid " + std::to_string(::getpid())));
-  EXPECT_THAT(error.msg, HasSubstr(selfComm()));
+  EXPECT_THAT(error.msg, HasSubstr(ownComm()));
   ASSERT_OK_AND_ASSIGN(const std::string after, rulesetJson(nodeNetns()));
   EXPECT_EQ(rulesetDifference(before, after), "") << "the failed ADD changed nftables";
   EXPECT_THAT(leaseOf(*pod), Eq(std::nullopt));

@@ -25,6 +25,7 @@
 #include "netlink/socket.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/sockets.h"
 
 namespace hostport::hostnet {
 namespace {
@@ -67,21 +68,11 @@ sockaddr_storage loopback(int family, uint16_t port, socklen_t& length) {
 
 /// A socket bound to loopback:`port` (0: any free port); the bound port lands in `boundPort`.
 UniqueFd bindLoopback(int family, int type, uint16_t port, uint16_t& boundPort) {
-  UniqueFd fd(socket(family, type | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return fd;
-  if (family == AF_INET6) {
-    int on = 1;
-    setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
-  }
-  socklen_t length = 0;
-  auto address = loopback(family, port, length);
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) return UniqueFd();
-  sockaddr_storage bound{};
-  socklen_t boundLength = sizeof(bound);
-  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &boundLength);
-  boundPort = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
-                                      : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-  return fd;
+  auto fd = test::bindSocket(type == SOCK_DGRAM ? Protocol::kUdp : Protocol::kTcp,
+                             family == AF_INET ? "127.0.0.1" : "::1", port, {.listen = false});
+  if (!fd) return UniqueFd();
+  boundPort = test::boundPort(fd->get());
+  return std::move(*fd);
 }
 
 /// Sends one datagram from a fresh socket (fresh source port: a new conntrack entry).

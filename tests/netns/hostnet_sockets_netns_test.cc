@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -39,13 +38,12 @@
 #include "hostnet/socket_table.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/sockets.h"
 
 namespace hostport::hostnet {
 namespace {
 
 constexpr char kReservedPorts[] = "/proc/sys/net/ipv4/ip_local_reserved_ports";
-
-std::string errnoText() { return std::strerror(errno); }
 
 /// A socket of the test, bound to an ephemeral port the kernel chose.
 struct TestSocket {
@@ -62,56 +60,22 @@ uint32_t inodeOfFd(int fd) {
   return fstat(fd, &info) == 0 ? static_cast<uint32_t>(info.st_ino) : 0;
 }
 
-uint16_t localPort(int fd) {
-  sockaddr_storage storage{};
-  socklen_t length = sizeof(storage);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return 0;
-  if (storage.ss_family == AF_INET)
-    return ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
-  return ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port);
-}
-
-/// socket() + bind(address, port) [+ listen()]; port 0 lets the kernel choose. An empty `fd` on
-/// failure (ADD_FAILURE too).
+/// bind(address, port) [+ listen()] through test::bindSocket, with the test's record of it; port
+/// 0 lets the kernel choose. An empty `fd` on failure (ADD_FAILURE too).
 TestSocket makeSocket(Protocol protocol, const std::string& address, bool listening,
                       uint16_t port = 0) {
   TestSocket result;
   result.protocol = protocol;
   result.address = address;
-  const bool v6 = address.find(':') != std::string::npos;
-  result.family = v6 ? Family::kIPv6 : Family::kIPv4;
-  const int type = protocol == Protocol::kUdp ? SOCK_DGRAM : SOCK_STREAM;
-  UniqueFd fd(socket(v6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC, ipProtocolNumber(protocol)));
-  if (!fd.valid()) {
-    ADD_FAILURE() << "socket(" << protocolName(protocol) << "): " << errnoText();
+  result.family = address.find(':') != std::string::npos ? Family::kIPv6 : Family::kIPv4;
+  auto fd = test::bindSocket(protocol, address, port, {.listen = listening});
+  if (!fd) {
+    ADD_FAILURE() << fd.error().message;
     return result;
   }
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  if (v6) {
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
-    sin6->sin6_family = AF_INET6;
-    inet_pton(AF_INET6, address.c_str(), &sin6->sin6_addr);
-    sin6->sin6_port = htons(port);
-    length = sizeof(sockaddr_in6);
-  } else {
-    auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
-    sin->sin_family = AF_INET;
-    inet_pton(AF_INET, address.c_str(), &sin->sin_addr);
-    sin->sin_port = htons(port);
-    length = sizeof(sockaddr_in);
-  }
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0) {
-    ADD_FAILURE() << "bind(" << address << "): " << errnoText();
-    return result;
-  }
-  if (listening && listen(fd.get(), 16) != 0) {
-    ADD_FAILURE() << "listen(" << address << "): " << errnoText();
-    return result;
-  }
-  result.port = localPort(fd.get());
-  result.inode = inodeOfFd(fd.get());
-  result.fd = std::move(fd);
+  result.port = test::boundPort(fd->get());
+  result.inode = inodeOfFd(fd->get());
+  result.fd = std::move(*fd);
   return result;
 }
 
@@ -127,10 +91,13 @@ TestSocket connectTo(const TestSocket& server, int type) {
   peer.sin_port = htons(server.port);
   inet_pton(AF_INET, "127.0.0.1", &peer.sin_addr);
   if (!fd.valid() || connect(fd.get(), reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) {
-    ADD_FAILURE() << "connect to 127.0.0.1:" << server.port << ": " << errnoText();
+    const int error = errno;
+    ADD_FAILURE() << systemError(ErrorCode::kIo,
+                                 "connect to 127.0.0.1:" + std::to_string(server.port), error)
+                         .message;
     return client;
   }
-  client.port = localPort(fd.get());
+  client.port = test::boundPort(fd.get());
   client.inode = inodeOfFd(fd.get());
   client.fd = std::move(fd);
   return client;
@@ -140,12 +107,6 @@ Result<SocketTable> snapshotOrFail() {
   auto table = SocketTable::snapshot();
   if (!table) ADD_FAILURE() << "snapshot: " << table.error().message;
   return table;
-}
-
-std::string ownComm() {
-  std::string comm;
-  std::getline(std::ifstream("/proc/self/comm"), comm);
-  return comm;
 }
 
 /// Whether this kernel dumps bound-but-not-listening TCP sockets (TCP_BOUND_INACTIVE, 6.10).
@@ -224,7 +185,7 @@ TEST(HostnetSocketsNetnsTest, ClientConnectionsNeverCountAndBoundOnlyTcpIsOptIn)
     TestSocket client = connectTo(listener, SOCK_STREAM);
     ASSERT_TRUE(client.fd.valid());
     UniqueFd accepted(accept4(listener.fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    ASSERT_TRUE(accepted.valid()) << errnoText();
+    ASSERT_TRUE(accepted.valid()) << systemError(ErrorCode::kIo, "accept4", errno).message;
     // bind() without listen(): what a server is between its two calls.
     TestSocket boundOnly = makeSocket(Protocol::kTcp, "::1", /*listening=*/false);
     ASSERT_TRUE(boundOnly.fd.valid());
@@ -284,7 +245,7 @@ TEST(HostnetSocketsNetnsTest, FindsThisProcessAsTheOwnerOfItsSocket) {
     ASSERT_OK(owner);
     ASSERT_TRUE(owner->has_value()) << "no process holds socket " << *inode;
     EXPECT_EQ((*owner)->pid, static_cast<uint32_t>(getpid()));
-    EXPECT_EQ((*owner)->command, ownComm());
+    EXPECT_EQ((*owner)->command, test::ownComm());
 
     const uint32_t closedInode = listener.inode;
     listener.fd.reset();
@@ -302,7 +263,8 @@ TEST(HostnetSocketsNetnsTest, SnapshotOfAThousandSocketsIsFast) {
   const rlim_t saved = limit.rlim_cur;
   if (limit.rlim_cur < 2048) {
     limit.rlim_cur = std::min<rlim_t>(2048, limit.rlim_max);
-    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0) << errnoText();
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0)
+        << systemError(ErrorCode::kIo, "setrlimit(RLIMIT_NOFILE)", errno).message;
   }
   ASSERT_OK(test::inPrivateNetns([] {
     std::vector<TestSocket> sockets;
@@ -405,7 +367,7 @@ std::string reserveInPrivateNetns() {
   any.sin_family = AF_INET;
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&any), sizeof(any)) == 0) {
     return "bind to port 0 succeeded with every port reserved (port " +
-           std::to_string(localPort(fd.get())) + ")";
+           std::to_string(test::boundPort(fd.get())) + ")";
   }
   return {};
 }

@@ -6,7 +6,6 @@
 // test checks both sides: what is inside the scope is seen, what is outside is not claimed free
 // by a table that did not look.
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
@@ -14,7 +13,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +24,7 @@
 #include "netlink/socket_pool.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/sockets.h"
 
 namespace hostport {
 namespace {
@@ -37,31 +36,12 @@ using netlink::NetlinkSocketPool;
 
 /// A socket bound to `address`:`port` (TCP ones listen); invalid after an ADD_FAILURE.
 UniqueFd bound(Protocol protocol, const std::string& address, uint16_t port) {
-  const bool v6 = address.find(':') != std::string::npos;
-  UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET,
-                       (protocol == Protocol::kUdp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC,
-                       ipProtocolNumber(protocol)));
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  if (v6) {
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port);
-    inet_pton(AF_INET6, address.c_str(), &sin6->sin6_addr);
-    length = sizeof(*sin6);
-  } else {
-    auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port);
-    inet_pton(AF_INET, address.c_str(), &sin->sin_addr);
-    length = sizeof(*sin);
-  }
-  if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&storage), length) != 0 ||
-      (protocol == Protocol::kTcp && ::listen(fd.get(), 4) != 0)) {
-    ADD_FAILURE() << "cannot bind " << address << ":" << port << ": " << std::strerror(errno);
+  auto fd = test::bindSocket(protocol, address, port, {.backlog = 4});
+  if (!fd) {
+    ADD_FAILURE() << fd.error().message;
     return UniqueFd();
   }
-  return fd;
+  return std::move(*fd);
 }
 
 class SocketProbeNetnsTest : public ::testing::Test {
