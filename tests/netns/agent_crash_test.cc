@@ -79,10 +79,6 @@ constexpr auto kCompactionWaitTimeout = 5s;  // then the kill happens anyway
 // ---------------------------------------------------------------------------------------------
 // The agent and its state dir
 
-std::string errnoText(std::string_view what) {
-  return std::string(what) + ": " + std::strerror(errno);
-}
-
 /// The agent under test: the built one unless HOSTPORT_TEST_AGENT names another.
 std::string agentPath() {
   const char* path = std::getenv("HOSTPORT_TEST_AGENT");
@@ -703,7 +699,9 @@ TEST_F(AgentCrashTest, EveryAcknowledgedOperationSurvivesSigkillDuringAStorm) {
                        : std::array{KillPoint::kSnapshotTmpCreated, KillPoint::kNewJournalCreated,
                                     KillPoint::kSnapshotRenamed}[(round / 2 - 1) % 3];
     DirWatch watch(stateDir());
-    ASSERT_TRUE(watch.ok()) << errnoText("inotify on " + stateDir().string());
+    const int watchError = errno;  // of the inotify call that failed, if one did
+    ASSERT_TRUE(watch.ok())
+        << systemError(ErrorCode::kIo, "inotify on " + stateDir().string(), watchError).message;
 
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> acks{0};

@@ -26,7 +26,8 @@ namespace {
 /// The inode of the calling thread's netns: equal inodes, same netns.
 ino_t threadNetns() {
   struct stat info {};
-  EXPECT_EQ(::stat("/proc/thread-self/ns/net", &info), 0) << std::strerror(errno);
+  EXPECT_EQ(::stat("/proc/thread-self/ns/net", &info), 0)
+      << systemError(ErrorCode::kIo, "stat /proc/thread-self/ns/net", errno).message;
   return info.st_ino;
 }
 
@@ -91,13 +92,15 @@ TEST_F(InPrivateNetnsTest, ReportsARefusedUnshareAsAnErrorAndDoesNotRunTheFuncti
   bool ran = false;
   Result<void> entered;
   bool dropped = false;
+  int dropError = 0;
   // Capabilities are per thread and inherited by the threads it starts: without CAP_SYS_ADMIN
   // here, inPrivateNetns's own thread cannot unshare.
   std::thread([&] {
     dropped = dropSysAdminFromThisThread();
+    dropError = errno;  // errno is per thread: read it on the thread that called capset
     if (dropped) entered = inPrivateNetns([&] { ran = true; });
   }).join();
-  ASSERT_TRUE(dropped) << "capset: " << std::strerror(errno);
+  ASSERT_TRUE(dropped) << systemError(ErrorCode::kIo, "capset", dropError).message;
   ASSERT_FALSE(entered.has_value()) << "unshare(CLONE_NEWNET) succeeded without CAP_SYS_ADMIN";
   EXPECT_EQ(entered.error().code, ErrorCode::kIo);
   EXPECT_EQ(entered.error().message, "unshare(CLONE_NEWNET): " + std::string(std::strerror(EPERM)));
