@@ -9,12 +9,6 @@
 namespace hostport::agent {
 namespace {
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::ranges::transform(out, out.begin(), ascii::toLower);
-  return out;
-}
-
 // A port is 1 to 5 ASCII digits with a value in 1..65535; no sign, no spaces, no hex.
 std::optional<uint16_t> parsePort(std::string_view text) {
   if (text.empty() || text.size() > 5) return std::nullopt;
@@ -25,28 +19,19 @@ std::optional<uint16_t> parsePort(std::string_view text) {
   return static_cast<uint16_t>(value);
 }
 
+/// The one PortProtocol name that is no kernel protocol's (common/protocol.h names the others).
+constexpr std::string_view kTcpUdpName = "tcpudp";
+
 }  // namespace
 
 std::string_view protocolName(PortProtocol protocol) {
-  switch (protocol) {
-    case PortProtocol::kTcp:
-      return "tcp";
-    case PortProtocol::kUdp:
-      return "udp";
-    case PortProtocol::kSctp:
-      return "sctp";
-    case PortProtocol::kTcpUdp:
-      return "tcpudp";
-  }
-  return "tcp";
+  const std::span<const Protocol> kernel = kernelProtocols(protocol);
+  return kernel.size() == 1 ? hostport::protocolName(kernel.front()) : kTcpUdpName;
 }
 
 Result<PortProtocol> parsePortProtocol(std::string_view text) {
-  const std::string name = lowercase(text);
-  if (name == "tcp") return PortProtocol::kTcp;
-  if (name == "udp") return PortProtocol::kUdp;
-  if (name == "sctp") return PortProtocol::kSctp;
-  if (name == "tcpudp") return PortProtocol::kTcpUdp;
+  if (ascii::equalsIgnoreCase(text, kTcpUdpName)) return PortProtocol::kTcpUdp;
+  if (const auto protocol = parseProtocol(text)) return portProtocol(*protocol);
   return fail(ErrorCode::kInvalidArgument,
               "unknown protocol " + quoteText(text) + " (want tcp, udp, sctp or tcpudp)");
 }

@@ -48,12 +48,6 @@ Result<std::string> parseConditions(const json& object, std::string_view key) {
   return conditions;
 }
 
-std::string asciiLower(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = ascii::toLower(c);
-  return lower;
-}
-
 using FoldedKeys = std::map<std::string, const json*>;
 
 /// containerd sends "HostPort", podman "hostPort". Two spellings of one key in an entry are
@@ -61,7 +55,7 @@ using FoldedKeys = std::map<std::string, const json*>;
 Result<FoldedKeys> foldKeys(const json& entry, const std::string& path) {
   FoldedKeys folded;
   for (const auto& [key, value] : entry.items()) {
-    if (!folded.emplace(asciiLower(key), &value).second) {
+    if (!folded.emplace(ascii::lowercase(key), &value).second) {
       return invalidValue(path, key, "repeats a key that differs only in case");
     }
   }
@@ -70,7 +64,7 @@ Result<FoldedKeys> foldKeys(const json& entry, const std::string& path) {
 
 /// The entry's `key`, in any case, at `<path>.<key>`.
 JsonField foldedField(const FoldedKeys& folded, const std::string& path, std::string_view key) {
-  const auto it = folded.find(asciiLower(key));
+  const auto it = folded.find(ascii::lowercase(key));
   const json* value = it == folded.end() || it->second->is_null() ? nullptr : it->second;
   return JsonField{value, memberPath(path, key)};
 }

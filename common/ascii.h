@@ -4,6 +4,10 @@
 // on different hosts; every grammar of untrusted text uses these instead. A byte >= 0x80 is in
 // no class.
 
+#include <algorithm>
+#include <string>
+#include <string_view>
+
 namespace hostport::ascii {
 
 constexpr bool isDigit(char c) { return c >= '0' && c <= '9'; }
@@ -17,5 +21,18 @@ constexpr bool isGraph(char c) { return c > ' ' && c < '\x7f'; }
 /// Printable: ' ' to '~'.
 constexpr bool isPrint(char c) { return c >= ' ' && c < '\x7f'; }
 constexpr char toLower(char c) { return isUpper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
+
+/// A copy of `text` with 'A'-'Z' lowered; every other byte, non-ASCII included, kept as it is.
+inline std::string lowercase(std::string_view text) {
+  std::string out(text);
+  std::ranges::transform(out, out.begin(), toLower);
+  return out;
+}
+
+/// Whether `a` and `b` are equal once 'A'-'Z' are lowered, as protocol names and JSON keys that
+/// runtimes spell in either case ("TCP", "HostPort") are compared.
+constexpr bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  return std::ranges::equal(a, b, [](char x, char y) { return toLower(x) == toLower(y); });
+}
 
 }  // namespace hostport::ascii

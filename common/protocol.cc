@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 
+#include "common/ascii.h"
 #include "common/quote.h"
 
 namespace hostport {
@@ -20,14 +21,7 @@ std::string_view protocolName(Protocol protocol) {
 
 Result<Protocol> parseProtocol(std::string_view text) {
   for (const Protocol protocol : kAllProtocols) {
-    const std::string_view name = protocolName(protocol);
-    if (text.size() != name.size()) continue;
-    bool same = true;
-    for (std::size_t i = 0; i < name.size() && same; ++i) {
-      const char c = text[i];
-      same = (c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c) == name[i];
-    }
-    if (same) return protocol;
+    if (ascii::equalsIgnoreCase(text, protocolName(protocol))) return protocol;
   }
   return fail(ErrorCode::kInvalidArgument,
               "unknown protocol " + quoteText(text) + " (want tcp, udp or sctp)");

@@ -12,12 +12,6 @@ namespace {
 
 constexpr std::size_t kMaxConditionsLength = 512;
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::ranges::transform(out, out.begin(), ascii::toLower);
-  return out;
-}
-
 // Words that start an nft statement or verdict. A condition must only narrow which packets the
 // forward applies to; a statement (mark set, counter, drop, jump...) would act on them.
 constexpr std::array<std::string_view, 30> kStatementWords = {
@@ -78,7 +72,9 @@ Result<std::string> validateConditions(const std::vector<std::string>& parts) {
   while (!rest.empty()) {
     const auto space = rest.find(' ');
     const auto token = rest.substr(0, space);
-    if (std::ranges::find(kStatementWords, lowercase(token)) != kStatementWords.end()) {
+    if (std::ranges::any_of(kStatementWords, [token](std::string_view word) {
+          return ascii::equalsIgnoreCase(token, word);
+        })) {
       return fail(ErrorCode::kInvalidArgument, "condition " + quoteText(joined) +
                                                    " holds the statement " + quoteText(token) +
                                                    ": conditions may only match packets");

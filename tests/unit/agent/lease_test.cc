@@ -24,6 +24,25 @@ TEST(LeaseTest, RejectsUnknownProtocolNamingTheText) {
   }
 }
 
+TEST(LeaseTest, NamesTheKernelProtocolsAsCommonDoesAndTcpUdpItsOwnWay) {
+  for (const Protocol protocol : kAllProtocols) {
+    EXPECT_EQ(protocolName(portProtocol(protocol)), hostport::protocolName(protocol));
+  }
+  EXPECT_EQ(protocolName(PortProtocol::kTcp), "tcp");
+  EXPECT_EQ(protocolName(PortProtocol::kUdp), "udp");
+  EXPECT_EQ(protocolName(PortProtocol::kSctp), "sctp");
+  EXPECT_EQ(protocolName(PortProtocol::kTcpUdp), "tcpudp");
+  EXPECT_EQ(parsePortProtocol("TcpUdp"), PortProtocol::kTcpUdp);
+  EXPECT_EQ(parsePortProtocol("SCTP"), PortProtocol::kSctp);
+}
+
+TEST(LeaseTest, ListsAllFourNamesWhenRefusing) {
+  EXPECT_EQ(parsePortProtocol("icmp").error().message,
+            "unknown protocol \"icmp\" (want tcp, udp, sctp or tcpudp)");
+  EXPECT_EQ(parsePortProtocol("tcpud").error().message,
+            "unknown protocol \"tcpud\" (want tcp, udp, sctp or tcpudp)");
+}
+
 TEST(LeaseTest, QuotesHostileTextSafelyInErrors) {
   auto parsed = parsePortProtocol("tcp\n\"injected\"" + std::string(200, 'x'));
   ASSERT_FALSE(parsed);

@@ -31,5 +31,28 @@ TEST(AsciiTest, PutsNoByteAboveAsciiInAnyClass) {
   }
 }
 
+TEST(AsciiTest, LowercaseLowersOnlyAsciiCapitals) {
+  EXPECT_EQ(ascii::lowercase("HostPort"), "hostport");
+  EXPECT_EQ(ascii::lowercase("TCP-UDP_9.z"), "tcp-udp_9.z");
+  EXPECT_EQ(ascii::lowercase(""), "");
+  // Non-ASCII bytes (UTF-8 for a capital A with umlaut) and NUL are kept, not folded by a locale.
+  EXPECT_EQ(ascii::lowercase(std::string_view("A\xc3\x84\0B", 5)),
+            std::string_view("a\xc3\x84\0b", 5));
+}
+
+TEST(AsciiTest, EqualsIgnoreCaseComparesWholeTextsWithCapitalsLowered) {
+  EXPECT_TRUE(ascii::equalsIgnoreCase("TCP", "tcp"));
+  EXPECT_TRUE(ascii::equalsIgnoreCase("sCtP", "SctP"));
+  EXPECT_TRUE(ascii::equalsIgnoreCase("", ""));
+  EXPECT_FALSE(ascii::equalsIgnoreCase("tcp", "tcpudp"));
+  EXPECT_FALSE(ascii::equalsIgnoreCase("tcpudp", "tcp"));
+  EXPECT_FALSE(ascii::equalsIgnoreCase("tcp", "udp"));
+  // '@' and '[' sit next to 'A' and 'Z'; only the 26 capitals fold.
+  EXPECT_FALSE(ascii::equalsIgnoreCase("@", "`"));
+  EXPECT_FALSE(ascii::equalsIgnoreCase("[", "{"));
+  EXPECT_FALSE(ascii::equalsIgnoreCase("\xc3\x84", "\xc3\xa4"));
+  static_assert(ascii::equalsIgnoreCase("HostIP", "hostip"));
+}
+
 }  // namespace
 }  // namespace hostport
