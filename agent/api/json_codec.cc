@@ -3,6 +3,7 @@
 #include <limits>
 #include <set>
 
+#include "agent/api/attachment_key.h"
 #include "common/bounded_json.h"
 #include "common/identifiers.h"
 #include "common/json_fields.h"
@@ -78,12 +79,12 @@ Result<void> checkRangeEnd(std::string_view path, std::string_view key, uint16_t
                                                std::to_string(count) + " runs past 65535");
 }
 
+/// Both fields must be strings before either meets its grammar (api/attachment_key.h).
 Result<AttachmentKey> attachmentKeyAt(const json& value, std::string_view path) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
-  AttachmentKey key;
-  HOSTPORT_TRY(key.containerId, stringField(value, path, "containerId", true, containerIdProblem));
-  HOSTPORT_TRY(key.ifname, stringField(value, path, "ifname", true, ifnameProblem));
-  return key;
+  HOSTPORT_TRY(std::string containerId, readString(jsonField(value, path, "containerId")));
+  HOSTPORT_TRY(std::string ifname, readString(jsonField(value, path, "ifname")));
+  return checkAttachmentKey({std::move(containerId), std::move(ifname)}, path);
 }
 
 Result<PodIdentity> podIdentityAt(const json& value, std::string_view path) {

@@ -1,10 +1,9 @@
 #include "agent/service/api_handlers.h"
 
+#include "agent/api/attachment_key.h"
 #include "agent/api/http_errors.h"
 #include "agent/api/json_codec.h"
 #include "agent/api/routes.h"
-#include "common/identifiers.h"
-#include "common/quote.h"
 
 namespace hostport::agent::service {
 namespace {
@@ -36,16 +35,7 @@ HttpResponse errorResponseFor(const Error& error, Metrics& metrics) {
 }
 
 Result<AttachmentKey> keyFromPath(const server::PathParams& params) {
-  AttachmentKey key{params.at("containerId"), params.at("ifname")};
-  if (!isContainerId(key.containerId)) {
-    return fail(ErrorCode::kInvalidArgument,
-                "containerId: " + quoteText(key.containerId) + " is not a container ID");
-  }
-  if (!isIfname(key.ifname)) {
-    return fail(ErrorCode::kInvalidArgument,
-                "ifname: " + quoteText(key.ifname) + " is not an interface name");
-  }
-  return key;
+  return api::checkAttachmentKey({params.at("containerId"), params.at("ifname")});
 }
 
 std::string queryValue(const server::HttpRequest& request, const std::string& name) {
@@ -89,12 +79,8 @@ void listAttachments(const ApiContext& context, const server::HttpRequest& reque
 void releaseContainer(const ApiContext& context, const server::HttpRequest& request,
                       const server::PathParams&, server::Responder respond) {
   const auto containerId = queryValue(request, "containerId");
-  if (!isContainerId(containerId)) {
-    return respond(
-        errorResponseFor(Error{ErrorCode::kInvalidArgument,
-                               "containerId: " + quoteText(containerId) + " is not a container ID",
-                               {}},
-                         context.metrics));
+  if (auto checked = api::checkContainerId(containerId); !checked) {
+    return respond(errorResponseFor(checked.error(), context.metrics));
   }
   context.service.releaseContainer(containerId, answerReleased(context, std::move(respond)));
 }

@@ -97,13 +97,18 @@ TEST_F(ApiHandlersTest, PoolsAnswersTheRowsTheServiceComputes) {
 TEST_F(ApiHandlersTest, RefusesMalformedKeysAndBodiesThroughTheErrorTable) {
   const auto badId = call(httpRequest("GET", "/v1/attachments/bad%20id/eth0"));
   EXPECT_EQ(badId.status, 400u);
-  EXPECT_EQ(jsonOf(badId)["message"], "containerId: \"bad id\" is not a container ID");
+  EXPECT_EQ(jsonOf(badId)["message"],
+            "containerId: \"bad id\" must be 1-100 characters of [A-Za-z0-9_.-], starting "
+            "alphanumeric");
   const auto badIfname = call(httpRequest("DELETE", "/v1/attachments/c1/a%2Fb"));
   EXPECT_EQ(badIfname.status, 400u);
-  EXPECT_EQ(jsonOf(badIfname)["message"], "ifname: \"a/b\" is not an interface name");
+  EXPECT_EQ(jsonOf(badIfname)["message"], "ifname: \"a/b\" must not contain '/'");
   const auto badQuery = call(httpRequest("DELETE", "/v1/attachments?containerId=x%0A"));
   EXPECT_EQ(badQuery.status, 400u);
   EXPECT_EQ(jsonOf(badQuery)["code"], "invalid_argument");
+  EXPECT_EQ(jsonOf(badQuery)["message"],
+            "containerId: \"x\\n\" must be 1-100 characters of [A-Za-z0-9_.-], starting "
+            "alphanumeric");
   const auto badBody = call(httpRequest("POST", "/v1/attachments", "{"));
   EXPECT_EQ(badBody.status, 400u);
   const auto badGc = call(httpRequest("POST", "/v1/gc", "[]"));
