@@ -9,10 +9,12 @@ const IpPrefix kLoopbackV4 = *IpPrefix::parse("127.0.0.0/8");
 const IpPrefix kAnyV4 = *IpPrefix::parse("0.0.0.0/0");
 const IpPrefix kAnyV6 = *IpPrefix::parse("::/0");
 
+/// "tcp [2001:db8::1]:80 -> 80", or "tcp *:80 -> 80" without a hostIP.
 std::string describeMapping(const PortMapping& mapping) {
-  return std::string(protocolName(mapping.protocol)) + " " +
-         (mapping.hostIp ? mapping.hostIp->str() : "*") + ":" + std::to_string(mapping.hostPort) +
-         " -> " + std::to_string(mapping.containerPort);
+  const std::string host = mapping.hostIp ? describeEndpoint(*mapping.hostIp, mapping.hostPort)
+                                          : "*:" + std::to_string(mapping.hostPort);
+  return std::string(protocolName(mapping.protocol)) + " " + host + " -> " +
+         std::to_string(mapping.containerPort);
 }
 
 bool sameHostKey(const nft::Forward& a, const nft::Forward& b) {

@@ -47,7 +47,23 @@ TEST(AttachmentPlanTest, WarnsAndSkipsWhenTheContainerLacksTheFamily) {
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->rules.empty());
   ASSERT_EQ(plan->warnings.size(), 1u);
-  EXPECT_NE(plan->warnings[0].find("2001:db8::1:80"), std::string::npos) << plan->warnings[0];
+  EXPECT_EQ(plan->warnings[0],
+            "skipping port mapping tcp [2001:db8::1]:80 -> 80: the container has no address of "
+            "its family");
+}
+
+TEST(AttachmentPlanTest, WarnsWithTheHostEndpointAsPeopleWriteIt) {
+  ContainerAddresses v6Only{std::nullopt, *IpPrefix::parse("fd00:88::5/64")};
+  auto plan = planAttachment("o/eth0", {mapping(53, 5353, Protocol::kUdp, "192.0.2.1")}, v6Only,
+                             PluginConfig{});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->warnings, std::vector<std::string>{"skipping port mapping udp 192.0.2.1:53 -> "
+                                                     "5353: the container has no address of its "
+                                                     "family"});
+  plan = planAttachment("o/eth0", {mapping(8080, 80)}, ContainerAddresses{}, PluginConfig{});
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->warnings, std::vector<std::string>{"skipping port mapping tcp *:8080 -> 80: the "
+                                                     "container has no address of its family"});
 }
 
 TEST(AttachmentPlanTest, MasqueradesSubnetPeersAndLocalhostWithSnat) {
