@@ -174,15 +174,14 @@ Result<ConntrackEntry> parseConntrackMessage(std::span<const std::byte> message)
   const Bytes body = bytes->subspan(NLMSG_HDRLEN);
   const auto nfg = readStruct<nfgenmsg>(body);
   if (!nfg) return malformed("truncated nfgenmsg");
-  ConntrackEntry entry;
-  if (nfg->nfgen_family == AF_INET) {
-    entry.family = Family::kIPv4;
-  } else if (nfg->nfgen_family == AF_INET6) {
-    entry.family = Family::kIPv6;
-  } else {
+  Family family = Family::kIPv4;
+  if (nfg->nfgen_family == AF_INET6) {
+    family = Family::kIPv6;
+  } else if (nfg->nfgen_family != AF_INET) {
     return malformed("unsupported family " + std::to_string(nfg->nfgen_family));
   }
 
+  ConntrackEntry entry;
   std::optional<Bytes> origTuple;
   std::string problem;
   const Bytes attributes = body.subspan(std::min(body.size(), NLMSG_ALIGN(sizeof(nfgenmsg))));
@@ -207,7 +206,7 @@ Result<ConntrackEntry> parseConntrackMessage(std::span<const std::byte> message)
   if (!origTuple) return malformed("no CTA_TUPLE_ORIG");
   if (origTuple->size() > kMaxRawTupleSize) return malformed("CTA_TUPLE_ORIG is too large");
 
-  HOSTPORT_TRY(const Tuple tuple, parseTuple(*origTuple, entry.family));
+  HOSTPORT_TRY(const Tuple tuple, parseTuple(*origTuple, family));
   entry.l4proto = tuple.l4proto;
   entry.origSrc = tuple.src;
   entry.origDst = tuple.dst;
@@ -228,7 +227,7 @@ Result<std::vector<std::byte>> buildConntrackDelete(const ConntrackEntry& entry)
   if (raw.empty() || raw.size() > kMaxRawTupleSize) {
     return fail(ErrorCode::kInvalidArgument, "conntrack entry has no usable original tuple");
   }
-  auto tuple = parseTuple(raw, entry.family);
+  auto tuple = parseTuple(raw, entry.family());
   if (!tuple) {
     return fail(ErrorCode::kInvalidArgument,
                 "conntrack entry has an invalid original tuple: " + tuple.error().message);
@@ -241,7 +240,7 @@ Result<std::vector<std::byte>> buildConntrackDelete(const ConntrackEntry& entry)
   }
 
   NetlinkWriter writer;
-  beginCtnetlink(writer, IPCTNL_MSG_CT_DELETE, NLM_F_REQUEST | NLM_F_ACK, entry.family);
+  beginCtnetlink(writer, IPCTNL_MSG_CT_DELETE, NLM_F_REQUEST | NLM_F_ACK, entry.family());
   writer.attribute(CTA_TUPLE_ORIG | NLA_F_NESTED, raw);
   if (entry.zone) writer.be16Attribute(CTA_ZONE, *entry.zone);
   if (entry.id) writer.be32Attribute(CTA_ID, *entry.id);

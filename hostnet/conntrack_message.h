@@ -30,8 +30,7 @@ namespace hostport::hostnet {
 
 /// One conntrack entry as far as the flush cares: its original-direction tuple.
 struct ConntrackEntry {
-  Family family = Family::kIPv4;  // the message's; both addresses have it too
-  uint8_t l4proto = 0;            // IPPROTO_*, any protocol (ICMP flows have entries too)
+  uint8_t l4proto = 0;  // IPPROTO_*, any protocol (ICMP flows have entries too)
   IpAddress origSrc;
   IpAddress origDst;
   uint16_t origSrcPort = 0;  // host order; 0 for protocols without ports
@@ -39,6 +38,10 @@ struct ConntrackEntry {
   std::optional<uint16_t> zone;         // CTA_ZONE, host order
   std::optional<uint32_t> id;           // CTA_ID, host order (an opaque kernel id)
   std::vector<std::byte> rawOrigTuple;  // payload of CTA_TUPLE_ORIG, verbatim from the kernel
+
+  /// The message's family (nfgen_family), which both addresses have: a parsed entry's tuple
+  /// is of that family or the message is refused.
+  Family family() const { return origSrc.family(); }
 
   /// "udp 10.0.0.1:40000 -> 10.0.0.2:53", for error messages and logs.
   std::string describe() const;

@@ -120,7 +120,7 @@ TEST(ConntrackMessageTest, ParsesIpv4UdpEntry) {
   const auto bytes = kernelUdpV4Message();
   auto entry = parseConntrackMessage(bytes);
   ASSERT_TRUE(entry) << entry.error().message;
-  EXPECT_EQ(entry->family, Family::kIPv4);
+  EXPECT_EQ(entry->family(), Family::kIPv4);
   EXPECT_EQ(entry->l4proto, IPPROTO_UDP);
   EXPECT_EQ(entry->origSrc, *IpAddress::parse("10.0.0.1"));
   EXPECT_EQ(entry->origDst, *IpAddress::parse("10.0.0.2"));
@@ -143,7 +143,7 @@ TEST(ConntrackMessageTest, ParsesIpv6UdpEntryWithoutZone) {
   const auto bytes = kernelUdpV6Message();
   auto entry = parseConntrackMessage(bytes);
   ASSERT_TRUE(entry) << entry.error().message;
-  EXPECT_EQ(entry->family, Family::kIPv6);
+  EXPECT_EQ(entry->family(), Family::kIPv6);
   EXPECT_EQ(entry->origDstPort, 7777);
   EXPECT_EQ(entry->origDst, *IpAddress::parse("2001:db8::2"));
   EXPECT_FALSE(entry->zone.has_value());
@@ -355,7 +355,7 @@ TEST(ConntrackMessageTest, DeleteRequestParsesBackToTheSameEntry) {
     ASSERT_TRUE(request);
     auto back = parseConntrackMessage(*request);
     ASSERT_TRUE(back) << back.error().message;
-    EXPECT_EQ(back->family, entry->family);
+    EXPECT_EQ(back->family(), entry->family());
     EXPECT_EQ(back->describe(), entry->describe());
     EXPECT_EQ(back->rawOrigTuple, entry->rawOrigTuple);
     EXPECT_EQ(back->zone, entry->zone);
@@ -395,8 +395,18 @@ TEST(ConntrackMessageTest, DeleteRefusesFieldsThatDisagreeWithTheRawTuple) {
   ConntrackEntry edited = *entry;
   edited.origDstPort = 54;
   EXPECT_FALSE(buildConntrackDelete(edited));
+  // The same addresses as IPv6 (v4-mapped): the raw IPv4 tuple is then of the other family.
   edited = *entry;
-  edited.family = Family::kIPv6;
+  edited.origSrc = *IpAddress::parse("::ffff:10.0.0.1");
+  edited.origDst = *IpAddress::parse("::ffff:10.0.0.2");
+  ASSERT_EQ(edited.family(), Family::kIPv6);
+  auto refused = buildConntrackDelete(edited);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("address of the wrong family"), std::string::npos)
+      << refused.error().message;
+  // Addresses of two families: the tuple matches neither.
+  edited = *entry;
+  edited.origDst = *IpAddress::parse("::ffff:10.0.0.2");
   EXPECT_FALSE(buildConntrackDelete(edited));
 }
 
