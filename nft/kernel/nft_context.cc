@@ -1,5 +1,9 @@
 #include "nft/kernel/nft_context.h"
 
+#include <functional>
+#include <map>
+#include <string>
+
 #include "nft/kernel/libnftables.h"
 
 namespace hostport::nft::kernel {
@@ -7,6 +11,21 @@ namespace {
 
 // Past the largest errno Linux defines (EHWPOISON, 133); strerror() of the rest is "Unknown error".
 constexpr int kMaxErrno = 256;
+
+/// The errno whose strerror() text is `reason`; 0 for none. The table is built once: a missing
+/// ip6 table makes every CHECK and DEL with conditional rules read an "Error:" line.
+int errnoOfText(std::string_view reason) {
+  static const std::map<std::string, int, std::less<>> kErrnoByText = [] {
+    std::map<std::string, int, std::less<>> byText;
+    for (int errnum = 1; errnum < kMaxErrno; ++errnum) {
+      // emplace keeps the lowest errno of a text, as a scan from 1 upwards finds it.
+      byText.emplace(std::error_code(errnum, std::generic_category()).message(), errnum);
+    }
+    return byText;
+  }();
+  const auto found = kErrnoByText.find(reason);
+  return found == kErrnoByText.end() ? 0 : found->second;
+}
 
 }  // namespace
 
@@ -77,9 +96,8 @@ std::error_code nftErrorCause(std::string_view text) {
     std::string_view reason = line.substr(at + kError.size());
     reason = reason.substr(0, reason.find(';'));
     if (reason.starts_with(kRule)) reason.remove_prefix(kRule.size());
-    for (int errnum = 1; errnum < kMaxErrno; ++errnum) {
-      const std::error_code cause(errnum, std::generic_category());
-      if (cause.message() == reason) return cause;
+    if (const int errnum = errnoOfText(reason); errnum != 0) {
+      return std::error_code(errnum, std::generic_category());
     }
   }
   return {};

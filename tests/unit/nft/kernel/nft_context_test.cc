@@ -21,6 +21,17 @@ TEST(NftContextTest, ReadsTheErrnoOfAFailedKernelCommand) {
             std::errc::device_or_resource_busy);
 }
 
+TEST(NftContextTest, ReadsEveryErrnoByItsText) {
+  for (int errnum = 1; errnum < 256; ++errnum) {
+    // Two errnos may share a text (an alias); the lowest one of the text is the cause.
+    int first = 1;
+    while (text(first) != text(errnum)) ++first;
+    const std::error_code cause = nftErrorCause("Error: Could not process rule: " + text(errnum));
+    EXPECT_EQ(cause, std::error_code(first, std::generic_category())) << text(errnum);
+    EXPECT_EQ(nftErrorCause("Error: " + text(errnum) + "; did you mean x"), cause) << errnum;
+  }
+}
+
 TEST(NftContextTest, ReadsTheErrnoOfAnObjectMissingFromTheCache) {
   EXPECT_EQ(
       nftErrorCause("Error: " + text(ENOENT) + "\nlist table ip hostport\n              ^^^^^^^^"),
