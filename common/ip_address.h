@@ -33,8 +33,10 @@ class IpAddress {
   static IpAddress unspecified(Family family);
 
   Family family() const { return family_; }
-  /// addressSize(family()) bytes in network order.
-  std::span<const uint8_t> bytes() const { return {bytes_.data(), addressSize(family_)}; }
+  /// addressSize(family()) bytes in network order. A view into this address, so a temporary's
+  /// bytes would dangle at the end of the statement: name the address first.
+  std::span<const uint8_t> bytes() const& { return {bytes_.data(), addressSize(family_)}; }
+  std::span<const uint8_t> bytes() const&& = delete;
   /// The canonical text (inet_ntop's): "10.88.0.5", "2001:db8::1".
   std::string str() const;
   bool isUnspecified() const;  // 0.0.0.0 or ::

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace hostport {
@@ -52,6 +53,21 @@ TEST(IpAddressTest, HoldsTheBytesInNetworkOrder) {
   EXPECT_EQ(v6.bytes()[0], 0x20);
   EXPECT_EQ(v6.bytes()[1], 0x01);
   EXPECT_EQ(v6.bytes()[15], 0x01);
+}
+
+/// Whether bytes() can be called on an address of value category `T`.
+template <typename T>
+concept LendsBytes = requires(T&& address) {
+  std::forward<T>(address).bytes();
+};
+
+TEST(IpAddressTest, LendsItsBytesOnlyFromAnAddressThatOutlivesTheCall) {
+  static_assert(LendsBytes<IpAddress&>);
+  static_assert(LendsBytes<const IpAddress&>);
+  static_assert(!LendsBytes<IpAddress>, "a temporary's bytes would dangle");
+  static_assert(!LendsBytes<const IpAddress>);
+  const IpAddress named = *IpAddress::parse("10.88.0.5");
+  EXPECT_EQ(named.bytes().size(), 4u);
 }
 
 TEST(IpAddressTest, ComesBackFromItsBytes) {
