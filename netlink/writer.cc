@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 
 #include <cstring>
-#include <string>
 #include <utility>
 
 namespace hostport::netlink {
@@ -31,8 +30,12 @@ void NetlinkWriter::attribute(uint16_t type, std::span<const std::byte> payload)
 }
 
 void NetlinkWriter::stringAttribute(uint16_t type, std::string_view text) {
-  const std::string terminated(text);
-  attribute(type, std::as_bytes(std::span(terminated.c_str(), terminated.size() + 1)));
+  // The NUL is appended here rather than copied from a std::string: `text` need not end in one.
+  const nlattr header{static_cast<uint16_t>(NLA_HDRLEN + text.size() + 1), type};
+  append(&header, sizeof(header));
+  append(text.data(), text.size());
+  bytes_.push_back(std::byte{0});
+  pad(NLA_ALIGNTO);
 }
 
 void NetlinkWriter::u8Attribute(uint16_t type, uint8_t value) {

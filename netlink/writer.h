@@ -1,11 +1,12 @@
 #pragma once
 // Writing netlink requests: the one writer every request builder uses (rtnetlink, ctnetlink,
-// sock_diag, nf_tables), the counterpart of netlink_attributes.h's reader.
+// sock_diag, nf_tables), the counterpart of attributes.h's reader.
 //
 // Design note: the writer appends to one byte vector and patches lengths in place when a message
 // or nest ends, so a builder never sizes a buffer by hand. It writes what libmnl would: a header
 // with nlmsg_len covering the aligned body, nla_len without the attribute's padding, padding bytes
-// zero. Sequence number and port id stay zero; the socket stamps them (netlink_socket.h).
+// zero. Sequence number and port id stay zero; the socket stamps them (socket.h), so a request's
+// bytes are a pure value that tests compare byte by byte.
 
 #include <linux/netlink.h>
 
@@ -21,11 +22,12 @@ namespace hostport::netlink {
 /// Appends netlink messages and their (nested) attributes to one buffer, NLA-aligned.
 class NetlinkWriter {
  public:
-  /// Starts a message of `type` with exactly `flags` (NLM_F_REQUEST included by the caller);
-  /// endMessage() fills in its length.
+  /// `flags` are written as given, NLM_F_REQUEST included: the writer cannot know whether a
+  /// message wants an ACK, a dump or neither. The length is patched in by endMessage(), once the
+  /// body is known.
   void beginMessage(uint16_t type, uint16_t flags);
-  /// Starts a message whose body opens with a family header (nfgenmsg, rtmsg, inet_diag_req_v2,
-  /// ...), padded to NLMSG_ALIGNTO.
+  /// Every family header (nfgenmsg, rtmsg, inet_diag_req_v2, ...) is padded to NLMSG_ALIGNTO
+  /// here, as the kernel reads the attributes after it from the aligned offset.
   template <typename FamilyHeader>
   void beginMessage(uint16_t type, uint16_t flags, const FamilyHeader& header) {
     static_assert(std::is_trivially_copyable_v<FamilyHeader>);
@@ -35,24 +37,27 @@ class NetlinkWriter {
   }
   void endMessage();
 
-  /// One attribute with `payload` as its bytes.
   void attribute(uint16_t type, std::span<const std::byte> payload);
-  /// A NUL-terminated string attribute.
+  /// With a NUL, as mnl_attr_put_strz() writes it: the kernel and nft read names back as C
+  /// strings. `text` need not end in one.
   void stringAttribute(uint16_t type, std::string_view text);
   void u8Attribute(uint16_t type, uint8_t value);
-  /// Big-endian (network order) integers, as ctnetlink wants them.
+  /// The byte order is in the name because each family picks its own: ctnetlink's ports and
+  /// addresses are big-endian.
   void be16Attribute(uint16_t type, uint16_t value);
   void be32Attribute(uint16_t type, uint32_t value);
-  /// A host-order u32, as rtnetlink and CTA_FILTER flags want it.
+  /// rtnetlink and CTA_FILTER flags are host order, unlike the rest of ctnetlink.
   void hostU32Attribute(uint16_t type, uint32_t value);
 
-  /// Opens a nest (NLA_F_NESTED set); pass the returned offset to endNest().
+  /// NLA_F_NESTED is set, as mnl_attr_nest_start() sets it, so the bytes stay libmnl's. The
+  /// returned offset is where endNest() patches the length.
   [[nodiscard]] size_t beginNest(uint16_t type);
   void endNest(size_t nest);
 
-  /// Bytes written so far.
+  /// Lets a builder split a long list over several messages before an attribute's 16-bit length
+  /// overflows (nf_tables element batches).
   size_t size() const { return bytes_.size(); }
-  /// The bytes; the writer is empty afterwards.
+  /// Moves the bytes out, so a request is built without a copy; the writer is empty afterwards.
   std::vector<std::byte> take();
 
  private:

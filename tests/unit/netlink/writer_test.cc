@@ -4,6 +4,7 @@
 #include <linux/netlink.h>
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "netlink/attributes.h"
@@ -87,6 +88,15 @@ TEST(NetlinkWriterTest, StringsAreNulTerminated) {
   ByteVector body = attr(2, bytesOf({'h', 'o', 's', 't', 'p', 'o', 'r', 't', 0}));
   append(body, attr(3, bytesOf({0})));
   EXPECT_EQ(writer.take(), request(1, 0, body));
+}
+
+TEST(NetlinkWriterTest, AStringThatIsAViewEndsAtTheViewNotAtTheNextNul) {
+  const std::string_view text = "hostport-ports";
+  NetlinkWriter writer;
+  writer.beginMessage(1, 0);
+  writer.stringAttribute(2, text.substr(0, 4));
+  writer.endMessage();
+  EXPECT_EQ(writer.take(), request(1, 0, attr(2, bytesOf({'h', 'o', 's', 't', 0}))));
 }
 
 TEST(NetlinkWriterTest, IntegersHaveTheByteOrderTheirNameSays) {
