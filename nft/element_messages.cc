@@ -70,10 +70,10 @@ ByteString valueIn(Bytes nest) {
   return value;
 }
 
-std::string stringIn(Bytes payload) {
-  std::string text(reinterpret_cast<const char*>(payload.data()), payload.size());
-  if (const auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);
-  return text;
+/// A NLA_STRING payload up to its NUL, as a view into the reply: no copy unless one is kept.
+std::string_view stringIn(Bytes payload) {
+  const std::string_view text(reinterpret_cast<const char*>(payload.data()), payload.size());
+  return text.substr(0, text.find('\0'));
 }
 
 /// True when the element's userdata holds the comment `owner`.
@@ -81,7 +81,7 @@ bool commentIs(Bytes item, const std::string& owner) {
   bool match = false;
   forEachAttribute(item, [&](uint16_t type, Bytes payload) {
     if (type == NFTA_SET_ELEM_USERDATA) {
-      match = commentOf(ByteString(payload.begin(), payload.end())) == owner;
+      match = commentOf(payload) == owner;
     }
     return true;
   });
@@ -164,7 +164,7 @@ Result<void> parseElementReply(std::span<const std::byte> message, std::vector<S
                                const std::string* owner) {
   const auto body = nftablesBody(message, NFT_MSG_NEWSETELEM);
   if (!body) return malformed("set element");
-  std::string set;
+  std::string_view set;  // a view into `message`, copied into each element kept
   std::optional<Bytes> list;
   if (!forEachAttribute(body->second, [&](uint16_t type, Bytes payload) {
         if (type == NFTA_SET_ELEM_LIST_SET) set = stringIn(payload);
@@ -179,7 +179,7 @@ Result<void> parseElementReply(std::span<const std::byte> message, std::vector<S
     if (owner != nullptr && !commentIs(item, *owner)) return true;
     SetElement element;
     element.family = body->first;
-    element.set = set;
+    element.set = std::string(set);
     const bool ok = forEachAttribute(item, [&](uint16_t field, Bytes payload) {
       switch (field) {
         case NFTA_SET_ELEM_KEY:
@@ -213,8 +213,7 @@ Result<RuleSummary> parseRuleReply(std::span<const std::byte> message) {
         rule.handle = rule.handle << 8 | std::to_integer<uint8_t>(b);
     }
     if (type == NFTA_RULE_EXPRESSIONS) rule.expressions.assign(payload.begin(), payload.end());
-    if (type == NFTA_RULE_USERDATA)
-      rule.comment = commentOf(ByteString(payload.begin(), payload.end()));
+    if (type == NFTA_RULE_USERDATA) rule.comment = commentOf(payload);
     return true;
   });
   if (!parsed) return std::unexpected(malformed("rule").error());

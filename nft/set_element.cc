@@ -84,15 +84,15 @@ ByteString commentUserdata(std::string_view comment) {
   return out;
 }
 
-std::string commentOf(const ByteString& userdata) {
+std::string_view commentOf(std::span<const std::byte> userdata) {
   for (size_t offset = 0; offset + 2 <= userdata.size();) {
     const auto type = userdata[offset];
     const auto length = std::to_integer<size_t>(userdata[offset + 1]);
     if (offset + 2 + length > userdata.size()) break;
     if (type == kCommentTlv && length > 0) {
-      std::string text(reinterpret_cast<const char*>(userdata.data() + offset + 2), length);
-      if (const auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);
-      return text;
+      const std::string_view text(reinterpret_cast<const char*>(userdata.data() + offset + 2),
+                                  length);
+      return text.substr(0, text.find('\0'));
     }
     offset += 2 + length;
   }
@@ -164,7 +164,7 @@ std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element) {
   if (*podIpAtEnd != *podIp) return std::nullopt;  // a range of pod IPs: not ours
   const auto source = prefixSpanning(*first, *last);
   if (!source) return std::nullopt;
-  return InstalledMasquerade{commentOf(element.userdata), Masquerade{*source, *podIp}};
+  return InstalledMasquerade{std::string(commentOf(element.userdata)), Masquerade{*source, *podIp}};
 }
 
 }  // namespace hostport::nft

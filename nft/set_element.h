@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,8 +38,9 @@ struct SetElement {
 SetElement elementOf(const Forward& forward, std::string_view owner);
 SetElement elementOf(const Masquerade& masquerade, std::string_view owner);
 
-/// The comment in nft's userdata TLVs; empty when there is none.
-std::string commentOf(const ByteString& userdata);
+/// The comment in nft's userdata TLVs, as a view into `userdata`; empty when there is none. A
+/// view, so a dump filtered by owner compares each element's comment without copying it.
+std::string_view commentOf(std::span<const std::byte> userdata);
 ByteString commentUserdata(std::string_view comment);
 
 /// Reads back an element of one of our sets; nullopt for bytes we did not write (a wrong size,
