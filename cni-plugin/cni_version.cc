@@ -32,6 +32,14 @@ std::string supportedList() {
   return list;
 }
 
+/// The version is checked before the result, so an unknown version is the error a runtime sees.
+Result<void> checkSupported(std::string_view version) {
+  if (isSupported(version)) return {};
+  return invalidValue("cniVersion", std::string(version),
+                      "is not supported (supported: " + supportedList() + ")",
+                      ErrorCode::kIncompatibleVersion);
+}
+
 }  // namespace
 
 const std::vector<std::string>& supportedVersions() {
@@ -53,13 +61,14 @@ int compareVersions(std::string_view a, std::string_view b) {
 }
 
 Result<json> convertResult(const json& result, std::string_view version) {
-  if (!isSupported(version)) {
-    return invalidValue("cniVersion", std::string(version),
-                        "is not supported (supported: " + supportedList() + ")",
-                        ErrorCode::kIncompatibleVersion);
-  }
+  HOSTPORT_TRY_VOID(checkSupported(version));
   HOSTPORT_TRY(const std::vector<IpPrefix> addresses, resultAddresses(result));
+  return convertResult(result, addresses, version);
+}
 
+Result<json> convertResult(const json& result, std::span<const IpPrefix> addresses,
+                           std::string_view version) {
+  HOSTPORT_TRY_VOID(checkSupported(version));
   json converted = result;
   const bool carriesIpVersion = compareVersions(version, "1.0.0") < 0;
   for (size_t i = 0; i < addresses.size(); ++i) {

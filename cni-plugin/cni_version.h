@@ -2,11 +2,13 @@
 // The CNI spec versions we speak, and the conversion of a result between them.
 
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/error.h"
+#include "common/ip_address.h"
 
 namespace hostport::cni {
 
@@ -21,5 +23,9 @@ int compareVersions(std::string_view a, std::string_view b);
 /// 1.x has none. Every other field is kept as it is. kIncompatibleVersion for an unknown version;
 /// kInvalidArgument naming the field when ips[].address is not a CIDR.
 Result<nlohmann::json> convertResult(const nlohmann::json& result, std::string_view version);
+/// The same with `addresses`, which must be resultAddresses(result) (prev_result.h): ADD has read
+/// them already to pick the container's addresses.
+Result<nlohmann::json> convertResult(const nlohmann::json& result,
+                                     std::span<const IpPrefix> addresses, std::string_view version);
 
 }  // namespace hostport::cni

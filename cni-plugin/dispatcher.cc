@@ -37,6 +37,7 @@ class Invocation {
   struct Attachment {
     std::string owner;
     ContainerAddresses addresses;
+    std::vector<IpPrefix> resultAddresses;  // every prevResult.ips[].address, read once
   };
   /// Everything ADD and CHECK need before anyone is asked for ports.
   Result<Attachment> attachment(const PluginConfig& config, std::string_view verb) const;
@@ -92,9 +93,10 @@ Result<Invocation::Attachment> Invocation::attachment(const PluginConfig& config
                 "primary network plugin in a conflist (" +
                     std::string(verb) + ")");
   }
-  HOSTPORT_TRY(auto addresses, containerAddresses(*config.prevResult, env_.ifname));
+  HOSTPORT_TRY(auto ips, resultAddresses(*config.prevResult));
+  HOSTPORT_TRY(auto addresses, containerAddresses(*config.prevResult, ips, env_.ifname));
   HOSTPORT_TRY(auto owner, nft::makeOwner(env_.containerId, env_.ifname));
-  return Attachment{std::move(owner), std::move(addresses)};
+  return Attachment{std::move(owner), std::move(addresses), std::move(ips)};
 }
 
 Result<Grant> Invocation::grantPorts(const PluginConfig& config) {
@@ -185,7 +187,8 @@ Result<void> Invocation::add(const PluginConfig& config) {
     if (grant.leased) releaseLease(config);
     return installed;
   }
-  HOSTPORT_TRY(const auto result, convertResult(*config.prevResult, config.cniVersion));
+  HOSTPORT_TRY(const auto result,
+               convertResult(*config.prevResult, target.resultAddresses, config.cniVersion));
   io_.out << result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return {};
 }

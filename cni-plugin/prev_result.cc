@@ -1,5 +1,6 @@
 #include "cni-plugin/prev_result.h"
 
+#include <cassert>
 #include <cstdint>
 #include <string>
 
@@ -68,8 +69,15 @@ Result<std::vector<IpPrefix>> resultAddresses(const json& prevResult) {
 
 Result<ContainerAddresses> containerAddresses(const json& prevResult, std::string_view ifname) {
   HOSTPORT_TRY(const std::vector<IpPrefix> addresses, resultAddresses(prevResult));
+  return containerAddresses(prevResult, addresses, ifname);
+}
+
+Result<ContainerAddresses> containerAddresses(const json& prevResult,
+                                              std::span<const IpPrefix> addresses,
+                                              std::string_view ifname) {
   HOSTPORT_TRY(const json* interfaces, optionalArray(prevResult, "interfaces"));
   const json* ips = *optionalArray(prevResult, "ips");  // checked by resultAddresses
+  assert(ips->size() == addresses.size() && "addresses are not resultAddresses(prevResult)");
 
   ContainerAddresses result;
   for (size_t i = 0; i < addresses.size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,11 @@ struct ContainerAddresses {
 /// without "interface" is taken. kInvalidArgument naming the field for a malformed ips array or
 /// address.
 Result<ContainerAddresses> containerAddresses(const nlohmann::json& prevResult,
+                                              std::string_view ifname);
+/// The same from `addresses`, which must be resultAddresses(prevResult): ADD reads them once for
+/// this and for convertResult.
+Result<ContainerAddresses> containerAddresses(const nlohmann::json& prevResult,
+                                              std::span<const IpPrefix> addresses,
                                               std::string_view ifname);
 
 /// Every prevResult.ips[].address ("10.88.0.5/16") in order; none when "ips" is absent or null.

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cni-plugin/prev_result.h"
 #include "tests/unit/cni-plugin/bridge_result.h"
 
 namespace hostport::cni {
@@ -167,6 +168,22 @@ TEST(CniVersionTest, RejectsMalformedIpsInEitherDirection) {
     EXPECT_EQ(conversionError(notObject, version).message,
               "prevResult.ips[0]: 7 must be an object");
     EXPECT_EQ(conversionError(noAddress, version).message, "prevResult.ips[0].address: missing");
+  }
+}
+
+TEST(CniVersionTest, ConvertsWithResultAddressesReadOnceAsWithoutThem) {
+  for (const json& result : {resultV110(), resultV031()}) {
+    const auto addresses = resultAddresses(result);
+    ASSERT_TRUE(addresses.has_value());
+    for (const auto& version : supportedVersions()) {
+      const auto converted = convertResult(result, *addresses, version);
+
+      ASSERT_TRUE(converted.has_value()) << version;
+      EXPECT_EQ(*converted, *convertResult(result, version)) << version;
+    }
+    const auto unsupported = convertResult(result, *addresses, "0.2.0");
+    ASSERT_FALSE(unsupported.has_value());
+    EXPECT_EQ(unsupported.error().message, conversionError(result, "0.2.0").message);
   }
 }
 

@@ -137,6 +137,21 @@ TEST(PrevResultTest, ListsEveryResultAddressInOrder) {
   EXPECT_EQ(*addresses, (std::vector{prefix("10.88.0.5/16"), prefix("fd00:88::5/64")}));
 }
 
+TEST(PrevResultTest, PicksTheSameAddressesFromResultAddressesReadOnce) {
+  json otherInterface = bridgeResult();
+  otherInterface["interfaces"][2]["name"] = "net1";
+  for (const json& prevResult : {bridgeResult(), otherInterface}) {
+    const auto read = resultAddresses(prevResult);
+    ASSERT_TRUE(read.has_value());
+
+    const auto picked = containerAddresses(prevResult, *read, "eth0");
+
+    ASSERT_TRUE(picked.has_value()) << picked.error().message;
+    EXPECT_EQ(picked->v4, addressesOf(prevResult).v4);
+    EXPECT_EQ(picked->v6, addressesOf(prevResult).v6);
+  }
+}
+
 TEST(PrevResultTest, RejectsAPrevResultThatIsNotAnObject) {
   EXPECT_EQ(errorOf("10.88.0.5/16"), "prevResult: \"10.88.0.5/16\" must be an object");
   EXPECT_EQ(errorOf(json::array()), "prevResult: [...] must be an object");
