@@ -6,9 +6,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <stdexcept>
+
+#include "common/ascii.h"
 
 namespace hostport::agent::api {
 
@@ -103,8 +103,7 @@ bool FakeAgentServer::readRequest(int connection, RecordedRequest& request) {
     data.append(buffer, static_cast<std::size_t>(n));
     if (headerEnd == std::string::npos &&
         (headerEnd = data.find("\r\n\r\n")) != std::string::npos) {
-      std::string lower = data.substr(0, headerEnd);
-      std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      const std::string lower = ascii::lowercase(std::string_view(data).substr(0, headerEnd));
       if (const auto at = lower.find("content-length:"); at != std::string::npos) {
         contentLength = std::stoul(lower.substr(at + 15));
       }
