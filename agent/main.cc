@@ -14,6 +14,7 @@
 #include "agent/service/agent_service.h"
 #include "agent/service/api_handlers.h"
 #include "agent/service/lifecycle.h"
+#include "agent/service/pool_reservation.h"
 #include "agent/service/recovery.h"
 #include "agent/service/socket_probe.h"
 #include "agent/service/table_repair.h"

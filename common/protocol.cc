@@ -59,4 +59,8 @@ std::string ipProtocolName(uint8_t number) {
   }
 }
 
+std::string describePort(Protocol protocol, uint16_t port) {
+  return std::string(protocolName(protocol)) + "/" + std::to_string(port);
+}
+
 }  // namespace hostport

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,5 +36,39 @@ std::optional<Protocol> fromIpProtocolNumber(uint8_t number);
 /// The name of any IP protocol number the kernel reports (a conntrack entry may be ICMP):
 /// "tcp", "udp", "sctp", "icmp", "icmpv6", or "proto <n>".
 std::string ipProtocolName(uint8_t number);
+
+/// "tcp/8080": one port of one protocol, as messages and logs name it.
+std::string describePort(Protocol protocol, uint16_t port);
+
+/// A set of Protocols in one byte, for what a pool allows or a socket dump covers.
+class ProtocolSet {
+ public:
+  constexpr ProtocolSet() = default;
+  constexpr ProtocolSet(std::initializer_list<Protocol> protocols) {
+    for (const Protocol protocol : protocols) add(protocol);
+  }
+  static constexpr ProtocolSet all() {
+    ProtocolSet set;
+    for (const Protocol protocol : kAllProtocols) set.add(protocol);
+    return set;
+  }
+
+  constexpr void add(Protocol protocol) { bits_ |= bit(protocol); }
+  constexpr ProtocolSet& operator|=(ProtocolSet other) {
+    bits_ |= other.bits_;
+    return *this;
+  }
+  constexpr bool contains(Protocol protocol) const { return (bits_ & bit(protocol)) != 0; }
+  /// True when every protocol of `other` is in this set.
+  constexpr bool includes(ProtocolSet other) const { return (other.bits_ & ~bits_) == 0; }
+  constexpr bool empty() const { return bits_ == 0; }
+  friend constexpr bool operator==(ProtocolSet, ProtocolSet) = default;
+
+ private:
+  static constexpr uint8_t bit(Protocol protocol) {
+    return static_cast<uint8_t>(1u << static_cast<unsigned>(protocol));
+  }
+  uint8_t bits_ = 0;
+};
 
 }  // namespace hostport

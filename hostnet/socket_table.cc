@@ -17,10 +17,6 @@ using netlink::NetlinkSocket;
 using netlink::NetlinkSocketPool;
 namespace {
 
-constexpr uint8_t kEveryProtocol = (1u << kAllProtocols.size()) - 1;
-
-uint8_t protocolBit(Protocol protocol) { return uint8_t{1} << static_cast<int>(protocol); }
-
 uint32_t holderKey(Protocol protocol, uint16_t port) {
   return (static_cast<uint32_t>(protocol) << 16) | port;
 }
@@ -105,19 +101,19 @@ Result<SocketTable> SocketTable::snapshot(NetlinkSocketPool& sockets,
 }
 
 Result<SocketTable> SocketTable::snapshot(NetlinkSocket& socket, const SnapshotOptions& options) {
-  uint8_t covered = 0;
-  for (const Protocol protocol : options.protocols) covered |= protocolBit(protocol);
-  if (options.protocols.empty()) covered = kEveryProtocol;
+  ProtocolSet covered;
+  for (const Protocol protocol : options.protocols) covered.add(protocol);
+  if (options.protocols.empty()) covered = ProtocolSet::all();
   const auto filter = buildPortFilter(options.ports);
 
   std::vector<BoundSocket> sockets;
   bool tcpDone = false;
-  if (covered & protocolBit(Protocol::kTcp)) {
+  if (covered.contains(Protocol::kTcp)) {
     HOSTPORT_TRY(tcpDone, dumpTcpBothFamilies(socket, options, filter, sockets));
   }
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
     for (const Protocol protocol : kAllProtocols) {
-      if ((covered & protocolBit(protocol)) == 0) continue;
+      if (!covered.contains(protocol)) continue;
       if (tcpDone && protocol == Protocol::kTcp) continue;
       HOSTPORT_TRY_VOID(dumpInto(socket, family, protocol, options, filter, sockets));
     }
@@ -132,7 +128,7 @@ Result<SocketTable> SocketTable::snapshot(NetlinkSocket& socket, const SnapshotO
 SocketTable SocketTable::fromSockets(std::vector<BoundSocket> sockets) {
   SocketTable table;
   table.sockets_ = std::move(sockets);
-  table.coveredProtocols_ = kEveryProtocol;
+  table.coveredProtocols_ = ProtocolSet::all();
   auto& holders = table.holders_;
   holders.reserve(table.sockets_.size());
   for (uint32_t i = 0; i < table.sockets_.size(); ++i) {
@@ -159,7 +155,7 @@ SocketTable SocketTable::fromSockets(std::vector<BoundSocket> sockets) {
 }
 
 bool SocketTable::covers(Protocol protocol, uint16_t port) const {
-  if ((coveredProtocols_ & protocolBit(protocol)) == 0) return false;
+  if (!coveredProtocols_.contains(protocol)) return false;
   if (coveredPorts_.empty()) return true;
   // The last span that starts at or below `port`.
   const auto after = std::ranges::upper_bound(coveredPorts_, port, {}, &PortSpan::first);

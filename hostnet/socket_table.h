@@ -93,7 +93,7 @@ class SocketTable {
   // entry per key. A sorted vector rather than per-port bitmaps: a narrowed dump holds a handful
   // of sockets, and clearing 24 KiB of bitmaps per request cost more than the lookups.
   std::vector<std::pair<uint32_t, uint32_t>> holders_;
-  uint8_t coveredProtocols_ = 0;        // bit i: kAllProtocols[i] was dumped
+  ProtocolSet coveredProtocols_;        // the protocols dumped
   std::vector<PortSpan> coveredPorts_;  // normalized; empty: every port
 };
 

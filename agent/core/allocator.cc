@@ -35,20 +35,17 @@ constexpr uint16_t kNoPool = UINT16_MAX;
 // Host-busy candidates one request may skip before giving up, so a host that binds the whole
 // pool cannot make one request probe it for ever.
 constexpr uint32_t kMaxHostRejections = 1024;
-constexpr uint8_t kEveryProtocol = 0b111;
 
-uint8_t protocolBit(Protocol protocol) { return uint8_t{1} << static_cast<int>(protocol); }
-
-uint8_t protocolMask(PortProtocol protocol) {
-  uint8_t mask = 0;
-  for (const auto kernel : kernelProtocols(protocol)) mask |= protocolBit(kernel);
-  return mask;
+ProtocolSet protocolsOf(PortProtocol protocol) {
+  ProtocolSet set;
+  for (const auto kernel : kernelProtocols(protocol)) set.add(kernel);
+  return set;
 }
 
-std::string maskNames(uint8_t mask) {
+std::string namesOf(ProtocolSet set) {
   std::string out;
   for (const Protocol protocol : kAllProtocols) {
-    if ((mask & protocolBit(protocol)) == 0) continue;
+    if (!set.contains(protocol)) continue;
     if (!out.empty()) out += ", ";
     out += protocolName(protocol);
   }
@@ -68,10 +65,6 @@ std::optional<IpAddress> addressOf(const std::optional<IpAddress>& hostIp) {
 // Every address overlaps everything; two specific addresses overlap only when equal.
 bool overlaps(const std::optional<IpAddress>& a, const std::optional<IpAddress>& b) {
   return !a || !b || *a == *b;
-}
-
-std::string portName(Protocol protocol, uint16_t port) {
-  return std::string(protocolName(protocol)) + "/" + std::to_string(port);
 }
 
 /// A key as it goes into a message: a valid one ("containerId/ifname") is never cut.
@@ -118,8 +111,8 @@ Result<Strategy> parseStrategy(std::string_view text) {
 struct Allocator::State {
   struct Pool {
     std::string name;
-    uint8_t protocols = kEveryProtocol;  // kernel protocols allowed
-    uint32_t used = 0;                   // ports of the pool held by some lease
+    ProtocolSet protocols = ProtocolSet::all();  // kernel protocols allowed
+    uint32_t used = 0;                           // ports of the pool held by some lease
     std::unique_ptr<PortPicker> picker;
   };
   struct StaticHold {
@@ -223,9 +216,10 @@ struct Allocator::State {
   }
 
   Error heldError(Protocol protocol, uint16_t port, uint32_t holder) const {
-    return Error{ErrorCode::kConflict,
-                 "port " + portName(protocol, port) + " is held by " + describe(leaseAt(holder)),
-                 {}};
+    return Error{
+        ErrorCode::kConflict,
+        "port " + describePort(protocol, port) + " is held by " + describe(leaseAt(holder)),
+        {}};
   }
 
   void hold(uint16_t port) {
@@ -365,10 +359,10 @@ Result<void> Allocator::State::validate(const AllocationRequest& request, const 
                                                    std::to_string(row.containerPort) + " and " +
                                                    std::to_string(row.count) + " ports)");
     }
-    if ((protocolMask(row.protocol) & ~pool.protocols) != 0) {
+    if (!pool.protocols.includes(protocolsOf(row.protocol))) {
       return fail(ErrorCode::kInvalidArgument,
                   what + " asks for " + std::string(protocolName(row.protocol)) + " but pool " +
-                      quoteText(pool.name) + " allows only " + maskNames(pool.protocols));
+                      quoteText(pool.name) + " allows only " + namesOf(pool.protocols));
     }
     if (row.count > widest) {
       return fail(ErrorCode::kInvalidArgument,
@@ -396,7 +390,7 @@ Result<void> Allocator::State::claimStatics(const AllocationRequest& request, Po
     for (const auto protocol : kernelProtocols(claim.protocol)) {
       if (probe.isBound(protocol, claim.hostPort)) {
         ++hostConflicts;
-        return fail(ErrorCode::kConflict, "port " + portName(protocol, claim.hostPort) +
+        return fail(ErrorCode::kConflict, "port " + describePort(protocol, claim.hostPort) +
                                               " is in use on the host" +
                                               describe(probe.holderOf(protocol, claim.hostPort)));
       }
@@ -564,8 +558,8 @@ Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<u
     State::Pool pool;
     pool.name = spec.name;
     if (!spec.protocols.empty()) {
-      pool.protocols = 0;
-      for (const auto protocol : spec.protocols) pool.protocols |= protocolMask(protocol);
+      pool.protocols = {};
+      for (const auto protocol : spec.protocols) pool.protocols |= protocolsOf(protocol);
     }
     PoolLayout layout(spec.ranges);
     switch (spec.strategy) {

@@ -23,10 +23,6 @@ std::string podName(const PodIdentity& pod) {
 
 log::Field podField(const PodIdentity& pod) { return log::untrusted("pod", podName(pod)); }
 
-std::string portName(Protocol protocol, uint16_t port) {
-  return std::string(protocolName(protocol)) + "/" + std::to_string(port);
-}
-
 std::string portsText(const std::vector<PortGrant>& ports) {
   std::string out;
   for (const auto& grant : ports) {
@@ -52,7 +48,7 @@ class RecordingProbe final : public core::PortProbe {
     const bool bound = probe_.isBound(protocol, port);
     if (bound && log::enabled(Component::kSocket, Level::kDebug)) {
       log::event(Component::kSocket, Level::kDebug, "socket.busy",
-                 {keyField(key_), {"port", portName(protocol, port)}});
+                 {keyField(key_), {"port", describePort(protocol, port)}});
     }
     return bound;
   }
@@ -76,7 +72,7 @@ std::optional<std::pair<std::string, Lease>> heldClaim(const core::Allocator& al
   for (const auto& claim : request.statics) {
     for (const Protocol protocol : kernelProtocols(claim.protocol)) {
       if (auto holder = allocator.leaseHolding(protocol, claim.hostPort, claim.hostIp)) {
-        return std::pair(portName(protocol, claim.hostPort), std::move(*holder));
+        return std::pair(describePort(protocol, claim.hostPort), std::move(*holder));
       }
     }
   }
@@ -88,7 +84,7 @@ void logConflict(const core::Allocator& allocator, const AllocationRequest& requ
                  const Error& error, const std::optional<RecordingProbe::HostHolder>& host) {
   std::vector<log::Field> fields = {keyField(request.key), podField(request.pod)};
   if (host) {
-    fields.emplace_back("port", portName(host->protocol, host->port));
+    fields.emplace_back("port", describePort(host->protocol, host->port));
     fields.emplace_back("holder", "host");
     if (host->holder.pid != 0) fields.emplace_back("pid", host->holder.pid);
     if (!host->holder.command.empty()) {

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "agent/log/event_log.h"
-#include "hostnet/reserved_ports.h"
 #include "hostnet/socket_owner.h"
 
 namespace hostport::agent::service {
@@ -38,19 +36,6 @@ std::vector<hostnet::PortSpan> poolSpans(const std::vector<core::PoolSpec>& pool
     for (const auto& range : pool.ranges) spans.push_back({range.first, range.last});
   }
   return hostnet::normalizedSpans(std::move(spans));
-}
-
-Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools) {
-  std::vector<hostnet::PortRange> ranges;
-  std::string text;
-  for (const auto& span : poolSpans(pools)) {
-    ranges.emplace_back(span.first, span.last);
-    text += (text.empty() ? "" : ",") + PortRange{span.first, span.last}.str();
-  }
-  HOSTPORT_TRY_VOID(hostnet::reserveLocalPorts(ranges));
-  log::event(log::Component::kSocket, log::Level::kInfo, "socket.ports_reserved",
-             {{"ranges", text}});
-  return {};
 }
 
 Result<std::unique_ptr<core::PortProbe>> SocketTableProbe::snapshot(

@@ -37,10 +37,6 @@ ProbeScope scopeOf(const AllocationRequest& request, std::span<const hostnet::Po
 /// Every range of every pool, as port spans.
 std::vector<hostnet::PortSpan> poolSpans(const std::vector<core::PoolSpec>& pools);
 
-/// Adds every pool range to net.ipv4.ip_local_reserved_ports (of the calling thread's netns), so
-/// the kernel never hands a pool port to a host client as its ephemeral port.
-Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools);
-
 /// PortProbe over a snapshot of the host's sockets narrowed to a ProbeScope.
 class SocketTableProbe : public core::PortProbe {
  public:

@@ -54,5 +54,40 @@ TEST(ProtocolTest, NamesAnyIpProtocolNumber) {
   EXPECT_EQ(ipProtocolName(99), "proto 99");
 }
 
+TEST(ProtocolTest, DescribesAPortWithItsProtocol) {
+  EXPECT_EQ(describePort(Protocol::kTcp, 8080), "tcp/8080");
+  EXPECT_EQ(describePort(Protocol::kUdp, 1), "udp/1");
+  EXPECT_EQ(describePort(Protocol::kSctp, 65535), "sctp/65535");
+}
+
+TEST(ProtocolSetTest, HoldsWhatWasAddedAndNothingElse) {
+  ProtocolSet set;
+  EXPECT_TRUE(set.empty());
+  set.add(Protocol::kUdp);
+  EXPECT_FALSE(set.empty());
+  EXPECT_TRUE(set.contains(Protocol::kUdp));
+  EXPECT_FALSE(set.contains(Protocol::kTcp));
+  EXPECT_FALSE(set.contains(Protocol::kSctp));
+  set.add(Protocol::kUdp);  // twice is once
+  EXPECT_EQ(set, ProtocolSet{Protocol::kUdp});
+  set |= ProtocolSet{Protocol::kTcp};
+  EXPECT_EQ(set, (ProtocolSet{Protocol::kTcp, Protocol::kUdp}));
+}
+
+TEST(ProtocolSetTest, AllHoldsEveryProtocol) {
+  for (const Protocol protocol : kAllProtocols) EXPECT_TRUE(ProtocolSet::all().contains(protocol));
+  EXPECT_EQ(ProtocolSet::all(), (ProtocolSet{Protocol::kSctp, Protocol::kUdp, Protocol::kTcp}));
+}
+
+TEST(ProtocolSetTest, IncludesASubsetOnly) {
+  const ProtocolSet tcpUdp{Protocol::kTcp, Protocol::kUdp};
+  EXPECT_TRUE(tcpUdp.includes(ProtocolSet{Protocol::kTcp}));
+  EXPECT_TRUE(tcpUdp.includes(tcpUdp));
+  EXPECT_TRUE(tcpUdp.includes(ProtocolSet{}));
+  EXPECT_FALSE(tcpUdp.includes(ProtocolSet{Protocol::kSctp}));
+  EXPECT_FALSE(tcpUdp.includes(ProtocolSet::all()));
+  EXPECT_TRUE(ProtocolSet::all().includes(tcpUdp));
+}
+
 }  // namespace
 }  // namespace hostport
