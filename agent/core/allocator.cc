@@ -222,6 +222,11 @@ struct Allocator::State {
         {}};
   }
 
+  // heldError(), with the lease as the refused static claim's holder.
+  AllocationError heldConflict(Protocol protocol, uint16_t port, uint32_t holder) const {
+    return {heldError(protocol, port, holder), Conflict{protocol, port, leaseAt(holder), {}}};
+  }
+
   void hold(uint16_t port) {
     if (held.test(port)) return;
     held.set(port);
@@ -305,8 +310,9 @@ struct Allocator::State {
   }
 
   Result<void> validate(const AllocationRequest& request, const Pool& pool) const;
-  Result<void> claimStatics(const AllocationRequest& request, PortProbe& probe,
-                            std::vector<PortGrant>& grants);
+  std::expected<void, AllocationError> claimStatics(const AllocationRequest& request,
+                                                    PortProbe& probe,
+                                                    std::vector<PortGrant>& grants);
   Result<void> pickDynamics(const AllocationRequest& request, std::size_t poolIndex,
                             PortProbe& probe, std::vector<PortGrant>& grants);
   Result<void> checkRestore(const Lease& lease);
@@ -374,8 +380,8 @@ Result<void> Allocator::State::validate(const AllocationRequest& request, const 
   return {};
 }
 
-Result<void> Allocator::State::claimStatics(const AllocationRequest& request, PortProbe& probe,
-                                            std::vector<PortGrant>& grants) {
+std::expected<void, AllocationError> Allocator::State::claimStatics(
+    const AllocationRequest& request, PortProbe& probe, std::vector<PortGrant>& grants) {
   for (const auto& claim : request.statics) {
     PortGrant grant{"", claim.protocol, claim.hostPort, claim.containerPort, 1, claim.hostIp, true};
     // The same mapping twice (a runtime may repeat one) is one claim; other overlaps inside one
@@ -384,15 +390,19 @@ Result<void> Allocator::State::claimStatics(const AllocationRequest& request, Po
     const auto hostIp = addressOf(claim.hostIp);
     for (const auto protocol : kernelProtocols(claim.protocol)) {
       if (const auto holder = holderOf(protocol, claim.hostPort, hostIp)) {
-        return std::unexpected(heldError(protocol, claim.hostPort, *holder));
+        return std::unexpected(heldConflict(protocol, claim.hostPort, *holder));
       }
     }
     for (const auto protocol : kernelProtocols(claim.protocol)) {
       if (probe.isBound(protocol, claim.hostPort)) {
         ++hostConflicts;
-        return fail(ErrorCode::kConflict, "port " + describePort(protocol, claim.hostPort) +
-                                              " is in use on the host" +
-                                              describe(probe.holderOf(protocol, claim.hostPort)));
+        PortHolder holder = probe.holderOf(protocol, claim.hostPort);
+        Error error{ErrorCode::kConflict,
+                    "port " + describePort(protocol, claim.hostPort) + " is in use on the host" +
+                        describe(holder),
+                    {}};
+        return std::unexpected(AllocationError(
+            std::move(error), Conflict{protocol, claim.hostPort, std::nullopt, std::move(holder)}));
       }
     }
     exclude(claim.hostPort);  // not for this request's dynamic rows
@@ -586,7 +596,8 @@ Allocator::Allocator(Allocator&&) noexcept = default;
 Allocator& Allocator::operator=(Allocator&&) noexcept = default;
 Allocator::~Allocator() = default;
 
-Result<Lease> Allocator::allocate(const AllocationRequest& request, PortProbe& probe) {
+std::expected<Lease, AllocationError> Allocator::allocate(const AllocationRequest& request,
+                                                          PortProbe& probe) {
   State& state = *state_;
   if (const auto slot = state.findSlot(request.key)) return state.leaseAt(*slot);
 
@@ -664,13 +675,6 @@ std::vector<Lease> Allocator::leases() const {
   out.reserve(state_->index.size());
   forEachLease([&](const Lease& lease) { out.push_back(lease); });
   return out;
-}
-
-std::optional<Lease> Allocator::leaseHolding(Protocol protocol, uint16_t port,
-                                             const std::optional<IpAddress>& hostIp) const {
-  const auto slot = state_->holderOf(protocol, port, addressOf(hostIp));
-  if (!slot) return std::nullopt;
-  return state_->leaseAt(*slot);
 }
 
 std::size_t Allocator::leaseCount() const { return state_->index.size(); }

@@ -43,6 +43,22 @@ class PortProbe {
   virtual PortHolder holderOf(Protocol protocol, uint16_t port) = 0;
 };
 
+/// Who holds the static claim an allocation was refused for.
+struct Conflict {
+  Protocol protocol = Protocol::kTcp;
+  uint16_t port = 0;
+  std::optional<Lease> lease;  // the lease holding it; nullopt: something on the host
+  PortHolder host;             // that host process, as far as the kernel told
+};
+
+/// Why an allocation was refused: the Error, and for a refused static claim (kConflict) its
+/// holder, so the caller need not look it up again.
+struct AllocationError : Error {
+  AllocationError(Error error, std::optional<Conflict> conflict = std::nullopt)  // NOLINT
+      : Error(std::move(error)), conflict(std::move(conflict)) {}
+  std::optional<Conflict> conflict;
+};
+
 struct PoolUsage {
   std::string name;
   uint32_t size = 0;  // ports in the pool
@@ -64,9 +80,10 @@ class Allocator {
   ///  - kInvalidArgument: unknown pool (named), protocol not allowed in the pool, a request
   ///    wider than the pool, too many rows;
   ///  - kConflict: a static claim held by another lease (named) or bound on the host (port,
-  ///    protocol, pid and command where known);
+  ///    protocol, pid and command where known), with that holder as its Conflict;
   ///  - kExhausted: no free port in the pool (named, with its size).
-  Result<Lease> allocate(const AllocationRequest& request, PortProbe& probe);
+  std::expected<Lease, AllocationError> allocate(const AllocationRequest& request,
+                                                 PortProbe& probe);
 
   /// Releases the lease of `key` and returns it; nullopt when there is none.
   std::optional<Lease> release(const AttachmentKey& key);
@@ -79,10 +96,6 @@ class Allocator {
 
   /// Leases are held packed (packed_lease.h): these return unpacked copies.
   std::optional<Lease> find(const AttachmentKey& key) const;
-  /// The lease holding `port` for `protocol` on an address overlapping `hostIp` (none, 0.0.0.0
-  /// and :: mean every address), as a static claim of that port checks; nullopt when none does.
-  std::optional<Lease> leaseHolding(Protocol protocol, uint16_t port,
-                                    const std::optional<IpAddress>& hostIp) const;
   /// Calls `visit` with each lease in key order, one unpacked at a time, so a caller that keeps
   /// a few never has them all unpacked at once. `visit` must not call into the allocator.
   void forEachLease(const std::function<void(const Lease&)>& visit) const;

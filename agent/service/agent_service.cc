@@ -32,17 +32,10 @@ std::string portsText(const std::vector<PortGrant>& ports) {
   return out;
 }
 
-/// The request's probe, passed through; it remembers the host socket it was asked to name, which
-/// the allocator does only for a static claim it refuses (allocator.h).
-class RecordingProbe final : public core::PortProbe {
+/// The request's probe, passed through; logs each port it finds bound (socket.busy, debug).
+class BusyLoggingProbe final : public core::PortProbe {
  public:
-  struct HostHolder {
-    Protocol protocol;
-    uint16_t port;
-    core::PortHolder holder;
-  };
-
-  RecordingProbe(core::PortProbe& probe, const AttachmentKey& key) : probe_(probe), key_(key) {}
+  BusyLoggingProbe(core::PortProbe& probe, const AttachmentKey& key) : probe_(probe), key_(key) {}
 
   bool isBound(Protocol protocol, uint16_t port) override {
     const bool bound = probe_.isBound(protocol, port);
@@ -53,49 +46,31 @@ class RecordingProbe final : public core::PortProbe {
     return bound;
   }
   core::PortHolder holderOf(Protocol protocol, uint16_t port) override {
-    core::PortHolder holder = probe_.holderOf(protocol, port);
-    hostHolder_ = HostHolder{protocol, port, holder};
-    return holder;
+    return probe_.holderOf(protocol, port);
   }
-  const std::optional<HostHolder>& hostHolder() const { return hostHolder_; }
 
  private:
   core::PortProbe& probe_;
   const AttachmentKey& key_;
-  std::optional<HostHolder> hostHolder_;
 };
 
-/// The first static claim of `request` that another lease holds ("tcp/8080", that lease). The
-/// allocator checks the claims in this order, each against the leases before the host.
-std::optional<std::pair<std::string, Lease>> heldClaim(const core::Allocator& allocator,
-                                                       const AllocationRequest& request) {
-  for (const auto& claim : request.statics) {
-    for (const Protocol protocol : kernelProtocols(claim.protocol)) {
-      if (auto holder = allocator.leaseHolding(protocol, claim.hostPort, claim.hostIp)) {
-        return std::pair(describePort(protocol, claim.hostPort), std::move(*holder));
+/// alloc.conflict: the claimed port and who holds it (the allocator's Conflict), a host process
+/// or another lease.
+void logConflict(const AllocationRequest& request, const core::AllocationError& error) {
+  std::vector<log::Field> fields = {keyField(request.key), podField(request.pod)};
+  if (const auto& conflict = error.conflict) {
+    fields.emplace_back("port", describePort(conflict->protocol, conflict->port));
+    if (conflict->lease) {
+      fields.emplace_back("holder", "lease");
+      fields.push_back(log::untrusted("holder_key", conflict->lease->key.str()));
+      fields.push_back(log::untrusted("holder_pod", podName(conflict->lease->pod)));
+    } else {
+      fields.emplace_back("holder", "host");
+      if (conflict->host.pid != 0) fields.emplace_back("pid", conflict->host.pid);
+      if (!conflict->host.command.empty()) {
+        fields.push_back(log::untrusted("command", conflict->host.command));
       }
     }
-  }
-  return std::nullopt;
-}
-
-/// alloc.conflict: the claimed port and who holds it, a host process or another lease.
-void logConflict(const core::Allocator& allocator, const AllocationRequest& request,
-                 const Error& error, const std::optional<RecordingProbe::HostHolder>& host) {
-  std::vector<log::Field> fields = {keyField(request.key), podField(request.pod)};
-  if (host) {
-    fields.emplace_back("port", describePort(host->protocol, host->port));
-    fields.emplace_back("holder", "host");
-    if (host->holder.pid != 0) fields.emplace_back("pid", host->holder.pid);
-    if (!host->holder.command.empty()) {
-      fields.push_back(log::untrusted("command", host->holder.command));
-    }
-  } else if (const auto held = heldClaim(allocator, request)) {
-    const auto& [port, holder] = *held;
-    fields.emplace_back("port", port);
-    fields.emplace_back("holder", "lease");
-    fields.push_back(log::untrusted("holder_key", holder.key.str()));
-    fields.push_back(log::untrusted("holder_pod", podName(holder.pod)));
   }
   fields.emplace_back("cause", error.message);
   log::event(Component::kAlloc, Level::kWarn, "alloc.conflict", fields);
@@ -117,10 +92,10 @@ void logExhausted(const core::Allocator& allocator, const AllocationRequest& req
 
 /// Why the allocator refused `request` (with the service's lock held: it reads the allocator).
 void logRefusal(const core::Allocator& allocator, const AllocationRequest& request,
-                const Error& error, const std::optional<RecordingProbe::HostHolder>& host) {
+                const core::AllocationError& error) {
   switch (error.code) {
     case ErrorCode::kConflict:
-      logConflict(allocator, request, error, host);
+      logConflict(request, error);
       return;
     case ErrorCode::kExhausted:
       logExhausted(allocator, request, error);
@@ -174,12 +149,12 @@ void AgentService::allocate(const AllocationRequest& request,
     done(std::unexpected(probe.error()));
     return;
   }
-  RecordingProbe recording(**probe, request.key);
+  BusyLoggingProbe logging(**probe, request.key);
   std::lock_guard lock(mutex_);
-  auto lease = allocator_.allocate(request, recording);
+  auto lease = allocator_.allocate(request, logging);
   if (!lease) {
     if (lease.error().code == ErrorCode::kConflict) ++staticConflicts_;
-    logRefusal(allocator_, request, lease.error(), recording.hostHolder());
+    logRefusal(allocator_, request, lease.error());
     done(std::unexpected(lease.error()));
     return;
   }

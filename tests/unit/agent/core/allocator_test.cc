@@ -272,25 +272,75 @@ TEST_F(AllocatorTest, OverlapsStaticClaimsOnlyOnTheSameOrAnyAddress) {
   EXPECT_FALSE(allocator.allocate(request("g", {}, {claim(443, {}, ip("::"))}), probe_));
 }
 
-TEST_F(AllocatorTest, TellsWhichLeaseHoldsAPortAsAStaticClaimWouldCheck) {
+TEST_F(AllocatorTest, ARefusedStaticClaimCarriesTheLeaseHoldingIt) {
   auto allocator = make(Strategy::kLowest);
   ASSERT_OK(allocator.allocate(request("a", {}, {claim(80, {}, ip("10.0.0.1"))}), probe_));
   ASSERT_OK(allocator.allocate(request("b", {}, {claim(53, PortProtocol::kUdp)}), probe_));
   const uint16_t dynamic = grab(allocator, "c");
 
-  const auto onAddress = allocator.leaseHolding(Protocol::kTcp, 80, ip("10.0.0.1"));
-  ASSERT_TRUE(onAddress.has_value());
-  EXPECT_EQ(onAddress->key.containerId, "a");
-  EXPECT_EQ(allocator.leaseHolding(Protocol::kTcp, 80, std::nullopt)->key.containerId, "a");
-  EXPECT_EQ(allocator.leaseHolding(Protocol::kTcp, 80, ip("0.0.0.0"))->key.containerId, "a");
-  EXPECT_FALSE(allocator.leaseHolding(Protocol::kTcp, 80, ip("10.0.0.2")).has_value());
-  EXPECT_FALSE(allocator.leaseHolding(Protocol::kUdp, 80, std::nullopt).has_value());
+  // The holder of what `claimed` asks for, as the refusal names it; "" when it is granted.
+  const auto holderOf = [&](StaticPortClaim claimed) -> std::string {
+    auto lease = allocator.allocate(request("z", {}, {std::move(claimed)}), probe_);
+    if (lease) {
+      allocator.release({"z", "eth0"});
+      return "";
+    }
+    EXPECT_EQ(lease.error().code, ErrorCode::kConflict);
+    const auto& conflict = lease.error().conflict;
+    if (!conflict || !conflict->lease) {
+      ADD_FAILURE() << "no holding lease in: " << lease.error().message;
+      return "?";
+    }
+    EXPECT_EQ(conflict->host.pid, 0u);
+    return describePort(conflict->protocol, conflict->port) + " " +
+           conflict->lease->key.containerId;
+  };
+  EXPECT_EQ(holderOf(claim(80, {}, ip("10.0.0.1"))), "tcp/80 a");
+  EXPECT_EQ(holderOf(claim(80)), "tcp/80 a");
+  EXPECT_EQ(holderOf(claim(80, {}, ip("0.0.0.0"))), "tcp/80 a");
+  EXPECT_EQ(holderOf(claim(80, {}, ip("10.0.0.2"))), "");
+  EXPECT_EQ(holderOf(claim(80, PortProtocol::kUdp)), "");
+  // The first of a claim's kernel protocols that a lease holds.
+  EXPECT_EQ(holderOf(claim(80, PortProtocol::kTcpUdp)), "tcp/80 a");
 
-  EXPECT_EQ(allocator.leaseHolding(Protocol::kUdp, 53, std::nullopt)->key.containerId, "b");
-  EXPECT_FALSE(allocator.leaseHolding(Protocol::kTcp, 53, std::nullopt).has_value());
+  EXPECT_EQ(holderOf(claim(53, PortProtocol::kUdp)), "udp/53 b");
+  EXPECT_EQ(holderOf(claim(53)), "");
+  EXPECT_EQ(holderOf(claim(53, PortProtocol::kTcpUdp)), "udp/53 b");
   // A dynamic grant holds its number in every protocol.
-  EXPECT_EQ(allocator.leaseHolding(Protocol::kSctp, dynamic, std::nullopt)->key.containerId, "c");
-  EXPECT_FALSE(allocator.leaseHolding(Protocol::kTcp, 8080, std::nullopt).has_value());
+  EXPECT_EQ(holderOf(claim(dynamic, PortProtocol::kSctp)),
+            "sctp/" + std::to_string(dynamic) + " c");
+  EXPECT_EQ(holderOf(claim(8080)), "");
+}
+
+TEST_F(AllocatorTest, ARefusedStaticClaimCarriesTheHostProcessHoldingIt) {
+  auto allocator = make(Strategy::kLowest);
+  probe_.bind(Protocol::kUdp, 80, {1234, "dnsmasq"});
+  auto lease = allocator.allocate(request("a", {}, {claim(80, PortProtocol::kTcpUdp)}), probe_);
+  ASSERT_FALSE(lease);
+  ASSERT_TRUE(lease.error().conflict.has_value());
+  const Conflict& conflict = *lease.error().conflict;
+  EXPECT_EQ(conflict.protocol, Protocol::kUdp);
+  EXPECT_EQ(conflict.port, 80);
+  EXPECT_FALSE(conflict.lease.has_value());
+  EXPECT_EQ(conflict.host.pid, 1234u);
+  EXPECT_EQ(conflict.host.command, "dnsmasq");
+
+  probe_.bind(Protocol::kTcp, 81);  // nothing known about its owner
+  auto unknown = allocator.allocate(request("b", {}, {claim(81)}), probe_);
+  ASSERT_FALSE(unknown);
+  ASSERT_TRUE(unknown.error().conflict.has_value());
+  EXPECT_FALSE(unknown.error().conflict->lease.has_value());
+  EXPECT_EQ(unknown.error().conflict->host.pid, 0u);
+  EXPECT_EQ(unknown.error().conflict->host.command, "");
+}
+
+TEST_F(AllocatorTest, OnlyAStaticClaimsConflictCarriesAHolder) {
+  auto allocator = make(Strategy::kLowest, {30000, 30000});
+  grab(allocator, "a");
+  auto exhausted = allocator.allocate(request("b", {dyn("p")}), probe_);
+  ASSERT_FALSE(exhausted);
+  EXPECT_EQ(exhausted.error().code, ErrorCode::kExhausted);
+  EXPECT_FALSE(exhausted.error().conflict.has_value());
 }
 
 TEST_F(AllocatorTest, NamesTheHostProcessHoldingAStaticClaim) {
