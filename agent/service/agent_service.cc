@@ -32,32 +32,55 @@ std::string portsText(const std::vector<PortGrant>& ports) {
   return out;
 }
 
-/// The request's probe, passed through; logs each port it finds bound (socket.busy, debug).
-class BusyLoggingProbe final : public core::PortProbe {
+/// An event built while the service's lock is held and logged once it is released, so logging
+/// never holds up the allocator.
+struct PendingEvent {
+  Component component = Component::kAlloc;
+  Level level = Level::kInfo;
+  std::string_view name;
+  std::vector<log::Field> fields;
+
+  void emit() const { log::event(component, level, name, fields); }
+};
+
+/// The request's probe, passed through; remembers the ports it found bound, for socket.busy
+/// (debug), logged once the lock is released.
+class BusyRecordingProbe final : public core::PortProbe {
  public:
-  BusyLoggingProbe(core::PortProbe& probe, const AttachmentKey& key) : probe_(probe), key_(key) {}
+  BusyRecordingProbe(core::PortProbe& probe, const AttachmentKey& key)
+      : probe_(probe), key_(key), recording_(log::enabled(Component::kSocket, Level::kDebug)) {}
 
   bool isBound(Protocol protocol, uint16_t port) override {
     const bool bound = probe_.isBound(protocol, port);
-    if (bound && log::enabled(Component::kSocket, Level::kDebug)) {
-      log::event(Component::kSocket, Level::kDebug, "socket.busy",
-                 {keyField(key_), {"port", describePort(protocol, port)}});
-    }
+    if (bound && recording_) busy_.emplace_back(protocol, port);
     return bound;
   }
   core::PortHolder holderOf(Protocol protocol, uint16_t port) override {
     return probe_.holderOf(protocol, port);
   }
+  /// socket.busy for each bound port found; call without the service's lock.
+  void logBusy() const {
+    for (const auto& [protocol, port] : busy_) {
+      log::event(Component::kSocket, Level::kDebug, "socket.busy",
+                 {keyField(key_), {"port", describePort(protocol, port)}});
+    }
+  }
 
  private:
   core::PortProbe& probe_;
   const AttachmentKey& key_;
+  const bool recording_;
+  std::vector<std::pair<Protocol, uint16_t>> busy_;
 };
 
 /// alloc.conflict: the claimed port and who holds it (the allocator's Conflict), a host process
 /// or another lease.
-void logConflict(const AllocationRequest& request, const core::AllocationError& error) {
-  std::vector<log::Field> fields = {keyField(request.key), podField(request.pod)};
+PendingEvent conflictEvent(const AllocationRequest& request, const core::AllocationError& error) {
+  PendingEvent event{Component::kAlloc,
+                     Level::kWarn,
+                     "alloc.conflict",
+                     {keyField(request.key), podField(request.pod)}};
+  auto& fields = event.fields;
   if (const auto& conflict = error.conflict) {
     fields.emplace_back("port", describePort(conflict->protocol, conflict->port));
     if (conflict->lease) {
@@ -73,41 +96,49 @@ void logConflict(const AllocationRequest& request, const core::AllocationError& 
     }
   }
   fields.emplace_back("cause", error.message);
-  log::event(Component::kAlloc, Level::kWarn, "alloc.conflict", fields);
+  return event;
 }
 
 /// alloc.exhausted: the pool, its size and how much of it leases hold.
-void logExhausted(const core::Allocator& allocator, const AllocationRequest& request,
-                  const Error& error) {
+PendingEvent exhaustedEvent(const core::Allocator& allocator, const AllocationRequest& request,
+                            const Error& error) {
   const std::string pool = request.pool.empty() ? std::string(kDefaultPool) : request.pool;
-  std::vector<log::Field> fields = {keyField(request.key), podField(request.pod), {"pool", pool}};
+  PendingEvent event{Component::kAlloc,
+                     Level::kWarn,
+                     "alloc.exhausted",
+                     {keyField(request.key), podField(request.pod), {"pool", pool}}};
   for (const auto& usage : allocator.usage()) {
     if (usage.name != pool) continue;
-    fields.emplace_back("size", usage.size);
-    fields.emplace_back("in_use", usage.used);
+    event.fields.emplace_back("size", usage.size);
+    event.fields.emplace_back("in_use", usage.used);
   }
-  fields.emplace_back("cause", error.message);
-  log::event(Component::kAlloc, Level::kWarn, "alloc.exhausted", fields);
+  event.fields.emplace_back("cause", error.message);
+  return event;
 }
 
-/// Why the allocator refused `request` (with the service's lock held: it reads the allocator).
-void logRefusal(const core::Allocator& allocator, const AllocationRequest& request,
-                const core::AllocationError& error) {
+/// Why the allocator refused `request`, built with the service's lock held (it reads the
+/// allocator) and logged after.
+PendingEvent refusalEvent(const core::Allocator& allocator, const AllocationRequest& request,
+                          const core::AllocationError& error) {
   switch (error.code) {
     case ErrorCode::kConflict:
-      logConflict(request, error);
-      return;
+      return conflictEvent(request, error);
     case ErrorCode::kExhausted:
-      logExhausted(allocator, request, error);
-      return;
+      return exhaustedEvent(allocator, request, error);
     default:
-      log::event(Component::kAlloc, Level::kInfo, "alloc.refused",
-                 {keyField(request.key),
-                  podField(request.pod),
-                  {"code", api::machineCode(error.code)},
-                  {"cause", error.message}});
-      return;
+      return {Component::kAlloc,
+              Level::kInfo,
+              "alloc.refused",
+              {keyField(request.key),
+               podField(request.pod),
+               {"code", api::machineCode(error.code)},
+               {"cause", error.message}}};
   }
+}
+
+/// agent.unhealthy, with the first failure's cause.
+void logUnhealthy(const Error& error) {
+  log::event(Component::kAgent, Level::kError, "agent.unhealthy", {{"cause", error.message}});
 }
 
 /// store.write_failed: the record whose outcome is now unknown (it may reappear after restart).
@@ -126,11 +157,9 @@ AgentService::AgentService(core::Allocator allocator, store::LeaseStore& store, 
       metrics_(metrics),
       options_(options) {}
 
-void AgentService::onStoreFailure(const Error& error) {
+bool AgentService::onStoreFailure() {
   metrics_.countError("journal_write");
-  if (healthy_.exchange(false)) {
-    log::event(Component::kAgent, Level::kError, "agent.unhealthy", {{"cause", error.message}});
-  }
+  return healthy_.exchange(false);
 }
 
 void AgentService::allocate(const AllocationRequest& request,
@@ -144,18 +173,22 @@ void AgentService::allocate(const AllocationRequest& request,
   // the request can ask about (socket_probe.h).
   auto probe = probes_(request);
   if (!probe) {
+    const Error error = probe.error();
+    done(std::unexpected(error));
     log::event(Component::kSocket, Level::kWarn, "socket.snapshot_failed",
-               {keyField(request.key), podField(request.pod), {"cause", probe.error().message}});
-    done(std::unexpected(probe.error()));
+               {keyField(request.key), podField(request.pod), {"cause", error.message}});
     return;
   }
-  BusyLoggingProbe logging(**probe, request.key);
-  std::lock_guard lock(mutex_);
-  auto lease = allocator_.allocate(request, logging);
+  BusyRecordingProbe recording(**probe, request.key);
+  std::unique_lock lock(mutex_);
+  auto lease = allocator_.allocate(request, recording);
   if (!lease) {
     if (lease.error().code == ErrorCode::kConflict) ++staticConflicts_;
-    logRefusal(allocator_, request, lease.error());
-    done(std::unexpected(lease.error()));
+    const PendingEvent refusal = refusalEvent(allocator_, request, lease.error());
+    lock.unlock();
+    done(std::unexpected(std::move(lease.error())));
+    recording.logBusy();
+    refusal.emit();
     return;
   }
   // Also for a repeated ADD: the first one's record may not be durable yet, and this reply
@@ -163,22 +196,27 @@ void AgentService::allocate(const AllocationRequest& request,
   store_.submit({store::JournalRecord::Kind::kGrant, *lease},
                 [this, lease = *lease, started, done = std::move(done)](Result<void> written) {
                   if (!written) {
-                    onStoreFailure(written.error());
-                    logWriteFailed("grant", lease, written.error());
-                    std::lock_guard relock(mutex_);
-                    allocator_.release(lease.key);
+                    const bool first = onStoreFailure();
+                    {
+                      std::lock_guard relock(mutex_);
+                      allocator_.release(lease.key);
+                    }
                     done(std::unexpected(written.error()));
+                    if (first) logUnhealthy(written.error());
+                    logWriteFailed("grant", lease, written.error());
                     return;
                   }
                   metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
+                  done(lease);
                   log::event(Component::kAlloc, Level::kInfo, "alloc.granted",
                              {keyField(lease.key),
                               podField(lease.pod),
                               {"pool", lease.pool},
                               {"ports", portsText(lease.ports)}});
-                  done(lease);
                 });
   maybeCompact();
+  lock.unlock();
+  recording.logBusy();
 }
 
 void AgentService::submitRelease(Lease lease, std::string_view via,
@@ -186,20 +224,26 @@ void AgentService::submitRelease(Lease lease, std::string_view via,
   store_.submit({store::JournalRecord::Kind::kRelease, lease},
                 [this, lease, via, done = std::move(done)](Result<void> written) {
                   if (!written) {
-                    onStoreFailure(written.error());
+                    const bool first = onStoreFailure();
+                    {
+                      std::lock_guard relock(mutex_);
+                      if (!lease.ports.empty()) (void)allocator_.restore(lease);
+                    }
+                    done(written);
+                    if (first) logUnhealthy(written.error());
                     logWriteFailed("release", lease, written.error());
-                    std::lock_guard relock(mutex_);
-                    if (!lease.ports.empty()) (void)allocator_.restore(lease);
-                  } else if (!lease.ports.empty() || !lease.pool.empty()) {
-                    metrics_.countRelease();
-                    log::event(Component::kAlloc, Level::kInfo, "alloc.released",
-                               {keyField(lease.key),
-                                podField(lease.pod),
-                                {"pool", lease.pool},
-                                {"ports", portsText(lease.ports)},
-                                {"via", via}});
+                    return;
                   }
+                  const bool released = !lease.ports.empty() || !lease.pool.empty();
+                  if (released) metrics_.countRelease();
                   done(written);
+                  if (!released) return;
+                  log::event(Component::kAlloc, Level::kInfo, "alloc.released",
+                             {keyField(lease.key),
+                              podField(lease.pod),
+                              {"pool", lease.pool},
+                              {"ports", portsText(lease.ports)},
+                              {"via", via}});
                 });
 }
 
@@ -285,19 +329,23 @@ void AgentService::maybeCompact() {
   auto leases = allocator_.leases();
   const std::size_t count = leases.size();
   store_.submitCompaction(std::move(leases), [this, count](Result<void> written) {
-    std::lock_guard lock(mutex_);
-    compactionQueued_ = false;
-    if (!written) {
-      // Failed before its rename, a compaction leaves the old snapshot and journal live and the
-      // store working; only one that failed the store (lease_store.h) makes the agent unhealthy.
-      const bool storeFailed = store_.stats().failed;
-      if (storeFailed) onStoreFailure(written.error());
-      log::event(Component::kStore, storeFailed ? Level::kError : Level::kWarn,
-                 "store.compaction_failed",
-                 {{"cause", written.error().message}, {"store_failed", storeFailed}});
+    {
+      std::lock_guard lock(mutex_);
+      compactionQueued_ = false;
+    }
+    if (written) {
+      log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});
       return;
     }
-    log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});
+    // Failed before its rename, a compaction leaves the old snapshot and journal live and the
+    // store working; only one that failed the store (lease_store.h) makes the agent unhealthy.
+    const bool storeFailed = store_.stats().failed;
+    if (storeFailed) {
+      if (onStoreFailure()) logUnhealthy(written.error());
+    }
+    log::event(Component::kStore, storeFailed ? Level::kError : Level::kWarn,
+               "store.compaction_failed",
+               {{"cause", written.error().message}, {"store_failed", storeFailed}});
   });
 }
 

@@ -3,7 +3,9 @@
 // Every mutation happens under one mutex and is queued to the store inside it, so the journal
 // order is the order of the in-memory changes. A reply goes out only once its record is on disk.
 // The service logs what the allocator decided (grants, releases, conflicts with their holder,
-// exhaustion) and what the store did (agent/log/event_log.h): the pure core does not log.
+// exhaustion) and what the store did (agent/log/event_log.h): the pure core does not log. An event
+// is logged after its request is answered and never with the lock held (one built under the lock
+// is logged once it is released), so a slow log delays neither the reply nor other requests.
 
 #include <atomic>
 #include <functional>
@@ -65,8 +67,9 @@ class AgentService {
   /// `via` says which request released it, for the log: "request", "container" or "gc".
   void submitRelease(Lease lease, std::string_view via, std::function<void(Result<void>)> done);
   void maybeCompact();  // with mutex_ held
-  /// Any failed write: the agent turns unhealthy (logged once, with the first cause).
-  void onStoreFailure(const Error& error);
+  /// Any failed write: the agent turns unhealthy. True for the first failure only, whose cause
+  /// the caller logs (agent.unhealthy) without the lock, after answering.
+  bool onStoreFailure();
 
   mutable std::mutex mutex_;
   core::Allocator allocator_;

@@ -3,11 +3,13 @@
 // afterwards. The lines are kept behind a mutex of their own, so a test may read them while the
 // store's committer thread logs. Header-only: its users link hostport_agent_log themselves.
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "agent/log/event_log.h"
@@ -50,6 +52,19 @@ class LogCapture {
       if (rest == name || rest.starts_with(std::string(name) + " ")) out.push_back(rest);
     }
     return out;
+  }
+  /// events(name) once it holds `count` lines, or after `timeout`: for an event logged after
+  /// the callback the test waited for has answered, on another thread.
+  std::vector<std::string> eventsOnce(
+      std::string_view name, std::size_t count,
+      std::chrono::milliseconds timeout = std::chrono::seconds(30)) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto found = events(name);
+    while (found.size() < count && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      found = events(name);
+    }
+    return found;
   }
 
  private:

@@ -535,12 +535,12 @@ TEST_F(AgentServiceLogTest, LogsGrantsAndReleasesOnceDurable) {
   ASSERT_TRUE(agent.releaseContainer("c2"));
   ASSERT_TRUE(agent.collectGarbage({}));
   EXPECT_THAT(
-      log_.events("alloc.granted"),
+      log_.eventsOnce("alloc.granted", 3),
       ElementsAre("alloc.granted key=c1/eth0 pod=ns/web-0 pool=default ports=30000->80/tcp",
                   "alloc.granted key=c2/eth0 pod=ns/web-1 pool=default ports=30001->80/tcp",
                   "alloc.granted key=c3/eth0 pod=ns/web-2 pool=default ports=30002->80/tcp"));
   EXPECT_THAT(
-      log_.events("alloc.released"),
+      log_.eventsOnce("alloc.released", 3),
       ElementsAre(
           "alloc.released key=c1/eth0 pod=ns/web-0 pool=default ports=30000->80/tcp via=request",
           "alloc.released key=c2/eth0 pod=ns/web-1 pool=default ports=30001->80/tcp "
@@ -611,10 +611,10 @@ TEST_F(AgentServiceLogTest, LogsTheCauseWhenTheStoreFailsAndTurnsUnhealthyOnce) 
   faulty->failAlways(Op::kFdatasync, EIO);
   ASSERT_FALSE(agent.allocate(request("c2", "ns", "p2")));
   ASSERT_FALSE(agent.allocate(request("c3", "ns", "p3")));  // refused: unhealthy already
-  const auto unhealthy = log_.events("agent.unhealthy");
+  const auto unhealthy = log_.eventsOnce("agent.unhealthy", 1);
   ASSERT_EQ(unhealthy.size(), 1u) << log_.text();
   EXPECT_THAT(unhealthy[0], HasSubstr("Input/output error"));
-  const auto failed = log_.events("store.write_failed");
+  const auto failed = log_.eventsOnce("store.write_failed", 1);
   ASSERT_EQ(failed.size(), 1u) << log_.text();
   EXPECT_THAT(failed[0], ::testing::StartsWith("store.write_failed record=grant key=c2/eth0 "));
   EXPECT_THAT(failed[0], HasSubstr("Input/output error"));
