@@ -18,9 +18,9 @@
 namespace hostport::agent::log {
 namespace {
 
-constexpr std::array<Component, 6> kComponents = {Component::kAgent, Component::kAlloc,
-                                                  Component::kStore, Component::kSocket,
-                                                  Component::kTable, Component::kServer};
+constexpr std::array<Component, kComponentCount> kComponents = {
+    Component::kAgent,  Component::kAlloc, Component::kStore,
+    Component::kSocket, Component::kTable, Component::kServer};
 constexpr std::array<std::string_view, 5> kLevelNames = {"trace", "debug", "info", "warn", "error"};
 
 spdlog::level::level_enum spdlogLevel(Level level) {
@@ -111,7 +111,8 @@ std::shared_ptr<const Loggers> makeLoggers(Options options) {
   loggers->format = options.format;
   for (const Component component : kComponents) {
     auto logger = std::make_shared<spdlog::logger>(std::string(componentName(component)), sink);
-    logger->set_level(spdlogLevel(options.level));
+    // Levels are ours (detail::componentLevels, checked before a line is built): spdlog takes all.
+    logger->set_level(spdlog::level::trace);
     // Each line is flushed as it is written: the agent may exit (or be killed) right after.
     logger->flush_on(spdlog::level::trace);
     loggers->byComponent[static_cast<std::size_t>(component)] = std::move(logger);
@@ -193,11 +194,20 @@ Result<Format> parseFormat(std::string_view text) {
   return fail(ErrorCode::kInvalidArgument, quoteText(text) + " is not text or json");
 }
 
-void configure(Options options) { current().store(makeLoggers(std::move(options))); }
+namespace detail {
+constinit std::array<std::atomic<Level>, kComponentCount> componentLevels = {
+    Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo};
+}  // namespace detail
 
-bool enabled(Component component, Level level) {
-  const auto loggers = current().load();
-  return loggers->byComponent[static_cast<std::size_t>(component)]->should_log(spdlogLevel(level));
+void configure(Options options) {
+  const Level level = options.level;
+  current().store(makeLoggers(std::move(options)));
+  for (const Component component : kComponents) setLevel(component, level);
+}
+
+void setLevel(Component component, Level level) {
+  detail::componentLevels[static_cast<std::size_t>(component)].store(level,
+                                                                     std::memory_order_relaxed);
 }
 
 Field::Field(std::string_view key, std::string_view text)
@@ -213,12 +223,11 @@ Field untrusted(std::string_view key, std::string_view text) {
 }
 
 void event(Component component, Level level, std::string_view name, std::span<const Field> fields) {
+  if (!enabled(component, level)) return;
   const auto loggers = current().load();
   const auto& logger = loggers->byComponent[static_cast<std::size_t>(component)];
-  const auto spdLevel = spdlogLevel(level);
-  if (!logger->should_log(spdLevel)) return;
   const std::string line = formatEvent(loggers->format, name, fields);
-  logger->log(spdLevel, spdlog::string_view_t(line.data(), line.size()));
+  logger->log(spdlogLevel(level), spdlog::string_view_t(line.data(), line.size()));
 }
 
 std::string formatEvent(Format format, std::string_view name, std::span<const Field> fields) {

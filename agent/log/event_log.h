@@ -17,6 +17,8 @@
 // - spdlog stays inside event_log.cc. agent/core does not log at all: the service logs what the
 //   allocator decided.
 
+#include <array>
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -30,6 +32,7 @@
 namespace hostport::agent::log {
 
 enum class Component : uint8_t { kAgent, kAlloc, kStore, kSocket, kTable, kServer };
+inline constexpr std::size_t kComponentCount = 6;
 /// "agent", "alloc", "store", "socket", "table", "server": the logger's name on each line.
 std::string_view componentName(Component component);
 
@@ -52,9 +55,20 @@ struct Options {
 /// Until it is called, the loggers write text at info to stderr.
 void configure(Options options);
 
+/// Sets one component's level (configure() sets them all), from any thread.
+void setLevel(Component component, Level level);
+
+namespace detail {
+/// Each component's level, as configure() or setLevel() left it: the one thing enabled() reads.
+extern std::array<std::atomic<Level>, kComponentCount> componentLevels;
+}  // namespace detail
+
 /// True when `component` logs at `level`: an event whose fields cost something to build is
-/// skipped otherwise.
-bool enabled(Component component, Level level);
+/// skipped otherwise. One relaxed atomic load, so a disabled debug event costs next to nothing.
+inline bool enabled(Component component, Level level) {
+  return level >= detail::componentLevels[static_cast<std::size_t>(component)].load(
+                      std::memory_order_relaxed);
+}
 
 /// One key=value of an event. The key is a literal of ours; see untrusted() for outside text.
 struct Field {

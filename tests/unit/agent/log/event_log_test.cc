@@ -145,6 +145,46 @@ TEST_F(EventLogTest, DropsEventsBelowTheLevel) {
   EXPECT_THAT(capture.text(), HasSubstr(" error alloc: a.error\n"));
 }
 
+TEST_F(EventLogTest, EnabledFollowsTheConfiguredLevelOfEveryComponent) {
+  for (const Level configured : {Level::kTrace, Level::kInfo, Level::kError}) {
+    LogCapture capture(configured);
+    for (const auto component : {Component::kAgent, Component::kAlloc, Component::kStore,
+                                 Component::kSocket, Component::kTable, Component::kServer}) {
+      for (const Level level :
+           {Level::kTrace, Level::kDebug, Level::kInfo, Level::kWarn, Level::kError}) {
+        EXPECT_EQ(enabled(component, level), level >= configured)
+            << componentName(component) << " at " << static_cast<int>(level);
+      }
+    }
+  }
+}
+
+TEST_F(EventLogTest, SetLevelChangesOneComponentOnly) {
+  LogCapture capture(Level::kInfo);
+  setLevel(Component::kSocket, Level::kDebug);
+  EXPECT_TRUE(enabled(Component::kSocket, Level::kDebug));
+  EXPECT_FALSE(enabled(Component::kAlloc, Level::kDebug));
+  event(Component::kSocket, Level::kDebug, "socket.busy");
+  event(Component::kAlloc, Level::kDebug, "alloc.debug");
+  EXPECT_EQ(capture.events("socket.busy").size(), 1u) << capture.text();
+  EXPECT_TRUE(capture.events("alloc.debug").empty()) << capture.text();
+
+  setLevel(Component::kSocket, Level::kError);
+  EXPECT_FALSE(enabled(Component::kSocket, Level::kWarn));
+  event(Component::kSocket, Level::kWarn, "socket.warn");
+  EXPECT_TRUE(capture.events("socket.warn").empty()) << capture.text();
+}
+
+TEST_F(EventLogTest, ConfigureResetsEveryComponentsLevel) {
+  {
+    LogCapture capture(Level::kInfo);
+    setLevel(Component::kTable, Level::kTrace);
+  }
+  // LogCapture's destructor configured the defaults again: info everywhere.
+  EXPECT_FALSE(enabled(Component::kTable, Level::kDebug));
+  EXPECT_TRUE(enabled(Component::kTable, Level::kInfo));
+}
+
 TEST_F(EventLogTest, ParsesTheLevelsAndFormatsTheFlagsTake) {
   EXPECT_EQ(parseLevel("trace"), Level::kTrace);
   EXPECT_EQ(parseLevel("debug"), Level::kDebug);
