@@ -11,7 +11,6 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 
 #include "common/quote.h"
 
@@ -132,10 +131,20 @@ bool isBare(std::string_view text) {
   });
 }
 
-/// A JSON string, ASCII-escaped, with invalid UTF-8 replaced: the agent's own text, whole.
-std::string jsonString(std::string_view text) {
-  return nlohmann::json(std::string(text))
-      .dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+/// The agent's own text (error causes, paths from its config) as a JSON string, whole.
+std::string wholeString(std::string_view text) { return quoteText(text, std::string_view::npos); }
+
+/// Text from outside the agent as a JSON string, bounded by quoteText() as on a text line, with
+/// the "..." that marks a cut moved inside the quotes so the line still parses. Plain text (what a
+/// text line writes bare) is whole, as there.
+std::string untrustedString(std::string_view text) {
+  if (isBare(text)) return wholeString(text);
+  std::string quoted = quoteText(text);
+  if (quoted.back() != '"') {  // cut: `"..."...`
+    quoted.resize(quoted.size() - 3);
+    quoted.insert(quoted.size() - 1, "...");
+  }
+  return quoted;
 }
 
 void appendText(const Field& field, std::string& out) {
@@ -148,16 +157,26 @@ void appendText(const Field& field, std::string& out) {
   } else if (field.kind == Field::Kind::kUntrustedText) {
     out += quoteText(field.value);
   } else {
-    out += jsonString(field.value);
+    out += wholeString(field.value);
   }
 }
 
 void appendJson(const Field& field, std::string& out) {
   out += ',';
-  out += jsonString(field.key);
+  out += wholeString(field.key);
   out += ':';
-  const bool bare = field.kind == Field::Kind::kNumber || field.kind == Field::Kind::kBool;
-  out += bare ? field.value : jsonString(field.value);
+  switch (field.kind) {
+    case Field::Kind::kNumber:
+    case Field::Kind::kBool:
+      out += field.value;
+      break;
+    case Field::Kind::kUntrustedText:
+      out += untrustedString(field.value);
+      break;
+    case Field::Kind::kText:
+      out += wholeString(field.value);
+      break;
+  }
 }
 
 }  // namespace
@@ -233,7 +252,7 @@ void event(Component component, Level level, std::string_view name, std::span<co
 std::string formatEvent(Format format, std::string_view name, std::span<const Field> fields) {
   std::string out;
   if (format == Format::kJson) {
-    out = "\"event\":" + jsonString(name);
+    out = "\"event\":" + wholeString(name);
     for (const Field& field : fields) appendJson(field, out);
   } else {
     out = name;

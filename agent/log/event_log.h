@@ -5,14 +5,15 @@
 //
 // Design note:
 // - Text lines (the default) look like logfmt after a timestamp, the level and the component:
-//   `2026-11-25T10:00:00.123+0000 info alloc: alloc.granted key=c1/eth0 pod=ns/web pool=default`.
+//   `2026-11-25T10:00:00.123+00:00 info alloc: alloc.granted key=c1/eth0 pod=ns/web pool=default`.
 //   A value is written bare when it is printable ASCII without spaces, quotes, '=' or '\';
 //   otherwise it is quoted. Text from outside the agent (pod names, container IDs, a process's
 //   comm, request paths) is quoted by common/quote.h's quoteText(), which also bounds it, so a
 //   pod cannot forge a line; the agent's own text (error causes, paths from its config) is quoted
-//   whole, as a JSON string.
+//   whole, by the same function.
 // - JSON lines (--log-format json) are one object per line: "time", "level", "component",
-//   "event", then the fields; numbers and booleans as JSON numbers and booleans.
+//   "event", then the fields; numbers and booleans as JSON numbers and booleans. Outside text is
+//   bounded as on a text line, its "..." inside the string.
 // - Only events are logged: there is no free-text call, so a JSON log always parses.
 // - spdlog stays inside event_log.cc. agent/core does not log at all: the service logs what the
 //   allocator decided.

@@ -123,13 +123,32 @@ TEST_F(EventLogTest, JsonLinesParseAndKeepEveryField) {
   EXPECT_EQ(conflict["level"], "warn");
   EXPECT_EQ(conflict["component"], "alloc");
   EXPECT_EQ(conflict["event"], "alloc.conflict");
-  EXPECT_EQ(conflict["pod"], kForgery);
+  EXPECT_EQ(conflict["pod"], kForgery.substr(0, kMaxEchoedBytes) + "...");  // bounded
   EXPECT_EQ(conflict["command"], "\x01\xef\xbf\xbd\"}\x7f");  // broken UTF-8 becomes U+FFFD
   EXPECT_EQ(conflict["pid"], 1234);
   EXPECT_EQ(conflict["torn_tail"], false);
   EXPECT_EQ(conflict["cause"], "port tcp/8080 is \"held\"");
   EXPECT_EQ(parsed[1]["level"], "debug");
   EXPECT_EQ(parsed[1]["status"], 404);
+}
+
+TEST_F(EventLogTest, BoundsOutsideTextInJsonAsInText) {
+  const std::string longName(100, 'x');
+  const std::string longSpaced = "a " + std::string(100, 'y');
+  const auto jsonOf = [](const std::vector<Field>& fields) {
+    return nlohmann::json::parse("{" + formatEvent(Format::kJson, "e", fields) + "}", nullptr,
+                                 /*allow_exceptions=*/false);
+  };
+  const auto spaced = jsonOf({untrusted("pod", longSpaced)});
+  ASSERT_TRUE(spaced.is_object());
+  EXPECT_EQ(spaced["pod"], longSpaced.substr(0, kMaxEchoedBytes) + "...");
+  EXPECT_EQ(formatEvent(Format::kJson, "e", std::vector<Field>{untrusted("pod", longSpaced)}),
+            "\"event\":\"e\",\"pod\":\"a " + std::string(kMaxEchoedBytes - 2, 'y') + "...\"");
+  // Plain outside text is whole, as on a text line; the agent's own text is whole.
+  EXPECT_EQ(jsonOf({untrusted("pod", longName)})["pod"], longName);
+  EXPECT_EQ(jsonOf({{"cause", longSpaced}})["cause"], longSpaced);
+  // Short outside text that needs quoting is not cut.
+  EXPECT_EQ(jsonOf({untrusted("command", "a b\x7f")})["command"], "a b\x7f");
 }
 
 TEST_F(EventLogTest, DropsEventsBelowTheLevel) {
