@@ -366,16 +366,6 @@ std::vector<Lease> AgentService::list(const std::string& namespaceName,
   return out;
 }
 
-std::vector<core::PoolUsage> AgentService::usage() const {
-  std::lock_guard lock(mutex_);
-  return allocator_.usage();
-}
-
-std::vector<core::PoolSpec> AgentService::pools() const {
-  std::lock_guard lock(mutex_);
-  return allocator_.pools();
-}
-
 std::vector<api::PoolUsageRow> AgentService::poolRows() const {
   std::lock_guard lock(mutex_);
   const auto& specs = allocator_.pools();

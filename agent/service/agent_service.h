@@ -51,8 +51,6 @@ class AgentService {
   std::optional<Lease> get(const AttachmentKey& key) const;
   /// Leases of a namespace and/or pod name; empty filters match everything.
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
-  std::vector<core::PoolUsage> usage() const;
-  std::vector<core::PoolSpec> pools() const;
   /// Each pool's usage with its strategy and ranges, as of one moment (GET /v1/pools).
   std::vector<api::PoolUsageRow> poolRows() const;
   std::string metricsText() const;

@@ -333,16 +333,20 @@ TEST_F(AgentServiceTest, ListFiltersByNamespaceAndPod) {
 TEST_F(AgentServiceTest, UsageAndPoolsReflectLeases) {
   Agent agent(dir_, probe_);
   ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
-  const auto usage = agent.service().usage();
+  const auto usage = agent.service().poolRows();
   ASSERT_EQ(usage.size(), 2u);
   EXPECT_EQ(usage[0].name, "default");
   EXPECT_EQ(usage[0].size, 10u);
   EXPECT_EQ(usage[0].used, 1u);
   EXPECT_EQ(usage[1].name, "media");
   EXPECT_EQ(usage[1].used, 0u);
-  const auto specs = agent.service().pools();
-  ASSERT_EQ(specs.size(), 2u);
-  EXPECT_EQ(specs[1].protocols, std::vector<PortProtocol>{PortProtocol::kUdp});
+  // The pools keep their protocols: "media" takes UDP only.
+  AllocationRequest tcpInMedia = request("c2", "ns", "p2");
+  tcpInMedia.pool = "media";
+  const auto refused = agent.allocate(tcpInMedia);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(refused.error().message, HasSubstr("allows only udp"));
 }
 
 TEST_F(AgentServiceTest, PoolRowsJoinUsageToEachPoolsStrategyAndRanges) {
