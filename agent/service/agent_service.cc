@@ -136,6 +136,18 @@ PendingEvent refusalEvent(const core::Allocator& allocator, const AllocationRequ
   }
 }
 
+/// alloc.restore_failed: a lease whose release did not reach the disk could not be put back (its
+/// ports were granted again meanwhile). Memory and journal now disagree until the agent restarts
+/// and recovers from the journal, which it must: the failed write made it unhealthy.
+void logRestoreFailed(const Lease& lease, const Error& error) {
+  log::event(Component::kAlloc, Level::kError, "alloc.restore_failed",
+             {keyField(lease.key),
+              podField(lease.pod),
+              {"pool", lease.pool},
+              {"ports", portsText(lease.ports)},
+              {"cause", error.message}});
+}
+
 /// agent.unhealthy, with the first failure's cause.
 void logUnhealthy(const Error& error) {
   log::event(Component::kAgent, Level::kError, "agent.unhealthy", {{"cause", error.message}});
@@ -219,19 +231,33 @@ void AgentService::allocate(const AllocationRequest& request,
   recording.logBusy();
 }
 
-void AgentService::submitRelease(Lease lease, std::string_view via,
+std::string_view AgentService::viaName(ReleaseVia via) {
+  switch (via) {
+    case ReleaseVia::kRequest:
+      return "request";
+    case ReleaseVia::kContainer:
+      return "container";
+    case ReleaseVia::kGc:
+      return "gc";
+  }
+  return "request";
+}
+
+void AgentService::submitRelease(Lease lease, ReleaseVia via,
                                  std::function<void(Result<void>)> done) {
   store_.submit({store::JournalRecord::Kind::kRelease, lease},
                 [this, lease, via, done = std::move(done)](Result<void> written) {
                   if (!written) {
                     const bool first = onStoreFailure();
-                    {
+                    Result<void> restored;
+                    if (!lease.ports.empty()) {
                       std::lock_guard relock(mutex_);
-                      if (!lease.ports.empty()) (void)allocator_.restore(lease);
+                      restored = allocator_.restore(lease);
                     }
                     done(written);
                     if (first) logUnhealthy(written.error());
                     logWriteFailed("release", lease, written.error());
+                    if (!restored) logRestoreFailed(lease, restored.error());
                     return;
                   }
                   const bool released = !lease.ports.empty() || !lease.pool.empty();
@@ -243,7 +269,7 @@ void AgentService::submitRelease(Lease lease, std::string_view via,
                               podField(lease.pod),
                               {"pool", lease.pool},
                               {"ports", portsText(lease.ports)},
-                              {"via", via}});
+                              {"via", viaName(via)}});
                 });
 }
 
@@ -256,7 +282,7 @@ void AgentService::release(const AttachmentKey& key,
   std::lock_guard lock(mutex_);
   std::optional<Lease> released = allocator_.release(key);
   Lease record = released ? *released : Lease{key, {}, {}, {}, {}};
-  submitRelease(std::move(record), "request",
+  submitRelease(std::move(record), ReleaseVia::kRequest,
                 [released, done = std::move(done)](Result<void> written) {
                   if (!written) {
                     done(std::unexpected(written.error()));
@@ -267,7 +293,7 @@ void AgentService::release(const AttachmentKey& key,
   maybeCompact();
 }
 
-void AgentService::releaseMany(std::vector<AttachmentKey> keys, std::string_view via,
+void AgentService::releaseMany(std::vector<AttachmentKey> keys, ReleaseVia via,
                                std::function<void(Result<std::vector<Lease>>)> done) {
   if (!healthy()) {
     done(journalFailedEarlier());
@@ -308,7 +334,7 @@ void AgentService::releaseContainer(const std::string& containerId,
       if (lease.key.containerId == containerId) keys.push_back(lease.key);
     });
   }
-  releaseMany(std::move(keys), "container", std::move(done));
+  releaseMany(std::move(keys), ReleaseVia::kContainer, std::move(done));
 }
 
 void AgentService::collectGarbage(const std::set<AttachmentKey>& valid,
@@ -320,7 +346,7 @@ void AgentService::collectGarbage(const std::set<AttachmentKey>& valid,
       if (!valid.contains(lease.key)) keys.push_back(lease.key);
     });
   }
-  releaseMany(std::move(keys), "gc", std::move(done));
+  releaseMany(std::move(keys), ReleaseVia::kGc, std::move(done));
 }
 
 void AgentService::maybeCompact() {

@@ -60,10 +60,15 @@ class AgentService {
   bool healthy() const { return healthy_.load(); }
 
  private:
-  void releaseMany(std::vector<AttachmentKey> keys, std::string_view via,
+  /// Which request released a lease: alloc.released's `via`, "request", "container" or "gc".
+  enum class ReleaseVia : uint8_t { kRequest, kContainer, kGc };
+  static std::string_view viaName(ReleaseVia via);
+
+  void releaseMany(std::vector<AttachmentKey> keys, ReleaseVia via,
                    std::function<void(Result<std::vector<Lease>>)> done);
-  /// `via` says which request released it, for the log: "request", "container" or "gc".
-  void submitRelease(Lease lease, std::string_view via, std::function<void(Result<void>)> done);
+  /// Journals the release of `lease`, which the allocator has already let go. If the write
+  /// fails, the lease is put back (it is not released on disk); failing that too is logged.
+  void submitRelease(Lease lease, ReleaseVia via, std::function<void(Result<void>)> done);
   void maybeCompact();  // with mutex_ held
   /// Any failed write: the agent turns unhealthy. True for the first failure only, whose cause
   /// the caller logs (agent.unhealthy) without the lock, after answering.

@@ -625,6 +625,27 @@ TEST_F(AgentServiceLogTest, LogsTheCauseWhenTheStoreFailsAndTurnsUnhealthyOnce) 
   EXPECT_TRUE(log_.events("alloc.granted").size() == 1u) << log_.text();
 }
 
+TEST_F(AgentServiceLogTest, LogsALeaseThatCouldNotBePutBackAfterItsReleaseFailed) {
+  auto faulty = std::make_shared<FaultyFileOps>();
+  Agent agent(dir_, probe_, faulty);
+  ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
+  // The release's sync fails after a while; meanwhile another pod is granted the port it freed.
+  faulty->setSyncDelay(std::chrono::milliseconds(300));
+  faulty->failOnce(Op::kFdatasync, EIO);
+  Waiter<Result<std::optional<Lease>>> released;
+  agent.service().release({"c1", "eth0"}, released.callback());
+  Waiter<Result<Lease>> granted;
+  agent.service().allocate(request("c2", "ns", "p2"), granted.callback());
+  EXPECT_FALSE(released.get());
+  EXPECT_FALSE(granted.get());
+  const auto failed = log_.eventsOnce("alloc.restore_failed", 1);
+  ASSERT_EQ(failed.size(), 1u) << log_.text();
+  EXPECT_THAT(failed[0], ::testing::StartsWith("alloc.restore_failed key=c1/eth0 pod=ns/p1 "
+                                               "pool=default ports=30000->80/tcp cause="));
+  EXPECT_THAT(failed[0], HasSubstr("is held by"));
+  EXPECT_FALSE(agent.service().healthy());
+}
+
 TEST_F(AgentServiceLogTest, ACompactionThatLeavesTheStoreWorkingKeepsTheAgentHealthy) {
   auto faulty = std::make_shared<FaultyFileOps>();
   Agent agent(dir_, probe_, faulty, ServiceOptions{1});  // compact after every write
