@@ -17,6 +17,7 @@
 
 #include "agent/api/routes.h"
 #include "agent/log/event_log.h"
+#include "agent/log/rate_limiter.h"
 
 namespace hostport::agent::server {
 
@@ -159,8 +160,11 @@ struct UnixHttpServer::Impl {
           if (ec == asio::error::operation_aborted) return;
           if (!ec) {
             if (open.load() >= limits.maxConnections) {
-              log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
-                         {{"open", open.load()}});
+              // A flood sheds thousands a second: one line a second, counting them.
+              if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
+                log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
+                           {{"open", open.load()}, {"shed", *shed}});
+              }
               beast::error_code ignored;
               socket.close(ignored);  // shed load rather than queue without bound
             } else {
@@ -176,6 +180,7 @@ struct UnixHttpServer::Impl {
   const Router& router;
   ServerLimits limits;
   std::atomic<std::size_t> open{0};
+  log::RateLimiter shedLog;  // only the accept handler uses it, one at a time
 };
 
 UnixHttpServer::UnixHttpServer(std::unique_ptr<Impl> impl, std::string path, UniqueFd lock)

@@ -160,6 +160,44 @@ TEST_F(UnixHttpServerTest, SlowClientIsDroppedWithoutStallingOthers) {
   EXPECT_EQ(::recv(slow.get(), &byte, 1, 0), 0) << "expected EOF after the read deadline";
 }
 
+TEST_F(UnixHttpServerTest, ShedsConnectionsOverTheCapWithOneLineASecond) {
+  log::testing::LogCapture capture(log::Level::kInfo);
+  ServerLimits limits;
+  limits.maxConnections = 1;
+  limits.readTimeout = 30s;
+  start(limits);
+  UniqueFd held = rawConnect();
+  // The held connection counts once the server has accepted it.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    UniqueFd probe = rawConnect();
+    char byte;
+    timeval wait{10, 0};
+    ASSERT_EQ(::setsockopt(probe.get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
+    ASSERT_EQ(::recv(probe.get(), &byte, 1, 0), 0) << "expected the server to hang up";
+    if (!capture.events("server.connection_shed").empty()) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+  }
+  for (int i = 0; i < 5; ++i) {
+    UniqueFd shed = rawConnect();
+    char byte;
+    timeval wait{10, 0};
+    ASSERT_EQ(::setsockopt(shed.get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
+    EXPECT_EQ(::recv(shed.get(), &byte, 1, 0), 0) << "expected the server to hang up";
+  }
+  // Within the second of the first line: nothing more, however many were shed.
+  EXPECT_THAT(capture.events("server.connection_shed"),
+              ::testing::ElementsAre("server.connection_shed open=1 shed=1"));
+
+  // Once the held connection is gone the server serves again, and the test ends as the others
+  // do, after an answer, with no session left open and no accept handler still running.
+  held.reset();
+  while (!client().exchange(api::HttpMethod::kPost, "/echo", "x")) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
 TEST_F(UnixHttpServerTest, LogsWhereItListensAndEachAnswerAtDebug) {
   log::testing::LogCapture capture(log::Level::kDebug);
   ServerLimits limits;
