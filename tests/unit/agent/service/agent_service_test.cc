@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/service/recovery.h"
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/log_capture.h"
@@ -83,7 +84,8 @@ Result<std::unique_ptr<core::PortProbe>> refusedSnapshot(const AllocationRequest
   return fail(ErrorCode::kKernel, "sock_diag: permission denied");
 }
 
-/// One agent's worth of objects on a state dir: the store, the metrics and the service.
+/// One agent's worth of objects on a state dir, recovered as the agent does (recovery.h): the
+/// store, the metrics and the service.
 /// Destroyed in reverse order, after the test has waited for every callback.
 class Agent {
  public:
@@ -94,30 +96,17 @@ class Agent {
         ServiceOptions options = {}) {
     StoreOptions storeOptions;
     storeOptions.fileOps = std::move(fileOps);
-    auto opened = LeaseStore::open(dir.path(), storeOptions);
-    if (!opened) {
-      ADD_FAILURE() << "open: " << opened.error().message;
+    // As the agent starts (agent/main.cc): the store recovered into a new allocator.
+    auto state = recoverState(
+        dir.path(), pools(), [] { return uint64_t{42}; }, storeOptions);
+    if (!state) {
+      ADD_FAILURE() << "recover: " << state.error().message;
       std::abort();
     }
-    store_ = std::move(*opened);
-    auto leases = store_->recover();
-    if (!leases) {
-      ADD_FAILURE() << "recover: " << leases.error().message;
-      std::abort();
-    }
-    recovered_ = *leases;
-    auto allocator = core::Allocator::create(pools(), [] { return uint64_t{42}; });
-    if (!allocator) {
-      ADD_FAILURE() << "allocator: " << allocator.error().message;
-      std::abort();
-    }
-    for (const auto& lease : recovered_) {
-      if (auto restored = allocator->restore(lease); !restored) {
-        ADD_FAILURE() << "restore: " << restored.error().message;
-      }
-    }
-    service_ = std::make_unique<AgentService>(std::move(*allocator), *store_, std::move(probes),
-                                              metrics_, options);
+    store_ = std::move(state->store);
+    recovered_ = state->allocator.leases();
+    service_ = std::make_unique<AgentService>(std::move(state->allocator), *store_,
+                                              std::move(probes), metrics_, options);
   }
   ~Agent() {
     // The store calls back into the service (a queued compaction's `done` takes its mutex), so
