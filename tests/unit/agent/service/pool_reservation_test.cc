@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/log_capture.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/agent/log/log_capture.h"
 
 namespace hostport::agent::service {
 namespace {
