@@ -77,6 +77,28 @@ struct StaticPortClaim {
   friend bool operator==(const StaticPortClaim&, const StaticPortClaim&) = default;
 };
 
+/// How a lease's ports reach its pod, recorded at ADD so that the agent can lay its forwards out
+/// again at any time (after a crash, a flushed table, a reboot) without asking the plugin.
+struct Forwarding {
+  std::string network;            // the CNI network name: GC is scoped to it
+  std::optional<IpPrefix> podV4;  // the pod's address and subnet on the attachment's interface
+  std::optional<IpPrefix> podV6;
+  bool snat = true;          // hairpin + localhost masquerade, route_localnet
+  bool masqAll = false;      // masquerade every forwarded connection
+  std::string conditionsV4;  // validated nft match text (nft::validateConditions), or empty
+  std::string conditionsV6;
+  friend bool operator==(const Forwarding&, const Forwarding&) = default;
+};
+
+/// The network namespace a sandbox had at ADD. Its path gone, or naming another namespace (a
+/// different inode: paths are reused), means the sandbox is gone.
+struct NetnsId {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  bool known() const { return inode != 0; }
+  friend bool operator==(const NetnsId&, const NetnsId&) = default;
+};
+
 struct AllocationRequest {
   AttachmentKey key;
   PodIdentity pod;
@@ -84,6 +106,11 @@ struct AllocationRequest {
   std::string pool;  // empty: "default"
   std::vector<StaticPortClaim> statics;
   std::vector<DynamicPortRequest> dynamics;
+  /// Present: the agent installs the forwards itself (agent mode). Absent: a plugin that writes
+  /// the table on its own (an older plugin), and the agent only keeps the lease.
+  std::optional<Forwarding> forwarding;
+  /// Not sent: the agent fills it in from the netns path when the request arrives.
+  NetnsId netnsId;
 };
 
 /// One granted row of a lease: hostPort..hostPort+count-1 forward to
@@ -109,6 +136,9 @@ struct Lease {
   std::string netns;
   std::string pool;
   std::vector<PortGrant> ports;
+  std::optional<Forwarding> forwarding;  // absent: the plugin owns the forwards (see above)
+  NetnsId netnsId;                       // unknown: liveness is not checked
+
   friend bool operator==(const Lease&, const Lease&) = default;
 };
 

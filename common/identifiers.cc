@@ -29,9 +29,18 @@ Problem unless(bool valid, std::string_view problem) {
 }  // namespace
 
 bool isContainerId(std::string_view text) {
-  return !text.empty() && text.size() <= kMaxContainerIdLength && ascii::isAlnum(text.front()) &&
+  return text.size() <= kMaxContainerIdLength && isNetworkName(text);
+}
+
+bool isNetworkName(std::string_view text) {
+  return !text.empty() && text.size() <= kMaxNetworkNameLength && ascii::isAlnum(text.front()) &&
          std::ranges::all_of(
              text, [](char c) { return ascii::isAlnum(c) || c == '_' || c == '.' || c == '-'; });
+}
+
+Problem networkNameProblem(std::string_view text) {
+  return unless(isNetworkName(text),
+                "must be 1-253 characters of [A-Za-z0-9_.-], starting alphanumeric");
 }
 
 Problem containerIdProblem(std::string_view text) {

@@ -20,6 +20,7 @@ inline constexpr std::size_t kMaxDnsLabelLength = 63;
 inline constexpr std::size_t kMaxDnsSubdomainLength = 253;
 inline constexpr std::size_t kMaxPodUidLength = 128;
 inline constexpr std::size_t kMaxNetnsPathLength = 4096;  // PATH_MAX
+inline constexpr std::size_t kMaxNetworkNameLength = 253;
 
 /// What is wrong with a value, worded to follow it ("must ...", "is ..."); none when it is valid.
 using Problem = std::optional<std::string_view>;
@@ -50,6 +51,10 @@ Problem dnsSubdomainProblem(std::string_view text);
 /// 1-128 characters of [A-Za-z0-9-] (a Kubernetes UID is a UUID).
 bool isPodUid(std::string_view text);
 Problem podUidProblem(std::string_view text);
+
+/// libcni's rule for a network name, [A-Za-z0-9][A-Za-z0-9_.-]*, here at most 253 characters.
+bool isNetworkName(std::string_view text);
+Problem networkNameProblem(std::string_view text);
 
 /// An absolute path of printable ASCII characters, at most PATH_MAX.
 bool isNetnsPath(std::string_view text);

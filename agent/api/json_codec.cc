@@ -145,6 +145,55 @@ Result<DynamicPortRequest> dynamicRequestAt(const json& value, std::string_view 
   return request;
 }
 
+Result<std::optional<IpPrefix>*> podAddressSlot(Forwarding& forwarding, const JsonField& field,
+                                                const IpPrefix& prefix) {
+  auto& slot = prefix.address.family() == Family::kIPv4 ? forwarding.podV4 : forwarding.podV6;
+  if (slot) return invalidValue(field, "is a second address of its family");
+  return &slot;
+}
+
+Result<Forwarding> forwardingAt(const json& value, std::string_view path) {
+  HOSTPORT_TRY_VOID(requireObject(value, path));
+  Forwarding forwarding;
+  HOSTPORT_TRY(forwarding.network, stringField(value, path, "network", false, networkNameProblem));
+  HOSTPORT_TRY(const json* addresses, arrayField(value, path, "podIPs", false, 2));
+  for (std::size_t i = 0; i < addresses->size(); ++i) {
+    const JsonField entry{&(*addresses)[i], elementPath(memberPath(path, "podIPs"), i)};
+    HOSTPORT_TRY(const std::string text, readString(entry));
+    auto prefix = IpPrefix::parse(text);
+    if (!prefix)
+      return invalidValue(entry, "must be an address with its prefix, like 10.88.0.5/16");
+    HOSTPORT_TRY(auto* slot, podAddressSlot(forwarding, entry, *prefix));
+    *slot = *prefix;
+  }
+  HOSTPORT_TRY(forwarding.snat, readBool(jsonField(value, path, "snat"), true));
+  HOSTPORT_TRY(forwarding.masqAll, boolField(value, path, "masqAll"));
+  // The text is nft match syntax; the agent checks it with nft's grammar before it installs.
+  HOSTPORT_TRY(forwarding.conditionsV4, readString(jsonField(value, path, "conditionsV4"), ""));
+  HOSTPORT_TRY(forwarding.conditionsV6, readString(jsonField(value, path, "conditionsV6"), ""));
+  return forwarding;
+}
+
+json toJson(const Forwarding& forwarding) {
+  json addresses = json::array();
+  for (const auto& pod : {forwarding.podV4, forwarding.podV6}) {
+    if (pod) addresses.push_back(pod->str());
+  }
+  json body = {{"network", forwarding.network},
+               {"podIPs", std::move(addresses)},
+               {"snat", forwarding.snat},
+               {"masqAll", forwarding.masqAll}};
+  if (!forwarding.conditionsV4.empty()) body["conditionsV4"] = forwarding.conditionsV4;
+  if (!forwarding.conditionsV6.empty()) body["conditionsV6"] = forwarding.conditionsV6;
+  return body;
+}
+
+Result<std::optional<Forwarding>> optionalForwardingAt(const json& value, std::string_view path) {
+  const json* member = jsonMember(value, "forwarding");
+  if (member == nullptr) return std::nullopt;
+  return forwardingAt(*member, memberPath(path, "forwarding"));
+}
+
 Result<PortGrant> portGrantAt(const json& value, std::string_view path) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
   PortGrant grant;
@@ -163,17 +212,18 @@ Result<PortGrant> portGrantAt(const json& value, std::string_view path) {
 Result<Lease> leaseAt(const json& value, std::string_view path) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
   HOSTPORT_TRY(Header header, headerAt(value, path));
-  Lease lease{std::move(header.key),
-              std::move(header.pod),
-              std::move(header.netns),
-              std::move(header.pool),
-              {}};
+  Lease lease;
+  lease.key = std::move(header.key);
+  lease.pod = std::move(header.pod);
+  lease.netns = std::move(header.netns);
+  lease.pool = std::move(header.pool);
   HOSTPORT_TRY(const json* ports, arrayField(value, path, "ports", false, kMaxPortsPerRequest));
   for (std::size_t i = 0; i < ports->size(); ++i) {
     HOSTPORT_TRY(PortGrant grant,
                  portGrantAt((*ports)[i], elementPath(memberPath(path, "ports"), i)));
     lease.ports.push_back(std::move(grant));
   }
+  HOSTPORT_TRY(lease.forwarding, optionalForwardingAt(value, path));
   return lease;
 }
 
@@ -254,18 +304,18 @@ json toJson(const AllocationRequest& request) {
   }
   body["static"] = std::move(statics);
   body["dynamic"] = std::move(dynamics);
+  if (request.forwarding) body["forwarding"] = toJson(*request.forwarding);
   return body;
 }
 
 Result<AllocationRequest> allocationRequestFromJson(const json& value) {
   HOSTPORT_TRY_VOID(requireObject(value, ""));
   HOSTPORT_TRY(Header header, headerAt(value, ""));
-  AllocationRequest request{std::move(header.key),
-                            std::move(header.pod),
-                            std::move(header.netns),
-                            std::move(header.pool),
-                            {},
-                            {}};
+  AllocationRequest request;
+  request.key = std::move(header.key);
+  request.pod = std::move(header.pod);
+  request.netns = std::move(header.netns);
+  request.pool = std::move(header.pool);
   HOSTPORT_TRY(const json* statics, arrayField(value, "", "static", false, kMaxPortsPerRequest));
   HOSTPORT_TRY(const json* dynamics, arrayField(value, "", "dynamic", false, kMaxPortsPerRequest));
   if (statics->size() + dynamics->size() > kMaxPortsPerRequest) {
@@ -288,6 +338,7 @@ Result<AllocationRequest> allocationRequestFromJson(const json& value) {
     }
     request.dynamics.push_back(std::move(dynamic));
   }
+  HOSTPORT_TRY(request.forwarding, optionalForwardingAt(value, ""));
   return request;
 }
 
@@ -305,6 +356,7 @@ json toJson(const Lease& lease) {
   json ports = json::array();
   for (const PortGrant& grant : lease.ports) ports.push_back(toJson(grant));
   body["ports"] = std::move(ports);
+  if (lease.forwarding) body["forwarding"] = toJson(*lease.forwarding);
   return body;
 }
 

@@ -53,14 +53,18 @@ Result<PodIdentity> podIdentityFromJson(const nlohmann::json& value);
 
 // {"containerId", "ifname", "pod", "netns", "pool",
 //  "static": [{"hostPort", "containerPort", "protocol", "hostIP"}],
-//  "dynamic": [{"name", "containerPort", "count", "protocol"}]}
-// containerId and ifname are required; pod, netns, pool, static and dynamic may be absent;
-// protocol defaults to tcp and count to 1. hostIP "" or unspecified (0.0.0.0, ::) means any.
+//  "dynamic": [{"name", "containerPort", "count", "protocol"}],
+//  "forwarding": {"network", "podIPs": ["10.88.0.5/16", "fd00::5/64"], "snat", "masqAll",
+//                 "conditionsV4", "conditionsV6"}}
+// containerId and ifname are required; pod, netns, pool, static, dynamic and forwarding may be
+// absent; protocol defaults to tcp and count to 1. hostIP "" or unspecified (0.0.0.0, ::) means
+// any. In forwarding, podIPs holds at most one address per family, snat defaults to true.
 nlohmann::json toJson(const AllocationRequest& request);
 Result<AllocationRequest> allocationRequestFromJson(const nlohmann::json& value);
 
 // {"containerId", "ifname", "pod", "netns", "pool",
-//  "ports": [{"name", "protocol", "hostPort", "containerPort", "count", "hostIP"?, "static"}]}
+//  "ports": [{"name", "protocol", "hostPort", "containerPort", "count", "hostIP"?, "static"}],
+//  "forwarding"?: as in the request}
 nlohmann::json toJson(const PortGrant& grant);
 nlohmann::json toJson(const Lease& lease);
 Result<Lease> leaseFromJson(const nlohmann::json& value);

@@ -609,8 +609,8 @@ std::expected<Lease, AllocationError> Allocator::allocate(const AllocationReques
   grants.reserve(request.statics.size() + request.dynamics.size());
   HOSTPORT_TRY_VOID(state.claimStatics(request, probe, grants));
   HOSTPORT_TRY_VOID(state.pickDynamics(request, poolIndex, probe, grants));
-  Lease lease{request.key, request.pod, request.netns, state.pools[poolIndex].name,
-              std::move(grants)};
+  Lease lease{request.key,       request.pod,        request.netns,  state.pools[poolIndex].name,
+              std::move(grants), request.forwarding, request.netnsId};
   state.commit(PackedLease::pack(lease, lease.pool, state.strings), lease, lease.pool);
   return lease;
 }

@@ -1,6 +1,7 @@
 #include "agent/core/packed_lease.h"
 
 #include <cstring>
+#include <optional>
 
 #include "agent/core/packed_text.h"
 
@@ -21,6 +22,15 @@ constexpr uint8_t kIPv6 = 0x40;
 constexpr uint8_t kProtocolByte = 0x80;
 
 constexpr std::size_t kUuidChars = 36;
+
+// The byte after the grants.
+constexpr uint8_t kForwarding = 0x01;
+constexpr uint8_t kSnat = 0x02;
+constexpr uint8_t kMasqAll = 0x04;
+constexpr uint8_t kPodV4 = 0x08;
+constexpr uint8_t kPodV6 = 0x10;
+constexpr uint8_t kConditions = 0x20;
+constexpr uint8_t kNetnsId = 0x40;
 
 // Where the interned head of a pod name ends (see the header).
 std::size_t podNameSplit(std::string_view name) {
@@ -72,6 +82,69 @@ IpAddress readAddress(ByteReader& in, bool v4) {
   return *IpAddress::fromBytes(family, {in.take(size), size});
 }
 
+void putPrefix(std::string& out, const IpPrefix& prefix) {
+  out.push_back(static_cast<char>(prefix.length));
+  const auto address = prefix.address.bytes();
+  out.append(reinterpret_cast<const char*>(address.data()), address.size());
+}
+
+IpPrefix readPrefix(ByteReader& in, bool v4) {
+  const uint8_t length = in.u8();
+  return {readAddress(in, v4), length};
+}
+
+// The network name is interned: every lease of a node names one or two networks.
+void putForwarding(std::string& out, const Lease& lease, StringTable& strings) {
+  const auto& forwarding = lease.forwarding;
+  uint8_t flags = lease.netnsId.known() ? kNetnsId : 0;
+  if (forwarding) {
+    flags |=
+        kForwarding | (forwarding->snat ? kSnat : 0) | (forwarding->masqAll ? kMasqAll : 0) |
+        (forwarding->podV4 ? kPodV4 : 0) | (forwarding->podV6 ? kPodV6 : 0) |
+        (forwarding->conditionsV4.empty() && forwarding->conditionsV6.empty() ? 0 : kConditions);
+  }
+  out.push_back(static_cast<char>(flags));
+  if (forwarding) {
+    putVarint(out, strings.intern(forwarding->network));
+    if (forwarding->podV4) putPrefix(out, *forwarding->podV4);
+    if (forwarding->podV6) putPrefix(out, *forwarding->podV6);
+    if ((flags & kConditions) != 0) {
+      putText(out, forwarding->conditionsV4);
+      putText(out, forwarding->conditionsV6);
+    }
+  }
+  if (lease.netnsId.known()) {
+    putVarint(out, lease.netnsId.device);
+    putVarint(out, lease.netnsId.inode);
+  }
+}
+
+/// Reads what putForwarding() wrote; `network` gets the interned id of the network name, if any.
+void readForwarding(ByteReader& in, const StringTable* strings, Lease* lease,
+                    std::optional<uint32_t>* network) {
+  const uint8_t flags = in.u8();
+  if ((flags & kForwarding) != 0) {
+    Forwarding forwarding;
+    const auto id = static_cast<uint32_t>(in.varint());
+    if (network != nullptr) *network = id;
+    if (strings != nullptr) forwarding.network = strings->text(id);
+    forwarding.snat = (flags & kSnat) != 0;
+    forwarding.masqAll = (flags & kMasqAll) != 0;
+    if ((flags & kPodV4) != 0) forwarding.podV4 = readPrefix(in, true);
+    if ((flags & kPodV6) != 0) forwarding.podV6 = readPrefix(in, false);
+    if ((flags & kConditions) != 0) {
+      forwarding.conditionsV4 = in.text();
+      forwarding.conditionsV6 = in.text();
+    }
+    if (lease != nullptr) lease->forwarding = std::move(forwarding);
+  }
+  if ((flags & kNetnsId) != 0) {
+    const uint64_t device = in.varint();
+    const uint64_t inode = in.varint();
+    if (lease != nullptr) lease->netnsId = {device, inode};
+  }
+}
+
 PortGrant readGrant(ByteReader& in) {
   PortGrant grant;
   const uint8_t flags = in.u8();
@@ -104,6 +177,7 @@ PackedLease PackedLease::pack(const Lease& lease, std::string_view pool, StringT
   putVarint(out, strings.intern(pool));
   putVarint(out, lease.ports.size());
   for (const PortGrant& grant : lease.ports) putGrant(out, grant);
+  putForwarding(out, lease, strings);
 
   auto bytes = std::make_unique_for_overwrite<uint8_t[]>(out.size());
   std::memcpy(bytes.get(), out.data(), out.size());
@@ -139,6 +213,7 @@ Lease PackedLease::unpack(const StringTable& strings) const {
   const auto count = in.varint();
   lease.ports.reserve(count);
   for (uint64_t i = 0; i < count; ++i) lease.ports.push_back(readGrant(in));
+  readForwarding(in, &strings, &lease, nullptr);
   return lease;
 }
 
@@ -155,6 +230,7 @@ std::size_t PackedLease::size() const {
   in.skipText();  // netns tail
   in.varint();    // pool
   for (uint64_t count = in.varint(); count > 0; --count) readGrant(in);
+  readForwarding(in, nullptr, nullptr, nullptr);
   return static_cast<std::size_t>(in.position() - bytes_.get());
 }
 
@@ -171,6 +247,10 @@ void PackedLease::release(StringTable& strings) {
   strings.release(static_cast<uint32_t>(in.varint()));  // netns head
   in.skipText();                                        // netns tail
   strings.release(static_cast<uint32_t>(in.varint()));  // pool
+  for (uint64_t count = in.varint(); count > 0; --count) readGrant(in);
+  std::optional<uint32_t> network;
+  readForwarding(in, nullptr, nullptr, &network);
+  if (network) strings.release(*network);
   bytes_.reset();
 }
 

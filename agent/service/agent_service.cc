@@ -281,7 +281,9 @@ void AgentService::release(const AttachmentKey& key,
   }
   std::lock_guard lock(mutex_);
   std::optional<Lease> released = allocator_.release(key);
-  Lease record = released ? *released : Lease{key, {}, {}, {}, {}};
+  Lease record;
+  if (released) record = *released;
+  record.key = key;
   submitRelease(std::move(record), ReleaseVia::kRequest,
                 [released, done = std::move(done)](Result<void> written) {
                   if (!written) {

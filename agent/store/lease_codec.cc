@@ -12,6 +12,15 @@ constexpr uint8_t kFlagHostIp = 0x02;
 constexpr uint8_t kKnownFlags = kFlagStatic | kFlagHostIp;
 constexpr uint8_t kMaxProtocol = static_cast<uint8_t>(PortProtocol::kTcpUdp);
 
+// The flags byte that ends a version 2 lease.
+constexpr uint8_t kHasForwarding = 0x01;
+constexpr uint8_t kSnat = 0x02;
+constexpr uint8_t kMasqAll = 0x04;
+constexpr uint8_t kPodV4 = 0x08;
+constexpr uint8_t kPodV6 = 0x10;
+constexpr uint8_t kHasNetnsId = 0x20;
+constexpr uint8_t kKnownLeaseFlags = 0x3f;
+
 /// A port range base..base+count-1 must stay inside 0..65535.
 bool rangeFits(uint16_t base, uint16_t count) {
   return count >= 1 && static_cast<uint32_t>(base) + count - 1 <= 0xffff;
@@ -33,6 +42,37 @@ void putAddress(std::string& out, const IpAddress& address) {
   out.push_back(static_cast<char>(address.family() == Family::kIPv4 ? 4 : 6));
   const auto bytes = address.bytes();
   out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+void putPrefix(std::string& out, const IpPrefix& prefix) {
+  out.push_back(static_cast<char>(prefix.length));
+  const auto bytes = prefix.address.bytes();
+  out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+Result<void> putForwarding(std::string& out, const Lease& lease) {
+  const auto& forwarding = lease.forwarding;
+  uint8_t flags = lease.netnsId.known() ? kHasNetnsId : 0;
+  if (forwarding) {
+    flags |= kHasForwarding | (forwarding->snat ? kSnat : 0) |
+             (forwarding->masqAll ? kMasqAll : 0) | (forwarding->podV4 ? kPodV4 : 0) |
+             (forwarding->podV6 ? kPodV6 : 0);
+  }
+  out.push_back(static_cast<char>(flags));
+  if (forwarding) {
+    HOSTPORT_TRY_VOID(putString(out, "forwarding.network", forwarding->network, kMaxStringBytes));
+    if (forwarding->podV4) putPrefix(out, *forwarding->podV4);
+    if (forwarding->podV6) putPrefix(out, *forwarding->podV6);
+    HOSTPORT_TRY_VOID(
+        putString(out, "forwarding.conditionsV4", forwarding->conditionsV4, kMaxStringBytes));
+    HOSTPORT_TRY_VOID(
+        putString(out, "forwarding.conditionsV6", forwarding->conditionsV6, kMaxStringBytes));
+  }
+  if (lease.netnsId.known()) {
+    bytes::put<uint64_t>(out, lease.netnsId.device);
+    bytes::put<uint64_t>(out, lease.netnsId.inode);
+  }
+  return {};
 }
 
 Result<void> putLease(std::string& out, const Lease& lease) {
@@ -73,7 +113,7 @@ Result<void> putLease(std::string& out, const Lease& lease) {
     out.push_back(static_cast<char>(flags));
     if (grant.hostIp) putAddress(out, *grant.hostIp);
   }
-  return {};
+  return putForwarding(out, lease);
 }
 
 /// Bounds-checked sequential reads. The first failure is remembered with its byte offset; every
@@ -157,7 +197,49 @@ std::optional<IpAddress> readAddress(Reader& in) {
                               {reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
 }
 
-void readLease(Reader& in, Lease& lease) {
+std::optional<IpPrefix> readPrefix(Reader& in, Family family) {
+  const size_t at = in.offset();
+  const auto length = in.integer<uint8_t>();
+  const auto raw = in.raw(addressSize(family));
+  if (!in.ok()) return std::nullopt;
+  if (length > addressSize(family) * 8) {
+    in.setError("prefix length " + std::to_string(length) + " too long", at);
+    return std::nullopt;
+  }
+  return IpPrefix{
+      *IpAddress::fromBytes(family, {reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}),
+      length};
+}
+
+void readForwarding(Reader& in, Lease& lease) {
+  const size_t at = in.offset();
+  const auto flags = in.integer<uint8_t>();
+  if (!in.ok()) return;
+  if ((flags & ~kKnownLeaseFlags) != 0 ||
+      ((flags & kHasForwarding) == 0 && (flags & ~kHasNetnsId) != 0)) {
+    in.setError("invalid lease flags " + std::to_string(flags), at);
+    return;
+  }
+  if ((flags & kHasForwarding) != 0) {
+    Forwarding forwarding;
+    forwarding.network = in.string(kMaxStringBytes);
+    forwarding.snat = (flags & kSnat) != 0;
+    forwarding.masqAll = (flags & kMasqAll) != 0;
+    if ((flags & kPodV4) != 0) forwarding.podV4 = readPrefix(in, Family::kIPv4);
+    if ((flags & kPodV6) != 0) forwarding.podV6 = readPrefix(in, Family::kIPv6);
+    forwarding.conditionsV4 = in.string(kMaxStringBytes);
+    forwarding.conditionsV6 = in.string(kMaxStringBytes);
+    if (!in.ok()) return;
+    lease.forwarding = std::move(forwarding);
+  }
+  if ((flags & kHasNetnsId) != 0) {
+    lease.netnsId.device = in.integer<uint64_t>();
+    lease.netnsId.inode = in.integer<uint64_t>();
+    if (in.ok() && !lease.netnsId.known()) in.setError("netns inode 0", at);
+  }
+}
+
+void readLease(Reader& in, Lease& lease, uint8_t version) {
   std::string* const strings[] = {&lease.key.containerId,
                                   &lease.key.ifname,
                                   &lease.pod.namespaceName,
@@ -197,6 +279,7 @@ void readLease(Reader& in, Lease& lease) {
     }
     lease.ports.push_back(std::move(grant));
   }
+  if (version >= 2 && in.ok()) readForwarding(in, lease);
 }
 
 }  // namespace
@@ -208,10 +291,13 @@ Result<void> encodeLease(const Lease& lease, std::string& out) {
   return ok;
 }
 
-Result<Lease> decodeLease(std::string_view data) {
+Result<Lease> decodeLease(std::string_view data, uint8_t version) {
+  if (version < kOldestCodecVersion || version > kCodecVersion) {
+    return fail(ErrorCode::kDecode, "lease: unsupported codec version " + std::to_string(version));
+  }
   Reader in(data);
   Lease lease;
-  readLease(in, lease);
+  readLease(in, lease, version);
   if (in.ok() && !in.atEnd()) in.setError("trailing bytes", in.offset());
   if (!in.ok()) return in.failure("lease");
   return lease;
@@ -243,15 +329,16 @@ Result<JournalRecord> decodeRecord(std::string_view data) {
   const auto version = in.integer<uint8_t>();
   const auto kind = in.integer<uint8_t>();
   if (!in.ok()) return in.failure("journal record");
-  if (version != kCodecVersion) {
+  if (version < kOldestCodecVersion || version > kCodecVersion) {
     return fail(ErrorCode::kDecode, "journal record: unsupported codec version " +
                                         std::to_string(version) + " (this agent reads " +
+                                        std::to_string(kOldestCodecVersion) + " to " +
                                         std::to_string(kCodecVersion) + ")");
   }
   JournalRecord record;
   if (kind == static_cast<uint8_t>(JournalRecord::Kind::kGrant)) {
     record.kind = JournalRecord::Kind::kGrant;
-    readLease(in, record.lease);
+    readLease(in, record.lease, version);
   } else if (kind == static_cast<uint8_t>(JournalRecord::Kind::kRelease)) {
     record.kind = JournalRecord::Kind::kRelease;
     record.lease.key.containerId = in.string(kMaxStringBytes);

@@ -16,7 +16,16 @@
 //     str name (<= kMaxGrantNameBytes), u8 protocol (PortProtocol), u16 hostPort,
 //     u16 containerPort, u16 count (>= 1), u8 flags (bit0 static, bit1 hostIp follows),
 //     [u8 family (4 | 6), 4 or 16 address bytes in network order]
-// Journal record payload: u8 version (1), u8 kind (1 grant, 2 release), then a lease (grant) or
+// Lease, version 2: version 1, then
+//   u8 flags (bit0 forwarding follows, bit1 snat, bit2 masqAll, bit3 pod IPv4 follows, bit4 pod
+//   IPv6 follows, bit5 netns id follows; bits 1-4 only with bit0)
+//   [str network, [u8 prefix length, 4 bytes], [u8 prefix length, 16 bytes], str conditionsV4,
+//    str conditionsV6]
+//   [u64 netns device, u64 netns inode (not 0)]
+// A version 1 lease decodes with no forwarding and an unknown netns: the agent that wrote it left
+// the forwards to the plugin.
+// Journal record payload: u8 version (1 or 2), u8 kind (1 grant, 2 release), then a lease (grant)
+// or
 //   str containerId, str ifname (release: only the key matters).
 
 #include <cstddef>
@@ -29,8 +38,9 @@
 
 namespace hostport::agent::store {
 
-inline constexpr uint8_t kCodecVersion = 1;
-inline constexpr size_t kMaxStringBytes = 4096;  // PATH_MAX: a netns path is the longest field
+inline constexpr uint8_t kCodecVersion = 2;        // what this agent writes
+inline constexpr uint8_t kOldestCodecVersion = 1;  // and the oldest it reads
+inline constexpr size_t kMaxStringBytes = 4096;    // PATH_MAX: a netns path is the longest field
 inline constexpr size_t kMaxGrantNameBytes = 255;
 /// No valid record comes near this (the bounds above cap a lease below 100 KiB); the journal
 /// treats a larger length field as corruption.
@@ -46,8 +56,8 @@ struct JournalRecord {
 
 /// Appends the encoding of `lease` to `out`; on error `out` is left as it was.
 Result<void> encodeLease(const Lease& lease, std::string& out);
-/// Decodes exactly one lease occupying all of `bytes`.
-Result<Lease> decodeLease(std::string_view bytes);
+/// Decodes exactly one lease occupying all of `bytes`, encoded by codec `version`.
+Result<Lease> decodeLease(std::string_view bytes, uint8_t version = kCodecVersion);
 
 /// Appends a journal record payload (version, kind, body) to `out`; on error `out` is unchanged.
 Result<void> encodeRecord(const JournalRecord& record, std::string& out);

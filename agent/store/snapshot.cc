@@ -67,9 +67,11 @@ Result<Snapshot> decodeSnapshot(std::string_view image) {
   }
   if (image.substr(0, 4) != kSnapshotMagic) return corrupt("bad magic: not a hostport snapshot");
   const auto version = bytes::get<uint32_t>(image, 4);
-  if (version != kSnapshotFormatVersion) {
+  if (version < kOldestSnapshotFormatVersion || version > kSnapshotFormatVersion) {
     return corrupt("unsupported format version " + std::to_string(version));
   }
+  // Snapshot format N holds leases of codec version N.
+  const auto leaseVersion = static_cast<uint8_t>(version);
   const auto bodyLength = bytes::get<uint64_t>(image, 20);
   if (bodyLength != image.size() - kSnapshotHeaderBytes - kSnapshotCrcBytes) {
     return corrupt("body length " + std::to_string(bodyLength) + " does not match file size " +
@@ -93,7 +95,7 @@ Result<Snapshot> decodeSnapshot(std::string_view image) {
     const auto length = bytes::get<uint32_t>(image, at);
     at += 4;
     if (length > crcAt - at) return corrupt("lease " + std::to_string(i) + " runs past the end");
-    auto lease = decodeLease(image.substr(at, length));
+    auto lease = decodeLease(image.substr(at, length), leaseVersion);
     if (!lease) {
       return corrupt("lease " + std::to_string(i) + " at byte offset " + std::to_string(at - 4) +
                      ": " + lease.error().message);

@@ -27,13 +27,16 @@
 #include "agent/lease.h"
 #include "agent/store/file_ops.h"
 #include "agent/store/journal_file.h"
+#include "agent/store/lease_codec.h"
 #include "common/error.h"
 
 namespace hostport::agent::store {
 
 inline constexpr std::string_view kSnapshotName = "snapshot";
 inline constexpr std::string_view kSnapshotTmpName = "snapshot.tmp";
-inline constexpr uint32_t kSnapshotFormatVersion = 1;
+// Format N holds leases of lease codec version N (lease_codec.h); 1 is still read.
+inline constexpr uint32_t kSnapshotFormatVersion = kCodecVersion;
+inline constexpr uint32_t kOldestSnapshotFormatVersion = kOldestCodecVersion;
 
 /// <dir>/journal.<generation>
 std::filesystem::path journalPath(const std::filesystem::path& dir, uint64_t generation);

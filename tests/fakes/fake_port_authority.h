@@ -19,7 +19,8 @@ class FakePortAuthority : public PortAuthority {
     requests.push_back(request);
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable at /x.sock");
     if (exhausted) return fail(ErrorCode::kExhausted, "pool \"default\" has no free port");
-    agent::Lease lease{request.key, request.pod, request.netns, request.pool, {}};
+    agent::Lease lease{request.key,        request.pod, request.netns, request.pool, {},
+                       request.forwarding, {}};
     uint16_t next = 30000;
     for (const auto& claim : request.statics) {
       lease.ports.push_back(

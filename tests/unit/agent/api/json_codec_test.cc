@@ -80,6 +80,63 @@ TEST(JsonCodecTest, WritesTheDocumentedFieldNames) {
                             "protocol": "tcpudp"})"));
 }
 
+Forwarding sampleForwarding() {
+  return Forwarding{.network = "k8s-pod-network",
+                    .podV4 = IpPrefix{ip("10.88.0.5"), 16},
+                    .podV6 = IpPrefix{ip("fd00::5"), 64},
+                    .snat = false,
+                    .masqAll = true,
+                    .conditionsV4 = "ip saddr 10.0.0.0/8",
+                    .conditionsV6 = ""};
+}
+
+TEST(JsonCodecTest, RoundTripsTheForwardingOfARequestAndALease) {
+  AllocationRequest request = sampleRequest();
+  request.forwarding = sampleForwarding();
+  const auto decodedRequest = allocationRequestFromJson(wire(toJson(request)));
+  ASSERT_TRUE(decodedRequest.has_value()) << decodedRequest.error().message;
+  EXPECT_EQ(decodedRequest->forwarding, request.forwarding);
+  EXPECT_EQ(toJson(request)["forwarding"], json::parse(R"({
+    "network": "k8s-pod-network", "podIPs": ["10.88.0.5/16", "fd00::5/64"], "snat": false,
+    "masqAll": true, "conditionsV4": "ip saddr 10.0.0.0/8"})"));
+
+  Lease lease = sampleLease();
+  lease.forwarding = sampleForwarding();
+  const auto decodedLease = leaseFromJson(wire(toJson(lease)));
+  ASSERT_TRUE(decodedLease.has_value()) << decodedLease.error().message;
+  EXPECT_EQ(*decodedLease, lease);
+}
+
+TEST(JsonCodecTest, DefaultsAMinimalForwarding) {
+  const auto decoded = allocationRequestFromJson(
+      json::parse(R"({"containerId": "c1", "ifname": "eth0", "forwarding": {}})"));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+  EXPECT_EQ(decoded->forwarding, Forwarding{});
+  EXPECT_TRUE(decoded->forwarding->snat);
+}
+
+TEST(JsonCodecTest, NamesTheFieldOfEveryForwardingError) {
+  const auto errorOfForwarding = [](const char* forwarding) {
+    return errorOf(allocationRequestFromJson(
+        json::parse(std::string(R"({"containerId": "c1", "ifname": "eth0", "forwarding": )") +
+                    forwarding + "}")));
+  };
+  EXPECT_EQ(errorOfForwarding("[]"), "forwarding: [] must be a JSON object");
+  EXPECT_EQ(errorOfForwarding(R"({"network": "-x"})"),
+            "forwarding.network: \"-x\" must be 1-253 characters of [A-Za-z0-9_.-], starting "
+            "alphanumeric");
+  EXPECT_EQ(errorOfForwarding(R"({"podIPs": ["10.0.0.1"]})"),
+            "forwarding.podIPs[0]: \"10.0.0.1\" must be an address with its prefix, like "
+            "10.88.0.5/16");
+  EXPECT_EQ(errorOfForwarding(R"({"podIPs": ["10.0.0.1/8", "10.0.0.2/8"]})"),
+            "forwarding.podIPs[1]: \"10.0.0.2/8\" is a second address of its family");
+  EXPECT_THAT(errorOfForwarding(R"({"podIPs": ["a/1", "b/2", "c/3"]})"),
+              HasSubstr("forwarding.podIPs"));
+  EXPECT_THAT(errorOfForwarding(R"({"snat": "yes"})"), HasSubstr("forwarding.snat"));
+  EXPECT_THAT(errorOfForwarding(R"({"masqAll": 1})"), HasSubstr("forwarding.masqAll"));
+  EXPECT_THAT(errorOfForwarding(R"({"conditionsV4": 7})"), HasSubstr("forwarding.conditionsV4"));
+}
+
 TEST(JsonCodecTest, RoundTripsALease) {
   const auto decoded = leaseFromJson(wire(toJson(sampleLease())));
   ASSERT_TRUE(decoded.has_value()) << decoded.error().message;

@@ -667,8 +667,13 @@ TEST_F(AllocatorTest, TellsKeysApartWhereTheIdEndsAndTheIfnameStarts) {
 }
 
 Lease storedLease(std::string id, std::vector<PortGrant> ports, std::string pool = "default") {
-  return Lease{
-      {std::move(id), "eth0"}, {"ns", "pod", ""}, "/netns", std::move(pool), std::move(ports)};
+  Lease lease;
+  lease.key = {std::move(id), "eth0"};
+  lease.pod = {"ns", "pod", ""};
+  lease.netns = "/netns";
+  lease.pool = std::move(pool);
+  lease.ports = std::move(ports);
+  return lease;
 }
 
 PortGrant dynamicGrant(uint16_t hostPort, uint16_t count = 1,

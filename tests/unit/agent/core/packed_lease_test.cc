@@ -23,6 +23,14 @@ Lease podLease() {
   lease.netns = "/var/run/netns/cni-" + std::string(kUuid);
   lease.pool = "default";
   lease.ports = {grant(30000)};
+  lease.forwarding = Forwarding{.network = "k8s-pod-network",
+                                .podV4 = IpPrefix{ip("10.244.1.17"), 24},
+                                .podV6 = std::nullopt,
+                                .snat = true,
+                                .masqAll = false,
+                                .conditionsV4 = "",
+                                .conditionsV6 = ""};
+  lease.netnsId = {.device = 4, .inode = 4026532871};
   return lease;
 }
 
@@ -50,13 +58,14 @@ class PackedLeaseTest : public ::testing::Test {
   StringTable strings_;
 };
 
-TEST_F(PackedLeaseTest, RoundTripsATypicalPodInUnderAHundredBytes) {
+TEST_F(PackedLeaseTest, RoundTripsATypicalPodInUnderAHundredAndTenBytes) {
   const Lease lease = podLease();
   expectRoundTrip(lease);
   PackedLease packed = PackedLease::pack(lease, "default", strings_);
-  // Key 33 + 5, uid 17, netns UUID 17, pod name tail 6, grant 9, 4 interned ids, a count.
+  // Key 33 + 5, uid 17, netns UUID 17, pod name tail 6, grant 9, 4 interned ids, a count; then
+  // the forwarding: flags, network id, pod address 5, netns device 1 and inode 5.
   EXPECT_EQ(packed.keyBytes().size(), 38u);
-  EXPECT_EQ(packed.size(), 92u);
+  EXPECT_EQ(packed.size(), 92u + 13u);
   packed.release(strings_);
 }
 
@@ -123,6 +132,27 @@ TEST_F(PackedLeaseTest, RoundTripsEveryKindOfGrant) {
   expectRoundTrip(lease);
 }
 
+TEST_F(PackedLeaseTest, RoundTripsEveryShapeOfForwarding) {
+  Lease lease = podLease();
+  expectRoundTrip(lease);
+  lease.forwarding->podV6 = IpPrefix{ip("fd00:10:244::17"), 64};
+  lease.forwarding->conditionsV4 = "ip saddr 10.0.0.0/8";
+  expectRoundTrip(lease);
+  lease.forwarding->podV4.reset();
+  lease.forwarding->conditionsV4.clear();
+  lease.forwarding->conditionsV6 = "ip6 saddr fd00::/8";
+  lease.forwarding->snat = false;
+  lease.forwarding->masqAll = true;
+  lease.forwarding->network = "";
+  expectRoundTrip(lease);
+  lease.netnsId = {};
+  expectRoundTrip(lease);
+  lease.forwarding.reset();
+  expectRoundTrip(lease);
+  lease.netnsId = {.device = UINT64_MAX, .inode = UINT64_MAX};
+  expectRoundTrip(lease);
+}
+
 TEST_F(PackedLeaseTest, RoundTripsTheMostGrantsALeaseMayHave) {
   Lease lease = podLease();
   lease.ports.clear();
@@ -139,12 +169,12 @@ TEST_F(PackedLeaseTest, SharesInternedTextBetweenLeasesAndDropsItWithTheLast) {
   second.pod.name = "game-server-7";
   second.netns = "/var/run/netns/cni-00000000-0000-0000-0000-000000000000";
   PackedLease a = PackedLease::pack(first, "default", strings_);
-  // Namespace, pod name head, netns head and pool.
-  EXPECT_EQ(strings_.size(), 4u);
+  // Namespace, pod name head, netns head, pool and network name.
+  EXPECT_EQ(strings_.size(), 5u);
   PackedLease b = PackedLease::pack(second, "default", strings_);
-  EXPECT_EQ(strings_.size(), 4u);
+  EXPECT_EQ(strings_.size(), 5u);
   a.release(strings_);
-  EXPECT_EQ(strings_.size(), 4u);
+  EXPECT_EQ(strings_.size(), 5u);
   EXPECT_EQ(b.unpack(strings_), second);
   b.release(strings_);
   EXPECT_EQ(strings_.size(), 0u);

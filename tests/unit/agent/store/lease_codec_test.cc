@@ -66,6 +66,7 @@ TEST(LeaseCodecTest, RoundTripsEveryProtocolAndBothAddressFamilies) {
 }
 
 TEST(LeaseCodecTest, EncodesASmallLeaseToStableLittleEndianBytes) {
+  // Version 2 is version 1 and a flags byte; journals and snapshots of version 1 still decode.
   Lease lease;
   lease.key = {"c", "e"};
   lease.ports.push_back(PortGrant{.name = "",
@@ -88,7 +89,76 @@ TEST(LeaseCodecTest, EncodesASmallLeaseToStableLittleEndianBytes) {
       "\x03"                                      // static, hostIp follows
       "\x04\x0a\x00\x00\x01",                     // 10.0.0.1
       33);
+  EXPECT_EQ(encoded(lease), expected + std::string(1, '\0'));  // no forwarding, no netns id
+  const auto version1 = decodeLease(expected, 1);
+  ASSERT_TRUE(version1.has_value()) << version1.error().message;
+  EXPECT_EQ(*version1, lease);
+  EXPECT_FALSE(decodeLease(expected).has_value());  // version 2 needs its flags byte
+}
+
+TEST(LeaseCodecTest, EncodesTheForwardingRecordToStableBytes) {
+  Lease lease;
+  lease.key = {"c", "e"};
+  lease.forwarding = Forwarding{.network = "n",
+                                .podV4 = IpPrefix{ip("10.0.0.5"), 16},
+                                .podV6 = std::nullopt,
+                                .snat = true,
+                                .masqAll = false,
+                                .conditionsV4 = "x",
+                                .conditionsV6 = ""};
+  lease.netnsId = {.device = 3, .inode = 0x1122};
+  const std::string expected(
+      "\x01\x00"
+      "c"
+      "\x01\x00"
+      "e"
+      "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"  // namespace, name, uid, netns, pool: empty
+      "\x00\x00"                                  // no port rows
+      "\x2b"                                      // forwarding, snat, pod IPv4, netns id
+      "\x01\x00"
+      "n"                     // network
+      "\x10\x0a\x00\x00\x05"  // 10.0.0.5/16
+      "\x01\x00"
+      "x"         // conditionsV4
+      "\x00\x00"  // conditionsV6
+      "\x03\x00\x00\x00\x00\x00\x00\x00\x22\x11\x00\x00\x00\x00\x00\x00",
+      48);
   EXPECT_EQ(encoded(lease), expected);
+  auto decoded = decodeLease(expected);
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+  EXPECT_EQ(*decoded, lease);
+}
+
+TEST(LeaseCodecTest, RejectsForwardingFlagsWithoutForwardingAndANetnsInodeOfZero) {
+  Lease lease;
+  const std::string base = encoded(lease);
+  for (const char flags : {'\x02', '\x40', '\x80'}) {
+    std::string bad = base;
+    bad.back() = flags;
+    EXPECT_FALSE(decodeLease(bad).has_value()) << int(flags);
+  }
+  std::string zeroInode = base;
+  zeroInode.back() = '\x20';
+  zeroInode += std::string(16, '\0');
+  EXPECT_FALSE(decodeLease(zeroInode).has_value());
+  std::string longPrefix = base;
+  longPrefix.back() = '\x09';
+  longPrefix += std::string("\x00\x00\x21\x0a\x00\x00\x05\x00\x00\x00\x00", 11);
+  const auto decoded = decodeLease(longPrefix);
+  ASSERT_FALSE(decoded.has_value());
+  EXPECT_NE(decoded.error().message.find("prefix length 33"), std::string::npos)
+      << decoded.error().message;
+}
+
+TEST(LeaseCodecTest, DecodesAVersion1RecordWithoutForwarding) {
+  Lease lease = sampleLease(3);
+  ASSERT_FALSE(lease.forwarding.has_value());
+  std::string record = encodedRecord({JournalRecord::Kind::kGrant, lease});
+  record[0] = 1;
+  record.pop_back();  // the flags byte of version 2
+  auto decoded = decodeRecord(record);
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+  EXPECT_EQ(decoded->lease, lease);
 }
 
 TEST(LeaseCodecTest, RoundTripsGrantAndReleaseRecords) {
@@ -165,8 +235,10 @@ TEST(LeaseCodecTest, RejectsTrailingBytes) {
 TEST(LeaseCodecTest, RejectsUnknownVersionKindProtocolFlagsAndFamily) {
   std::string record = encodedRecord({JournalRecord::Kind::kGrant, sampleLease(0)});
   std::string badVersion = record;
-  badVersion[0] = 2;
-  EXPECT_NE(decodeRecord(badVersion).error().message.find("version 2"), std::string::npos);
+  badVersion[0] = 3;
+  EXPECT_NE(decodeRecord(badVersion).error().message.find("version 3"), std::string::npos);
+  badVersion[0] = 0;
+  EXPECT_NE(decodeRecord(badVersion).error().message.find("version 0"), std::string::npos);
   std::string badKind = record;
   badKind[1] = 3;
   EXPECT_NE(decodeRecord(badKind).error().message.find("kind 3"), std::string::npos);

@@ -47,6 +47,18 @@ inline Lease sampleLease(int i) {
                                     .hostIp = std::nullopt,
                                     .isStatic = true});
   }
+  if (i % 4 != 3) {  // one in four as an agent before forwarding records wrote them
+    Forwarding forwarding;
+    forwarding.network = i % 2 == 0 ? "k8s-pod-network" : "macvlan-" + std::to_string(i);
+    forwarding.podV4 = IpPrefix{ip("10.88." + std::to_string(i % 250) + ".5"), 16};
+    if (i % 3 == 0) forwarding.podV6 = IpPrefix{ip("fd00::" + std::to_string(i % 9000 + 1)), 64};
+    forwarding.snat = i % 5 != 1;
+    forwarding.masqAll = i % 7 == 2;
+    if (i % 6 == 0) forwarding.conditionsV4 = "ip saddr 10.0.0.0/8";
+    if (i % 12 == 0) forwarding.conditionsV6 = "ip6 saddr fd00::/8";
+    lease.forwarding = std::move(forwarding);
+    lease.netnsId = {.device = 4, .inode = 4026532000u + static_cast<uint64_t>(i)};
+  }
   return lease;
 }
 
