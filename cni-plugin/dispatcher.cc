@@ -2,19 +2,26 @@
 
 #include <ostream>
 
+#include "agent/forwards/lease_forwards.h"
 #include "cni-plugin/annotations.h"
-#include "cni-plugin/attachment_plan.h"
 #include "cni-plugin/cni_env.h"
 #include "cni-plugin/cni_error.h"
 #include "cni-plugin/cni_version.h"
 #include "cni-plugin/plugin_config.h"
 #include "cni-plugin/prev_result.h"
+#include "nft/attachment_plan.h"
 #include "nft/table_state.h"
 
 namespace hostport::cni {
 namespace {
 
 constexpr std::string_view kLatestVersion = "1.1.0";
+
+/// The pod end of the forwards, from the config's options and prevResult's addresses.
+nft::PodTarget podTarget(const PluginConfig& config, const ContainerAddresses& addresses) {
+  return {addresses.v4,   addresses.v6,        config.snat,
+          config.masqAll, config.conditionsV4, config.conditionsV6};
+}
 
 /// What an attachment is granted: the mappings to forward and, with an agent, its lease.
 struct Grant {
@@ -43,9 +50,9 @@ class Invocation {
   Result<Attachment> attachment(const PluginConfig& config, std::string_view verb) const;
   Result<Grant> grantPorts(const PluginConfig& config);
   Result<std::vector<PortMapping>> grantedMappings(const PluginConfig& config);
-  Result<AttachmentPlan> plan(const PluginConfig& config, const Attachment& attachment,
-                              const std::vector<PortMapping>& mappings);
-  Result<void> install(const AttachmentPlan& plan);
+  Result<nft::AttachmentPlan> plan(const PluginConfig& config, const Attachment& attachment,
+                                   const std::vector<PortMapping>& mappings);
+  Result<void> install(const nft::AttachmentPlan& plan);
   void releaseLease(const PluginConfig& config);
   PortAuthority& authority(const PluginConfig& config);
   Result<nft::Ruleset*> ruleset();
@@ -113,7 +120,7 @@ Result<Grant> Invocation::grantPorts(const PluginConfig& config) {
   HOSTPORT_TRY(const auto lease,
                authority(config).allocate(allocationRequestFor(
                    env_, config, std::move(annotations.dynamics), annotations.pool)));
-  return Grant{mappingsOf(lease), true};
+  return Grant{agent::forwards::mappingsOf(lease), true};
 }
 
 Result<std::vector<PortMapping>> Invocation::grantedMappings(const PluginConfig& config) {
@@ -126,13 +133,14 @@ Result<std::vector<PortMapping>> Invocation::grantedMappings(const PluginConfig&
     if (!asked) return std::vector<PortMapping>{};
     return fail(ErrorCode::kNotFound, "hostport-agent holds no lease for " + key().str());
   }
-  return mappingsOf(*lease);
+  return agent::forwards::mappingsOf(*lease);
 }
 
-Result<AttachmentPlan> Invocation::plan(const PluginConfig& config, const Attachment& attachment,
-                                        const std::vector<PortMapping>& mappings) {
-  HOSTPORT_TRY(auto planned,
-               planAttachment(attachment.owner, mappings, attachment.addresses, config));
+Result<nft::AttachmentPlan> Invocation::plan(const PluginConfig& config,
+                                             const Attachment& attachment,
+                                             const std::vector<PortMapping>& mappings) {
+  HOSTPORT_TRY(auto planned, nft::planAttachment(attachment.owner, mappings,
+                                                 podTarget(config, attachment.addresses)));
   for (const auto& warning : planned.warnings) log(warning);
   return planned;
 }
@@ -157,7 +165,7 @@ void Invocation::flushUdpConntrack(const std::vector<uint16_t>& ports) {
   }
 }
 
-Result<void> Invocation::install(const AttachmentPlan& plan) {
+Result<void> Invocation::install(const nft::AttachmentPlan& plan) {
   if (plan.rules.empty()) return {};
   HOSTPORT_TRY(auto* tables, ruleset());
   HOSTPORT_TRY_VOID(tables->install(plan.rules));
@@ -199,7 +207,7 @@ Result<void> Invocation::del(const Result<PluginConfig>& config) {
   HOSTPORT_TRY(const auto owner, nft::makeOwner(env_.containerId, env_.ifname));
   HOSTPORT_TRY(auto* tables, ruleset());
   HOSTPORT_TRY(const auto removed, tables->remove(owner));
-  flushUdpConntrack(udpHostPorts(removed.forwards));
+  flushUdpConntrack(nft::udpHostPorts(removed.forwards));
   if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
   // With an unusable config the socket is unknown; the agent's reconciler releases later.
   if (config) releaseLease(*config);

@@ -11,18 +11,14 @@
 #include "common/error.h"
 #include "common/ip_address.h"
 #include "common/protocol.h"
+#include "nft/attachment_plan.h"
 #include "nft/forward.h"
 
 namespace hostport::cni {
 
-/// One entry of runtimeConfig.portMappings.
-struct PortMapping {
-  uint16_t hostPort = 0;
-  uint16_t containerPort = 0;
-  Protocol protocol = Protocol::kTcp;
-  std::optional<IpAddress> hostIp;  // absent, "" and unspecified addresses (0.0.0.0, ::) mean any
-  friend bool operator==(const PortMapping&, const PortMapping&) = default;
-};
+/// One entry of runtimeConfig.portMappings: absent, "" and unspecified hostIP addresses (0.0.0.0,
+/// ::) read as any.
+using PortMapping = nft::PortMapping;
 
 struct PluginConfig {
   std::string cniVersion;

@@ -58,18 +58,4 @@ agent::AllocationRequest allocationRequestFor(const CniEnv& env, const PluginCon
   return request;
 }
 
-std::vector<PortMapping> mappingsOf(const agent::Lease& lease) {
-  std::vector<PortMapping> mappings;
-  for (const auto& grant : lease.ports) {
-    for (const auto protocol : agent::kernelProtocols(grant.protocol)) {
-      for (uint16_t i = 0; i < grant.count; ++i) {
-        mappings.push_back({static_cast<uint16_t>(grant.hostPort + i),
-                            static_cast<uint16_t>(grant.containerPort + i), protocol,
-                            grant.hostIp});
-      }
-    }
-  }
-  return mappings;
-}
-
 }  // namespace hostport::cni

@@ -37,8 +37,4 @@ agent::AllocationRequest allocationRequestFor(const CniEnv& env, const PluginCon
                                               std::vector<agent::DynamicPortRequest> dynamics,
                                               std::string pool);
 
-/// The port mappings a lease grants: one per port of a range and per kernel protocol (tcpudp
-/// gives a TCP and a UDP mapping with the same numbers).
-std::vector<PortMapping> mappingsOf(const agent::Lease& lease);
-
 }  // namespace hostport::cni

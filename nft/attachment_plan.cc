@@ -1,8 +1,8 @@
-#include "cni-plugin/attachment_plan.h"
+#include "nft/attachment_plan.h"
 
 #include <algorithm>
 
-namespace hostport::cni {
+namespace hostport::nft {
 namespace {
 
 const IpPrefix kLoopbackV4 = *IpPrefix::parse("127.0.0.0/8");
@@ -17,18 +17,18 @@ std::string describeMapping(const PortMapping& mapping) {
          std::to_string(mapping.containerPort);
 }
 
-bool sameHostKey(const nft::Forward& a, const nft::Forward& b) {
+bool sameHostKey(const Forward& a, const Forward& b) {
   return a.family() == b.family() && a.protocol == b.protocol && a.hostPort == b.hostPort &&
          a.hostIp == b.hostIp;
 }
 
 /// Who gets masqueraded after DNAT to this pod: hairpin and same-subnet peers (whose replies
 /// would otherwise bypass the host) and localhost when snat is on; everyone with masqAll.
-std::vector<nft::Masquerade> masqueradesFor(const IpPrefix& pod, const PluginConfig& config) {
+std::vector<Masquerade> masqueradesFor(const IpPrefix& pod, const PodTarget& target) {
   const bool v4 = pod.address.family() == Family::kIPv4;
-  if (config.masqAll) return {{v4 ? kAnyV4 : kAnyV6, pod.address}};
-  if (!config.snat) return {};
-  std::vector<nft::Masquerade> out{{pod.network(), pod.address}};
+  if (target.masqAll) return {{v4 ? kAnyV4 : kAnyV6, pod.address}};
+  if (!target.snat) return {};
+  std::vector<Masquerade> out{{pod.network(), pod.address}};
   // IPv6 has no route_localnet, so ::1 cannot be forwarded and needs no masquerade.
   if (v4) out.push_back({kLoopbackV4, pod.address});
   return out;
@@ -38,34 +38,32 @@ std::vector<nft::Masquerade> masqueradesFor(const IpPrefix& pod, const PluginCon
 
 Result<AttachmentPlan> planAttachment(const std::string& owner,
                                       const std::vector<PortMapping>& mappings,
-                                      const ContainerAddresses& addresses,
-                                      const PluginConfig& config) {
+                                      const PodTarget& target) {
   AttachmentPlan plan;
   plan.rules.owner = owner;
   bool usesV4 = false, usesV6 = false;
   for (const auto& mapping : mappings) {
     bool forwarded = false;
-    for (const auto& pod : {addresses.v4, addresses.v6}) {
+    for (const auto& pod : {target.v4, target.v6}) {
       if (!pod) continue;
       const Family family = pod->address.family();
       if (mapping.hostIp && mapping.hostIp->family() != family) continue;
-      nft::Forward forward{mapping.protocol,
-                           mapping.hostIp,
-                           mapping.hostPort,
-                           pod->address,
-                           mapping.containerPort,
-                           family == Family::kIPv4 ? config.conditionsV4 : config.conditionsV6};
-      auto clash = std::ranges::find_if(plan.rules.forwards, [&](const nft::Forward& other) {
-        return sameHostKey(other, forward);
-      });
+      Forward forward{mapping.protocol,
+                      mapping.hostIp,
+                      mapping.hostPort,
+                      pod->address,
+                      mapping.containerPort,
+                      family == Family::kIPv4 ? target.conditionsV4 : target.conditionsV6};
+      auto clash = std::ranges::find_if(
+          plan.rules.forwards, [&](const Forward& other) { return sameHostKey(other, forward); });
       if (clash != plan.rules.forwards.end()) {
         if (*clash == forward) {
           forwarded = true;
           continue;
         }
         return fail(ErrorCode::kInvalidArgument, "runtimeConfig.portMappings: host port " +
-                                                     nft::describe(forward) +
-                                                     " is also mapped as " + nft::describe(*clash));
+                                                     describe(forward) + " is also mapped as " +
+                                                     describe(*clash));
       }
       (family == Family::kIPv4 ? usesV4 : usesV6) = true;
       plan.rules.forwards.push_back(std::move(forward));
@@ -76,19 +74,18 @@ Result<AttachmentPlan> planAttachment(const std::string& owner,
                               ": the container has no address of its family");
     }
   }
-  for (const auto& [used, pod] :
-       {std::pair{usesV4, addresses.v4}, std::pair{usesV6, addresses.v6}}) {
+  for (const auto& [used, pod] : {std::pair{usesV4, target.v4}, std::pair{usesV6, target.v6}}) {
     if (!used) continue;
-    for (auto& masquerade : masqueradesFor(*pod, config)) {
+    for (auto& masquerade : masqueradesFor(*pod, target)) {
       plan.rules.masquerades.push_back(std::move(masquerade));
     }
   }
-  if (usesV4 && config.snat) plan.routeLocalnetFor = addresses.v4->address;
+  if (usesV4 && target.snat) plan.routeLocalnetFor = target.v4->address;
   plan.udpHostPorts = udpHostPorts(plan.rules.forwards);
   return plan;
 }
 
-std::vector<uint16_t> udpHostPorts(const std::vector<nft::Forward>& forwards) {
+std::vector<uint16_t> udpHostPorts(const std::vector<Forward>& forwards) {
   std::vector<uint16_t> ports;
   for (const auto& forward : forwards) {
     if (forward.protocol == Protocol::kUdp) ports.push_back(forward.hostPort);
@@ -98,4 +95,4 @@ std::vector<uint16_t> udpHostPorts(const std::vector<nft::Forward>& forwards) {
   return ports;
 }
 
-}  // namespace hostport::cni
+}  // namespace hostport::nft

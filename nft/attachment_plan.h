@@ -1,19 +1,41 @@
 #pragma once
-// Turns granted port mappings and the container's addresses into the exact nftables state one
-// attachment should own. Pure: ADD installs the plan and CHECK compares against it.
+// Turns granted port mappings and the pod's addresses into the exact nftables state one
+// attachment should own. Pure: whoever writes the table installs the plan (the agent, or the
+// plugin standalone), and CHECK compares the kernel against it.
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "cni-plugin/plugin_config.h"
-#include "cni-plugin/prev_result.h"
+#include "common/ip_address.h"
+#include "common/protocol.h"
 #include "nft/forward.h"
 
-namespace hostport::cni {
+namespace hostport::nft {
+
+/// One port to forward, as CNI's runtimeConfig.portMappings gives it or a lease's grant expands
+/// to (one per port of a range and per kernel protocol).
+struct PortMapping {
+  uint16_t hostPort = 0;
+  uint16_t containerPort = 0;
+  Protocol protocol = Protocol::kTcp;
+  std::optional<IpAddress> hostIp;  // none: every local address
+  friend bool operator==(const PortMapping&, const PortMapping&) = default;
+};
+
+/// The pod end of an attachment's forwards: its first address of each family on the interface,
+/// and who is masqueraded on the way to it.
+struct PodTarget {
+  std::optional<IpPrefix> v4;
+  std::optional<IpPrefix> v6;
+  bool snat = true;          // hairpin + localhost masquerade, route_localnet
+  bool masqAll = false;      // masquerade every forwarded connection
+  std::string conditionsV4;  // validated nft match text (validateConditions), or empty
+  std::string conditionsV6;
+};
 
 struct AttachmentPlan {
-  nft::AttachmentRules rules;
+  AttachmentRules rules;
   /// Mappings skipped because the container has no address of their family (portmap skips
   /// them too); each line names the mapping.
   std::vector<std::string> warnings;
@@ -26,10 +48,9 @@ struct AttachmentPlan {
 /// kInvalidArgument when two mappings claim one host key with different targets.
 Result<AttachmentPlan> planAttachment(const std::string& owner,
                                       const std::vector<PortMapping>& mappings,
-                                      const ContainerAddresses& addresses,
-                                      const PluginConfig& config);
+                                      const PodTarget& pod);
 
 /// The UDP host ports among `forwards`, each once.
-std::vector<uint16_t> udpHostPorts(const std::vector<nft::Forward>& forwards);
+std::vector<uint16_t> udpHostPorts(const std::vector<Forward>& forwards);
 
-}  // namespace hostport::cni
+}  // namespace hostport::nft

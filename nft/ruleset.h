@@ -22,6 +22,11 @@ class Ruleset {
   /// Deletes everything tagged with `owner` in one transaction and returns what it deleted.
   /// Nothing there (not even the tables) is success.
   virtual Result<AttachmentRules> remove(const std::string& owner) = 0;
+  /// Deletes exactly `rules`, by key and without listing anything, in one transaction: the DEL
+  /// of a writer that knows what it installed. When an element is already gone (someone flushed
+  /// the map) or a forward has conditions (its rule's handle needs a listing), it falls back to
+  /// remove(rules.owner).
+  virtual Result<void> removeExact(const AttachmentRules& rules) = 0;
   /// Reads back what is installed for `owner` (for CHECK and DEL).
   virtual Result<AttachmentRules> listOwned(const std::string& owner) = 0;
 };

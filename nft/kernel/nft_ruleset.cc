@@ -149,6 +149,19 @@ Result<AttachmentRules> NftRuleset::remove(const std::string& owner) {
   }
 }
 
+Result<void> NftRuleset::removeExact(const AttachmentRules& rules) {
+  if (rules.empty()) return {};
+  if (!hasConditions(rules)) {
+    auto deleted = elements_.change(ElementChange::kDelete, elementsOf(rules));
+    if (deleted) return {};
+    if (!isNotFound(deleted.error())) {
+      return withContext(deleted.error(), "removing the forwards of " + rules.owner);
+    }
+  }
+  HOSTPORT_TRY_VOID(remove(rules.owner));
+  return {};
+}
+
 Result<AttachmentRules> NftRuleset::listOwned(const std::string& owner) {
   HOSTPORT_TRY(const TableState owned, ownedState(owner));
   return owned.rulesOf(owner);

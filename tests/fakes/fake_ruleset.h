@@ -32,6 +32,11 @@ class FakeRuleset : public Ruleset {
     installed.erase(found);
     return removed;
   }
+  Result<void> removeExact(const AttachmentRules& rules) override {
+    ++removeExactCalls;
+    HOSTPORT_TRY_VOID(remove(rules.owner));
+    return {};
+  }
   Result<AttachmentRules> listOwned(const std::string& owner) override {
     auto found = installed.find(owner);
     return found == installed.end() ? AttachmentRules{owner, {}, {}} : found->second;
@@ -39,6 +44,7 @@ class FakeRuleset : public Ruleset {
 
   std::map<std::string, AttachmentRules> installed;
   int ensureCalls = 0;
+  int removeExactCalls = 0;
   bool conflict = false;
 };
 

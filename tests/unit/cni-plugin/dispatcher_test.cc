@@ -82,6 +82,7 @@ class DispatcherTest : public ::testing::Test {
     Result<void> ensureTables() override { return fake.ensureTables(); }
     Result<void> install(const nft::AttachmentRules& r) override { return fake.install(r); }
     Result<nft::AttachmentRules> remove(const std::string& o) override { return fake.remove(o); }
+    Result<void> removeExact(const nft::AttachmentRules& r) override { return fake.removeExact(r); }
     Result<nft::AttachmentRules> listOwned(const std::string& o) override {
       return fake.listOwned(o);
     }

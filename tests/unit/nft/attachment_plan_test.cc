@@ -1,12 +1,15 @@
-#include "cni-plugin/attachment_plan.h"
+#include "nft/attachment_plan.h"
 
 #include <gtest/gtest.h>
 
-namespace hostport::cni {
+namespace hostport::nft {
 namespace {
 
-ContainerAddresses dualStack() {
-  return {*IpPrefix::parse("10.88.0.5/24"), *IpPrefix::parse("fd00:88::5/64")};
+PodTarget dualStack() {
+  PodTarget target;
+  target.v4 = *IpPrefix::parse("10.88.0.5/24");
+  target.v6 = *IpPrefix::parse("fd00:88::5/64");
+  return target;
 }
 
 PortMapping mapping(uint16_t host, uint16_t container, Protocol protocol = Protocol::kTcp,
@@ -18,12 +21,12 @@ PortMapping mapping(uint16_t host, uint16_t container, Protocol protocol = Proto
 
 std::vector<std::string> describeAll(const AttachmentPlan& plan) {
   std::vector<std::string> out;
-  for (const auto& forward : plan.rules.forwards) out.push_back(nft::describe(forward));
+  for (const auto& forward : plan.rules.forwards) out.push_back(describe(forward));
   return out;
 }
 
 TEST(AttachmentPlanTest, ForwardsEveryFamilyWhenNoHostIpIsGiven) {
-  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack(), PluginConfig{});
+  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack());
   ASSERT_TRUE(plan);
   EXPECT_EQ(describeAll(*plan), (std::vector<std::string>{"tcp 0.0.0.0:8080 -> 10.88.0.5:80",
                                                           "tcp [::]:8080 -> [fd00:88::5]:80"}));
@@ -31,8 +34,8 @@ TEST(AttachmentPlanTest, ForwardsEveryFamilyWhenNoHostIpIsGiven) {
 }
 
 TEST(AttachmentPlanTest, HostIpPicksItsFamilyOnly) {
-  auto plan = planAttachment("o/eth0", {mapping(53, 53, Protocol::kUdp, "2001:db8::1")},
-                             dualStack(), PluginConfig{});
+  auto plan =
+      planAttachment("o/eth0", {mapping(53, 53, Protocol::kUdp, "2001:db8::1")}, dualStack());
   ASSERT_TRUE(plan);
   EXPECT_EQ(describeAll(*plan),
             std::vector<std::string>{"udp [2001:db8::1]:53 -> [fd00:88::5]:53"});
@@ -41,9 +44,9 @@ TEST(AttachmentPlanTest, HostIpPicksItsFamilyOnly) {
 }
 
 TEST(AttachmentPlanTest, WarnsAndSkipsWhenTheContainerLacksTheFamily) {
-  ContainerAddresses v4Only{*IpPrefix::parse("10.88.0.5/24"), std::nullopt};
-  auto plan = planAttachment("o/eth0", {mapping(80, 80, Protocol::kTcp, "2001:db8::1")}, v4Only,
-                             PluginConfig{});
+  PodTarget v4Only;
+  v4Only.v4 = *IpPrefix::parse("10.88.0.5/24");
+  auto plan = planAttachment("o/eth0", {mapping(80, 80, Protocol::kTcp, "2001:db8::1")}, v4Only);
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->rules.empty());
   ASSERT_EQ(plan->warnings.size(), 1u);
@@ -67,7 +70,7 @@ TEST(AttachmentPlanTest, WarnsWithTheHostEndpointAsPeopleWriteIt) {
 }
 
 TEST(AttachmentPlanTest, MasqueradesSubnetPeersAndLocalhostWithSnat) {
-  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack(), PluginConfig{});
+  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack());
   ASSERT_TRUE(plan);
   std::vector<std::string> masquerades;
   for (const auto& m : plan->rules.masquerades) {
@@ -80,28 +83,26 @@ TEST(AttachmentPlanTest, MasqueradesSubnetPeersAndLocalhostWithSnat) {
 }
 
 TEST(AttachmentPlanTest, CarriesConditionsPerFamily) {
-  PluginConfig config;
-  config.conditionsV4 = "ip saddr 192.0.2.0/24";
-  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack(), config);
+  PodTarget target = dualStack();
+  target.conditionsV4 = "ip saddr 192.0.2.0/24";
+  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, target);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->rules.forwards[0].conditions, "ip saddr 192.0.2.0/24");
   EXPECT_EQ(plan->rules.forwards[1].conditions, "");
 }
 
 TEST(AttachmentPlanTest, DuplicateMappingsCollapseAndClashingOnesFail) {
-  auto same =
-      planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 80)}, dualStack(), PluginConfig{});
+  auto same = planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 80)}, dualStack());
   ASSERT_TRUE(same);
   EXPECT_EQ(same->rules.forwards.size(), 2u);
-  auto clash =
-      planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 81)}, dualStack(), PluginConfig{});
+  auto clash = planAttachment("o/eth0", {mapping(8080, 80), mapping(8080, 81)}, dualStack());
   ASSERT_FALSE(clash);
   EXPECT_EQ(clash.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(clash.error().message.find("8080"), std::string::npos);
   // Same port, other protocol: no clash.
-  EXPECT_TRUE(planAttachment("o/eth0", {mapping(53, 53), mapping(53, 53, Protocol::kUdp)},
-                             dualStack(), PluginConfig{}));
+  EXPECT_TRUE(
+      planAttachment("o/eth0", {mapping(53, 53), mapping(53, 53, Protocol::kUdp)}, dualStack()));
 }
 
 }  // namespace
-}  // namespace hostport::cni
+}  // namespace hostport::nft

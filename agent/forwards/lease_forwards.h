@@ -1,0 +1,29 @@
+#pragma once
+// A lease is the truth and the nftables table its projection: these functions turn a lease into
+// the exact elements and rules its attachment owns, so the agent can lay them out again at any
+// time (after a crash, a flushed map, a deleted table) and remove exactly them at release.
+
+#include <vector>
+
+#include "agent/lease.h"
+#include "common/error.h"
+#include "nft/attachment_plan.h"
+
+namespace hostport::agent::forwards {
+
+/// The port mappings a lease grants: one per port of a range and per kernel protocol (tcpudp
+/// gives a TCP and a UDP mapping with the same numbers).
+std::vector<nft::PortMapping> mappingsOf(const Lease& lease);
+
+/// The pod end of the forwards, as the lease recorded it at ADD.
+nft::PodTarget podTargetOf(const Forwarding& forwarding);
+
+/// The owner tag of the lease's elements ("containerID/ifname"), as nft::makeOwner checks it.
+Result<std::string> ownerOf(const AttachmentKey& key);
+
+/// Everything the lease's attachment owns in table ip/ip6 hostport. kInvalidArgument for a lease
+/// without a forwarding record (written before the agent installed forwards itself) or whose
+/// recorded conditions do not pass nft::validateConditions.
+Result<nft::AttachmentPlan> planOf(const Lease& lease);
+
+}  // namespace hostport::agent::forwards

@@ -1,0 +1,33 @@
+#pragma once
+// Small files that the plugin and the agent hand each other (attachment records, release notes):
+// written whole or not at all, through a temporary name and rename(2), so a reader never sees a
+// torn file, whichever process dies when.
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace hostport {
+
+enum class Durability {
+  kCache,    // survives a process crash, may be lost with the machine: no fsync
+  kDurable,  // on disk before this returns: the file and its directory entry are fsynced
+};
+
+/// Writes `bytes` as dir/name, replacing what was there. `dir` is created (mode 0700) when
+/// missing. The temporary file is dir/.name.tmp-<pid>, which readers skip (a leading dot).
+Result<void> writeFileAtomically(const std::filesystem::path& dir, std::string_view name,
+                                 std::string_view bytes, Durability durability);
+
+/// The whole file, at most `maxBytes`; nullopt when it does not exist. kDecode when larger.
+Result<std::optional<std::string>> readSmallFile(const std::filesystem::path& path,
+                                                 std::size_t maxBytes);
+
+/// Removes `path`; a file that is not there is success.
+Result<void> removeFile(const std::filesystem::path& path);
+
+}  // namespace hostport
