@@ -13,11 +13,14 @@
 #include "agent/server/unix_http_server.h"
 #include "agent/service/agent_service.h"
 #include "agent/service/api_handlers.h"
+#include "agent/service/forward_writer.h"
 #include "agent/service/lifecycle.h"
 #include "agent/service/pool_reservation.h"
+#include "agent/service/reconciler.h"
 #include "agent/service/recovery.h"
 #include "agent/service/socket_probe.h"
-#include "agent/service/table_repair.h"
+#include "hostnet/netlink_host_network.h"
+#include "nft/kernel/nft_ruleset.h"
 
 namespace {
 
@@ -56,6 +59,29 @@ void logPools(const std::vector<core::PoolSpec>& pools) {
   }
 }
 
+/// The one writer of table ip/ip6 hostport, in the agent's netns.
+Result<std::unique_ptr<ForwardWriter>> openForwardWriter() {
+  HOSTPORT_TRY(auto ruleset, nft::kernel::NftRuleset::create());
+  HOSTPORT_TRY(auto network, hostnet::NetlinkHostNetwork::create());
+  return std::make_unique<ForwardWriter>(std::move(ruleset), std::move(network));
+}
+
+Result<std::unique_ptr<Reconciler>> startReconciler(const AgentConfig& config,
+                                                    AgentService& service, ForwardWriter& writer,
+                                                    Metrics& metrics) {
+  HOSTPORT_TRY(auto guardRuleset, nft::kernel::NftRuleset::create());
+  ReconcilerOptions options;
+  options.period = std::chrono::seconds(config.tableRepairSeconds);
+  options.vanishedGrace = std::chrono::seconds(config.vanishedGraceSeconds);
+  options.releaseSpool = config.releaseSpool;
+  auto reconciler = std::make_unique<Reconciler>(
+      service, writer, std::make_unique<nft::kernel::LayoutGuard>(std::move(guardRuleset)), metrics,
+      std::move(options));
+  reconciler->startUp();
+  reconciler->run();
+  return reconciler;
+}
+
 /// Serves until a signal or a store failure; the exit code, or why the agent could not start.
 Result<int> run(const AgentConfig& config) {
   boost::asio::io_context io(1);
@@ -77,17 +103,22 @@ Result<int> run(const AgentConfig& config) {
   if (!probes) return withContext(probes.error(), "cannot read the host's sockets");
 
   Metrics metrics;
+  auto writer = openForwardWriter();
+  if (!writer) return withContext(writer.error(), "cannot open table ip/ip6 hostport");
   AgentService service(std::move(recovered.allocator), *recovered.store, std::move(*probes),
-                       metrics, ServiceOptions{config.compactAfterJournalBytes});
+                       metrics, ServiceOptions{config.compactAfterJournalBytes, writer->get()});
+  // Before the socket serves: release notes first, then the table brought to the leases.
+  std::unique_ptr<Reconciler> reconciler;
+  if (config.tableRepairSeconds > 0) {
+    auto started = startReconciler(config, service, **writer, metrics);
+    if (!started) return withContext(started.error(), "cannot start the reconciler");
+    reconciler = std::move(*started);
+  }
   std::atomic<bool> ready{false};
   Router router;
   registerApiHandlers(router, service, metrics, ready);
   HOSTPORT_TRY(auto server,
                UnixHttpServer::listen(io, config.socketPath, 0600, router, ServerLimits{}));
-  std::unique_ptr<TableRepair> tableRepair;
-  if (config.tableRepairSeconds > 0) {
-    tableRepair = TableRepair::start(io, std::chrono::seconds(config.tableRepairSeconds));
-  }
   lifecycle.watchSignals();
   ready = true;
   logPools(config.pools);
@@ -95,6 +126,7 @@ Result<int> run(const AgentConfig& config) {
              {{"socket", config.socketPath}, {"pools", config.pools.size()}});
   io.run();
   ready = false;
+  if (reconciler) reconciler->stop();
   // Drain the journal while the service its callbacks call into is still alive.
   server.reset();
   recovered.store.reset();
@@ -125,10 +157,20 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", flags.logFormat,
                  "text (default: key=value events) or json (one object per line)");
   app.add_option("--table-repair-interval", flags.tableRepairSeconds,
-                 "seconds between checks of table ip/ip6 hostport's fixed chains, which are laid "
-                 "out again when someone edited them; 0: never touch nftables (default " +
+                 "seconds between the reconciler's full passes (table ip/ip6 hostport against the "
+                 "leases: layout, missing forwards, stray elements), a backstop to the table's "
+                 "change events; 0: no reconciler (default " +
                      std::to_string(config::kDefaultTableRepairSeconds) + ")")
       ->check(CLI::Range(0, 86400));
+  app.add_option("--vanished-grace", flags.vanishedGraceSeconds,
+                 "seconds a lease's sandbox netns must stay gone before the lease is released "
+                 "(default " +
+                     std::to_string(config::kDefaultVanishedGraceSeconds) + ")")
+      ->check(CLI::Range(0, 86400));
+  app.add_option("--release-spool", flags.releaseSpool,
+                 "where the plugin leaves release notes for DELs made while the agent was down "
+                 "(default " +
+                     std::string(api::kDefaultReleaseSpool) + ")");
   app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
                "leave net.ipv4.ip_local_reserved_ports alone");
   CLI11_PARSE(app, argc, argv);

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -107,6 +108,12 @@ json Bench::config(const Pod& pod, const std::vector<std::pair<long, int>>& mapp
     conf["type"] = "hostport";
     conf["capabilities"] = {{"portMappings", true}, {"io.kubernetes.cri.pod-annotations", true}};
     conf["agentSocket"] = o_.kind == Kind::kHostportAgent ? o_.agentSocket : "";
+    if (o_.kind == Kind::kHostportAgent) {
+      // Next to the agent's socket (a temp dir of bench.sh), never the node's own dirs.
+      const auto dir = std::filesystem::path(o_.agentSocket).parent_path();
+      conf["stateDir"] = (dir / "cni-state").string();
+      conf["releaseSpool"] = (dir / "released").string();
+    }
   }
   json runtimeConfig = json::object();
   if (!mappings.empty()) {

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "agent/api/node_files.h"
 #include "agent/forwards/lease_forwards.h"
 #include "cni-plugin/annotations.h"
 #include "cni-plugin/cni_env.h"
@@ -23,10 +24,19 @@ nft::PodTarget podTarget(const PluginConfig& config, const ContainerAddresses& a
           config.masqAll, config.conditionsV4, config.conditionsV6};
 }
 
+/// What the agent needs to lay the attachment's forwards out (and out again) on its own.
+agent::Forwarding forwardingOf(const PluginConfig& config, const ContainerAddresses& addresses) {
+  return {config.name,    addresses.v4,        addresses.v6,       config.snat,
+          config.masqAll, config.conditionsV4, config.conditionsV6};
+}
+
 /// What an attachment is granted: the mappings to forward and, with an agent, its lease.
 struct Grant {
   std::vector<PortMapping> mappings;
   bool leased = false;  // true when the agent holds a lease that a failed ADD must release
+  /// True when the agent installed the forwards itself (agent mode); false when this plugin
+  /// writes them (standalone, or an agent older than forwarding records).
+  bool installedByAgent = false;
 };
 
 /// One invocation: its environment, config and the streams to answer on.
@@ -48,12 +58,19 @@ class Invocation {
   };
   /// Everything ADD and CHECK need before anyone is asked for ports.
   Result<Attachment> attachment(const PluginConfig& config, std::string_view verb) const;
-  Result<Grant> grantPorts(const PluginConfig& config);
+  Result<Grant> grantPorts(const PluginConfig& config, const Attachment& attachment);
   Result<std::vector<PortMapping>> grantedMappings(const PluginConfig& config);
   Result<nft::AttachmentPlan> plan(const PluginConfig& config, const Attachment& attachment,
                                    const std::vector<PortMapping>& mappings);
   Result<void> install(const nft::AttachmentPlan& plan);
   void releaseLease(const PluginConfig& config);
+  /// DEL's way when the agent cannot be asked: remove the forwards by key (from the attachment
+  /// record ADD kept; by listing the owner's elements when there is none), then leave a durable
+  /// release note, so the agent releases the lease at its next pass and never lays them out again.
+  Result<void> removeWithoutAgent(const PluginConfig& config, const Error& why);
+  /// Removes whatever carries this attachment's owner tag (a listing): standalone, and the last
+  /// resort.
+  Result<void> removeOwned();
   PortAuthority& authority(const PluginConfig& config);
   Result<nft::Ruleset*> ruleset();
   Result<hostnet::HostNetwork*> hostNetwork();
@@ -106,7 +123,7 @@ Result<Invocation::Attachment> Invocation::attachment(const PluginConfig& config
   return Attachment{std::move(owner), std::move(addresses), std::move(ips)};
 }
 
-Result<Grant> Invocation::grantPorts(const PluginConfig& config) {
+Result<Grant> Invocation::grantPorts(const PluginConfig& config, const Attachment& attachment) {
   HOSTPORT_TRY(auto annotations, parsePortAnnotations(config.podAnnotations));
   if (config.agentSocket.empty()) {
     if (!annotations.dynamics.empty() || !annotations.pool.empty()) {
@@ -117,10 +134,18 @@ Result<Grant> Invocation::grantPorts(const PluginConfig& config) {
     return Grant{config.portMappings, false};
   }
   if (annotations.dynamics.empty() && config.portMappings.empty()) return Grant{{}, false};
-  HOSTPORT_TRY(const auto lease,
-               authority(config).allocate(allocationRequestFor(
-                   env_, config, std::move(annotations.dynamics), annotations.pool)));
-  return Grant{agent::forwards::mappingsOf(lease), true};
+  auto request =
+      allocationRequestFor(env_, config, std::move(annotations.dynamics), annotations.pool);
+  request.forwarding = forwardingOf(config, attachment.addresses);
+  HOSTPORT_TRY(const auto lease, authority(config).allocate(request));
+  const bool installedByAgent = lease.forwarding.has_value();
+  if (installedByAgent) {
+    // A cache for a DEL while the agent is down; losing it only costs that DEL a listing.
+    if (auto kept = agent::api::writeAttachmentRecord(config.stateDir, lease); !kept) {
+      log("warning: cannot keep the attachment record: " + kept.error().message);
+    }
+  }
+  return Grant{agent::forwards::mappingsOf(lease), true, installedByAgent};
 }
 
 Result<std::vector<PortMapping>> Invocation::grantedMappings(const PluginConfig& config) {
@@ -187,9 +212,15 @@ Result<void> Invocation::install(const nft::AttachmentPlan& plan) {
 
 Result<void> Invocation::add(const PluginConfig& config) {
   HOSTPORT_TRY(const auto target, attachment(config, "ADD"));
-  HOSTPORT_TRY(const auto grant, grantPorts(config));
-  auto planned = plan(config, target, grant.mappings);
-  auto installed = planned ? install(*planned) : Result<void>(std::unexpected(planned.error()));
+  HOSTPORT_TRY(const auto grant, grantPorts(config, target));
+  Result<void> installed;
+  if (grant.installedByAgent) {
+    log("hostport-agent installed the forwards of " + std::to_string(grant.mappings.size()) +
+        " port mapping(s)");
+  } else {
+    auto planned = plan(config, target, grant.mappings);
+    installed = planned ? install(*planned) : Result<void>(std::unexpected(planned.error()));
+  }
   if (!installed) {
     // No partial state: a lease without its forwards would hold ports nobody can reach.
     if (grant.leased) releaseLease(config);
@@ -201,16 +232,50 @@ Result<void> Invocation::add(const PluginConfig& config) {
   return {};
 }
 
-Result<void> Invocation::del(const Result<PluginConfig>& config) {
+Result<void> Invocation::removeOwned() {
   // DEL must clean up whatever the config says: the owner comes from the environment alone.
-  if (!config) log("warning: ignoring unusable config at DEL: " + config.error().message);
   HOSTPORT_TRY(const auto owner, nft::makeOwner(env_.containerId, env_.ifname));
   HOSTPORT_TRY(auto* tables, ruleset());
   HOSTPORT_TRY(const auto removed, tables->remove(owner));
   flushUdpConntrack(nft::udpHostPorts(removed.forwards));
   if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
-  // With an unusable config the socket is unknown; the agent's reconciler releases later.
-  if (config) releaseLease(*config);
+  return {};
+}
+
+Result<void> Invocation::removeWithoutAgent(const PluginConfig& config, const Error& why) {
+  log("warning: hostport-agent cannot release the lease (" + why.message +
+      "): removing the forwards here and leaving a release note in " + config.releaseSpool);
+  auto record = agent::api::readAttachmentRecord(config.stateDir, key());
+  if (!record) log("warning: ignoring the attachment record: " + record.error().message);
+  auto plan = record && *record && (*record)->forwarding
+                  ? agent::forwards::planOf(**record)
+                  : Result<nft::AttachmentPlan>(fail(ErrorCode::kNotFound, "no record"));
+  if (plan) {
+    HOSTPORT_TRY(auto* tables, ruleset());
+    HOSTPORT_TRY_VOID(tables->removeExact(plan->rules));
+    flushUdpConntrack(plan->udpHostPorts);
+    log("removed " + std::to_string(plan->rules.forwards.size()) + " forward(s) by key");
+  } else {
+    HOSTPORT_TRY_VOID(removeOwned());
+  }
+  // The runtime retries a failed DEL: better than an agent that lays the forwards out again.
+  HOSTPORT_TRY_VOID(agent::api::writeReleaseNote(config.releaseSpool, key()));
+  (void)agent::api::removeAttachmentRecord(config.stateDir, key());
+  return {};
+}
+
+Result<void> Invocation::del(const Result<PluginConfig>& config) {
+  if (!config) {
+    // The socket is unknown: the agent's reconciler finds the lease's sandbox gone later.
+    log("warning: ignoring unusable config at DEL: " + config.error().message);
+    return removeOwned();
+  }
+  if (config->agentSocket.empty()) return removeOwned();
+  auto released = authority(*config).release(key());
+  if (!released) return removeWithoutAgent(*config, released.error());
+  (void)agent::api::removeAttachmentRecord(config->stateDir, key());
+  // A lease from before forwarding records: its forwards are this plugin's to remove.
+  if (*released && !(*released)->forwarding) return removeOwned();
   return {};
 }
 

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "agent/api/node_files.h"
 #include "agent/api/routes.h"
 #include "common/ascii.h"
 #include "common/bounded_json.h"
@@ -136,6 +137,9 @@ Result<void> parseOptions(const json& document, PluginConfig& config) {
   // Absent means the agent at its usual place; only an explicit "" runs without one.
   HOSTPORT_TRY(config.agentSocket,
                readString(option("agentSocket"), agent::api::kDefaultAgentSocket));
+  HOSTPORT_TRY(config.stateDir, readString(option("stateDir"), agent::api::kDefaultRecordDir));
+  HOSTPORT_TRY(config.releaseSpool,
+               readString(option("releaseSpool"), agent::api::kDefaultReleaseSpool));
   return {};
 }
 

@@ -34,6 +34,11 @@ struct PluginConfig {
   /// The agent's control socket (`agentSocket`): absent means agent::api::kDefaultAgentSocket, ""
   /// means standalone (static hostPorts only, no agent).
   std::string agentSocket;
+  /// Agent mode: where ADD keeps the agent's answer (attachment records, agent/api/node_files.h),
+  /// so that a DEL while the agent is down can remove the forwards by key.
+  std::string stateDir;
+  /// Agent mode: where a DEL made while the agent is down leaves its release note.
+  std::string releaseSpool;
   nlohmann::json raw;  // the whole document, for GC's attachment lists and the like
 };
 

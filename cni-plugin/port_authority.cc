@@ -17,9 +17,8 @@ class AgentPortAuthority : public PortAuthority {
   Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) override {
     return client_.get(key);
   }
-  Result<void> release(const agent::AttachmentKey& key) override {
-    HOSTPORT_TRY_VOID(client_.release(key));
-    return {};
+  Result<std::optional<agent::Lease>> release(const agent::AttachmentKey& key) override {
+    return client_.release(key);
   }
   Result<void> ready() override {
     HOSTPORT_TRY_VOID(client_.getText(agent::api::kReadyzPath));

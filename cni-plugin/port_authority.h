@@ -21,8 +21,9 @@ class PortAuthority {
   /// The same key again returns the same lease.
   virtual Result<agent::Lease> allocate(const agent::AllocationRequest& request) = 0;
   virtual Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) = 0;
-  /// Releasing what is not there succeeds.
-  virtual Result<void> release(const agent::AttachmentKey& key) = 0;
+  /// The lease released, or nullopt when there was none (which is success too). In agent mode
+  /// the agent has removed the lease's forwards by then.
+  virtual Result<std::optional<agent::Lease>> release(const agent::AttachmentKey& key) = 0;
   /// Succeeds when the authority is ready to grant ports.
   virtual Result<void> ready() = 0;
 };

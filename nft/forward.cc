@@ -40,6 +40,12 @@ Result<std::string> makeOwner(std::string_view containerId, std::string_view ifn
   return std::string(containerId) + "/" + std::string(ifname);
 }
 
+bool isOwnerTag(std::string_view text) {
+  const auto slash = text.find('/');
+  return slash != std::string_view::npos && isContainerId(text.substr(0, slash)) &&
+         isIfname(text.substr(slash + 1));
+}
+
 Result<std::string> validateConditions(const std::vector<std::string>& parts) {
   std::string joined;
   for (const auto& part : parts) {

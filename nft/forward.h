@@ -49,6 +49,10 @@ struct AttachmentRules {
 /// "containerID/ifname", validated so it is safe inside an nft comment (and short enough).
 Result<std::string> makeOwner(std::string_view containerId, std::string_view ifname);
 
+/// True when `text` is what makeOwner() makes: the tag of an element we wrote. Elements and
+/// rules whose comment is anything else are someone else's and are never touched.
+bool isOwnerTag(std::string_view text);
+
 /// Joins portmap-style condition strings and checks them against a strict token grammar, so
 /// they can only add matches to our rule and never end it or start another command.
 Result<std::string> validateConditions(const std::vector<std::string>& parts);

@@ -3,6 +3,7 @@
 // (nft_ruleset.h) is the libnftables implementation.
 
 #include "nft/forward.h"
+#include "nft/table_state.h"
 
 namespace hostport::nft {
 
@@ -27,6 +28,9 @@ class Ruleset {
   /// the map) or a forward has conditions (its rule's handle needs a listing), it falls back to
   /// remove(rules.owner).
   virtual Result<void> removeExact(const AttachmentRules& rules) = 0;
+  /// Every owner's elements in both families' maps and set (not the conditional chain's rules):
+  /// what the agent's reconciler compares with its leases. A missing table reads as empty.
+  virtual Result<TableState> readElements() = 0;
   /// Reads back what is installed for `owner` (for CHECK and DEL).
   virtual Result<AttachmentRules> listOwned(const std::string& owner) = 0;
 };

@@ -273,7 +273,7 @@ readonly AGENT_ENV=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
 
 start_agent() {  # netns state-dir socket port-range log: sets AGENT_PID
   ip netns exec "$1" env "${AGENT_ENV[@]}" "$AGENT_BIN" --state-dir "$2" --socket "$3" \
-    --port-range "$4" --log-level warn 2>"$5" &
+    --release-spool "$(dirname "$3")/released" --port-range "$4" --log-level warn 2>"$5" &
   AGENT_PID=$!
   PIDS+=("$AGENT_PID")
   local i

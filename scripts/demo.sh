@@ -237,11 +237,12 @@ start_agent() {
   why "hostportctl on a Unix socket. Here: state and socket in a temp dir, pool $POOL_RANGE."
   SOCKET="$WORK/agent.sock"
   mkdir -p "$WORK/state"
-  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --port-range %s%s\n' \
-    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$POOL_RANGE" "$RESET"
+  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --release-spool %s --port-range %s%s\n' \
+    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$WORK/released" "$POOL_RANGE" "$RESET"
   # In the node netns, the agent's reserved-ports sysctl and socket checks are the node's.
   ip netns exec "$NODE_NS" "$AGENT_BIN" --state-dir "$WORK/state" --socket "$SOCKET" \
-    --port-range "$POOL_RANGE" --log-level info >"$WORK/agent.log" 2>&1 &
+    --release-spool "$WORK/released" --port-range "$POOL_RANGE" --log-level info \
+    >"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
   local try
   for try in $(seq 1 100); do
@@ -289,7 +290,8 @@ cni() {
 write_conflist() {
   CONFLIST="$WORK/$NET_NAME.conflist"
   cni_bridge_conflist "$CNI_VERSION" "$NET_NAME" "$BRIDGE" "$POD_SUBNET" "" "$WORK/ipam" \
-    "$(jq -n --arg socket "$SOCKET" '{type: "hostport", agentSocket: $socket,
+    "$(jq -n --arg socket "$SOCKET" --arg work "$WORK" '{type: "hostport", agentSocket: $socket,
+        stateDir: ($work + "/cni-state"), releaseSpool: ($work + "/released"),
         capabilities: {portMappings: true, "io.kubernetes.cri.pod-annotations": true}}')" \
     >"$CONFLIST"
 }

@@ -155,15 +155,16 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   }
   if (root.IsNull()) return {};
   try {
-    HOSTPORT_TRY_VOID(
-        yaml.checkKeys(root, "",
-                       {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
-                        "compactAfterJournalBytes", "tableRepairSeconds", "pools"}));
+    HOSTPORT_TRY_VOID(yaml.checkKeys(root, "",
+                                     {"stateDir", "socket", "reserveLocalPorts", "logLevel",
+                                      "logFormat", "compactAfterJournalBytes", "tableRepairSeconds",
+                                      "vanishedGraceSeconds", "releaseSpool", "pools"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
           {"logLevel", &config.logLevel},
-          {"logFormat", &config.logFormat}}) {
+          {"logFormat", &config.logFormat},
+          {"releaseSpool", &config.releaseSpool}}) {
       if (const auto node = root[key]) {
         HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
@@ -178,6 +179,10 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
     if (const auto node = root["tableRepairSeconds"]) {
       HOSTPORT_TRY(const uint64_t seconds, yaml.count(node, "tableRepairSeconds", 0, 86400));
       config.tableRepairSeconds = static_cast<uint32_t>(seconds);
+    }
+    if (const auto node = root["vanishedGraceSeconds"]) {
+      HOSTPORT_TRY(const uint64_t seconds, yaml.count(node, "vanishedGraceSeconds", 0, 86400));
+      config.vanishedGraceSeconds = static_cast<uint32_t>(seconds);
     }
     if (const auto pools = root["pools"]) {
       if (!pools.IsMap()) return yaml.error("pools", "must be a mapping of pool name to pool");
@@ -255,11 +260,15 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
   for (const auto& [flag, target] : {std::pair{&commandLine.stateDir, &config.stateDir},
                                      {&commandLine.socketPath, &config.socketPath},
                                      {&commandLine.logLevel, &config.logLevel},
-                                     {&commandLine.logFormat, &config.logFormat}}) {
+                                     {&commandLine.logFormat, &config.logFormat},
+                                     {&commandLine.releaseSpool, &config.releaseSpool}}) {
     if (!flag->empty()) *target = *flag;
   }
   if (commandLine.noReservedPorts) config.reserveLocalPorts = false;
   if (commandLine.tableRepairSeconds) config.tableRepairSeconds = *commandLine.tableRepairSeconds;
+  if (commandLine.vanishedGraceSeconds) {
+    config.vanishedGraceSeconds = *commandLine.vanishedGraceSeconds;
+  }
   HOSTPORT_TRY_VOID(finalizeConfig(config));
   return config;
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/api/node_files.h"
 #include "agent/api/routes.h"
 #include "agent/core/allocator.h"
 #include "common/error.h"
@@ -17,6 +18,7 @@ namespace hostport::agent::config {
 inline constexpr std::string_view kDefaultStateDir = "/var/lib/hostport";
 inline constexpr std::string_view kDefaultPortRange = "30000-32767";
 inline constexpr uint32_t kDefaultTableRepairSeconds = 30;
+inline constexpr uint32_t kDefaultVanishedGraceSeconds = 10;
 
 struct AgentConfig {
   std::string stateDir = std::string(kDefaultStateDir);
@@ -25,9 +27,14 @@ struct AgentConfig {
   std::string logLevel = "info";
   std::string logFormat = "text";  // text or json (agent/log/event_log.h)
   uint64_t compactAfterJournalBytes = 8 << 20;
-  /// How often the agent checks the fixed layout of table ip/ip6 hostport and repairs it; 0:
-  /// never touch nftables (another agent or nothing keeps the layout).
+  /// How often the reconciler compares table ip/ip6 hostport with the leases and repairs it, as a
+  /// backstop to the table's change events; 0: no reconciler (the agent still installs and
+  /// removes its leases' forwards, but never checks or repairs the table).
   uint32_t tableRepairSeconds = kDefaultTableRepairSeconds;
+  /// How long a lease's sandbox netns must stay gone before the reconciler releases the lease.
+  uint32_t vanishedGraceSeconds = kDefaultVanishedGraceSeconds;
+  /// Where the plugin leaves release notes for DELs made while the agent was down.
+  std::string releaseSpool = std::string(api::kDefaultReleaseSpool);
   std::vector<core::PoolSpec> pools;  // always holds "default" once resolved
 };
 
@@ -42,6 +49,8 @@ struct CommandLine {
   std::string logFormat;
   bool noReservedPorts = false;
   std::optional<uint32_t> tableRepairSeconds;
+  std::optional<uint32_t> vanishedGraceSeconds;
+  std::string releaseSpool;
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors

@@ -4,6 +4,7 @@
 
 #include "agent/api/http_errors.h"
 #include "agent/log/event_log.h"
+#include "agent/service/netns_id.h"
 
 namespace hostport::agent::service {
 namespace {
@@ -192,8 +193,10 @@ void AgentService::allocate(const AllocationRequest& request,
     return;
   }
   BusyRecordingProbe recording(**probe, request.key);
+  AllocationRequest identified = request;
+  identified.netnsId = netnsIdOf(request.netns);
   std::unique_lock lock(mutex_);
-  auto lease = allocator_.allocate(request, recording);
+  auto lease = allocator_.allocate(identified, recording);
   if (!lease) {
     if (lease.error().code == ErrorCode::kConflict) ++staticConflicts_;
     const PendingEvent refusal = refusalEvent(allocator_, request, lease.error());
@@ -218,6 +221,12 @@ void AgentService::allocate(const AllocationRequest& request,
                     logWriteFailed("grant", lease, written.error());
                     return;
                   }
+                  if (options_.writer != nullptr) {
+                    if (auto installed = options_.writer->install(lease); !installed) {
+                      undoGrant(lease, installed.error(), std::move(done));
+                      return;
+                    }
+                  }
                   metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
                   done(lease);
                   log::event(Component::kAlloc, Level::kInfo, "alloc.granted",
@@ -239,6 +248,12 @@ std::string_view AgentService::viaName(ReleaseVia via) {
       return "container";
     case ReleaseVia::kGc:
       return "gc";
+    case ReleaseVia::kVanished:
+      return "vanished";
+    case ReleaseVia::kReleaseNote:
+      return "release_note";
+    case ReleaseVia::kFailedInstall:
+      return "failed_install";
   }
   return "request";
 }
@@ -261,9 +276,20 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
                     return;
                   }
                   const bool released = !lease.ports.empty() || !lease.pool.empty();
+                  std::optional<Error> notRemoved;
+                  if (released && options_.writer != nullptr) {
+                    if (auto removed = options_.writer->remove(lease); !removed) {
+                      notRemoved = removed.error();
+                    }
+                  }
                   if (released) metrics_.countRelease();
                   done(written);
                   if (!released) return;
+                  if (notRemoved) {
+                    // The reconciler removes what carries our owner tag and has no lease.
+                    log::event(Component::kTable, Level::kWarn, "table.remove_failed",
+                               {keyField(lease.key), {"cause", notRemoved->message}});
+                  }
                   log::event(Component::kAlloc, Level::kInfo, "alloc.released",
                              {keyField(lease.key),
                               podField(lease.pod),
@@ -271,6 +297,24 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
                               {"ports", portsText(lease.ports)},
                               {"via", viaName(via)}});
                 });
+}
+
+void AgentService::undoGrant(const Lease& lease, Error cause,
+                             std::function<void(Result<Lease>)> done) {
+  std::lock_guard lock(mutex_);
+  // Unless a DEL got there first (it released the lease and answered for it).
+  if (allocator_.find(lease.key) != lease) {
+    done(std::unexpected(std::move(cause)));
+    return;
+  }
+  allocator_.release(lease.key);
+  log::event(Component::kTable, Level::kWarn, "table.install_failed",
+             {keyField(lease.key), podField(lease.pod), {"cause", cause.message}});
+  submitRelease(lease, ReleaseVia::kFailedInstall,
+                [cause = std::move(cause), done = std::move(done)](Result<void>) {
+                  done(std::unexpected(cause));
+                });
+  maybeCompact();
 }
 
 void AgentService::release(const AttachmentKey& key,
@@ -295,7 +339,7 @@ void AgentService::release(const AttachmentKey& key,
   maybeCompact();
 }
 
-void AgentService::releaseMany(std::vector<AttachmentKey> keys, ReleaseVia via,
+void AgentService::releaseKeys(std::vector<AttachmentKey> keys, ReleaseVia via,
                                std::function<void(Result<std::vector<Lease>>)> done) {
   if (!healthy()) {
     done(journalFailedEarlier());
@@ -336,7 +380,7 @@ void AgentService::releaseContainer(const std::string& containerId,
       if (lease.key.containerId == containerId) keys.push_back(lease.key);
     });
   }
-  releaseMany(std::move(keys), ReleaseVia::kContainer, std::move(done));
+  releaseKeys(std::move(keys), ReleaseVia::kContainer, std::move(done));
 }
 
 void AgentService::collectGarbage(const std::set<AttachmentKey>& valid,
@@ -348,7 +392,7 @@ void AgentService::collectGarbage(const std::set<AttachmentKey>& valid,
       if (!valid.contains(lease.key)) keys.push_back(lease.key);
     });
   }
-  releaseMany(std::move(keys), ReleaseVia::kGc, std::move(done));
+  releaseKeys(std::move(keys), ReleaseVia::kGc, std::move(done));
 }
 
 void AgentService::maybeCompact() {

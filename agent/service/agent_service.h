@@ -18,6 +18,7 @@
 
 #include "agent/api/json_codec.h"
 #include "agent/core/allocator.h"
+#include "agent/service/forward_writer.h"
 #include "agent/service/metrics.h"
 #include "agent/store/lease_store.h"
 
@@ -30,6 +31,10 @@ using ProbeFactory =
 
 struct ServiceOptions {
   uint64_t compactAfterJournalBytes = 8 << 20;
+  /// The table writer (agent mode). With it, a lease that carries a forwarding record has its
+  /// forwards installed once its grant is durable, before the answer, and removed once its
+  /// release is; without it (unit tests), leases are only kept.
+  ForwardWriter* writer = nullptr;
 };
 
 class AgentService {
@@ -44,6 +49,19 @@ class AgentService {
   /// Every interface of one container.
   void releaseContainer(const std::string& containerId,
                         std::function<void(Result<std::vector<Lease>>)> done);
+  /// Which request released a lease: alloc.released's `via`.
+  enum class ReleaseVia : uint8_t {
+    kRequest,        // DELETE of one attachment (CNI DEL)
+    kContainer,      // DELETE of a container's attachments
+    kGc,             // CNI GC
+    kVanished,       // the reconciler: the sandbox's netns is gone
+    kReleaseNote,    // a DEL made while the agent was down (the release spool)
+    kFailedInstall,  // the grant's forwards could not be installed
+  };
+  static std::string_view viaName(ReleaseVia via);
+  /// Releases each of `keys` that holds a lease; the answer lists what was released.
+  void releaseKeys(std::vector<AttachmentKey> keys, ReleaseVia via,
+                   std::function<void(Result<std::vector<Lease>>)> done);
   /// Releases every lease whose key is not in `valid` (CNI GC).
   void collectGarbage(const std::set<AttachmentKey>& valid,
                       std::function<void(Result<std::vector<Lease>>)> done);
@@ -60,12 +78,9 @@ class AgentService {
   bool healthy() const { return healthy_.load(); }
 
  private:
-  /// Which request released a lease: alloc.released's `via`, "request", "container" or "gc".
-  enum class ReleaseVia : uint8_t { kRequest, kContainer, kGc };
-  static std::string_view viaName(ReleaseVia via);
-
-  void releaseMany(std::vector<AttachmentKey> keys, ReleaseVia via,
-                   std::function<void(Result<std::vector<Lease>>)> done);
+  /// A grant whose forwards failed to install is taken back: no lease holds ports nobody can
+  /// reach. The answer is `cause` once the release is durable.
+  void undoGrant(const Lease& lease, Error cause, std::function<void(Result<Lease>)> done);
   /// Journals the release of `lease`, which the allocator has already let go. If the write
   /// fails, the lease is put back (it is not released on disk); failing that too is logged.
   void submitRelease(Lease lease, ReleaseVia via, std::function<void(Result<void>)> done);

@@ -18,6 +18,11 @@ void Metrics::countError(const std::string& code) {
   ++errors_[code];
 }
 
+void Metrics::observeReconcile(std::chrono::nanoseconds took) {
+  reconciles_.fetch_add(1, std::memory_order_relaxed);
+  lastReconcileNanos_.store(static_cast<uint64_t>(took.count()), std::memory_order_relaxed);
+}
+
 std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsage>& pools,
                             uint64_t hostConflicts, uint64_t staticConflicts,
                             const StoreFigures& store) const {
@@ -49,6 +54,23 @@ std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsag
       << "hostport_allocation_duration_seconds_count " << count << "\n";
   family("hostport_releases_total", "counter", "Leases released.");
   out << "hostport_releases_total " << releases_.load(std::memory_order_relaxed) << "\n";
+  family("hostport_reconciles_total", "counter", "Passes of the reconciler (kernel vs leases).");
+  out << "hostport_reconciles_total " << reconciles_.load(std::memory_order_relaxed) << "\n";
+  family("hostport_reconcile_last_duration_seconds", "gauge", "How long the last pass took.");
+  out << "hostport_reconcile_last_duration_seconds "
+      << static_cast<double>(lastReconcileNanos_.load(std::memory_order_relaxed)) / 1e9 << "\n";
+  family("hostport_repairs_total", "counter",
+         "What the reconciler repaired: the fixed layout, missing forwards of a lease (one per "
+         "lease), stray owner-tagged elements without a lease (one per owner).");
+  for (const auto& [kind, name] :
+       {std::pair{Repair::kLayout, "layout"}, std::pair{Repair::kMissing, "missing"},
+        std::pair{Repair::kStray, "stray"}}) {
+    out << "hostport_repairs_total{kind=\"" << name << "\"} "
+        << repairs_[static_cast<std::size_t>(kind)].load(std::memory_order_relaxed) << "\n";
+  }
+  family("hostport_leases_vanished_total", "counter",
+         "Leases released because their sandbox's netns was gone.");
+  out << "hostport_leases_vanished_total " << vanished_.load(std::memory_order_relaxed) << "\n";
   family("hostport_conflicts_total", "counter",
          "Ports found taken: by a host socket, or a static claim against another lease.");
   out << "hostport_conflicts_total{kind=\"host_socket\"} " << hostConflicts << "\n"

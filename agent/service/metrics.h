@@ -27,6 +27,14 @@ class Metrics {
   void countError(const std::string& code);
   void countRelease() { releases_.fetch_add(1, std::memory_order_relaxed); }
 
+  /// What the reconciler repaired (reconciler.h).
+  enum class Repair : uint8_t { kLayout, kMissing, kStray };
+  void observeReconcile(std::chrono::nanoseconds took);
+  void countRepairs(Repair kind, uint64_t count) {
+    repairs_[static_cast<std::size_t>(kind)].fetch_add(count, std::memory_order_relaxed);
+  }
+  void countVanished(uint64_t count) { vanished_.fetch_add(count, std::memory_order_relaxed); }
+
   /// The whole exposition. `hostConflicts` comes from the allocator, which counts them.
   std::string render(std::size_t leases, const std::vector<core::PoolUsage>& pools,
                      uint64_t hostConflicts, uint64_t staticConflicts,
@@ -39,6 +47,10 @@ class Metrics {
   std::atomic<uint64_t> allocations_{0};
   std::atomic<uint64_t> latencyNanos_{0};
   std::atomic<uint64_t> releases_{0};
+  std::atomic<uint64_t> reconciles_{0};
+  std::atomic<uint64_t> lastReconcileNanos_{0};
+  std::array<std::atomic<uint64_t>, 3> repairs_{};
+  std::atomic<uint64_t> vanished_{0};
   mutable std::mutex errorsMutex_;
   std::map<std::string, uint64_t> errors_;
 };

@@ -21,6 +21,7 @@ class NftRuleset : public Ruleset {
   Result<void> install(const AttachmentRules& rules) override;
   Result<AttachmentRules> remove(const std::string& owner) override;
   Result<void> removeExact(const AttachmentRules& rules) override;
+  Result<TableState> readElements() override { return elements_.read(); }
   Result<AttachmentRules> listOwned(const std::string& owner) override;
 
   /// Everything in both tables, every owner, conditional rules included. A missing table reads

@@ -7,20 +7,31 @@
 #include <string>
 #include <vector>
 
+#include "agent/forwards/lease_forwards.h"
 #include "cni-plugin/port_authority.h"
 #include "common/error.h"
+#include "nft/ruleset.h"
 
 namespace hostport::cni {
 
-/// Stands in for hostport-agent: grants what is asked, dynamic ports from 30000 up.
+/// Stands in for hostport-agent: grants what is asked, dynamic ports from 30000 up. Like the
+/// agent, it installs a request's forwards into `table` (when given and the request carries
+/// them) and takes the grant back when that fails; it removes them at release.
 class FakePortAuthority : public PortAuthority {
  public:
+  explicit FakePortAuthority(nft::Ruleset* table = nullptr) : table_(table) {}
+
   Result<agent::Lease> allocate(const agent::AllocationRequest& request) override {
     requests.push_back(request);
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable at /x.sock");
     if (exhausted) return fail(ErrorCode::kExhausted, "pool \"default\" has no free port");
-    agent::Lease lease{request.key,        request.pod, request.netns, request.pool, {},
-                       request.forwarding, {}};
+    agent::Lease lease{request.key,
+                       request.pod,
+                       request.netns,
+                       request.pool,
+                       {},
+                       installs ? request.forwarding : std::nullopt,
+                       {}};
     uint16_t next = 30000;
     for (const auto& claim : request.statics) {
       lease.ports.push_back(
@@ -31,6 +42,10 @@ class FakePortAuthority : public PortAuthority {
                              dynamic.count, std::nullopt, false});
       next = static_cast<uint16_t>(next + dynamic.count);
     }
+    if (table_ != nullptr && lease.forwarding) {
+      HOSTPORT_TRY(const auto plan, agent::forwards::planOf(lease));
+      HOSTPORT_TRY_VOID(table_->install(plan.rules));
+    }
     leases[request.key.str()] = lease;
     return lease;
   }
@@ -39,11 +54,18 @@ class FakePortAuthority : public PortAuthority {
     auto found = leases.find(key.str());
     return found == leases.end() ? std::nullopt : std::optional(found->second);
   }
-  Result<void> release(const agent::AttachmentKey& key) override {
+  Result<std::optional<agent::Lease>> release(const agent::AttachmentKey& key) override {
     released.push_back(key.str());
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
-    leases.erase(key.str());
-    return {};
+    const auto found = leases.find(key.str());
+    if (found == leases.end()) return std::nullopt;
+    agent::Lease lease = found->second;
+    leases.erase(found);
+    if (table_ != nullptr && lease.forwarding) {
+      HOSTPORT_TRY(const auto plan, agent::forwards::planOf(lease));
+      HOSTPORT_TRY_VOID(table_->removeExact(plan.rules));
+    }
+    return lease;
   }
   Result<void> ready() override {
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
@@ -55,6 +77,10 @@ class FakePortAuthority : public PortAuthority {
   std::vector<std::string> released;
   bool down = false;
   bool exhausted = false;
+  bool installs = true;  // false: an agent from before forwarding records, which installs nothing
+
+ private:
+  nft::Ruleset* table_;
 };
 
 }  // namespace hostport::cni

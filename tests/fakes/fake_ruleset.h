@@ -37,6 +37,18 @@ class FakeRuleset : public Ruleset {
     HOSTPORT_TRY_VOID(remove(rules.owner));
     return {};
   }
+  Result<TableState> readElements() override {
+    TableState state;
+    for (const auto& [owner, rules] : installed) {
+      for (const auto& forward : rules.forwards) {
+        if (forward.conditions.empty()) state.forwards.push_back({owner, forward, std::nullopt});
+      }
+      for (const auto& masquerade : rules.masquerades) {
+        state.masquerades.push_back({owner, masquerade});
+      }
+    }
+    return state;
+  }
   Result<AttachmentRules> listOwned(const std::string& owner) override {
     auto found = installed.find(owner);
     return found == installed.end() ? AttachmentRules{owner, {}, {}} : found->second;

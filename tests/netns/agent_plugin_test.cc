@@ -18,17 +18,7 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/api/agent_client.h"
-#include "agent/api/json_codec.h"
-#include "common/unique_fd.h"
-#include "tests/support/agent_process.h"
-#include "tests/support/plugin_fixture.h"
-#include "tests/support/sockets.h"
-
-namespace hostport::agent {
-// Leases in assertion messages as the agent's JSON.
-static void PrintTo(const Lease& lease, std::ostream* os) { *os << api::toJson(lease).dump(); }
-}  // namespace hostport::agent
+#include "tests/netns/agent_plugin_fixture.h"
 
 namespace hostport::test {
 namespace {
@@ -44,131 +34,6 @@ using ::testing::Le;
 using ::testing::Not;
 using ::testing::Optional;
 using ::testing::SizeIs;
-
-constexpr uint16_t kPoolFirst = 41000;
-constexpr const char* kSmallPool = "41000-41019";
-constexpr int kCniTryAgainLater = 11;
-constexpr int kCniInvalidConfig = 7;
-constexpr int kCniPortConflict = 101;
-constexpr int kCniPoolExhausted = 102;
-
-/// A socket of this process bound (and, for TCP, listening) on `port` in `netns`: a "host
-/// process" holding a port. CLOEXEC, so plugin processes forked later do not share it.
-Result<UniqueFd> holdPortOnHost(const Netns& netns, Transport transport, uint16_t port) {
-  const Protocol protocol = transport == Transport::kTcp ? Protocol::kTcp : Protocol::kUdp;
-  HOSTPORT_TRY(Result<UniqueFd> held,
-               netns.run([&] { return bindSocket(protocol, "0.0.0.0", port); }));
-  return held;
-}
-
-/// The value of one sample line (`name{labels} value`) of a Prometheus text page.
-std::optional<double> metricValue(const std::string& page, const std::string& sample) {
-  std::istringstream lines(page);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.starts_with(sample + " ")) return std::stod(line.substr(sample.size() + 1));
-  }
-  return std::nullopt;
-}
-
-const agent::PortGrant* grantNamed(const agent::Lease& lease, const std::string& name) {
-  const auto found = std::ranges::find(lease.ports, name, &agent::PortGrant::name);
-  return found == lease.ports.end() ? nullptr : &*found;
-}
-
-class AgentPluginTest : public PluginFixture {
- protected:
-  AgentPluginTest() : PluginFixture(HOSTPORT_PLUGIN_PATH) {}
-
-  void TearDown() override {
-    if (HasFailure() && agent_) std::cerr << agent_->describe() << "\n";
-  }
-
-  /// Starts the agent in the node netns with `portRange` as its default pool.
-  void startAgent(const std::string& portRange = kSmallPool,
-                  std::vector<std::string> extraArgs = {}) {
-    ASSERT_OK_AND_ASSIGN(
-        agent_, AgentProcess::start(HOSTPORT_AGENT_PATH, nodeNetns(),
-                                    {.portRange = portRange, .extraArgs = std::move(extraArgs)}));
-  }
-
-  agent::api::AgentClient client() const { return agent_->client(); }
-
-  /// ADD options that point the plugin at the agent, with the annotations and static mappings
-  /// in runtimeConfig. The mappings go into pluginKeys' runtimeConfig rather than
-  /// AddOptions::mappings, because CniNode::pluginConfig replaces the whole runtimeConfig when
-  /// it adds portMappings, which would drop the annotations.
-  AddOptions withAgent(const std::string& ports,
-                       const std::vector<PortMapping>& mappings = {}) const {
-    nlohmann::json runtimeConfig = nlohmann::json::object();
-    if (!ports.empty()) {
-      runtimeConfig["io.kubernetes.cri.pod-annotations"] = {{"hostport.io/ports", ports}};
-    }
-    if (!mappings.empty()) runtimeConfig["portMappings"] = toJson(mappings);
-    nlohmann::json keys = {{"agentSocket", agent_->socketPath()}};
-    if (!runtimeConfig.empty()) keys["runtimeConfig"] = runtimeConfig;
-    return {.pluginKeys = keys};
-  }
-
-  static agent::AttachmentKey keyOf(const Pod& pod) { return {pod.containerId, pod.ifname}; }
-
-  /// The agent's lease for the pod, nullopt when it holds none; a test failure when the agent
-  /// cannot be asked.
-  std::optional<agent::Lease> leaseOf(const Pod& pod) {
-    auto lease = client().get(keyOf(pod));
-    if (!lease) {
-      ADD_FAILURE() << "GET lease of " << pod.label << ": " << lease.error().message;
-      return std::nullopt;
-    }
-    return *lease;
-  }
-
-  std::vector<agent::Lease> allLeases() {
-    auto leases = client().list("", "");
-    if (!leases) {
-      ADD_FAILURE() << "listing leases: " << leases.error().message;
-      return {};
-    }
-    return *leases;
-  }
-
-  /// The host port of the pod's grant `name`, checked to be in [first, last]; 0 on failure.
-  uint16_t grantedPort(const Pod& pod, const std::string& name, agent::PortProtocol protocol,
-                       uint16_t count = 1) {
-    const auto lease = leaseOf(pod);
-    if (!lease) {
-      ADD_FAILURE() << "the agent holds no lease for " << pod.label;
-      return 0;
-    }
-    const agent::PortGrant* grant = grantNamed(*lease, name);
-    if (grant == nullptr) {
-      ADD_FAILURE() << "the lease of " << pod.label << " has no grant named " << name;
-      return 0;
-    }
-    EXPECT_EQ(grant->protocol, protocol) << name;
-    EXPECT_EQ(grant->count, count) << name;
-    EXPECT_FALSE(grant->isStatic) << name;
-    return grant->hostPort;
-  }
-
-  std::unique_ptr<Server> serveAs(const Pod& pod, Transport transport, uint16_t port,
-                                  const std::string& id) {
-    auto server = Server::start(pod.netns, transport, port, id);
-    if (!server) {
-      ADD_FAILURE() << "server " << id << ": " << server.error().message;
-      return nullptr;
-    }
-    return std::move(*server);
-  }
-
-  /// A pod created and bridged, then ADDed through the agent; nullptr (and a failure) otherwise.
-  Pod* addAgentPod(const std::string& label, const std::string& ports,
-                   const std::vector<PortMapping>& mappings = {}) {
-    return addPod(label, withAgent(ports, mappings));
-  }
-
-  std::unique_ptr<AgentProcess> agent_;  // destroyed before the node (a base member)
-};
 
 TEST_F(AgentPluginTest, DynamicTcpAndUdpPortsReachThePodFromTheNodeAndFromOutside) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
@@ -397,7 +262,7 @@ TEST_F(AgentPluginTest, ExhaustedPoolFailsNamingThePoolAndItsSizeWithoutPartialS
   EXPECT_THAT(allLeases(), SizeIs(2));
 }
 
-TEST_F(AgentPluginTest, WithTheAgentDownAddFailsToRetryAndDelStillRemovesTheElements) {
+TEST_F(AgentPluginTest, WithTheAgentDownAddFailsToRetryAndDelRemovesTheElementsForGood) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
   Pod* podA = addAgentPod("pod-a", "web=8080");
   ASSERT_NE(podA, nullptr);
@@ -420,18 +285,22 @@ TEST_F(AgentPluginTest, WithTheAgentDownAddFailsToRetryAndDelStillRemovesTheElem
   EXPECT_THAT(error.msg, HasSubstr(agent_->socketPath()));
   EXPECT_EQ(entries(), before) << "an ADD without the agent installed something";
 
+  // By key, from the record ADD kept; and a release note for the agent.
   ASSERT_OK_AND_ASSIGN(auto deleted, node().delPlugin(*podA));
   EXPECT_THAT(deleted, Succeeded());
+  EXPECT_THAT(deleted.err, HasSubstr("by key"));
   EXPECT_THAT(entries(), IsEmpty());
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), IsUnreachable());
 
+  // The pod's netns is still there, so only the note tells the agent: it releases the lease and
+  // never lays the forward out again.
   ASSERT_OK(agent_->restart());
-  // Never released (the agent was down at DEL): the reconciler's job, or an explicit DELETE.
-  EXPECT_EQ(leaseOf(*podA), leaseBefore);
+  EXPECT_THAT(leaseOf(*podA), Eq(std::nullopt));
   EXPECT_THAT(leaseOf(*podB), Eq(std::nullopt));
-  ASSERT_OK_AND_ASSIGN(auto released, client().release(keyOf(*podA)));
-  EXPECT_EQ(released, leaseBefore);
   EXPECT_THAT(allLeases(), IsEmpty());
+  EXPECT_THAT(agent_->log(), HasSubstr("via=release_note"));
+  EXPECT_THAT(entries(), IsEmpty()) << "resurrected";
+  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), IsUnreachable());
 }
 
 TEST_F(AgentPluginTest, RepeatedAddGetsTheSameLeaseAndCheckPassesAndDelReleasesIt) {

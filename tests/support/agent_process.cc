@@ -39,6 +39,7 @@ AgentProcess::AgentProcess(TempDir dir, std::string binaryPath, std::string netn
       options_(std::move(options)),
       socketPath_(dir_.path() + "/agent.sock"),
       stateDir_(dir_.path() + "/state"),
+      releaseSpool_(dir_.path() + "/released"),
       logPath_(dir_.path() + "/agent.log") {}
 
 AgentProcess::~AgentProcess() { (void)stop(); }
@@ -86,8 +87,9 @@ Result<std::unique_ptr<AgentProcess>> AgentProcess::start(std::string binaryPath
 }
 
 Result<void> AgentProcess::launch() {
-  std::vector<std::string> args{binaryPath_, "--state-dir", stateDir_,        "--socket",
-                                socketPath_, "--log-level", options_.logLevel};
+  std::vector<std::string> args{binaryPath_,       "--state-dir",     stateDir_,
+                                "--socket",        socketPath_,       "--log-level",
+                                options_.logLevel, "--release-spool", releaseSpool_};
   if (!options_.portRange.empty()) {
     args.insert(args.end(), {"--port-range", options_.portRange});
   }

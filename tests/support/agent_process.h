@@ -55,6 +55,9 @@ class AgentProcess {
 
   const std::string& socketPath() const { return socketPath_; }
   const std::string& stateDir() const { return stateDir_; }
+  /// Where the agent reads release notes (--release-spool); a plugin talking to this agent must
+  /// leave its notes here (its `releaseSpool` key).
+  const std::string& releaseSpool() const { return releaseSpool_; }
   const std::string& logPath() const { return logPath_; }
   /// The running agent's pid; 0 once it has exited and been reaped.
   pid_t pid() const { return pid_; }
@@ -105,6 +108,7 @@ class AgentProcess {
   AgentOptions options_;
   std::string socketPath_;
   std::string stateDir_;
+  std::string releaseSpool_;
   std::string logPath_;
   std::string configPath_;
   pid_t pid_ = 0;

@@ -207,7 +207,12 @@ nlohmann::json CniNode::pluginConfig(const std::string& cniVersion,
       {"type", std::filesystem::path(pluginPath_).filename().string()},
   };
   // Standalone unless a test brings an agent: portmap-parity tests need none.
-  if (config["type"] == "hostport") config["agentSocket"] = "";
+  if (config["type"] == "hostport") {
+    config["agentSocket"] = "";
+    // Agent mode writes attachment records and release notes: never in the machine's own dirs.
+    config["stateDir"] = (std::filesystem::path(dir_.path()) / "cni-state").string();
+    config["releaseSpool"] = (std::filesystem::path(dir_.path()) / "released").string();
+  }
   for (const auto& [key, value] : pluginKeys.items()) config[key] = value;
   if (prevResult) config["prevResult"] = *prevResult;
   if (!mappings.empty()) config["runtimeConfig"]["portMappings"] = toJson(mappings);

@@ -5,14 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agent/api/node_files.h"
 #include "nft/table_state.h"
 #include "tests/fakes/fake_host_network.h"
 #include "tests/fakes/fake_port_authority.h"
 #include "tests/fakes/fake_ruleset.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::cni {
 namespace {
@@ -83,6 +86,7 @@ class DispatcherTest : public ::testing::Test {
     Result<void> install(const nft::AttachmentRules& r) override { return fake.install(r); }
     Result<nft::AttachmentRules> remove(const std::string& o) override { return fake.remove(o); }
     Result<void> removeExact(const nft::AttachmentRules& r) override { return fake.removeExact(r); }
+    Result<nft::TableState> readElements() override { return fake.readElements(); }
     Result<nft::AttachmentRules> listOwned(const std::string& o) override {
       return fake.listOwned(o);
     }
@@ -96,7 +100,9 @@ class DispatcherTest : public ::testing::Test {
     Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& k) override {
       return fake.get(k);
     }
-    Result<void> release(const agent::AttachmentKey& k) override { return fake.release(k); }
+    Result<std::optional<agent::Lease>> release(const agent::AttachmentKey& k) override {
+      return fake.release(k);
+    }
     Result<void> ready() override { return fake.ready(); }
     FakePortAuthority& fake;
   };
@@ -114,19 +120,23 @@ class DispatcherTest : public ::testing::Test {
                                           {"CNI_IFNAME", "eth0"},
                                           {"CNI_PATH", "/opt/cni/bin"},
                                           {"CNI_ARGS", "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p"}};
+  /// Agent mode at the default socket, the records and notes in this test's temp dir.
+  json agentConfig(const json& annotations = nullptr) const {
+    auto input = config("1.1.0");
+    input.erase("agentSocket");
+    input["stateDir"] = (dir_ / "cni-state").string();
+    input["releaseSpool"] = (dir_ / "released").string();
+    input["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
+    return input;
+  }
+
+  test::TempDir dir_;
   FakeRuleset ruleset_;
   FakeHostNetwork network_;
-  FakePortAuthority agent_;
+  FakePortAuthority agent_{&ruleset_};
   std::string agentSocketUsed_;
   int rulesetOpened_ = 0;
 };
-
-json agentConfig(const json& annotations = nullptr) {
-  auto input = config("1.1.0");
-  input.erase("agentSocket");
-  input["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
-  return input;
-}
 
 TEST_F(DispatcherTest, VersionListsSupportedVersionsWithoutTouchingTheKernel) {
   const auto outcome = run("VERSION", R"({"cniVersion": "0.4.0"})");
@@ -368,7 +378,16 @@ TEST_F(DispatcherTest, ExhaustedPoolIsOurCode) {
   EXPECT_TRUE(ruleset_.installed.empty());
 }
 
-TEST_F(DispatcherTest, FailedInstallReleasesTheLease) {
+TEST_F(DispatcherTest, AGrantTheAgentCannotInstallFailsAddAndLeavesNoLease) {
+  ruleset_.conflict = true;
+  const auto outcome = run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump());
+  EXPECT_EQ(outcome.document()["code"], 101);
+  EXPECT_TRUE(agent_.leases.empty());  // the agent took its grant back
+  EXPECT_TRUE(ruleset_.installed.empty());
+}
+
+TEST_F(DispatcherTest, AnOlderAgentsLeaseIsInstalledByThePluginAndReleasedOnFailure) {
+  agent_.installs = false;  // an agent from before forwarding records
   ruleset_.conflict = true;
   const auto outcome = run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump());
   EXPECT_EQ(outcome.document()["code"], 101);
@@ -394,14 +413,41 @@ TEST_F(DispatcherTest, DynamicPortsNeedTheAgent) {
   EXPECT_NE(outcome.document()["msg"].get<std::string>().find("agentSocket"), std::string::npos);
 }
 
-TEST_F(DispatcherTest, DelReleasesTheLeaseAndSucceedsWhenTheAgentIsDown) {
+TEST_F(DispatcherTest, DelIsOneRequestToTheAgentWhichRemovesTheForwards) {
+  ASSERT_EQ(run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump()).exitCode, 0);
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "cni-state" / "c0ffee:eth0"));
+  rulesetOpened_ = 0;
+  const auto outcome = run("DEL", agentConfig().dump());
+  EXPECT_EQ(outcome.exitCode, 0) << outcome.out;
+  EXPECT_TRUE(ruleset_.installed.empty());
+  EXPECT_EQ(rulesetOpened_, 0) << "the plugin's DEL touched the table";
+  EXPECT_EQ(agent_.released, std::vector<std::string>{"c0ffee/eth0"});
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "cni-state" / "c0ffee:eth0"));
+}
+
+TEST_F(DispatcherTest, DelWhileTheAgentIsDownRemovesByKeyAndLeavesAReleaseNote) {
   ASSERT_EQ(run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump()).exitCode, 0);
   agent_.down = true;
   const auto outcome = run("DEL", agentConfig().dump());
   EXPECT_EQ(outcome.exitCode, 0) << outcome.out;
   EXPECT_TRUE(ruleset_.installed.empty());  // our elements go even without the agent
-  EXPECT_EQ(agent_.released, std::vector<std::string>{"c0ffee/eth0"});
-  EXPECT_NE(outcome.err.find("reconciler"), std::string::npos) << outcome.err;
+  EXPECT_EQ(ruleset_.removeExactCalls, 1) << "by key, from the record ADD kept";
+  EXPECT_NE(outcome.err.find("release note"), std::string::npos) << outcome.err;
+  const auto notes = agent::api::readReleaseNotes(dir_ / "released");
+  ASSERT_TRUE(notes.has_value());
+  ASSERT_EQ(notes->size(), 1u);
+  EXPECT_EQ(notes->front().key.value().str(), "c0ffee/eth0");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "cni-state" / "c0ffee:eth0"));
+}
+
+TEST_F(DispatcherTest, DelWhileTheAgentIsDownFailsWhenNoNoteCanBeLeft) {
+  ASSERT_EQ(run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump()).exitCode, 0);
+  agent_.down = true;
+  auto input = agentConfig();
+  input["releaseSpool"] = "/proc/version/released";  // a file: no directory can be made there
+  const auto outcome = run("DEL", input.dump());
+  EXPECT_NE(outcome.exitCode, 0) << "the runtime must retry, or the agent would undo the DEL";
+  EXPECT_TRUE(ruleset_.installed.empty());
 }
 
 TEST_F(DispatcherTest, CheckComparesTheTableWithTheAgentsLease) {

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "agent/service/recovery.h"
+#include "tests/fakes/fake_host_network.h"
 #include "tests/fakes/fake_port_probe.h"
+#include "tests/fakes/fake_ruleset.h"
 #include "tests/fakes/faulty_file_ops.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/result_assertions.h"
@@ -665,6 +667,79 @@ TEST_F(AgentServiceLogTest, LogsBusyHostPortsAtDebug) {
   Agent agent(dir_, probe_);
   ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
   EXPECT_THAT(log_.events("socket.busy"), ElementsAre("socket.busy key=c1/eth0 port=tcp/30000"));
+}
+
+/// A service whose writer is over fakes (the table in memory), as agent mode runs it.
+class AgentServiceWriterTest : public AgentServiceTest {
+ protected:
+  AgentServiceWriterTest() {
+    auto ruleset = std::make_unique<nft::FakeRuleset>();
+    auto network = std::make_unique<hostnet::FakeHostNetwork>();
+    table_ = ruleset.get();
+    network_ = network.get();
+    writer_ = std::make_unique<ForwardWriter>(std::move(ruleset), std::move(network));
+  }
+
+  ServiceOptions options() {
+    ServiceOptions options;
+    options.writer = writer_.get();
+    return options;
+  }
+
+  static AllocationRequest forwarded(const std::string& containerId) {
+    AllocationRequest r = request(containerId, "ns", "pod-" + containerId);
+    r.forwarding = Forwarding{.network = "net",
+                              .podV4 = IpPrefix{*IpAddress::parse("10.88.0.5"), 16},
+                              .podV6 = std::nullopt,
+                              .snat = true,
+                              .masqAll = false,
+                              .conditionsV4 = "",
+                              .conditionsV6 = ""};
+    return r;
+  }
+
+  nft::FakeRuleset* table_ = nullptr;
+  hostnet::FakeHostNetwork* network_ = nullptr;
+  std::unique_ptr<ForwardWriter> writer_;
+};
+
+TEST_F(AgentServiceWriterTest, AGrantIsInstalledBeforeItsAnswerAndRemovedWithItsRelease) {
+  Agent agent(dir_, probe_, {}, options());
+  const AllocationRequest r = forwarded("c1");
+  ASSERT_OK_AND_ASSIGN(const Lease lease, agent.allocate(r));
+  ASSERT_TRUE(table_->installed.contains("c1/eth0"));
+  const auto& rules = table_->installed.at("c1/eth0");
+  ASSERT_EQ(rules.forwards.size(), 1u);
+  EXPECT_EQ(rules.forwards[0].hostPort, lease.ports.at(0).hostPort);
+  EXPECT_EQ(rules.forwards[0].containerIp.str(), "10.88.0.5");
+  EXPECT_EQ(rules.masquerades.size(), 2u);  // the pod's subnet and localhost
+  EXPECT_EQ(network_->localnetFor, std::vector<std::string>{"10.88.0.5"});
+  EXPECT_EQ(lease.forwarding, r.forwarding);
+
+  ASSERT_OK_AND_ASSIGN(const auto released, agent.release(r.key));
+  EXPECT_EQ(released, lease);
+  EXPECT_FALSE(table_->installed.contains("c1/eth0"));
+  EXPECT_EQ(table_->removeExactCalls, 1) << "removed by key, not by listing the owner";
+}
+
+TEST_F(AgentServiceWriterTest, AGrantWhoseForwardsCannotBeInstalledIsTakenBack) {
+  Agent agent(dir_, probe_, {}, options());
+  table_->conflict = true;
+  const auto refused = agent.allocate(forwarded("c1"));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+  EXPECT_TRUE(agent.service().list("", "").empty());
+  table_->conflict = false;
+  // The port is free again.
+  ASSERT_OK_AND_ASSIGN(const Lease lease, agent.allocate(forwarded("c2")));
+  EXPECT_EQ(lease.ports.at(0).hostPort, 30000);
+}
+
+TEST_F(AgentServiceWriterTest, ALeaseWithoutForwardingIsLeftToThePlugin) {
+  Agent agent(dir_, probe_, {}, options());
+  ASSERT_OK_AND_ASSIGN(const Lease lease, agent.allocate(request("c1", "ns", "pod")));
+  EXPECT_FALSE(lease.forwarding.has_value());
+  EXPECT_TRUE(table_->installed.empty());
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+#pragma once
+// The agent is the one writer of table ip/ip6 hostport in agent mode: a lease's forwards go in
+// when its grant is durable and come out when its release is, and the reconciler lays out again
+// what someone removed. Every write goes through this class, one at a time, so the service's
+// store callbacks and the reconciler never interleave half-done changes.
+//
+// Leases without a forwarding record (granted to a plugin that writes the table itself, or by an
+// agent before this one) are the plugin's business: install() does nothing for them and remove()
+// removes whatever their owner tag holds.
+
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "agent/lease.h"
+#include "common/error.h"
+#include "hostnet/host_network.h"
+#include "nft/ruleset.h"
+#include "nft/table_state.h"
+
+namespace hostport::agent::service {
+
+class ForwardWriter {
+ public:
+  /// The writer over `ruleset` and `network`, which it owns; both are used from one thread at a
+  /// time (its lock).
+  ForwardWriter(std::unique_ptr<nft::Ruleset> ruleset,
+                std::unique_ptr<hostnet::HostNetwork> network);
+
+  /// Installs the lease's elements (all or nothing), then sets route_localnet for its pod when
+  /// 127.0.0.1 is forwarded and flushes stale UDP conntrack entries of its host ports. A failed
+  /// route_localnet removes the elements again; a failed flush is only a warning (a stale flow
+  /// delays traffic, it does not misroute it for long). kConflict when another owner holds a key.
+  Result<void> install(const Lease& lease);
+
+  /// Removes exactly the lease's elements, by key (nft::Ruleset::removeExact), and flushes UDP
+  /// conntrack of its host ports. Nothing there is success.
+  Result<void> remove(const Lease& lease);
+
+  /// Removes what `rules.owner` holds that `rules` lists: the reconciler's stray elements.
+  Result<void> removeRules(const nft::AttachmentRules& rules);
+
+  /// For the reconciler: every write stays out while it holds this, so what it read stays true
+  /// until it has written.
+  std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
+  /// Install/remove with the lock already held (by lock()).
+  Result<void> installLocked(const Lease& lease);
+  Result<void> removeLocked(const Lease& lease);
+  nft::Ruleset& ruleset() { return *ruleset_; }
+
+ private:
+  void flushUdpConntrack(const Lease& lease, const std::vector<uint16_t>& ports);
+
+  std::mutex mutex_;
+  std::unique_ptr<nft::Ruleset> ruleset_;
+  std::unique_ptr<hostnet::HostNetwork> network_;
+};
+
+}  // namespace hostport::agent::service

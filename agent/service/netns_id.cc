@@ -1,0 +1,27 @@
+#include "agent/service/netns_id.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <string>
+
+namespace hostport::agent::service {
+
+NetnsId netnsIdOf(std::string_view path) {
+  if (path.empty()) return {};
+  struct stat info {};
+  if (::stat(std::string(path).c_str(), &info) != 0) return {};
+  return {static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
+}
+
+NetnsLiveness netnsLiveness(const Lease& lease) {
+  if (!lease.netnsId.known() || lease.netns.empty()) return NetnsLiveness::kUnknown;
+  struct stat info {};
+  if (::stat(lease.netns.c_str(), &info) != 0) {
+    return errno == ENOENT || errno == ENOTDIR ? NetnsLiveness::kGone : NetnsLiveness::kUnknown;
+  }
+  const NetnsId now{static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
+  return now == lease.netnsId ? NetnsLiveness::kAlive : NetnsLiveness::kGone;
+}
+
+}  // namespace hostport::agent::service

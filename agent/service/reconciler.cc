@@ -1,0 +1,324 @@
+#include "agent/service/reconciler.h"
+
+#include <future>
+#include <unordered_map>
+
+#include "agent/api/node_files.h"
+#include "common/atomic_file.h"
+#include "agent/forwards/lease_forwards.h"
+#include "agent/log/event_log.h"
+#include "agent/service/netns_id.h"
+
+namespace hostport::agent::service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using log::Component;
+using log::Level;
+
+/// More triggered passes than this in one window is someone editing our tables in a loop.
+constexpr std::size_t kStormPasses = 20;
+constexpr std::chrono::seconds kStormWindow{10};
+
+log::Field keyField(const AttachmentKey& key) { return log::untrusted("key", key.str()); }
+
+bool hasConditions(const nft::AttachmentRules& rules) {
+  for (const auto& forward : rules.forwards) {
+    if (!forward.conditions.empty()) return true;
+  }
+  return false;
+}
+
+/// What the kernel holds, by owner tag.
+std::unordered_map<std::string, nft::AttachmentRules> byOwner(nft::TableState state) {
+  std::unordered_map<std::string, nft::AttachmentRules> owners;
+  for (auto& installed : state.forwards) {
+    auto& rules = owners[installed.owner];
+    rules.owner = installed.owner;
+    rules.forwards.push_back(std::move(installed.forward));
+  }
+  for (auto& installed : state.masquerades) {
+    auto& rules = owners[installed.owner];
+    rules.owner = installed.owner;
+    rules.masquerades.push_back(std::move(installed.masquerade));
+  }
+  return owners;
+}
+
+}  // namespace
+
+Reconciler::Reconciler(AgentService& service, ForwardWriter& writer,
+                       std::unique_ptr<nft::kernel::LayoutGuard> guard, Metrics& metrics,
+                       ReconcilerOptions options)
+    : service_(service),
+      writer_(writer),
+      guard_(std::move(guard)),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+Reconciler::~Reconciler() { stop(); }
+
+void Reconciler::startUp() { pass(true); }
+
+void Reconciler::run() { thread_ = std::thread([this] { loop(); }); }
+
+void Reconciler::trigger() {
+  {
+    std::lock_guard guard(mutex_);
+    triggered_ = true;
+  }
+  wake_.notify_one();
+}
+
+void Reconciler::stop() {
+  {
+    std::lock_guard guard(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+PassReport Reconciler::pass(bool releaseVanishedToo) {
+  const auto started = Clock::now();
+  PassReport report;
+  consumeReleaseSpool();
+  report.layoutRepaired = repairLayout();
+  reconcileElements(report);
+  if (releaseVanishedToo) report.released = releaseVanished(started);
+  const auto took = Clock::now() - started;
+  metrics_.observeReconcile(took);
+  const auto tookMs = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+  const bool repaired = report.layoutRepaired || report.leasesRestored > 0 ||
+                        report.straysRemoved > 0 || report.released > 0;
+  if (repaired || log::enabled(Component::kTable, Level::kDebug)) {
+    log::event(Component::kTable, repaired ? Level::kInfo : Level::kDebug, "reconcile.done",
+               {{"layout_repaired", report.layoutRepaired},
+                {"leases_restored", report.leasesRestored},
+                {"strays_removed", report.straysRemoved},
+                {"vanished_released", report.released},
+                {"duration_ms", tookMs}});
+  }
+  return report;
+}
+
+void Reconciler::consumeReleaseSpool() {
+  if (options_.releaseSpool.empty()) return;
+  auto notes = api::readReleaseNotes(options_.releaseSpool);
+  if (!notes) {
+    log::event(Component::kAlloc, Level::kWarn, "release_note.unreadable",
+               {{"spool", options_.releaseSpool.string()}, {"cause", notes.error().message}});
+    return;
+  }
+  if (notes->empty()) return;
+  std::vector<AttachmentKey> keys;
+  for (const auto& note : *notes) {
+    if (note.key) {
+      keys.push_back(*note.key);
+      continue;
+    }
+    // A note nobody can read would be logged at every pass; it goes, loudly.
+    log::event(Component::kAlloc, Level::kError, "release_note.unreadable",
+               {{"path", note.path.string()}, {"cause", note.key.error().message}});
+    (void)removeFile(note.path);
+  }
+  std::promise<Result<std::vector<Lease>>> promise;
+  auto future = promise.get_future();
+  service_.releaseKeys(keys, AgentService::ReleaseVia::kReleaseNote,
+                       [&promise](Result<std::vector<Lease>> released) {
+                         promise.set_value(std::move(released));
+                       });
+  const auto released = future.get();
+  if (!released) {
+    log::event(Component::kAlloc, Level::kError, "release_note.failed",
+               {{"cause", released.error().message}});
+    return;  // the notes stay for the next pass
+  }
+  for (const auto& note : *notes) {
+    if (note.key) (void)removeFile(note.path);
+  }
+  log::event(Component::kAlloc, Level::kInfo, "release_note.consumed",
+             {{"notes", keys.size()}, {"released", released->size()}});
+}
+
+bool Reconciler::repairLayout() {
+  if (!guard_) return false;
+  auto checked = guard_->check();
+  if (!checked) {
+    log::event(Component::kTable, Level::kWarn, "table.check_failed",
+               {{"cause", checked.error().message}});
+    return false;
+  }
+  switch (*checked) {
+    case nft::kernel::LayoutCheck::kLaidOut:
+      log::event(Component::kTable, Level::kInfo, "table.laid_out",
+                 {{"tables", "ip/hostport,ip6/hostport"},
+                  {"check_every_s",
+                   std::chrono::duration_cast<std::chrono::seconds>(options_.period).count()}});
+      return false;
+    case nft::kernel::LayoutCheck::kRepaired:
+      // Someone edited our fixed chains: they are laid out again.
+      log::event(Component::kTable, Level::kWarn, "table.repaired",
+                 {{"tables", "ip/hostport,ip6/hostport"}});
+      metrics_.countRepairs(Metrics::Repair::kLayout, 1);
+      return true;
+    case nft::kernel::LayoutCheck::kIntact:
+      return false;
+  }
+  return false;
+}
+
+void Reconciler::reconcileElements(PassReport& report) {
+  auto lock = writer_.lock();
+  nft::Ruleset& ruleset = writer_.ruleset();
+  auto state = ruleset.readElements();
+  if (!state) {
+    log::event(Component::kTable, Level::kWarn, "table.check_failed",
+               {{"cause", state.error().message}});
+    return;
+  }
+  auto installed = byOwner(std::move(*state));
+  for (const Lease& lease : service_.list("", "")) {
+    auto owner = forwards::ownerOf(lease.key);
+    if (!owner) continue;
+    nft::AttachmentRules have{*owner, {}, {}};
+    if (auto found = installed.find(*owner); found != installed.end()) {
+      have = std::move(found->second);
+      installed.erase(found);
+    }
+    if (!lease.forwarding) continue;  // the plugin writes this lease's forwards itself
+    auto plan = forwards::planOf(lease);
+    if (!plan) {
+      log::event(Component::kTable, Level::kError, "table.unplannable",
+                 {keyField(lease.key), {"cause", plan.error().message}});
+      continue;
+    }
+    if (hasConditions(plan->rules)) {
+      // Conditional forwards are rules, not elements: only a listing shows them.
+      auto listed = ruleset.listOwned(*owner);
+      if (!listed) continue;
+      have = std::move(*listed);
+    }
+    const nft::RulesDiff difference = nft::diff(plan->rules, have);
+    const std::size_t missing =
+        difference.missingForwards.size() + difference.missingMasquerades.size();
+    if (missing > 0) {
+      auto installedAgain = writer_.installLocked(lease);
+      log::event(Component::kTable, installedAgain ? Level::kWarn : Level::kError,
+                 installedAgain ? "table.restored" : "table.restore_failed",
+                 {keyField(lease.key),
+                  {"missing", missing},
+                  {"first", difference.missingForwards.empty()
+                                ? difference.missingMasquerades.front().source.str() + " -> " +
+                                      difference.missingMasquerades.front().podIp.str()
+                                : nft::describe(difference.missingForwards.front())},
+                  {"cause", installedAgain ? std::string() : installedAgain.error().message}});
+      if (installedAgain) ++report.leasesRestored;
+    }
+    if (!difference.unexpectedForwards.empty() || !difference.unexpectedMasquerades.empty()) {
+      nft::AttachmentRules extra{*owner, difference.unexpectedForwards,
+                                 difference.unexpectedMasquerades};
+      if (hasConditions(extra)) continue;  // a stale conditional rule: removed with its lease
+      if (ruleset.removeExact(extra)) {
+        log::event(Component::kTable, Level::kWarn, "table.stray_removed",
+                   {log::untrusted("owner", *owner),
+                    {"elements", extra.forwards.size() + extra.masquerades.size()},
+                    {"why", "not in the lease"}});
+        ++report.straysRemoved;
+      }
+    }
+  }
+  for (auto& [owner, rules] : installed) {
+    if (!nft::isOwnerTag(owner)) continue;  // not ours: never touched
+    auto removed = ruleset.removeExact(rules);
+    log::event(Component::kTable, removed ? Level::kWarn : Level::kError,
+               removed ? "table.stray_removed" : "table.stray_remove_failed",
+               {log::untrusted("owner", owner),
+                {"elements", rules.forwards.size() + rules.masquerades.size()},
+                {"why", removed ? std::string("no lease") : removed.error().message}});
+    if (removed) ++report.straysRemoved;
+  }
+  metrics_.countRepairs(Metrics::Repair::kMissing, report.leasesRestored);
+  metrics_.countRepairs(Metrics::Repair::kStray, report.straysRemoved);
+}
+
+std::size_t Reconciler::releaseVanished(Clock::time_point now) {
+  std::map<AttachmentKey, Clock::time_point> stillGone;
+  std::vector<AttachmentKey> due;
+  for (const Lease& lease : service_.list("", "")) {
+    if (netnsLiveness(lease) != NetnsLiveness::kGone) continue;
+    const auto seen = goneSince_.find(lease.key);
+    const auto since = seen == goneSince_.end() ? now : seen->second;
+    if (now - since >= options_.vanishedGrace) {
+      log::event(Component::kAlloc, Level::kInfo, "lease.vanished",
+                 {keyField(lease.key), log::untrusted("netns", lease.netns)});
+      due.push_back(lease.key);
+    } else {
+      stillGone.emplace(lease.key, since);
+    }
+  }
+  goneSince_ = std::move(stillGone);
+  if (due.empty()) return 0;
+  metrics_.countVanished(due.size());
+  const std::size_t count = due.size();
+  service_.releaseKeys(std::move(due), AgentService::ReleaseVia::kVanished,
+                       [](Result<std::vector<Lease>> released) {
+                         if (!released) {
+                           log::event(Component::kAlloc, Level::kError, "lease.vanished_failed",
+                                      {{"cause", released.error().message}});
+                         }
+                       });
+  return count;
+}
+
+void Reconciler::loop() {
+  auto nextFull = Clock::now() + options_.period;
+  auto nextLiveness = Clock::now() + options_.livenessInterval;
+  Clock::time_point lastPass{};
+  Clock::time_point stormWindow = Clock::now();
+  std::size_t passesInWindow = 0;
+  bool stormLogged = false;
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_until(lock, std::min(nextFull, nextLiveness),
+                     [this] { return stopping_ || triggered_; });
+    if (stopping_) break;
+    auto now = Clock::now();
+    if (triggered_ || now >= nextFull) {
+      if (now - lastPass < options_.minPassGap) {
+        // Coalesce: whatever else changes meanwhile is seen by the pass after the gap.
+        wake_.wait_until(lock, lastPass + options_.minPassGap, [this] { return stopping_; });
+        if (stopping_) break;
+        now = Clock::now();
+      }
+      const bool byEvent = triggered_;
+      triggered_ = false;
+      if (now - stormWindow >= kStormWindow) {
+        stormWindow = now;
+        passesInWindow = 0;
+        stormLogged = false;
+      }
+      if (byEvent && ++passesInWindow > kStormPasses && !stormLogged) {
+        log::event(Component::kTable, Level::kWarn, "table.repair_storm",
+                   {{"passes", passesInWindow},
+                    {"window_s", kStormWindow.count()},
+                    {"hint", "something keeps editing table ip/ip6 hostport; repairs are "
+                             "rate-limited"}});
+        stormLogged = true;
+      }
+      lock.unlock();
+      pass(false);
+      lock.lock();
+      lastPass = now;
+      nextFull = now + options_.period;
+    }
+    if (now >= nextLiveness) {
+      lock.unlock();
+      releaseVanished(now);
+      lock.lock();
+      nextLiveness = now + options_.livenessInterval;
+    }
+  }
+}
+
+}  // namespace hostport::agent::service

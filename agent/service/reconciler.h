@@ -1,0 +1,94 @@
+#pragma once
+// One loop that brings the kernel and the leases into agreement (agent mode, where the agent is
+// the one writer of table ip/ip6 hostport). A pass:
+//   1. checks the fixed layout of our tables and lays it out again when someone edited it
+//      (nft/kernel/layout_guard.h);
+//   2. reads every element of our maps and set over netlink and compares them with the leases:
+//      a lease's missing forwards are installed again (a flushed map, a deleted element or table,
+//      a crash between the journal write and the install); owner-tagged elements without a lease
+//      are removed (a DEL the agent never saw, a lease released while it was down). Elements whose
+//      comment is not our owner tag are someone else's and are never touched;
+//   3. releases leases whose sandbox is gone (netns_id.h) for longer than the grace: a pod deleted
+//      while the agent was down, whose DEL never came.
+// Passes run at start (before the socket serves), when trigger() is called (the table events of
+// nft/kernel/table_events.h: a repair in milliseconds), and every `period` as a backstop.
+// Liveness is checked more often (`livenessInterval`), as it only stats paths. A trigger storm
+// (someone flushing in a loop) is rate-limited to one pass per `minPassGap` and logged once.
+//
+// At start, before the first pass, the release spool is consumed: a DEL made while the agent
+// was down is never undone, even when the sandbox's netns still exists.
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "agent/service/agent_service.h"
+#include "agent/service/forward_writer.h"
+#include "agent/service/metrics.h"
+#include "nft/kernel/layout_guard.h"
+
+namespace hostport::agent::service {
+
+struct ReconcilerOptions {
+  std::chrono::milliseconds period{30'000};  // tableRepairSeconds: the backstop
+  std::chrono::milliseconds livenessInterval{2'000};
+  std::chrono::milliseconds vanishedGrace{10'000};  // a sandbox being torn down is left alone
+  std::chrono::milliseconds minPassGap{100};
+  std::filesystem::path releaseSpool;  // empty: none
+};
+
+/// What one pass found and did, for logs and tests.
+struct PassReport {
+  bool layoutRepaired = false;
+  std::size_t leasesRestored = 0;  // leases whose missing forwards were installed again
+  std::size_t straysRemoved = 0;   // owners whose elements had no lease
+  std::size_t released = 0;        // leases released because their sandbox was gone
+};
+
+class Reconciler {
+ public:
+  /// `guard` may be null (no layout check, for tests over a fake ruleset).
+  Reconciler(AgentService& service, ForwardWriter& writer,
+             std::unique_ptr<nft::kernel::LayoutGuard> guard, Metrics& metrics,
+             ReconcilerOptions options);
+  ~Reconciler();
+
+  /// Consumes the release spool, then runs one full pass; call before the socket serves.
+  /// Errors of either are logged, never fatal: the agent can grant ports without them.
+  void startUp();
+  /// Starts the loop on its own thread.
+  void run();
+  /// Asks for a full pass soon (coalesced; rate-limited).
+  void trigger();
+  void stop();
+
+  /// One full pass now, on the calling thread. `releaseVanished`: judge liveness too.
+  PassReport pass(bool releaseVanished = true);
+
+ private:
+  void consumeReleaseSpool();
+  bool repairLayout();
+  void reconcileElements(PassReport& report);
+  std::size_t releaseVanished(std::chrono::steady_clock::time_point now);
+  void loop();
+
+  AgentService& service_;
+  ForwardWriter& writer_;
+  std::unique_ptr<nft::kernel::LayoutGuard> guard_;
+  Metrics& metrics_;
+  ReconcilerOptions options_;
+  /// Keys whose netns was first seen gone, and when.
+  std::map<AttachmentKey, std::chrono::steady_clock::time_point> goneSince_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool triggered_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace hostport::agent::service

@@ -1,0 +1,177 @@
+// The agent owns the truth: with a real hostport-agent and the real plugin on a simulated node,
+// the reconciler heals what someone broke (a flushed map, a deleted element or table), removes
+// owner-tagged elements without a lease, releases leases whose sandbox is gone, and never lays
+// out again the forwards of a DEL made while it was down.
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "tests/netns/agent_plugin_fixture.h"
+
+namespace hostport::test {
+namespace {
+
+using ::testing::Contains;
+using ::testing::Eq;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+using Clock = std::chrono::steady_clock;
+
+/// True once `done` holds, checked every 20 ms until `deadline` from now.
+bool within(std::chrono::milliseconds deadline, const std::function<bool()>& done) {
+  const auto until = Clock::now() + deadline;
+  while (!done()) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+class AgentReconcileTest : public AgentPluginTest {
+ protected:
+  struct Served {
+    Pod* pod = nullptr;
+    uint16_t port = 0;  // 0: the pod could not be set up (a failure is recorded)
+    std::unique_ptr<Server> server;
+  };
+  /// A pod ADDed through the agent with one dynamic TCP port, answering on it.
+  Served servedPod(const std::string& label) {
+    Served served;
+    served.pod = addAgentPod(label, "web=8080");
+    if (served.pod == nullptr) return served;
+    served.server = serve(*served.pod, Transport::kTcp, 8080);
+    if (served.server == nullptr) return served;
+    served.port = grantedPort(*served.pod, "web", agent::PortProtocol::kTcp);
+    EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, served.port), RepliesFrom(label + " tcp"));
+    return served;
+  }
+
+  /// True once outside's connection to the node's `port` is answered by `label`.
+  bool answersWithin(std::chrono::milliseconds deadline, uint16_t port, const std::string& label) {
+    return within(deadline, [&] {
+      auto reply = tcpRequest(outside(), kNodeIpV4, port);
+      return reply && reply->id == label + " tcp";
+    });
+  }
+
+  void nft(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"nft"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ASSERT_OK(nodeNetns().exec(argv));
+  }
+};
+
+// The table's change events make a repair take milliseconds; the periodic pass (default 30 s)
+// is only the backstop.
+TEST_F(AgentReconcileTest, AFlushedMapADeletedElementAndADeletedTableAreRepairedWithinASecond) {
+  ASSERT_NO_FATAL_FAILURE(startAgent());
+  const Served a = servedPod("pod-a");
+  const Served b = servedPod("pod-b");
+  ASSERT_TRUE(a.port != 0 && b.port != 0);
+  const uint16_t portA = a.port;
+  const uint16_t portB = b.port;
+
+  ASSERT_NO_FATAL_FAILURE(nft({"flush", "map", "ip", "hostport", "ports"}));
+  EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portA, "pod-a")) << "flushed map";
+  EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portB, "pod-b")) << "flushed map";
+
+  ASSERT_NO_FATAL_FAILURE(nft({"delete", "element", "ip", "hostport", "ports",
+                               "{ tcp . " + std::to_string(portA) + " }"}));
+  EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portA, "pod-a")) << "deleted element";
+
+  ASSERT_NO_FATAL_FAILURE(nft({"delete", "table", "ip", "hostport"}));
+  EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portA, "pod-a")) << "deleted table";
+  EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portB, "pod-b")) << "deleted table";
+  EXPECT_THAT(agent_->log(), HasSubstr("table.restored"));
+}
+
+TEST_F(AgentReconcileTest, AStrayElementWithOurOwnerTagGoesAndForeignOnesStay) {
+  ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--table-repair-interval", "1"}));
+  const Served a = servedPod("pod-a");
+  ASSERT_NE(a.port, 0);
+  const uint16_t port = a.port;
+  const std::string stray = "deadbeef/eth0";
+  ASSERT_NO_FATAL_FAILURE(nft({"add", "element", "ip", "hostport", "ports",
+                               "{ tcp . 41019 comment \"" + stray + "\" : 10.99.0.9 . 80 }"}));
+  // Not our tag: someone else's element in our map, and someone else's table.
+  ASSERT_NO_FATAL_FAILURE(nft({"add", "element", "ip", "hostport", "ports",
+                               "{ tcp . 41018 comment \"not an owner\" : 10.99.0.8 . 80 }"}));
+  ASSERT_NO_FATAL_FAILURE(nft({"add", "table", "ip", "foreign"}));
+  ASSERT_NO_FATAL_FAILURE(nft({"add", "set", "ip", "foreign", "s", "{ type ipv4_addr; }"}));
+  ASSERT_NO_FATAL_FAILURE(nft({"add", "element", "ip", "foreign", "s", "{ 192.0.2.1 }"}));
+
+  EXPECT_TRUE(within(std::chrono::milliseconds(3000), [&] {
+    return ownedBy(entries(), stray).empty();
+  })) << agent_->describe();
+  EXPECT_THAT(ownedBy(entries(), "not an owner"), Not(IsEmpty()));
+  ASSERT_OK_AND_ASSIGN(const std::string foreign,
+                       nodeNetns().exec({"nft", "list", "set", "ip", "foreign", "s"}));
+  EXPECT_THAT(foreign, HasSubstr("192.0.2.1"));
+  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), RepliesFrom("pod-a tcp"));
+  EXPECT_THAT(agent_->log(), HasSubstr("table.stray_removed owner=" + stray));
+}
+
+// The DEL never comes (the kubelet lost it, the runtime crashed): the sandbox's netns is gone,
+// and after the grace the lease and its forwards go.
+TEST_F(AgentReconcileTest, ALeaseWhoseNetnsIsGoneIsReleasedAfterTheGrace) {
+  ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--vanished-grace", "2"}));
+  Served a = servedPod("pod-a");
+  ASSERT_NE(a.port, 0);
+  const std::string owner = a.pod->owner();
+  a.server.reset();
+  { Netns gone = std::move(a.pod->netns); }  // `ip netns del`, with no DEL
+
+  EXPECT_TRUE(within(std::chrono::seconds(15), [&] { return allLeases().empty(); }))
+      << agent_->describe();
+  EXPECT_THAT(ownedBy(entries(), owner), IsEmpty());
+  EXPECT_THAT(agent_->log(), HasSubstr("lease.vanished"));
+  EXPECT_THAT(agent_->log(), HasSubstr("via=vanished"));
+}
+
+// The agent is killed, the pod is deleted while it is down (DEL and netns), and the agent comes
+// back: the DEL's release note releases the lease, and the forward is not laid out again.
+TEST_F(AgentReconcileTest, APodDeletedWhileTheAgentWasDownStaysDeletedAfterItsRestart) {
+  ASSERT_NO_FATAL_FAILURE(startAgent());
+  Served a = servedPod("pod-a");
+  ASSERT_NE(a.port, 0);
+  const uint16_t port = a.port;
+  const std::string owner = a.pod->owner();
+
+  ASSERT_OK(agent_->kill(SIGKILL));
+  ASSERT_OK_AND_ASSIGN(auto deleted, node().delPlugin(*a.pod));
+  EXPECT_THAT(deleted, Succeeded());
+  EXPECT_THAT(deleted.err, HasSubstr("leaving a release note"));
+  EXPECT_THAT(ownedBy(entries(), owner), IsEmpty());
+  a.server.reset();
+  { Netns gone = std::move(a.pod->netns); }
+
+  ASSERT_OK(agent_->restart());
+  EXPECT_THAT(allLeases(), IsEmpty());
+  EXPECT_THAT(agent_->log(), HasSubstr("release_note.consumed notes=1 released=1"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_THAT(ownedBy(entries(), owner), IsEmpty()) << "resurrected";
+  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), IsUnreachable());
+}
+
+// The agent dies after the grant is durable but before its forwards are in the kernel (here: the
+// elements are removed while it is down, which leaves the kernel in that same state): at restart
+// the reconciler lays them out before the socket serves.
+TEST_F(AgentReconcileTest, AGrantWhoseForwardsNeverReachedTheKernelCarriesTrafficAfterRestart) {
+  ASSERT_NO_FATAL_FAILURE(startAgent());
+  const Served a = servedPod("pod-a");
+  ASSERT_NE(a.port, 0);
+  const uint16_t port = a.port;
+  ASSERT_OK(agent_->kill(SIGKILL));
+  ASSERT_NO_FATAL_FAILURE(nft({"flush", "map", "ip", "hostport", "ports"}));
+  ASSERT_THAT(tcpRequest(outside(), kNodeIpV4, port), IsUnreachable());
+
+  ASSERT_OK(agent_->restart());
+  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), RepliesFrom("pod-a tcp"));
+  EXPECT_THAT(agent_->log(), HasSubstr("table.restored"));
+}
+
+}  // namespace
+}  // namespace hostport::test
