@@ -1,6 +1,7 @@
 #include "netlink/socket.h"
 
 #include <linux/netlink.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -159,6 +160,58 @@ Result<NetlinkSocket> NetlinkSocket::open(int bus, std::chrono::milliseconds tim
   mnl_socket_setsockopt(socket.get(), NETLINK_CAP_ACK, &on, sizeof(on));
   const uint32_t portId = mnl_socket_get_portid(socket.get());
   return NetlinkSocket(std::move(socket), portId);
+}
+
+Result<void> NetlinkSocket::joinGroup(unsigned group) {
+  if (mnl_socket_setsockopt(socket_.get(), NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0) {
+    return failSystem(ErrorCode::kKernel,
+                      "cannot join netlink multicast group " + std::to_string(group), errno);
+  }
+  return {};
+}
+
+Result<void> NetlinkSocket::setReceiveBuffer(int bytes) {
+  if (setsockopt(fd(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) == 0) return {};
+  // Unprivileged: the kernel caps SO_RCVBUF at net.core.rmem_max, which is still the best we get.
+  if (setsockopt(fd(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes)) == 0) return {};
+  return failSystem(ErrorCode::kKernel, "cannot set netlink receive buffer", errno);
+}
+
+Result<std::optional<Bytes>> NetlinkSocket::receive(std::span<std::byte> buffer,
+                                                    std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    pollfd ready{fd(), POLLIN, 0};
+    const int polled = ::poll(&ready, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (polled < 0 && errno != EINTR) {
+      return failSystem(ErrorCode::kKernel, "cannot wait for netlink messages", errno);
+    }
+    if (polled <= 0) {
+      if (Clock::now() >= deadline) return std::nullopt;
+      continue;  // EINTR
+    }
+    sockaddr_nl from{};
+    iovec io{buffer.data(), buffer.size()};
+    msghdr header{};
+    header.msg_name = &from;
+    header.msg_namelen = sizeof(from);
+    header.msg_iov = &io;
+    header.msg_iovlen = 1;
+    const ssize_t received = ::recvmsg(fd(), &header, MSG_DONTWAIT);
+    if (received < 0) {
+      const int error = errno;
+      if (error == EAGAIN || error == EWOULDBLOCK || error == EINTR) continue;
+      return failSystem(ErrorCode::kKernel, "cannot receive netlink message", error);
+    }
+    if (header.msg_flags & MSG_TRUNC) {
+      return failSystem(ErrorCode::kKernel, "netlink message larger than the receive buffer",
+                        ENOSPC);
+    }
+    if (from.nl_pid != 0) continue;  // not the kernel's
+    return Bytes(buffer).first(static_cast<size_t>(received));
+  }
 }
 
 Result<void> NetlinkSocket::request(std::span<std::byte> message, std::string_view what,

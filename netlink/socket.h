@@ -25,6 +25,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,7 +74,26 @@ class NetlinkSocket {
   /// acknowledgements that precede an error mean nothing.
   Result<void> requestBatch(std::span<std::byte> messages, std::string_view what);
 
+  /// Joins multicast `group` of the bus (NETLINK_ADD_MEMBERSHIP): from now on the kernel's
+  /// notifications to that group arrive on this socket, to be read with receive().
+  Result<void> joinGroup(unsigned group);
+
+  /// Asks for a receive buffer of `bytes`, past the net.core.rmem_max limit when privileged
+  /// (SO_RCVBUFFORCE), so a burst of notifications fits before the kernel drops any.
+  Result<void> setReceiveBuffer(int bytes);
+
+  /// Waits up to `timeout` for the next datagram from the kernel and reads it into `buffer`;
+  /// nullopt when none came in time. For listeners, unlike request(): no failure poisons the
+  /// socket. ENOBUFS (the receive buffer overflowed, notifications were lost) is an error with
+  /// that cause, after which the socket goes on receiving. A datagram larger than `buffer` is an
+  /// error (ENOSPC); datagrams not sent by the kernel (a local process may unicast to any port id)
+  /// are dropped.
+  Result<std::optional<std::span<const std::byte>>> receive(std::span<std::byte> buffer,
+                                                            std::chrono::milliseconds timeout);
+
   uint32_t portId() const { return portId_; }
+  /// For poll()ing alongside other descriptors; the socket keeps ownership.
+  int fd() const { return mnl_socket_get_fd(socket_.get()); }
 
  private:
   NetlinkSocket(MnlSocketPtr socket, uint32_t portId)
