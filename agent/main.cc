@@ -77,8 +77,14 @@ Result<std::unique_ptr<Reconciler>> startReconciler(const AgentConfig& config,
   auto reconciler = std::make_unique<Reconciler>(
       service, writer, std::make_unique<nft::kernel::LayoutGuard>(std::move(guardRuleset)), metrics,
       std::move(options));
+  // Subscribed before the first pass, so nothing changed during it goes unseen.
+  auto events = nft::kernel::TableEvents::open();
+  if (!events) {
+    log::event(log::Component::kTable, log::Level::kWarn, "table.events_unavailable",
+               {{"cause", events.error().message}, {"fallback", "the periodic pass"}});
+  }
   reconciler->startUp();
-  reconciler->run();
+  reconciler->run(events ? std::optional(std::move(*events)) : std::nullopt);
   return reconciler;
 }
 

@@ -4,10 +4,10 @@
 #include <unordered_map>
 
 #include "agent/api/node_files.h"
-#include "common/atomic_file.h"
 #include "agent/forwards/lease_forwards.h"
 #include "agent/log/event_log.h"
 #include "agent/service/netns_id.h"
+#include "common/atomic_file.h"
 
 namespace hostport::agent::service {
 namespace {
@@ -60,7 +60,30 @@ Reconciler::~Reconciler() { stop(); }
 
 void Reconciler::startUp() { pass(true); }
 
-void Reconciler::run() { thread_ = std::thread([this] { loop(); }); }
+void Reconciler::run(std::optional<nft::kernel::TableEvents> events) {
+  thread_ = std::thread([this] { loop(); });
+  if (!events) return;
+  events_ = std::move(events);
+  watching_ = true;
+  eventsThread_ = std::thread([this] { watchEvents(); });
+}
+
+void Reconciler::watchEvents() {
+  // Short waits, so stop() is never kept waiting long.
+  constexpr std::chrono::milliseconds kPoll{200};
+  while (watching_) {
+    auto change = events_->wait(kPoll);
+    if (!change) {
+      log::event(Component::kTable, Level::kError, "table.events_failed",
+                 {{"cause", change.error().message}, {"fallback", "the periodic pass"}});
+      return;
+    }
+    if (!change->changed) continue;
+    log::event(Component::kTable, Level::kInfo, "table.changed",
+               {{"first", change->firstChange}, {"overflowed", change->overflowed}});
+    trigger();
+  }
+}
 
 void Reconciler::trigger() {
   {
@@ -71,6 +94,8 @@ void Reconciler::trigger() {
 }
 
 void Reconciler::stop() {
+  watching_ = false;
+  if (eventsThread_.joinable()) eventsThread_.join();
   {
     std::lock_guard guard(mutex_);
     stopping_ = true;
@@ -124,10 +149,9 @@ void Reconciler::consumeReleaseSpool() {
   }
   std::promise<Result<std::vector<Lease>>> promise;
   auto future = promise.get_future();
-  service_.releaseKeys(keys, AgentService::ReleaseVia::kReleaseNote,
-                       [&promise](Result<std::vector<Lease>> released) {
-                         promise.set_value(std::move(released));
-                       });
+  service_.releaseKeys(
+      keys, AgentService::ReleaseVia::kReleaseNote,
+      [&promise](Result<std::vector<Lease>> released) { promise.set_value(std::move(released)); });
   const auto released = future.get();
   if (!released) {
     log::event(Component::kAlloc, Level::kError, "release_note.failed",
@@ -302,8 +326,9 @@ void Reconciler::loop() {
         log::event(Component::kTable, Level::kWarn, "table.repair_storm",
                    {{"passes", passesInWindow},
                     {"window_s", kStormWindow.count()},
-                    {"hint", "something keeps editing table ip/ip6 hostport; repairs are "
-                             "rate-limited"}});
+                    {"hint",
+                     "something keeps editing table ip/ip6 hostport; repairs are "
+                     "rate-limited"}});
         stormLogged = true;
       }
       lock.unlock();

@@ -10,26 +10,30 @@
 //      comment is not our owner tag are someone else's and are never touched;
 //   3. releases leases whose sandbox is gone (netns_id.h) for longer than the grace: a pod deleted
 //      while the agent was down, whose DEL never came.
-// Passes run at start (before the socket serves), when trigger() is called (the table events of
-// nft/kernel/table_events.h: a repair in milliseconds), and every `period` as a backstop.
+// Passes run at start (before the socket serves), when someone else changes our tables (the
+// events of nft/kernel/table_events.h, or trigger(): a repair in milliseconds), and every
+// `period` as a backstop.
 // Liveness is checked more often (`livenessInterval`), as it only stats paths. A trigger storm
 // (someone flushing in a loop) is rate-limited to one pass per `minPassGap` and logged once.
 //
 // At start, before the first pass, the release spool is consumed: a DEL made while the agent
 // was down is never undone, even when the sandbox's netns still exists.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "agent/service/agent_service.h"
 #include "agent/service/forward_writer.h"
 #include "agent/service/metrics.h"
 #include "nft/kernel/layout_guard.h"
+#include "nft/kernel/table_events.h"
 
 namespace hostport::agent::service {
 
@@ -60,8 +64,9 @@ class Reconciler {
   /// Consumes the release spool, then runs one full pass; call before the socket serves.
   /// Errors of either are logged, never fatal: the agent can grant ports without them.
   void startUp();
-  /// Starts the loop on its own thread.
-  void run();
+  /// Starts the loop on its own thread and, with `events`, a second thread that triggers a pass
+  /// as soon as someone else changes our tables.
+  void run(std::optional<nft::kernel::TableEvents> events = std::nullopt);
   /// Asks for a full pass soon (coalesced; rate-limited).
   void trigger();
   void stop();
@@ -75,6 +80,7 @@ class Reconciler {
   void reconcileElements(PassReport& report);
   std::size_t releaseVanished(std::chrono::steady_clock::time_point now);
   void loop();
+  void watchEvents();
 
   AgentService& service_;
   ForwardWriter& writer_;
@@ -89,6 +95,9 @@ class Reconciler {
   bool triggered_ = false;
   bool stopping_ = false;
   std::thread thread_;
+  std::optional<nft::kernel::TableEvents> events_;
+  std::atomic<bool> watching_{false};
+  std::thread eventsThread_;
 };
 
 }  // namespace hostport::agent::service

@@ -78,8 +78,8 @@ TEST_F(AgentReconcileTest, AFlushedMapADeletedElementAndADeletedTableAreRepaired
   EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portA, "pod-a")) << "flushed map";
   EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portB, "pod-b")) << "flushed map";
 
-  ASSERT_NO_FATAL_FAILURE(nft({"delete", "element", "ip", "hostport", "ports",
-                               "{ tcp . " + std::to_string(portA) + " }"}));
+  ASSERT_NO_FATAL_FAILURE(nft(
+      {"delete", "element", "ip", "hostport", "ports", "{ tcp . " + std::to_string(portA) + " }"}));
   EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portA, "pod-a")) << "deleted element";
 
   ASSERT_NO_FATAL_FAILURE(nft({"delete", "table", "ip", "hostport"}));
