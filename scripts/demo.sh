@@ -501,6 +501,21 @@ traffic() {
   done
 }
 
+healing() {
+  section "the agent heals a flushed table"
+  why "The agent is the one writer of table ip hostport and its leases are the truth: when"
+  why "someone flushes the map, it notices at once (nftables change events) and lays the"
+  why "forwards out again from the leases. Here we flush it by hand."
+  show ip netns exec "$NODE_NS" nft flush map ip hostport ports
+  local pod port
+  for pod in "${PODS[@]}"; do
+    port="${HOST_PORT[$pod]}"
+    fetch outside "$OUTSIDE_NS" "http://$NODE_IP:$port/" "$pod"
+  done
+  say "  what the agent logged:"
+  grep -E 'table\.changed|table\.restored|table\.reconciled' "$WORK/agent.log" | indent
+}
+
 delete_pods() {
   section "deleting the pods"
   why "As a runtime does: the chain in reverse for each pod (hostport DEL, then bridge DEL),"
@@ -548,6 +563,7 @@ summary() {
   done
   say ""
   say "  pod-d's claim of 8080 was refused (CNI error 101)."
+  say "  After a flushed map, every pod answered again: the agent restored its forwards."
   say "  Each pod was reached on node IP, 127.0.0.1 and from outside: $((3 * ${#PODS[@]})) requests,"
   say "  $FAILURES failed. Next: docs/design.md for the design, 'sudo scripts/test.sh' for the tests."
 }
@@ -582,6 +598,7 @@ main() {
   show_leases
   refused_pod
   traffic
+  healing
   delete_pods
   summary
   ((FAILURES == 0)) || exit 1

@@ -117,7 +117,7 @@ PassReport Reconciler::pass(bool releaseVanishedToo) {
   const bool repaired = report.layoutRepaired || report.leasesRestored > 0 ||
                         report.straysRemoved > 0 || report.released > 0;
   if (repaired || log::enabled(Component::kTable, Level::kDebug)) {
-    log::event(Component::kTable, repaired ? Level::kInfo : Level::kDebug, "reconcile.done",
+    log::event(Component::kTable, repaired ? Level::kInfo : Level::kDebug, "table.reconciled",
                {{"layout_repaired", report.layoutRepaired},
                 {"leases_restored", report.leasesRestored},
                 {"strays_removed", report.straysRemoved},
@@ -131,7 +131,7 @@ void Reconciler::consumeReleaseSpool() {
   if (options_.releaseSpool.empty()) return;
   auto notes = api::readReleaseNotes(options_.releaseSpool);
   if (!notes) {
-    log::event(Component::kAlloc, Level::kWarn, "release_note.unreadable",
+    log::event(Component::kAlloc, Level::kWarn, "alloc.release_note_unreadable",
                {{"spool", options_.releaseSpool.string()}, {"cause", notes.error().message}});
     return;
   }
@@ -143,7 +143,7 @@ void Reconciler::consumeReleaseSpool() {
       continue;
     }
     // A note nobody can read would be logged at every pass; it goes, loudly.
-    log::event(Component::kAlloc, Level::kError, "release_note.unreadable",
+    log::event(Component::kAlloc, Level::kError, "alloc.release_note_unreadable",
                {{"path", note.path.string()}, {"cause", note.key.error().message}});
     (void)removeFile(note.path);
   }
@@ -154,14 +154,14 @@ void Reconciler::consumeReleaseSpool() {
       [&promise](Result<std::vector<Lease>> released) { promise.set_value(std::move(released)); });
   const auto released = future.get();
   if (!released) {
-    log::event(Component::kAlloc, Level::kError, "release_note.failed",
+    log::event(Component::kAlloc, Level::kError, "alloc.release_notes_failed",
                {{"cause", released.error().message}});
     return;  // the notes stay for the next pass
   }
   for (const auto& note : *notes) {
     if (note.key) (void)removeFile(note.path);
   }
-  log::event(Component::kAlloc, Level::kInfo, "release_note.consumed",
+  log::event(Component::kAlloc, Level::kInfo, "alloc.release_notes_consumed",
              {{"notes", keys.size()}, {"released", released->size()}});
 }
 
@@ -274,7 +274,7 @@ std::size_t Reconciler::releaseVanished(Clock::time_point now) {
     const auto seen = goneSince_.find(lease.key);
     const auto since = seen == goneSince_.end() ? now : seen->second;
     if (now - since >= options_.vanishedGrace) {
-      log::event(Component::kAlloc, Level::kInfo, "lease.vanished",
+      log::event(Component::kAlloc, Level::kInfo, "alloc.vanished",
                  {keyField(lease.key), log::untrusted("netns", lease.netns)});
       due.push_back(lease.key);
     } else {
@@ -288,7 +288,7 @@ std::size_t Reconciler::releaseVanished(Clock::time_point now) {
   service_.releaseKeys(std::move(due), AgentService::ReleaseVia::kVanished,
                        [](Result<std::vector<Lease>> released) {
                          if (!released) {
-                           log::event(Component::kAlloc, Level::kError, "lease.vanished_failed",
+                           log::event(Component::kAlloc, Level::kError, "alloc.vanished_failed",
                                       {{"cause", released.error().message}});
                          }
                        });

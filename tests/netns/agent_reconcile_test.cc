@@ -127,7 +127,7 @@ TEST_F(AgentReconcileTest, ALeaseWhoseNetnsIsGoneIsReleasedAfterTheGrace) {
   EXPECT_TRUE(within(std::chrono::seconds(15), [&] { return allLeases().empty(); }))
       << agent_->describe();
   EXPECT_THAT(ownedBy(entries(), owner), IsEmpty());
-  EXPECT_THAT(agent_->log(), HasSubstr("lease.vanished"));
+  EXPECT_THAT(agent_->log(), HasSubstr("alloc.vanished"));
   EXPECT_THAT(agent_->log(), HasSubstr("via=vanished"));
 }
 
@@ -150,7 +150,7 @@ TEST_F(AgentReconcileTest, APodDeletedWhileTheAgentWasDownStaysDeletedAfterItsRe
 
   ASSERT_OK(agent_->restart());
   EXPECT_THAT(allLeases(), IsEmpty());
-  EXPECT_THAT(agent_->log(), HasSubstr("release_note.consumed notes=1 released=1"));
+  EXPECT_THAT(agent_->log(), HasSubstr("alloc.release_notes_consumed notes=1 released=1"));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_THAT(ownedBy(entries(), owner), IsEmpty()) << "resurrected";
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), IsUnreachable());
