@@ -121,7 +121,7 @@ TEST(JsonCodecTest, NamesTheFieldOfEveryForwardingError) {
         json::parse(std::string(R"({"containerId": "c1", "ifname": "eth0", "forwarding": )") +
                     forwarding + "}")));
   };
-  EXPECT_EQ(errorOfForwarding("[]"), "forwarding: [] must be a JSON object");
+  EXPECT_EQ(errorOfForwarding("[]"), "forwarding: [...] must be a JSON object");
   EXPECT_EQ(errorOfForwarding(R"({"network": "-x"})"),
             "forwarding.network: \"-x\" must be 1-253 characters of [A-Za-z0-9_.-], starting "
             "alphanumeric");
