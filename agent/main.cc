@@ -78,7 +78,10 @@ Result<int> run(const AgentConfig& config) {
 
   Metrics metrics;
   AgentService service(std::move(recovered.allocator), *recovered.store, std::move(*probes),
-                       metrics, ServiceOptions{config.compactAfterJournalBytes});
+                       metrics,
+                       ServiceOptions{.compactAfterJournalBytes = config.compactAfterJournalBytes,
+                                      .emptyGcMaxLeases = config.emptyGcMaxLeases,
+                                      .allowEmptyGc = config.allowEmptyGc});
   std::atomic<bool> ready{false};
   Router router;
   registerApiHandlers(router, service, metrics, ready);
@@ -131,6 +134,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 86400));
   app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
                "leave net.ipv4.ip_local_reserved_ports alone");
+  app.add_flag("--allow-empty-gc", flags.allowEmptyGc,
+               "let a CNI GC with an empty list of valid attachments release every lease of its "
+               "network (refused by default while the network holds more than emptyGcMaxLeases "
+               "leases: a runtime that lost its state must not wipe the node)");
   CLI11_PARSE(app, argc, argv);
 
   log::configure(flagLogOptions(flags));

@@ -28,6 +28,10 @@ struct AgentConfig {
   /// How often the agent checks the fixed layout of table ip/ip6 hostport and repairs it; 0:
   /// never touch nftables (another agent or nothing keeps the layout).
   uint32_t tableRepairSeconds = kDefaultTableRepairSeconds;
+  /// CNI GC with an empty valid list: refused while the network holds more leases than
+  /// emptyGcMaxLeases, unless allowEmptyGc (agent_service.h).
+  bool allowEmptyGc = false;
+  uint64_t emptyGcMaxLeases = 0;
   std::vector<core::PoolSpec> pools;  // always holds "default" once resolved
 };
 
@@ -42,6 +46,7 @@ struct CommandLine {
   std::string logFormat;
   bool noReservedPorts = false;
   std::optional<uint32_t> tableRepairSeconds;
+  bool allowEmptyGc = false;  // --allow-empty-gc; false leaves the file's value
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors
