@@ -29,9 +29,9 @@ Result<T> decodeFile(const std::filesystem::path& path, const std::string& text,
 
 Result<std::string> nodeFileName(const AttachmentKey& key) {
   if (!isContainerId(key.containerId) || !isIfname(key.ifname)) {
-    return fail(ErrorCode::kInvalidArgument,
-                "attachment " + key.str() + " cannot name a file: its container ID or ifname "
-                                            "breaks the CNI grammar");
+    return fail(ErrorCode::kInvalidArgument, "attachment " + key.str() +
+                                                 " cannot name a file: its container ID or ifname "
+                                                 "breaks the CNI grammar");
   }
   return key.containerId + ":" + key.ifname;
 }
@@ -81,8 +81,8 @@ Result<std::vector<ReleaseNote>> readReleaseNotes(const std::filesystem::path& s
                                           : std::unexpected(text.error())});
       continue;
     }
-    notes.push_back({entry.path(), decodeFile<AttachmentKey>(entry.path(), **text,
-                                                             attachmentKeyFromJson)});
+    notes.push_back(
+        {entry.path(), decodeFile<AttachmentKey>(entry.path(), **text, attachmentKeyFromJson)});
   }
   std::ranges::sort(notes, {}, &ReleaseNote::path);
   return notes;
