@@ -56,14 +56,14 @@ TEST(AttachmentPlanTest, WarnsAndSkipsWhenTheContainerLacksTheFamily) {
 }
 
 TEST(AttachmentPlanTest, WarnsWithTheHostEndpointAsPeopleWriteIt) {
-  ContainerAddresses v6Only{std::nullopt, *IpPrefix::parse("fd00:88::5/64")};
-  auto plan = planAttachment("o/eth0", {mapping(53, 5353, Protocol::kUdp, "192.0.2.1")}, v6Only,
-                             PluginConfig{});
+  PodTarget v6Only;
+  v6Only.v6 = *IpPrefix::parse("fd00:88::5/64");
+  auto plan = planAttachment("o/eth0", {mapping(53, 5353, Protocol::kUdp, "192.0.2.1")}, v6Only);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->warnings, std::vector<std::string>{"skipping port mapping udp 192.0.2.1:53 -> "
                                                      "5353: the container has no address of its "
                                                      "family"});
-  plan = planAttachment("o/eth0", {mapping(8080, 80)}, ContainerAddresses{}, PluginConfig{});
+  plan = planAttachment("o/eth0", {mapping(8080, 80)}, PodTarget{});
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->warnings, std::vector<std::string>{"skipping port mapping tcp *:8080 -> 80: the "
                                                      "container has no address of its family"});
