@@ -363,13 +363,13 @@ void AgentService::collectGarbage(const std::string& network, const std::set<Att
                   std::to_string(onNetwork) +
                   " of its leases: refused, as a runtime that lost its state must not wipe the "
                   "node (hostport-agent --allow-empty-gc, or emptyGcMaxLeases, allows it)"));
-    log::event(Component::kAlloc, Level::kWarn, "gc.refused",
+    log::event(Component::kAlloc, Level::kWarn, "alloc.gc_refused",
                {networkField, {"valid", 0}, {"leases", onNetwork}});
     return;
   }
   if (keys.empty()) {  // answered here: releaseMany() would call back with its lock held
     done(std::vector<Lease>{});
-    log::event(Component::kAlloc, Level::kInfo, "gc.done",
+    log::event(Component::kAlloc, Level::kInfo, "alloc.gc",
                {networkField, {"valid", valid.size()}, {"released", 0}});
     return;
   }
@@ -381,11 +381,11 @@ void AgentService::collectGarbage(const std::string& network, const std::set<Att
                 const std::size_t count = released ? released->size() : 0;
                 done(std::move(released));
                 if (error) {
-                  log::event(Component::kAlloc, Level::kWarn, "gc.failed",
+                  log::event(Component::kAlloc, Level::kWarn, "alloc.gc_failed",
                              {networkField, {"valid", validCount}, {"cause", error->message}});
                   return;
                 }
-                log::event(Component::kAlloc, Level::kInfo, "gc.done",
+                log::event(Component::kAlloc, Level::kInfo, "alloc.gc",
                            {networkField, {"valid", validCount}, {"released", count}});
               });
 }

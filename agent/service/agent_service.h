@@ -52,7 +52,7 @@ class AgentService {
   /// CNI GC of one network: releases the leases whose forwarding names `network` and whose key is
   /// not in `valid`. Leases of other networks, or without a forwarding record, are untouched. An
   /// empty `valid` is kInvalidArgument while the network holds more than emptyGcMaxLeases leases,
-  /// unless allowEmptyGc. Logs gc.done or gc.refused.
+  /// unless allowEmptyGc. Logs alloc.gc or alloc.gc_refused.
   void collectGarbage(const std::string& network, const std::set<AttachmentKey>& valid,
                       std::function<void(Result<std::vector<Lease>>)> done);
 

@@ -134,7 +134,7 @@ TEST_F(AgentGcStatusTest, GcReleasesExactlyTheLeasesOfItsNetworkMissingFromTheLi
   EXPECT_EQ(collected.out, "");
   EXPECT_EQ(leaseKeys(),
             (std::set<std::string>{"keep1/eth0", "keep2/eth0", "other1/eth0", "older1/eth0"}));
-  const std::string done = "gc.done network=" + network_ + " valid=3 released=2";
+  const std::string done = "alloc.gc network=" + network_ + " valid=3 released=2";
   EXPECT_THAT(logOnceItHolds(done), HasSubstr(done));
 
   // Again: nothing left to collect.
@@ -154,7 +154,7 @@ TEST_F(AgentGcStatusTest, GcWithAnEmptyListIsRefusedWhileTheNetworkHoldsLeases) 
   EXPECT_THAT(error.msg, HasSubstr("would release all 2 of its leases"));
   EXPECT_THAT(error.msg, HasSubstr("--allow-empty-gc"));
   EXPECT_EQ(leaseKeys(), (std::set<std::string>{"pod1/eth0", "pod2/eth0"}));
-  const std::string refusal = "gc.refused network=" + network_ + " valid=0 leases=2";
+  const std::string refusal = "alloc.gc_refused network=" + network_ + " valid=0 leases=2";
   EXPECT_THAT(logOnceItHolds(refusal), HasSubstr(refusal));
 }
 

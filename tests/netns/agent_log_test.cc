@@ -118,7 +118,7 @@ TEST_F(AgentLogTest, EveryLineOfAJsonLogParsesAndNamesItsEvent) {
 
   for (const char* event : {"store.recovered", "server.listening", "agent.pool", "agent.serving",
                             "alloc.granted", "alloc.conflict", "alloc.exhausted", "alloc.released",
-                            "gc.done", "server.request", "agent.stopping", "agent.exiting"}) {
+                            "alloc.gc", "server.request", "agent.stopping", "agent.exiting"}) {
     EXPECT_TRUE(events.contains(event)) << event << " missing from:\n" << agent->runLog();
   }
   EXPECT_EQ(events["alloc.granted"].size(), 3u);

@@ -604,13 +604,14 @@ TEST_F(AgentServiceLogTest, LogsEachGcWithItsNetworkAndCounts) {
   ASSERT_TRUE(agent.allocate(onNetwork(request("c2", "ns", "web-1"), "kube")));
   ASSERT_FALSE(agent.collectGarbage("kube", {}));
   ASSERT_TRUE(agent.collectGarbage("kube", {{"c2", "eth0"}, {"c9", "eth0"}}));
-  EXPECT_THAT(log_.eventsOnce("gc.done", 1),
-              ElementsAre("gc.done network=kube valid=2 released=1"));
+  EXPECT_THAT(log_.eventsOnce("alloc.gc", 1),
+              ElementsAre("alloc.gc network=kube valid=2 released=1"));
   ASSERT_TRUE(agent.collectGarbage("kube", {{"c2", "eth0"}}));
-  EXPECT_THAT(log_.eventsOnce("gc.done", 2),
-              ElementsAre("gc.done network=kube valid=2 released=1",
-                          "gc.done network=kube valid=1 released=0"));
-  EXPECT_THAT(log_.events("gc.refused"), ElementsAre("gc.refused network=kube valid=0 leases=2"));
+  EXPECT_THAT(log_.eventsOnce("alloc.gc", 2),
+              ElementsAre("alloc.gc network=kube valid=2 released=1",
+                          "alloc.gc network=kube valid=1 released=0"));
+  EXPECT_THAT(log_.events("alloc.gc_refused"),
+              ElementsAre("alloc.gc_refused network=kube valid=0 leases=2"));
 }
 
 TEST_F(AgentServiceLogTest, LogsAConflictWithTheHostProcessHoldingThePort) {
