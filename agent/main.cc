@@ -112,7 +112,11 @@ Result<int> run(const AgentConfig& config) {
   auto writer = openForwardWriter();
   if (!writer) return withContext(writer.error(), "cannot open table ip/ip6 hostport");
   AgentService service(std::move(recovered.allocator), *recovered.store, std::move(*probes),
-                       metrics, ServiceOptions{config.compactAfterJournalBytes, writer->get()});
+                       metrics,
+                       ServiceOptions{.compactAfterJournalBytes = config.compactAfterJournalBytes,
+                                      .writer = writer->get(),
+                                      .emptyGcMaxLeases = config.emptyGcMaxLeases,
+                                      .allowEmptyGc = config.allowEmptyGc});
   // Before the socket serves: release notes first, then the table brought to the leases.
   std::unique_ptr<Reconciler> reconciler;
   if (config.tableRepairSeconds > 0) {
@@ -179,6 +183,10 @@ int main(int argc, char** argv) {
                      std::string(api::kDefaultReleaseSpool) + ")");
   app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
                "leave net.ipv4.ip_local_reserved_ports alone");
+  app.add_flag("--allow-empty-gc", flags.allowEmptyGc,
+               "let a CNI GC with an empty list of valid attachments release every lease of its "
+               "network (refused by default while the network holds more than emptyGcMaxLeases "
+               "leases: a runtime that lost its state must not wipe the node)");
   CLI11_PARSE(app, argc, argv);
 
   log::configure(flagLogOptions(flags));

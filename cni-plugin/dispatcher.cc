@@ -1,5 +1,6 @@
 #include "cni-plugin/dispatcher.h"
 
+#include <chrono>
 #include <ostream>
 
 #include "agent/api/node_files.h"
@@ -10,6 +11,8 @@
 #include "cni-plugin/cni_version.h"
 #include "cni-plugin/plugin_config.h"
 #include "cni-plugin/prev_result.h"
+#include "common/identifiers.h"
+#include "common/json_fields.h"
 #include "nft/attachment_plan.h"
 #include "nft/table_state.h"
 
@@ -49,6 +52,7 @@ class Invocation {
   Result<void> del(const Result<PluginConfig>& config);
   Result<void> check(const PluginConfig& config);
   Result<void> status(const PluginConfig& config);
+  Result<void> gc(const PluginConfig& config);
 
  private:
   struct Attachment {
@@ -312,9 +316,32 @@ Result<void> Invocation::check(const PluginConfig& config) {
   return firstDifference(nft::diff(planned.rules, installed), target.owner);
 }
 
+/// GC and STATUS name no attachment: their lines carry the verb alone.
+void verbLog(const PluginIo& io, std::string_view verb, const std::string& message) {
+  io.err << "hostport " + std::string(verb) + ": " + message + "\n";
+}
+
 Result<void> Invocation::status(const PluginConfig& config) {
   if (config.agentSocket.empty()) return {};
-  return authority(config).ready();
+  return judgeAgentStatus(authority(config).ready(), config.stateDir,
+                          std::chrono::seconds(config.statusGraceSeconds), backends_.clock(),
+                          [this](const std::string& message) { verbLog(io_, "STATUS", message); });
+}
+
+Result<void> Invocation::gc(const PluginConfig& config) {
+  HOSTPORT_TRY(const auto valid, parseValidAttachments(config));
+  // Standalone, the table's elements name their attachment but not their network, so GC of one
+  // network cannot tell its own from another's; libcni runs DEL for every cached attachment
+  // missing from the list before GC anyway.
+  if (config.agentSocket.empty()) return {};
+  if (const Problem problem = networkNameProblem(config.name)) {
+    return invalidValue("name", nlohmann::json(config.name), *problem);
+  }
+  HOSTPORT_TRY(const auto released, authority(config).collectGarbage(config.name, valid));
+  verbLog(io_, "GC",
+          "network " + config.name + ": " + std::to_string(valid.size()) +
+              " valid attachment(s), released " + std::to_string(released.size()) + " lease(s)");
+  return {};
 }
 
 std::string versionOf(const Result<PluginConfig>& config) {
@@ -384,7 +411,9 @@ int runPlugin(const PluginIo& io, const PluginBackends& backends) {
       done = invocation.status(*config);
       if (!done) done.error().message = "hostport-agent is not ready: " + done.error().message;
       break;
-    case Verb::kGc:  // leases of vanished sandboxes go through the agent's reconciler
+    case Verb::kGc:
+      done = invocation.gc(*config);
+      break;
     case Verb::kDel:
     case Verb::kVersion:
       break;

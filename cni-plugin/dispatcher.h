@@ -7,6 +7,7 @@
 #include <memory>
 #include <string_view>
 
+#include "cni-plugin/agent_status.h"
 #include "cni-plugin/port_authority.h"
 #include "common/error.h"
 #include "hostnet/host_network.h"
@@ -26,6 +27,8 @@ struct PluginBackends {
   std::function<Result<std::unique_ptr<nft::Ruleset>>()> ruleset;
   std::function<Result<std::unique_ptr<hostnet::HostNetwork>>()> hostNetwork;
   std::function<std::unique_ptr<PortAuthority>(const std::string& socketPath)> portAuthority;
+  /// STATUS's clock (agent_status.h); tests move it by hand.
+  std::function<BootInstant()> clock = bootClockNow;
 };
 
 /// Runs one invocation and returns the process exit code.

@@ -1,11 +1,15 @@
 #include "cni-plugin/plugin_config.h"
 
+#include <array>
 #include <map>
+#include <set>
 
+#include "agent/api/json_codec.h"
 #include "agent/api/node_files.h"
 #include "agent/api/routes.h"
 #include "common/ascii.h"
 #include "common/bounded_json.h"
+#include "common/identifiers.h"
 #include "common/json_fields.h"
 
 // Everything on stdin is input from the runtime and, through portMappings and annotations, from
@@ -137,11 +141,41 @@ Result<void> parseOptions(const json& document, PluginConfig& config) {
   // Absent means the agent at its usual place; only an explicit "" runs without one.
   HOSTPORT_TRY(config.agentSocket,
                readString(option("agentSocket"), agent::api::kDefaultAgentSocket));
+  HOSTPORT_TRY(const uint64_t grace,
+               readInteger(option("statusGraceSeconds"), 0, 86400, kDefaultStatusGraceSeconds));
+  config.statusGraceSeconds = static_cast<uint32_t>(grace);
   HOSTPORT_TRY(config.stateDir, readString(option("stateDir"), agent::api::kDefaultRecordDir));
+  // The netns grammar is the one for any absolute path we open: printable, bounded.
+  if (const Problem problem = netnsPathProblem(config.stateDir)) {
+    return invalidValue("stateDir", json(config.stateDir), *problem);
+  }
   HOSTPORT_TRY(config.releaseSpool,
                readString(option("releaseSpool"), agent::api::kDefaultReleaseSpool));
+  if (const Problem problem = netnsPathProblem(config.releaseSpool)) {
+    return invalidValue("releaseSpool", json(config.releaseSpool), *problem);
+  }
   return {};
 }
+
+/// One entry of a GC attachment list: {"containerID", "ifname"}, as libcni's GCAttachment.
+Result<agent::AttachmentKey> parseGcAttachment(const json& entry, const std::string& path) {
+  if (!entry.is_object()) return invalidValue(path, entry, "must be an object");
+  const auto read = [&](std::string_view key, Problem (*grammar)(std::string_view)) {
+    const JsonField field = jsonField(entry, path, key);
+    auto text = readString(field);
+    if (!text) return text;
+    if (const Problem problem = grammar(*text))
+      return Result<std::string>(invalidValue(field, *problem));
+    return text;
+  };
+  agent::AttachmentKey key;
+  HOSTPORT_TRY(key.containerId, read("containerID", containerIdProblem));
+  HOSTPORT_TRY(key.ifname, read("ifname", ifnameProblem));
+  return key;
+}
+
+constexpr std::array<std::string_view, 2> kGcAttachmentLists = {"cni.dev/valid-attachments",
+                                                                "cni.dev/attachments"};
 
 }  // namespace
 
@@ -153,6 +187,25 @@ Result<PluginConfig> parsePluginConfig(std::string_view text) {
   }
   config.raw = std::move(document);
   return config;
+}
+
+Result<std::vector<agent::AttachmentKey>> parseValidAttachments(const PluginConfig& config) {
+  std::set<agent::AttachmentKey> keys;  // both lists usually hold the same keys
+  for (const std::string_view list : kGcAttachmentLists) {
+    const JsonField field = jsonField(config.raw, "", list);
+    HOSTPORT_TRY(const json* entries, readArrayOrEmpty(field, agent::api::kMaxGcKeys));
+    for (size_t i = 0; i < entries->size(); ++i) {
+      HOSTPORT_TRY(agent::AttachmentKey key,
+                   parseGcAttachment((*entries)[i], elementPath(field.path, i)));
+      keys.insert(std::move(key));
+    }
+  }
+  if (keys.size() > agent::api::kMaxGcKeys) {
+    return fail(ErrorCode::kInvalidArgument, "GC attachment lists: " + std::to_string(keys.size()) +
+                                                 " distinct attachments exceed the limit of " +
+                                                 std::to_string(agent::api::kMaxGcKeys));
+  }
+  return std::vector<agent::AttachmentKey>(keys.begin(), keys.end());
 }
 
 }  // namespace hostport::cni

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/api/node_files.h"
+#include "agent/lease.h"
 #include "common/error.h"
 #include "common/ip_address.h"
 #include "common/protocol.h"
@@ -15,6 +17,8 @@
 #include "nft/forward.h"
 
 namespace hostport::cni {
+
+inline constexpr uint32_t kDefaultStatusGraceSeconds = 30;
 
 /// One entry of runtimeConfig.portMappings: absent, "" and unspecified hostIP addresses (0.0.0.0,
 /// ::) read as any.
@@ -34,23 +38,35 @@ struct PluginConfig {
   /// The agent's control socket (`agentSocket`): absent means agent::api::kDefaultAgentSocket, ""
   /// means standalone (static hostPorts only, no agent).
   std::string agentSocket;
-  /// Agent mode: where ADD keeps the agent's answer (attachment records, agent/api/node_files.h),
-  /// so that a DEL while the agent is down can remove the forwards by key.
-  std::string stateDir;
+  /// STATUS fails only once the agent has been unreachable for longer than this
+  /// (`statusGraceSeconds`, 0..86400); 0 fails at the first unreachable call (agent_status.h).
+  uint32_t statusGraceSeconds = kDefaultStatusGraceSeconds;
+  /// The plugin's small files on the node (`stateDir`, an absolute path): attachment records
+  /// (agent/api/node_files.h), so that a DEL while the agent is down can remove the forwards by
+  /// key, and STATUS's agent-unreachable-since record.
+  std::string stateDir = std::string(agent::api::kDefaultRecordDir);
   /// Agent mode: where a DEL made while the agent is down leaves its release note.
-  std::string releaseSpool;
+  std::string releaseSpool = std::string(agent::api::kDefaultReleaseSpool);
   nlohmann::json raw;  // the whole document, for GC's attachment lists and the like
 };
 
 /// Parses stdin without throwing. Errors name the field and the value:
 ///  - kDecode: not JSON, or not an object;
 ///  - kInvalidArgument: a missing or non-string cniVersion; a wrong type for snat/masqAll/
-///    conditionsV4/conditionsV6/agentSocket; bad conditions;
+///    conditionsV4/conditionsV6/agentSocket/stateDir; bad conditions; a stateDir that is not an
+///    absolute path; a statusGraceSeconds that is not an integer 0..86400;
 ///  - kInvalidArgument for portMappings: not an array (null counts as empty), an entry that is
 ///    not an object, hostPort/containerPort missing, not an integer or outside 1..65535,
 ///    an unknown protocol (default "tcp"), a hostIP that is not an IP address.
 /// portMappings keys are matched case-insensitively (containerd sends "HostPort").
 /// The version itself is not checked here: the dispatcher does that per verb.
 Result<PluginConfig> parsePluginConfig(std::string_view text);
+
+/// GC's valid attachments: the union of `cni.dev/valid-attachments` and `cni.dev/attachments`
+/// (libcni sends both, the second being the spec's earlier name; absent and null are empty), each
+/// entry {"containerID", "ifname"}. kInvalidArgument naming the entry's field and value for a
+/// list that is not an array or holds more than kMaxGcKeys entries, an entry that is not an
+/// object, or a key that breaks its grammar (common/identifiers.h).
+Result<std::vector<agent::AttachmentKey>> parseValidAttachments(const PluginConfig& config);
 
 }  // namespace hostport::cni

@@ -24,6 +24,10 @@ class AgentPortAuthority : public PortAuthority {
     HOSTPORT_TRY_VOID(client_.getText(agent::api::kReadyzPath));
     return {};
   }
+  Result<std::vector<agent::Lease>> collectGarbage(
+      const std::string& network, const std::vector<agent::AttachmentKey>& valid) override {
+    return client_.gc({network, valid});
+  }
 
  private:
   agent::api::AgentClient client_;

@@ -26,6 +26,9 @@ class PortAuthority {
   virtual Result<std::optional<agent::Lease>> release(const agent::AttachmentKey& key) = 0;
   /// Succeeds when the authority is ready to grant ports.
   virtual Result<void> ready() = 0;
+  /// CNI GC of `network`: releases its leases whose key is not in `valid`; returns them.
+  virtual Result<std::vector<agent::Lease>> collectGarbage(
+      const std::string& network, const std::vector<agent::AttachmentKey>& valid) = 0;
 };
 
 /// The agent at `socketPath`; every call has the client's deadline, and an unreachable agent is

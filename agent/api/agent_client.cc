@@ -119,9 +119,9 @@ Result<std::vector<Lease>> AgentClient::list(std::string_view namespaceName,
   return std::move(*leases);
 }
 
-Result<std::vector<Lease>> AgentClient::gc(const std::vector<AttachmentKey>& valid) const {
+Result<std::vector<Lease>> AgentClient::gc(const GcRequest& request) const {
   const std::string target(kGcPath);
-  HOSTPORT_TRY(const json body, call(HttpMethod::kPost, target, dumpBody(gcRequestBody(valid))));
+  HOSTPORT_TRY(const json body, call(HttpMethod::kPost, target, dumpBody(gcRequestBody(request))));
   auto leases = leaseListFromJson(body, "released");
   if (!leases) return std::unexpected(invalidAnswer(target, leases.error()));
   return std::move(*leases);

@@ -53,8 +53,9 @@ class AgentClient {
   Result<std::vector<Lease>> releaseContainer(std::string_view containerId) const;
   /// GET /v1/attachments?namespace=&pod=; empty filters match everything.
   Result<std::vector<Lease>> list(std::string_view namespaceName, std::string_view podName) const;
-  /// POST /v1/gc: releases every lease whose key is not in `valid`; returns what was released.
-  Result<std::vector<Lease>> gc(const std::vector<AttachmentKey>& valid) const;
+  /// POST /v1/gc: releases the leases of `request.network` whose key is not in `request.valid`;
+  /// returns what was released.
+  Result<std::vector<Lease>> gc(const GcRequest& request) const;
   /// GET /v1/pools as the agent sent it ({"pools": [...]}), after checking it decodes.
   Result<nlohmann::json> pools() const;
   /// GET /v1/pools, typed.

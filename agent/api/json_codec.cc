@@ -371,23 +371,25 @@ json toJson(const PoolUsageRow& row) {
 
 Result<PoolUsageRow> poolUsageRowFromJson(const json& value) { return poolUsageRowAt(value, ""); }
 
-json gcRequestBody(const std::vector<AttachmentKey>& valid) {
+json gcRequestBody(const GcRequest& request) {
   json keys = json::array();
-  for (const AttachmentKey& key : valid) keys.push_back(toJson(key));
-  return {{"valid", std::move(keys)}};
+  for (const AttachmentKey& key : request.valid) keys.push_back(toJson(key));
+  return {{"network", request.network}, {"valid", std::move(keys)}};
 }
 
-Result<std::vector<AttachmentKey>> gcRequestFromJson(const json& body) {
+Result<GcRequest> gcRequestFromJson(const json& body) {
   HOSTPORT_TRY_VOID(requireObject(body, ""));
+  GcRequest request;
   // Required: a GC without its list would read as "nothing is valid" and release everything.
   HOSTPORT_TRY(const json* items, arrayField(body, "", "valid", true, kMaxGcKeys));
-  std::vector<AttachmentKey> keys;
-  keys.reserve(items->size());
+  request.valid.reserve(items->size());
   for (std::size_t i = 0; i < items->size(); ++i) {
     HOSTPORT_TRY(AttachmentKey key, attachmentKeyAt((*items)[i], elementPath("valid", i)));
-    keys.push_back(std::move(key));
+    request.valid.push_back(std::move(key));
   }
-  return keys;
+  // Required too: a GC is scoped to one network's leases, never all of them.
+  HOSTPORT_TRY(request.network, stringField(body, "", "network", true, networkNameProblem));
+  return request;
 }
 
 json leaseListBody(std::string_view member, const std::vector<Lease>& leases) {

@@ -74,9 +74,16 @@ nlohmann::json toJson(const PoolUsageRow& row);
 Result<PoolUsageRow> poolUsageRowFromJson(const nlohmann::json& value);
 
 // Whole bodies of the endpoints.
-/// POST /v1/gc request: {"valid": [key...]}.
-nlohmann::json gcRequestBody(const std::vector<AttachmentKey>& valid);
-Result<std::vector<AttachmentKey>> gcRequestFromJson(const nlohmann::json& body);
+/// POST /v1/gc request: one CNI network's GC, {"network": "kube", "valid": [key...]}. Both are
+/// required: without "valid" a GC would read as "nothing is valid", and without "network" it would
+/// reach the leases of every network. network keeps libcni's name grammar (common/identifiers.h).
+struct GcRequest {
+  std::string network;               // only leases whose forwarding names it are collected
+  std::vector<AttachmentKey> valid;  // the attachments the runtime still has on that network
+  friend bool operator==(const GcRequest&, const GcRequest&) = default;
+};
+nlohmann::json gcRequestBody(const GcRequest& request);
+Result<GcRequest> gcRequestFromJson(const nlohmann::json& body);
 /// {"<member>": [lease...]}: "leases" for a list, "released" for GC and release-by-container.
 nlohmann::json leaseListBody(std::string_view member, const std::vector<Lease>& leases);
 Result<std::vector<Lease>> leaseListFromJson(const nlohmann::json& body, std::string_view member);

@@ -8,7 +8,9 @@
 //   DELETE /v1/attachments/{containerId}/{ifname}  -> {"released": lease|null}
 //   GET    /v1/attachments?namespace=&pod=          -> {"leases": [...]}
 //   DELETE /v1/attachments?containerId=X            -> {"released": [...]} (every ifname)
-//   POST   /v1/gc        {"valid": [key...]}        -> {"released": [...]}
+//   POST   /v1/gc        {"network", "valid": [key...]} -> {"released": [...]}
+//          (the network's leases not in "valid"; an empty "valid" is refused while the network
+//          holds leases, unless the agent runs with --allow-empty-gc: agent_service.h)
 //   GET    /v1/pools                                -> {"pools": [...]}
 //   GET    /healthz, /readyz, /metrics              -> text
 

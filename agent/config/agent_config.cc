@@ -158,7 +158,8 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
     HOSTPORT_TRY_VOID(yaml.checkKeys(root, "",
                                      {"stateDir", "socket", "reserveLocalPorts", "logLevel",
                                       "logFormat", "compactAfterJournalBytes", "tableRepairSeconds",
-                                      "vanishedGraceSeconds", "releaseSpool", "pools"}));
+                                      "vanishedGraceSeconds", "releaseSpool", "allowEmptyGc",
+                                      "emptyGcMaxLeases", "pools"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
@@ -183,6 +184,12 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
     if (const auto node = root["vanishedGraceSeconds"]) {
       HOSTPORT_TRY(const uint64_t seconds, yaml.count(node, "vanishedGraceSeconds", 0, 86400));
       config.vanishedGraceSeconds = static_cast<uint32_t>(seconds);
+    }
+    if (const auto node = root["allowEmptyGc"]) {
+      HOSTPORT_TRY(config.allowEmptyGc, yaml.boolean(node, "allowEmptyGc"));
+    }
+    if (const auto node = root["emptyGcMaxLeases"]) {
+      HOSTPORT_TRY(config.emptyGcMaxLeases, yaml.count(node, "emptyGcMaxLeases", 0, 1'000'000));
     }
     if (const auto pools = root["pools"]) {
       if (!pools.IsMap()) return yaml.error("pools", "must be a mapping of pool name to pool");
@@ -269,6 +276,7 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
   if (commandLine.vanishedGraceSeconds) {
     config.vanishedGraceSeconds = *commandLine.vanishedGraceSeconds;
   }
+  if (commandLine.allowEmptyGc) config.allowEmptyGc = true;
   HOSTPORT_TRY_VOID(finalizeConfig(config));
   return config;
 }

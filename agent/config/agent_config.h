@@ -35,6 +35,10 @@ struct AgentConfig {
   uint32_t vanishedGraceSeconds = kDefaultVanishedGraceSeconds;
   /// Where the plugin leaves release notes for DELs made while the agent was down.
   std::string releaseSpool = std::string(api::kDefaultReleaseSpool);
+  /// CNI GC with an empty valid list: refused while the network holds more leases than
+  /// emptyGcMaxLeases, unless allowEmptyGc (agent_service.h).
+  bool allowEmptyGc = false;
+  uint64_t emptyGcMaxLeases = 0;
   std::vector<core::PoolSpec> pools;  // always holds "default" once resolved
 };
 
@@ -51,6 +55,7 @@ struct CommandLine {
   std::optional<uint32_t> tableRepairSeconds;
   std::optional<uint32_t> vanishedGraceSeconds;
   std::string releaseSpool;
+  bool allowEmptyGc = false;  // --allow-empty-gc; false leaves the file's value
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors

@@ -383,16 +383,55 @@ void AgentService::releaseContainer(const std::string& containerId,
   releaseKeys(std::move(keys), ReleaseVia::kContainer, std::move(done));
 }
 
-void AgentService::collectGarbage(const std::set<AttachmentKey>& valid,
+void AgentService::collectGarbage(const std::string& network, const std::set<AttachmentKey>& valid,
                                   std::function<void(Result<std::vector<Lease>>)> done) {
+  if (!healthy()) {
+    done(journalFailedEarlier());
+    return;
+  }
   std::vector<AttachmentKey> keys;
+  uint64_t onNetwork = 0;
   {
     std::lock_guard lock(mutex_);
     allocator_.forEachLease([&](const Lease& lease) {
+      // A lease without forwarding came from a plugin that named no network: no GC can claim it.
+      if (!lease.forwarding || lease.forwarding->network != network) return;
+      ++onNetwork;
       if (!valid.contains(lease.key)) keys.push_back(lease.key);
     });
   }
-  releaseKeys(std::move(keys), ReleaseVia::kGc, std::move(done));
+  const log::Field networkField = log::untrusted("network", network);
+  if (valid.empty() && onNetwork > options_.emptyGcMaxLeases && !options_.allowEmptyGc) {
+    done(fail(ErrorCode::kInvalidArgument,
+              "GC of network \"" + network + "\" with no valid attachments would release all " +
+                  std::to_string(onNetwork) +
+                  " of its leases: refused, as a runtime that lost its state must not wipe the "
+                  "node (hostport-agent --allow-empty-gc, or emptyGcMaxLeases, allows it)"));
+    log::event(Component::kAlloc, Level::kWarn, "alloc.gc_refused",
+               {networkField, {"valid", 0}, {"leases", onNetwork}});
+    return;
+  }
+  if (keys.empty()) {  // answered here: releaseKeys() would call back with its lock held
+    done(std::vector<Lease>{});
+    log::event(Component::kAlloc, Level::kInfo, "alloc.gc",
+               {networkField, {"valid", valid.size()}, {"released", 0}});
+    return;
+  }
+  releaseKeys(std::move(keys), ReleaseVia::kGc,
+              [networkField, validCount = valid.size(),
+               done = std::move(done)](Result<std::vector<Lease>> released) {
+                const std::optional<Error> error =
+                    released ? std::nullopt : std::optional<Error>(released.error());
+                const std::size_t count = released ? released->size() : 0;
+                done(std::move(released));
+                if (error) {
+                  log::event(Component::kAlloc, Level::kWarn, "alloc.gc_failed",
+                             {networkField, {"valid", validCount}, {"cause", error->message}});
+                  return;
+                }
+                log::event(Component::kAlloc, Level::kInfo, "alloc.gc",
+                           {networkField, {"valid", validCount}, {"released", count}});
+              });
 }
 
 void AgentService::maybeCompact() {

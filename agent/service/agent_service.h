@@ -35,6 +35,11 @@ struct ServiceOptions {
   /// forwards installed once its grant is durable, before the answer, and removed once its
   /// release is; without it (unit tests), leases are only kept.
   ForwardWriter* writer = nullptr;
+  /// A GC with an empty valid list is refused while its network holds more leases than this...
+  uint64_t emptyGcMaxLeases = 0;
+  /// ...unless this is set (--allow-empty-gc): a runtime that lost its state must not wipe the
+  /// node, and the reconciler releases the leases of vanished sandboxes without any GC.
+  bool allowEmptyGc = false;
 };
 
 class AgentService {
@@ -62,8 +67,11 @@ class AgentService {
   /// Releases each of `keys` that holds a lease; the answer lists what was released.
   void releaseKeys(std::vector<AttachmentKey> keys, ReleaseVia via,
                    std::function<void(Result<std::vector<Lease>>)> done);
-  /// Releases every lease whose key is not in `valid` (CNI GC).
-  void collectGarbage(const std::set<AttachmentKey>& valid,
+  /// CNI GC of one network: releases the leases whose forwarding names `network` and whose key is
+  /// not in `valid`. Leases of other networks, or without a forwarding record, are untouched. An
+  /// empty `valid` is kInvalidArgument while the network holds more than emptyGcMaxLeases leases,
+  /// unless allowEmptyGc. Logs alloc.gc or alloc.gc_refused.
+  void collectGarbage(const std::string& network, const std::set<AttachmentKey>& valid,
                       std::function<void(Result<std::vector<Lease>>)> done);
 
   std::optional<Lease> get(const AttachmentKey& key) const;

@@ -110,14 +110,14 @@ void releaseAttachment(const ApiContext& context, const server::HttpRequest&,
   });
 }
 
-/// POST /v1/gc {"valid": [key...]}: release every other lease.
+/// POST /v1/gc {"network", "valid": [key...]}: release the network's other leases.
 void collectGarbage(const ApiContext& context, const server::HttpRequest& request,
                     const server::PathParams&, server::Responder respond) {
   auto body = api::parseBody(request.body);
-  auto valid = body ? api::gcRequestFromJson(*body)
-                    : Result<std::vector<AttachmentKey>>(std::unexpected(body.error()));
-  if (!valid) return respond(errorResponseFor(valid.error(), context.metrics));
-  context.service.collectGarbage({valid->begin(), valid->end()},
+  auto gc =
+      body ? api::gcRequestFromJson(*body) : Result<api::GcRequest>(std::unexpected(body.error()));
+  if (!gc) return respond(errorResponseFor(gc.error(), context.metrics));
+  context.service.collectGarbage(gc->network, {gc->valid.begin(), gc->valid.end()},
                                  answerReleased(context, std::move(respond)));
 }
 

@@ -2,9 +2,11 @@
 // A PortAuthority (cni-plugin/port_authority.h) in memory, for tests of the plugin's verbs
 // without a hostport-agent.
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/forwards/lease_forwards.h"
@@ -71,10 +73,29 @@ class FakePortAuthority : public PortAuthority {
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
     return {};
   }
+  /// Releases the leases of `network` (by their forwarding) missing from `valid`.
+  Result<std::vector<agent::Lease>> collectGarbage(
+      const std::string& network, const std::vector<agent::AttachmentKey>& valid) override {
+    gcRequests.push_back({network, valid});
+    if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
+    std::vector<agent::Lease> collected;
+    for (auto it = leases.begin(); it != leases.end();) {
+      const auto& lease = it->second;
+      const bool onNetwork = lease.forwarding && lease.forwarding->network == network;
+      if (onNetwork && std::ranges::find(valid, lease.key) == valid.end()) {
+        collected.push_back(lease);
+        it = leases.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return collected;
+  }
 
   std::vector<agent::AllocationRequest> requests;
   std::map<std::string, agent::Lease> leases;
   std::vector<std::string> released;
+  std::vector<std::pair<std::string, std::vector<agent::AttachmentKey>>> gcRequests;
   bool down = false;
   bool exhausted = false;
   bool installs = true;  // false: an agent from before forwarding records, which installs nothing

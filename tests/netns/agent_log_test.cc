@@ -39,6 +39,7 @@ AllocationRequest request(const std::string& containerId, const std::string& pod
   r.key = {containerId, "eth0"};
   r.pod = {"games", pod, "uid-" + containerId};
   r.netns = "/run/netns/" + containerId;
+  r.forwarding = agent::Forwarding{.network = "games-net"};  // what GC is scoped by
   return r;
 }
 
@@ -73,7 +74,7 @@ TEST_F(AgentLogTest, EveryLineOfAJsonLogParsesAndNamesItsEvent) {
   AgentOptions options{.portRange = "40000-40001",
                        .reserveLocalPorts = false,
                        .logLevel = "debug",
-                       .extraArgs = {"--log-format", "json"},
+                       .extraArgs = {"--log-format", "json", "--allow-empty-gc"},
                        .privateNetns = true};
   ASSERT_OK_AND_ASSIGN(auto agent, AgentProcess::start(HOSTPORT_AGENT_PATH, options));
   const auto client = agent->client();
@@ -93,7 +94,7 @@ TEST_F(AgentLogTest, EveryLineOfAJsonLogParsesAndNamesItsEvent) {
   ASSERT_OK(client.allocate(dynamicPort("c5", "web-4")));
   EXPECT_FALSE(client.allocate(dynamicPort("c6", "web-5")));  // the pool has two ports
   ASSERT_OK(client.release({"c1", "eth0"}));
-  ASSERT_OK(client.gc({}));
+  ASSERT_OK(client.gc({"games-net", {}}));
   ASSERT_OK(client.exchange(agent::api::HttpMethod::kPost, "/v1/attachments", "{\"\n"));
   ASSERT_OK_AND_ASSIGN(const std::string ended, agent->stop());
   EXPECT_EQ(ended, "exit 0");
@@ -117,7 +118,7 @@ TEST_F(AgentLogTest, EveryLineOfAJsonLogParsesAndNamesItsEvent) {
 
   for (const char* event : {"store.recovered", "server.listening", "agent.pool", "agent.serving",
                             "alloc.granted", "alloc.conflict", "alloc.exhausted", "alloc.released",
-                            "server.request", "agent.stopping", "agent.exiting"}) {
+                            "alloc.gc", "server.request", "agent.stopping", "agent.exiting"}) {
     EXPECT_TRUE(events.contains(event)) << event << " missing from:\n" << agent->runLog();
   }
   EXPECT_EQ(events["alloc.granted"].size(), 3u);

@@ -74,7 +74,8 @@ class DispatcherTest : public ::testing::Test {
         [this](const std::string& socketPath) -> std::unique_ptr<PortAuthority> {
           agentSocketUsed_ = socketPath;
           return std::unique_ptr<PortAuthority>(new ForwardingPortAuthority(agent_));
-        }};
+        },
+        [this] { return now_; }};
     const int code = runPlugin(io, backends);
     return {code, out.str(), err.str()};
   }
@@ -104,6 +105,10 @@ class DispatcherTest : public ::testing::Test {
       return fake.release(k);
     }
     Result<void> ready() override { return fake.ready(); }
+    Result<std::vector<agent::Lease>> collectGarbage(
+        const std::string& network, const std::vector<agent::AttachmentKey>& valid) override {
+      return fake.collectGarbage(network, valid);
+    }
     FakePortAuthority& fake;
   };
   struct ForwardingHostNetwork : hostnet::HostNetwork {
@@ -136,6 +141,8 @@ class DispatcherTest : public ::testing::Test {
   FakePortAuthority agent_{&ruleset_};
   std::string agentSocketUsed_;
   int rulesetOpened_ = 0;
+  test::TempDir stateDir_;  // STATUS's record, never the node's /var/lib/cni/hostport
+  BootInstant now_{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", std::chrono::hours(1)};
 };
 
 TEST_F(DispatcherTest, VersionListsSupportedVersionsWithoutTouchingTheKernel) {
@@ -459,12 +466,162 @@ TEST_F(DispatcherTest, CheckComparesTheTableWithTheAgentsLease) {
   EXPECT_NE(outcome.document()["msg"].get<std::string>().find("no lease"), std::string::npos);
 }
 
+/// agentConfig() with STATUS's grace and its record in the fixture's temp dir.
+json statusConfig(const test::TempDir& stateDir, int graceSeconds) {
+  auto input = agentConfig();
+  input["stateDir"] = stateDir.path();
+  input["statusGraceSeconds"] = graceSeconds;
+  return input;
+}
+
 TEST_F(DispatcherTest, StatusIsCode50WhileTheAgentIsDown) {
-  EXPECT_EQ(run("STATUS", agentConfig().dump()).exitCode, 0);
+  // A grace of 0: the first unreachable STATUS fails.
+  EXPECT_EQ(run("STATUS", statusConfig(stateDir_, 0).dump()).exitCode, 0);
   agent_.down = true;
-  const auto outcome = run("STATUS", agentConfig().dump());
+  const auto outcome = run("STATUS", statusConfig(stateDir_, 0).dump());
   EXPECT_NE(outcome.exitCode, 0);
   EXPECT_EQ(outcome.document()["code"], 50);
+}
+
+TEST_F(DispatcherTest, StatusSucceedsWhileTheAgentIsDownForLessThanTheGrace) {
+  const auto input = statusConfig(stateDir_, 30).dump();
+  const auto record = stateDir_ / "agent-unreachable-since";
+  ASSERT_EQ(run("STATUS", input).exitCode, 0);
+  EXPECT_FALSE(std::filesystem::exists(record));  // a healthy node writes nothing
+
+  agent_.down = true;
+  const auto first = run("STATUS", input);
+  EXPECT_EQ(first.exitCode, 0) << first.out;
+  EXPECT_TRUE(first.out.empty());
+  EXPECT_NE(first.err.find("hostport STATUS: warning: hostport-agent is not reachable"),
+            std::string::npos)
+      << first.err;
+  ASSERT_TRUE(std::filesystem::exists(record));
+
+  now_.sinceBoot += std::chrono::seconds(30);
+  EXPECT_EQ(run("STATUS", input).exitCode, 0);  // the grace itself still passes
+
+  now_.sinceBoot += std::chrono::seconds(1);
+  const auto failed = run("STATUS", input);
+  EXPECT_NE(failed.exitCode, 0);
+  EXPECT_EQ(failed.document()["code"], 50);
+  EXPECT_EQ(failed.document()["msg"],
+            "hostport-agent is not ready: hostport-agent is not reachable (unreachable for 31 s, "
+            "longer than the grace of 30 s)");
+}
+
+TEST_F(DispatcherTest, StatusForgetsTheOutageOnceTheAgentAnswers) {
+  const auto input = statusConfig(stateDir_, 30).dump();
+  agent_.down = true;
+  ASSERT_EQ(run("STATUS", input).exitCode, 0);
+  agent_.down = false;
+  now_.sinceBoot += std::chrono::seconds(20);
+  ASSERT_EQ(run("STATUS", input).exitCode, 0);
+  EXPECT_FALSE(std::filesystem::exists(stateDir_ / "agent-unreachable-since"));
+  // A new outage gets a whole grace of its own.
+  agent_.down = true;
+  now_.sinceBoot += std::chrono::seconds(20);
+  ASSERT_EQ(run("STATUS", input).exitCode, 0);
+  now_.sinceBoot += std::chrono::seconds(20);
+  EXPECT_EQ(run("STATUS", input).exitCode, 0);
+}
+
+TEST_F(DispatcherTest, StatusOfAStandalonePluginNeitherAsksNorWrites) {
+  auto input = config("1.1.0");
+  input["stateDir"] = stateDir_.path();
+  input["statusGraceSeconds"] = 0;
+  agent_.down = true;
+  EXPECT_EQ(run("STATUS", input.dump()).exitCode, 0);
+  EXPECT_TRUE(agentSocketUsed_.empty());
+  EXPECT_TRUE(std::filesystem::is_empty(stateDir_.path()));
+}
+
+/// A GC as libcni sends it: both attachment lists (the same keys, under the spec's old and new
+/// names), on the config of network "testnet".
+json gcConfig(const json& valid) {
+  auto input = agentConfig();
+  input.erase("prevResult");
+  input.erase("runtimeConfig");
+  input["cni.dev/valid-attachments"] = valid;
+  input["cni.dev/attachments"] = valid;
+  return input;
+}
+
+/// A lease the fake agent holds for `containerId`/eth0 on CNI network `network`.
+void holdLease(FakePortAuthority& agent, const std::string& containerId,
+               const std::string& network) {
+  agent::AllocationRequest request;
+  request.key = {containerId, "eth0"};
+  request.forwarding = agent::Forwarding{.network = network};
+  ASSERT_TRUE(agent.allocate(request));
+}
+
+TEST_F(DispatcherTest, GcSendsTheNetworkAndItsValidAttachmentsInOneRequest) {
+  holdLease(agent_, "keep", "testnet");
+  holdLease(agent_, "gone", "testnet");
+  holdLease(agent_, "other", "macvlan");
+  const auto outcome = run("GC", gcConfig(json::parse(R"([{"containerID": "keep", "ifname": "eth0"},
+                                         {"containerID": "keep", "ifname": "net1"}])"))
+                                     .dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out << outcome.err;
+  EXPECT_TRUE(outcome.out.empty());
+  ASSERT_EQ(agent_.gcRequests.size(), 1u);
+  EXPECT_EQ(agent_.gcRequests[0].first, "testnet");
+  EXPECT_EQ(agent_.gcRequests[0].second,
+            (std::vector<agent::AttachmentKey>{{"keep", "eth0"}, {"keep", "net1"}}));
+  EXPECT_EQ(agent_.leases.size(), 2u);
+  EXPECT_FALSE(agent_.leases.contains("gone/eth0"));
+  EXPECT_NE(outcome.err.find("hostport GC: network testnet: 2 valid attachment(s), released 1 "
+                             "lease(s)"),
+            std::string::npos)
+      << outcome.err;
+  EXPECT_EQ(rulesetOpened_, 0);  // the agent removes what it releases
+}
+
+TEST_F(DispatcherTest, GcReadsEitherAttachmentListAndTheirUnion) {
+  auto input = gcConfig(nullptr);
+  input.erase("cni.dev/valid-attachments");
+  input["cni.dev/attachments"] = json::parse(R"([{"containerID": "a", "ifname": "eth0"}])");
+  ASSERT_EQ(run("GC", input.dump()).exitCode, 0);
+  input["cni.dev/valid-attachments"] = json::parse(R"([{"containerID": "b", "ifname": "eth0"}])");
+  ASSERT_EQ(run("GC", input.dump()).exitCode, 0);
+  ASSERT_EQ(agent_.gcRequests.size(), 2u);
+  EXPECT_EQ(agent_.gcRequests[0].second, (std::vector<agent::AttachmentKey>{{"a", "eth0"}}));
+  EXPECT_EQ(agent_.gcRequests[1].second,
+            (std::vector<agent::AttachmentKey>{{"a", "eth0"}, {"b", "eth0"}}));
+}
+
+TEST_F(DispatcherTest, GcRefusesAMalformedAttachmentNamingItsField) {
+  const auto badId = run("GC", gcConfig(json::parse(R"([{"containerID": "ok", "ifname": "eth0"},
+                                     {"containerID": "bad id", "ifname": "eth0"}])"))
+                                   .dump());
+  EXPECT_EQ(badId.document()["code"], 7);
+  EXPECT_TRUE(badId.document()["msg"].get<std::string>().starts_with(
+      "cni.dev/valid-attachments[1].containerID: \"bad id\" "))
+      << badId.out;
+  const auto noIfname = run("GC", gcConfig(json::parse(R"([{"containerID": "ok"}])")).dump());
+  EXPECT_EQ(noIfname.document()["msg"], "cni.dev/valid-attachments[0].ifname: missing");
+  const auto notAList = run("GC", gcConfig("everything").dump());
+  EXPECT_EQ(notAList.document()["code"], 7);
+  EXPECT_TRUE(notAList.document()["msg"].get<std::string>().starts_with(
+      "cni.dev/valid-attachments: \"everything\" "))
+      << notAList.out;
+  EXPECT_TRUE(agent_.gcRequests.empty());
+}
+
+TEST_F(DispatcherTest, GcIsCode11WhileTheAgentIsDown) {
+  agent_.down = true;
+  const auto outcome = run("GC", gcConfig(json::array()).dump());
+  EXPECT_EQ(outcome.document()["code"], 11);
+}
+
+TEST_F(DispatcherTest, GcOfAStandalonePluginSucceedsWithoutAnAgent) {
+  auto input = gcConfig(json::parse(R"([{"containerID": "keep", "ifname": "eth0"}])"));
+  input["agentSocket"] = "";
+  const auto outcome = run("GC", input.dump());
+  EXPECT_EQ(outcome.exitCode, 0) << outcome.out;
+  EXPECT_TRUE(agentSocketUsed_.empty());
+  EXPECT_EQ(rulesetOpened_, 0);
 }
 
 }  // namespace

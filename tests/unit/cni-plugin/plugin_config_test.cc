@@ -128,6 +128,8 @@ TEST(PluginConfigTest, AppliesDefaultsToAMinimalConfig) {
   EXPECT_EQ(config.conditionsV4, "");
   EXPECT_EQ(config.conditionsV6, "");
   EXPECT_EQ(config.agentSocket, "/run/hostport/agent.sock");  // the agent is the default
+  EXPECT_EQ(config.statusGraceSeconds, 30u);
+  EXPECT_EQ(config.stateDir, "/var/lib/cni/hostport");
   EXPECT_TRUE(config.portMappings.empty());
   EXPECT_EQ(config.prevResult, std::nullopt);
   EXPECT_EQ(config.podAnnotations, json::object());
@@ -149,6 +151,84 @@ TEST(PluginConfigTest, ReadsOurOwnOptions) {
   EXPECT_EQ(config.agentSocket, "/run/hostport/agent.sock");
   EXPECT_EQ(config.conditionsV4, "ip saddr 10.0.0.0/8");
   EXPECT_EQ(config.conditionsV6, "ip6 saddr fd00::/8");
+}
+
+TEST(PluginConfigTest, ReadsStatusOptions) {
+  json input = minimalConfig();
+  input["statusGraceSeconds"] = 0;
+  input["stateDir"] = "/tmp/hostport-state";
+  const auto config = parsed(input);
+  EXPECT_EQ(config.statusGraceSeconds, 0u);
+  EXPECT_EQ(config.stateDir, "/tmp/hostport-state");
+  input["statusGraceSeconds"] = 86400;
+  EXPECT_EQ(parsed(input).statusGraceSeconds, 86400u);
+}
+
+TEST(PluginConfigTest, RejectsBadStatusOptions) {
+  const auto with = [](const char* key, json value) {
+    json input = minimalConfig();
+    input[key] = std::move(value);
+    return invalid(input);
+  };
+  EXPECT_EQ(with("statusGraceSeconds", 86401),
+            "statusGraceSeconds: 86401 must be an integer 0..86400");
+  EXPECT_EQ(with("statusGraceSeconds", -1), "statusGraceSeconds: -1 must be an integer 0..86400");
+  EXPECT_EQ(with("statusGraceSeconds", "30"),
+            "statusGraceSeconds: \"30\" must be an integer 0..86400");
+  EXPECT_EQ(with("stateDir", "relative/dir"),
+            "stateDir: \"relative/dir\" must be an absolute path of printable characters");
+  EXPECT_EQ(with("stateDir", ""),
+            "stateDir: \"\" must be an absolute path of printable characters");
+  EXPECT_EQ(with("stateDir", 5), "stateDir: 5 must be a string");
+}
+
+/// The GC attachment lists of a config, parsed.
+Result<std::vector<agent::AttachmentKey>> gcKeys(const json& lists) {
+  json input = minimalConfig();
+  for (const auto& [key, value] : lists.items()) input[key] = value;
+  return parseValidAttachments(parsed(input));
+}
+
+TEST(PluginConfigTest, ReadsTheUnionOfBothGcAttachmentLists) {
+  const auto keys = gcKeys(json::parse(R"({
+    "cni.dev/valid-attachments": [{"containerID": "b", "ifname": "eth0"},
+                                  {"containerID": "a", "ifname": "net1", "extra": 1}],
+    "cni.dev/attachments": [{"containerID": "b", "ifname": "eth0"},
+                            {"containerID": "c", "ifname": "eth0"}]})"));
+  ASSERT_TRUE(keys.has_value()) << keys.error().message;
+  EXPECT_EQ(*keys,
+            (std::vector<agent::AttachmentKey>{{"a", "net1"}, {"b", "eth0"}, {"c", "eth0"}}));
+}
+
+TEST(PluginConfigTest, TreatsAbsentOrNullGcAttachmentListsAsEmpty) {
+  for (const char* lists : {"{}", R"({"cni.dev/valid-attachments": null})",
+                            R"({"cni.dev/valid-attachments": [], "cni.dev/attachments": null})"}) {
+    const auto keys = gcKeys(json::parse(lists));
+    ASSERT_TRUE(keys.has_value()) << lists << ": " << keys.error().message;
+    EXPECT_TRUE(keys->empty()) << lists;
+  }
+}
+
+TEST(PluginConfigTest, RejectsMalformedGcAttachmentsNamingTheField) {
+  const auto error = [](const char* lists) {
+    const auto keys = gcKeys(json::parse(lists));
+    EXPECT_FALSE(keys.has_value()) << lists;
+    if (keys) return std::string();
+    EXPECT_EQ(keys.error().code, ErrorCode::kInvalidArgument);
+    return keys.error().message;
+  };
+  EXPECT_EQ(error(R"({"cni.dev/attachments": {}})"), "cni.dev/attachments: {...} must be an array");
+  EXPECT_EQ(error(R"({"cni.dev/valid-attachments": ["a/eth0"]})"),
+            "cni.dev/valid-attachments[0]: \"a/eth0\" must be an object");
+  EXPECT_EQ(error(R"({"cni.dev/valid-attachments": [{"ifname": "eth0"}]})"),
+            "cni.dev/valid-attachments[0].containerID: missing");
+  // Go's field name, not ours: a "containerId" key is not it.
+  EXPECT_EQ(error(R"({"cni.dev/valid-attachments": [{"containerId": "a", "ifname": "eth0"}]})"),
+            "cni.dev/valid-attachments[0].containerID: missing");
+  EXPECT_THAT(error(R"({"cni.dev/attachments": [{"containerID": "a", "ifname": "a/b"}]})"),
+              StartsWith("cni.dev/attachments[0].ifname: \"a/b\" must not contain '/'"));
+  EXPECT_THAT(error(R"({"cni.dev/attachments": [{"containerID": "-a", "ifname": "eth0"}]})"),
+              StartsWith("cni.dev/attachments[0].containerID: \"-a\" must"));
 }
 
 TEST(PluginConfigTest, TreatsNullOptionsAsAbsent) {

@@ -114,7 +114,7 @@ TEST(AgentClientTest, ListsReleasesContainersAndCollectsGarbage) {
   ASSERT_OK(container);
   EXPECT_EQ(container->size(), 1u);
 
-  const auto collected = client.gc({{"keep", "eth0"}});
+  const auto collected = client.gc({"kube", {{"keep", "eth0"}}});
   ASSERT_OK(collected);
   EXPECT_EQ(*collected, std::vector<Lease>{sampleLease()});
 
@@ -126,7 +126,7 @@ TEST(AgentClientTest, ListsReleasesContainersAndCollectsGarbage) {
             "DELETE /v1/attachments?containerId=abc123");
   EXPECT_EQ(requests[3].method + " " + requests[3].target, "POST /v1/gc");
   EXPECT_EQ(gcRequestFromJson(json::parse(requests[3].body)).value(),
-            (std::vector<AttachmentKey>{{"keep", "eth0"}}));
+            (GcRequest{"kube", {{"keep", "eth0"}}}));
 }
 
 TEST(AgentClientTest, ReadsPoolsAndTextEndpoints) {

@@ -155,8 +155,14 @@ TEST(JsonCodecTest, RoundTripsKeysPodsAndPoolRows) {
 
 TEST(JsonCodecTest, RoundTripsEndpointBodies) {
   const std::vector<AttachmentKey> keys = {{"a", "eth0"}, {"b", "net1"}};
-  EXPECT_EQ(gcRequestFromJson(wire(gcRequestBody(keys))).value(), keys);
-  EXPECT_EQ(gcRequestFromJson(wire(gcRequestBody({}))).value(), std::vector<AttachmentKey>{});
+  EXPECT_EQ(gcRequestFromJson(wire(gcRequestBody({"kube", keys}))).value().valid, keys);
+  EXPECT_EQ(gcRequestFromJson(wire(gcRequestBody({"kube", {}}))).value().valid,
+            std::vector<AttachmentKey>{});
+  EXPECT_EQ(gcRequestFromJson(wire(gcRequestBody({"cbr0.net_1", keys}))).value(),
+            (GcRequest{"cbr0.net_1", keys}));
+  EXPECT_EQ(
+      gcRequestBody({"kube", {{"a", "eth0"}}}),
+      json::parse(R"({"network": "kube", "valid": [{"containerId": "a", "ifname": "eth0"}]})"));
 
   const std::vector<Lease> leases = {sampleLease(), sampleLease()};
   EXPECT_EQ(leaseListFromJson(wire(leaseListBody("leases", leases)), "leases").value(), leases);
@@ -338,6 +344,16 @@ TEST(JsonCodecTest, NamesTheFieldOfEveryBodyError) {
     many["valid"].push_back({{"containerId", "a"}, {"ifname", "e"}});
   }
   EXPECT_EQ(errorOf(gcRequestFromJson(many)), "valid: 65537 entries exceed the limit of 65536");
+  // A GC names its network: without one it would reach every network's leases.
+  EXPECT_EQ(errorOf(gcRequestFromJson(json::parse(R"({"valid": []})"))), "network: missing");
+  EXPECT_EQ(errorOf(gcRequestFromJson(json::parse(R"({"valid": [], "network": null})"))),
+            "network: missing");
+  EXPECT_THAT(errorOf(gcRequestFromJson(json::parse(R"({"valid": [], "network": ""})"))),
+              HasSubstr("network: \"\" "));
+  EXPECT_THAT(errorOf(gcRequestFromJson(json::parse(R"({"valid": [], "network": "a/b"})"))),
+              HasSubstr("network: \"a/b\" "));
+  EXPECT_EQ(errorOf(gcRequestFromJson(json::parse(R"({"valid": [], "network": 7})"))),
+            "network: 7 must be a string");
 
   EXPECT_EQ(errorOf(leaseListFromJson(json::object(), "leases")), "leases: missing");
   EXPECT_THAT(errorOf(leaseListFromJson(json::parse(R"({"leases": [{"ifname": "e"}]})"), "leases")),

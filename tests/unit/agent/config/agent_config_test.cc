@@ -70,6 +70,8 @@ TEST(AgentConfigTest, DefaultsAreDocumented) {
   EXPECT_TRUE(config.reserveLocalPorts);
   EXPECT_EQ(config.logLevel, "info");
   EXPECT_EQ(config.compactAfterJournalBytes, uint64_t{8} << 20);
+  EXPECT_FALSE(config.allowEmptyGc);
+  EXPECT_EQ(config.emptyGcMaxLeases, 0u);
   EXPECT_TRUE(config.pools.empty());
 }
 
@@ -288,6 +290,19 @@ TEST(AgentConfigTest, TableRepairSecondsDefaultsTo30AndZeroTurnsItOff) {
             "config.yaml: tableRepairSeconds: \"86401\" is above 86400");
   EXPECT_EQ(loadError("tableRepairSeconds: 30s\n"),
             "config.yaml: tableRepairSeconds: \"30s\" is not a whole number");
+}
+
+TEST(AgentConfigTest, EmptyGcKeysAreReadAndChecked) {
+  auto config = load("allowEmptyGc: true\nemptyGcMaxLeases: 5\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_TRUE(config->allowEmptyGc);
+  EXPECT_EQ(config->emptyGcMaxLeases, 5u);
+  EXPECT_EQ(loadError("allowEmptyGc: yes\n"),
+            "config.yaml: allowEmptyGc: \"yes\" is not true or false");
+  EXPECT_EQ(loadError("emptyGcMaxLeases: -1\n"),
+            "config.yaml: emptyGcMaxLeases: \"-1\" is not a whole number");
+  EXPECT_EQ(loadError("emptyGcMaxLeases: 1000001\n"),
+            "config.yaml: emptyGcMaxLeases: \"1000001\" is above 1000000");
 }
 
 TEST(AgentConfigTest, RepeatedKeysAreErrorsAtEveryLevel) {
@@ -538,6 +553,7 @@ TEST(ResolveConfigTest, WithoutAFileGivesTheDefaults) {
   EXPECT_EQ(config->stateDir, kDefaultStateDir);
   EXPECT_EQ(config->socketPath, api::kDefaultAgentSocket);
   EXPECT_EQ(config->tableRepairSeconds, kDefaultTableRepairSeconds);
+  EXPECT_FALSE(config->allowEmptyGc);
   ASSERT_EQ(config->pools.size(), 1u);
   EXPECT_EQ(config->pools[0].ranges, std::vector<PortRange>{range(30000, 32767)});
 }
@@ -552,12 +568,14 @@ TEST(ResolveConfigTest, FlagsGoOnTopOfTheFile) {
   flags.portRange = "30000-30009";
   flags.noReservedPorts = true;
   flags.tableRepairSeconds = 0;
+  flags.allowEmptyGc = true;
   const auto config = resolveConfig(flags);
   ASSERT_TRUE(config.has_value()) << config.error().message;
   EXPECT_EQ(config->stateDir, "/var/lib/from-flag");
   EXPECT_EQ(config->logLevel, "debug") << "a flag left empty keeps the file's value";
   EXPECT_FALSE(config->reserveLocalPorts);
   EXPECT_EQ(config->tableRepairSeconds, 0u);
+  EXPECT_TRUE(config->allowEmptyGc);
   ASSERT_EQ(config->pools.size(), 1u);
   EXPECT_EQ(config->pools[0].ranges, std::vector<PortRange>{range(30000, 30009)});
   EXPECT_EQ(config->pools[0].strategy, core::Strategy::kRandom);

@@ -54,6 +54,12 @@ AllocationRequest request(const std::string& containerId, const std::string& ns,
   return r;
 }
 
+/// `r` with the forwarding a plugin sends at ADD on CNI network `network`: what GC is scoped by.
+AllocationRequest onNetwork(AllocationRequest r, const std::string& network) {
+  r.forwarding = Forwarding{.network = network};
+  return r;
+}
+
 /// Waits for an async result; a missing callback fails the test instead of hanging it.
 template <typename T>
 class Waiter {
@@ -143,9 +149,10 @@ class Agent {
     service_->releaseContainer(containerId, waiter.callback());
     return waiter.get();
   }
-  Result<std::vector<Lease>> collectGarbage(const std::set<AttachmentKey>& valid) {
+  Result<std::vector<Lease>> collectGarbage(const std::string& network,
+                                            const std::set<AttachmentKey>& valid) {
     Waiter<Result<std::vector<Lease>>> waiter;
-    service_->collectGarbage(valid, waiter.callback());
+    service_->collectGarbage(network, valid, waiter.callback());
     return waiter.get();
   }
 
@@ -278,30 +285,80 @@ TEST_F(AgentServiceTest, CollectGarbageReleasesExactlyTheInvalid) {
   {
     Agent agent(dir_, probe_);
     for (const char* id : {"c1", "c2", "c3", "c4"}) {
-      ASSERT_TRUE(agent.allocate(request(id, "ns", std::string("pod-") + id)));
+      ASSERT_TRUE(agent.allocate(onNetwork(request(id, "ns", std::string("pod-") + id), "kube")));
     }
     // Valid keys that hold no lease are ignored; c1 on another ifname is a different key.
-    auto released =
-        agent.collectGarbage({{"c2", "eth0"}, {"c4", "eth0"}, {"c9", "eth0"}, {"c1", "net1"}});
+    auto released = agent.collectGarbage(
+        "kube", {{"c2", "eth0"}, {"c4", "eth0"}, {"c9", "eth0"}, {"c1", "net1"}});
     ASSERT_OK(released);
     EXPECT_EQ(keysOf(*released), (std::set<std::string>{"c1/eth0", "c3/eth0"}));
     EXPECT_EQ(keysOf(agent.service().list("", "")), (std::set<std::string>{"c2/eth0", "c4/eth0"}));
     // Nothing left to collect: an empty answer.
-    auto again = agent.collectGarbage({{"c2", "eth0"}, {"c4", "eth0"}});
+    auto again = agent.collectGarbage("kube", {{"c2", "eth0"}, {"c4", "eth0"}});
     ASSERT_TRUE(again.has_value());
     EXPECT_TRUE(again->empty());
   }
   EXPECT_EQ(keysOf(recoverFrom(dir_)), (std::set<std::string>{"c2/eth0", "c4/eth0"}));
 }
 
-TEST_F(AgentServiceTest, CollectGarbageWithNoValidKeysReleasesEverything) {
-  Agent agent(dir_, probe_);
-  ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
-  ASSERT_TRUE(agent.allocate(request("c2", "ns", "p2")));
-  auto released = agent.collectGarbage({});
+TEST_F(AgentServiceTest, CollectGarbageWithNoValidKeysReleasesEverythingWhenAllowed) {
+  Agent agent(dir_, probe_, {}, ServiceOptions{.allowEmptyGc = true});
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c1", "ns", "p1"), "kube")));
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c2", "ns", "p2"), "kube")));
+  auto released = agent.collectGarbage("kube", {});
   ASSERT_TRUE(released.has_value());
   EXPECT_EQ(released->size(), 2u);
   EXPECT_TRUE(agent.service().list("", "").empty());
+}
+
+TEST_F(AgentServiceTest, CollectGarbageTouchesOnlyTheLeasesOfItsNetwork) {
+  {
+    Agent agent(dir_, probe_);
+    ASSERT_TRUE(agent.allocate(onNetwork(request("k1", "ns", "k1"), "kube")));
+    ASSERT_TRUE(agent.allocate(onNetwork(request("k2", "ns", "k2"), "kube")));
+    ASSERT_TRUE(agent.allocate(onNetwork(request("m1", "ns", "m1"), "macvlan")));
+    ASSERT_TRUE(agent.allocate(request("old", "ns", "old")));  // an older plugin: no forwarding
+    auto released = agent.collectGarbage("kube", {{"k2", "eth0"}});
+    ASSERT_OK(released);
+    EXPECT_EQ(keysOf(*released), std::set<std::string>{"k1/eth0"});
+    // A network without leases releases nothing, even with an empty list.
+    auto none = agent.collectGarbage("other", {});
+    ASSERT_OK(none);
+    EXPECT_TRUE(none->empty());
+  }
+  EXPECT_EQ(keysOf(recoverFrom(dir_)), (std::set<std::string>{"k2/eth0", "m1/eth0", "old/eth0"}));
+}
+
+TEST_F(AgentServiceTest, CollectGarbageRefusesAnEmptyListWhileTheNetworkHoldsLeases) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c1", "ns", "p1"), "kube")));
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c2", "ns", "p2"), "kube")));
+  auto refused = agent.collectGarbage("kube", {});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(refused.error().message,
+            "GC of network \"kube\" with no valid attachments would release all 2 of its leases: "
+            "refused, as a runtime that lost its state must not wipe the node (hostport-agent "
+            "--allow-empty-gc, or emptyGcMaxLeases, allows it)");
+  EXPECT_EQ(agent.service().list("", "").size(), 2u);
+  // One valid key is not an empty list: the rest of the network goes.
+  auto released = agent.collectGarbage("kube", {{"c2", "eth0"}});
+  ASSERT_OK(released);
+  EXPECT_EQ(keysOf(*released), std::set<std::string>{"c1/eth0"});
+}
+
+TEST_F(AgentServiceTest, CollectGarbageAllowsAnEmptyListUpToTheThreshold) {
+  Agent agent(dir_, probe_, {}, ServiceOptions{.emptyGcMaxLeases = 2});
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c1", "ns", "p1"), "kube")));
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c2", "ns", "p2"), "kube")));
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c3", "ns", "p3"), "kube")));
+  auto refused = agent.collectGarbage("kube", {});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(agent.release({"c3", "eth0"}));
+  auto released = agent.collectGarbage("kube", {});
+  ASSERT_OK(released);
+  EXPECT_EQ(keysOf(*released), (std::set<std::string>{"c1/eth0", "c2/eth0"}));
 }
 
 TEST_F(AgentServiceTest, ListFiltersByNamespaceAndPod) {
@@ -469,7 +526,7 @@ TEST_F(AgentServiceTest, StoreFailureMakesTheAgentUnhealthy) {
     ASSERT_FALSE(release.has_value());
     EXPECT_EQ(release.error().code, ErrorCode::kUnavailable);
     EXPECT_TRUE(agent.service().get({"c1", "eth0"}).has_value());
-    auto gc = agent.collectGarbage({});
+    auto gc = agent.collectGarbage("kube", {});
     ASSERT_FALSE(gc.has_value());
     EXPECT_EQ(gc.error().code, ErrorCode::kUnavailable);
     auto container = agent.releaseContainer("c1");
@@ -521,14 +578,14 @@ AllocationRequest staticClaim(const std::string& containerId, const std::string&
 }
 
 TEST_F(AgentServiceLogTest, LogsGrantsAndReleasesOnceDurable) {
-  Agent agent(dir_, probe_);
+  Agent agent(dir_, probe_, {}, ServiceOptions{.allowEmptyGc = true});
   ASSERT_TRUE(agent.allocate(request("c1", "ns", "web-0")));
   ASSERT_TRUE(agent.allocate(request("c2", "ns", "web-1")));
-  ASSERT_TRUE(agent.allocate(request("c3", "ns", "web-2")));
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c3", "ns", "web-2"), "kube")));
   ASSERT_TRUE(agent.release({"c1", "eth0"}));
   ASSERT_TRUE(agent.release({"nobody", "eth0"}));  // nothing there: nothing released
   ASSERT_TRUE(agent.releaseContainer("c2"));
-  ASSERT_TRUE(agent.collectGarbage({}));
+  ASSERT_TRUE(agent.collectGarbage("kube", {}));
   EXPECT_THAT(
       log_.eventsOnce("alloc.granted", 3),
       ElementsAre("alloc.granted key=c1/eth0 pod=ns/web-0 pool=default ports=30000->80/tcp",
@@ -541,6 +598,22 @@ TEST_F(AgentServiceLogTest, LogsGrantsAndReleasesOnceDurable) {
           "alloc.released key=c2/eth0 pod=ns/web-1 pool=default ports=30001->80/tcp "
           "via=container",
           "alloc.released key=c3/eth0 pod=ns/web-2 pool=default ports=30002->80/tcp via=gc"));
+}
+
+TEST_F(AgentServiceLogTest, LogsEachGcWithItsNetworkAndCounts) {
+  Agent agent(dir_, probe_);
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c1", "ns", "web-0"), "kube")));
+  ASSERT_TRUE(agent.allocate(onNetwork(request("c2", "ns", "web-1"), "kube")));
+  ASSERT_FALSE(agent.collectGarbage("kube", {}));
+  ASSERT_TRUE(agent.collectGarbage("kube", {{"c2", "eth0"}, {"c9", "eth0"}}));
+  EXPECT_THAT(log_.eventsOnce("alloc.gc", 1),
+              ElementsAre("alloc.gc network=kube valid=2 released=1"));
+  ASSERT_TRUE(agent.collectGarbage("kube", {{"c2", "eth0"}}));
+  EXPECT_THAT(log_.eventsOnce("alloc.gc", 2),
+              ElementsAre("alloc.gc network=kube valid=2 released=1",
+                          "alloc.gc network=kube valid=1 released=0"));
+  EXPECT_THAT(log_.events("alloc.gc_refused"),
+              ElementsAre("alloc.gc_refused network=kube valid=0 leases=2"));
 }
 
 TEST_F(AgentServiceLogTest, LogsAConflictWithTheHostProcessHoldingThePort) {

@@ -63,8 +63,9 @@ TEST_F(ApiHandlersTest, AllocatesGetsAndReleasesOneAttachment) {
 TEST_F(ApiHandlersTest, ListsFiltersAndReleasesByContainerAndByGc) {
   for (const auto& [id, ifname] : std::vector<std::pair<std::string, std::string>>{
            {"c1", "eth0"}, {"c1", "net1"}, {"c2", "eth0"}, {"c3", "eth0"}}) {
-    ASSERT_EQ(call(httpRequest("POST", "/v1/attachments", allocationBody(id, ifname))).status,
-              200u);
+    ASSERT_EQ(
+        call(httpRequest("POST", "/v1/attachments", allocationBody(id, ifname, "kube"))).status,
+        200u);
   }
   const auto listed = call(httpRequest("GET", "/v1/attachments?pod=pod-c1"));
   ASSERT_OK_AND_ASSIGN(auto leases, api::leaseListFromJson(jsonOf(listed), "leases"));
@@ -75,8 +76,8 @@ TEST_F(ApiHandlersTest, ListsFiltersAndReleasesByContainerAndByGc) {
   ASSERT_OK_AND_ASSIGN(auto released, api::leaseListFromJson(jsonOf(container), "released"));
   EXPECT_EQ(released.size(), 2u);
 
-  const auto gc =
-      call(httpRequest("POST", "/v1/gc", api::dumpBody(api::gcRequestBody({{"c2", "eth0"}}))));
+  const auto gc = call(
+      httpRequest("POST", "/v1/gc", api::dumpBody(api::gcRequestBody({"kube", {{"c2", "eth0"}}}))));
   ASSERT_EQ(gc.status, 200u) << gc.body;
   ASSERT_OK_AND_ASSIGN(auto collected, api::leaseListFromJson(jsonOf(gc), "released"));
   ASSERT_EQ(collected.size(), 1u);

@@ -40,13 +40,16 @@ inline server::HttpRequest httpRequest(std::string method, std::string target,
   return request;
 }
 
-/// The body of POST /v1/attachments asking for one dynamic TCP port for pod "ns/pod-<id>".
+/// The body of POST /v1/attachments asking for one dynamic TCP port for pod "ns/pod-<id>"; with
+/// a `network`, the forwarding that names it (what GC is scoped by).
 inline std::string allocationBody(const std::string& containerId,
-                                  const std::string& ifname = "eth0") {
+                                  const std::string& ifname = "eth0",
+                                  const std::string& network = "") {
   AllocationRequest request;
   request.key = {containerId, ifname};
   request.pod = {"ns", "pod-" + containerId, ""};
   request.dynamics.push_back({"web", 80, 1, PortProtocol::kTcp});
+  if (!network.empty()) request.forwarding = Forwarding{.network = network};
   return api::dumpBody(api::toJson(request));
 }
 
