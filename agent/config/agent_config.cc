@@ -155,11 +155,11 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   }
   if (root.IsNull()) return {};
   try {
-    HOSTPORT_TRY_VOID(yaml.checkKeys(root, "",
-                                     {"stateDir", "socket", "reserveLocalPorts", "logLevel",
-                                      "logFormat", "compactAfterJournalBytes", "tableRepairSeconds",
-                                      "vanishedGraceSeconds", "releaseSpool", "allowEmptyGc",
-                                      "emptyGcMaxLeases", "pools"}));
+    HOSTPORT_TRY_VOID(
+        yaml.checkKeys(root, "",
+                       {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
+                        "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds",
+                        "releaseSpool", "allowEmptyGc", "emptyGcMaxLeases", "pools"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
