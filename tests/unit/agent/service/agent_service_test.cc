@@ -398,6 +398,7 @@ TEST_F(AgentServiceTest, MetricsTextHasTheExpectedFamilies) {
            {"hostport_leases", "gauge"},
            {"hostport_pool_ports", "gauge"},
            {"hostport_pool_free_ports", "gauge"},
+           {"hostport_pool_quarantined_ports", "gauge"},
            {"hostport_allocation_duration_seconds", "histogram"},
            {"hostport_releases_total", "counter"},
            {"hostport_conflicts_total", "counter"},
@@ -413,6 +414,9 @@ TEST_F(AgentServiceTest, MetricsTextHasTheExpectedFamilies) {
   EXPECT_THAT(text, HasSubstr("hostport_pool_ports{pool=\"default\"} 10\n"));
   EXPECT_THAT(text, HasSubstr("hostport_pool_ports{pool=\"media\"} 100\n"));
   EXPECT_THAT(text, HasSubstr("hostport_pool_free_ports{pool=\"default\"} 9\n"));
+  // c2's port waits out the default reuse delay of 30 s.
+  EXPECT_THAT(text, HasSubstr("hostport_pool_quarantined_ports{pool=\"default\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_pool_quarantined_ports{pool=\"media\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("hostport_allocation_duration_seconds_count 2\n"));
   EXPECT_THAT(text, HasSubstr("hostport_allocation_duration_seconds_bucket{le=\"+Inf\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("hostport_releases_total 1\n"));
