@@ -55,7 +55,8 @@ void logPools(const std::vector<core::PoolSpec>& pools) {
                {{"name", pool.name},
                 {"ranges", ranges},
                 {"strategy", core::strategyName(pool.strategy)},
-                {"protocols", protocols.empty() ? "all" : protocols}});
+                {"protocols", protocols.empty() ? "all" : protocols},
+                {"reuse_delay_seconds", pool.reuseDelaySeconds}});
   }
 }
 

@@ -92,7 +92,8 @@ class YamlReader {
 Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
                                  const YAML::Node& node) {
   const std::string prefix = "pools." + name;
-  HOSTPORT_TRY_VOID(yaml.checkKeys(node, prefix, {"ranges", "protocols", "strategy"}));
+  HOSTPORT_TRY_VOID(
+      yaml.checkKeys(node, prefix, {"ranges", "protocols", "strategy", "reuseDelaySeconds"}));
   core::PoolSpec pool{name, {}, {}, core::Strategy::kLowest};
   const auto ranges = node["ranges"];
   if (!ranges || !ranges.IsSequence() || ranges.size() == 0) {
@@ -123,6 +124,11 @@ Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name
                         quoteText(text) + " is not one of lowest, random, round-robin");
     }
     pool.strategy = *parsed;
+  }
+  if (const auto delay = node["reuseDelaySeconds"]) {
+    HOSTPORT_TRY(const uint64_t seconds,
+                 yaml.count(delay, prefix + ".reuseDelaySeconds", 0, core::kMaxReuseDelaySeconds));
+    pool.reuseDelaySeconds = static_cast<uint32_t>(seconds);
   }
   return pool;
 }

@@ -11,6 +11,11 @@
 // request that succeeded touches the tables, the pickers' order and the sticky memory, so a
 // failure leaves no trace.
 //
+// Released dynamic ports wait in their pool's quarantine (quarantine.h). The strategy picks from
+// a view that hides them; only when it finds nothing does a row fall back to them, oldest release
+// first for one port, the strategy's own order for a contiguous run. Expired entries are retired
+// lazily, when the pool is next asked for ports, so no timer and no scan of the pool.
+//
 // Leases are held packed (packed_lease.h), one small heap block each, in a slot table; the key
 // index is a hash set of slot numbers hashed through the packed key bytes, so each key is kept
 // once. A Lease is unpacked only to answer a call or to report a conflict.
@@ -21,6 +26,7 @@
 
 #include "agent/core/packed_lease.h"
 #include "agent/core/port_picker.h"
+#include "agent/core/quarantine.h"
 #include "agent/core/sticky_memory.h"
 #include "agent/core/string_table.h"
 #include "common/id_index.h"
@@ -114,6 +120,7 @@ struct Allocator::State {
     ProtocolSet protocols = ProtocolSet::all();  // kernel protocols allowed
     uint32_t used = 0;                           // ports of the pool held by some lease
     std::unique_ptr<PortPicker> picker;
+    Quarantine quarantine;
   };
   struct StaticHold {
     uint32_t lease;
@@ -234,15 +241,18 @@ struct Allocator::State {
     Pool& pool = pools[poolOf[port]];
     ++pool.used;
     pool.picker->taken(port);
+    pool.quarantine.remove(port);  // granted anyway: the last free port, sticky, or static
   }
 
-  void releaseIfUnheld(uint16_t port) {
+  // `releasedAt` set: a dynamic port going into its pool's quarantine. Static claims never do.
+  void releaseIfUnheld(uint16_t port, std::optional<Quarantine::TimePoint> releasedAt) {
     if (dynamicHolder[port] != 0 || staticRefs[port] != 0 || !held.test(port)) return;
     held.reset(port);
     if (poolOf[port] == kNoPool) return;
     Pool& pool = pools[poolOf[port]];
     --pool.used;
     pool.picker->released(port);
+    if (releasedAt) pool.quarantine.add(port, *releasedAt);
   }
 
   void apply(uint32_t slot, const Lease& lease) {
@@ -262,12 +272,12 @@ struct Allocator::State {
     }
   }
 
-  void unapply(uint32_t slot, const Lease& lease) {
+  void unapply(uint32_t slot, const Lease& lease, Quarantine::TimePoint now) {
     for (const auto& grant : lease.ports) {
       if (!grant.isStatic) {
         for (uint32_t port = grant.hostPort; port < grant.hostPort + grant.count; ++port) {
           dynamicHolder[port] = 0;
-          releaseIfUnheld(static_cast<uint16_t>(port));
+          releaseIfUnheld(static_cast<uint16_t>(port), now);
         }
         continue;
       }
@@ -283,7 +293,7 @@ struct Allocator::State {
         if (holds.empty()) statics.erase(found);
         --staticRefs[grant.hostPort];
       }
-      releaseIfUnheld(grant.hostPort);
+      releaseIfUnheld(grant.hostPort, std::nullopt);
     }
   }
 
@@ -324,6 +334,7 @@ struct Allocator::State {
   std::vector<uint16_t> staticRefs = std::vector<uint16_t>(kPortSpace, 0);
   PortBitmap held;
   PortBitmap excluded;
+  PortBitmap quarantined;  // every pool's quarantine marks its ports here
   std::vector<uint16_t> excludedPorts;
   std::unordered_map<uint32_t, std::vector<StaticHold>> statics;
   std::vector<PackedLease> slots;  // empty: free
@@ -332,6 +343,7 @@ struct Allocator::State {
   StringTable strings;  // what the packed leases intern
   StickyMemory sticky;
   std::function<uint64_t()> random;
+  Clock clock;
   uint64_t hostConflicts = 0;
 };
 
@@ -415,7 +427,9 @@ Result<void> Allocator::State::pickDynamics(const AllocationRequest& request, st
                                             PortProbe& probe, std::vector<PortGrant>& grants) {
   Pool& pool = pools[poolIndex];
   const PoolLayout& layout = pool.picker->layout();
-  const FreeView view(held, excluded);
+  if (pool.quarantine.size() > 0) pool.quarantine.retire(clock());
+  const FreeView view(held, excluded, quarantined);  // what the strategy picks from
+  const FreeView anyFree(held, excluded);            // quarantined ports too: the last resort
   uint32_t rejections = 0;
   uint32_t askedBefore = 0;  // ports of the pool taken by this request's earlier rows
 
@@ -437,24 +451,30 @@ Result<void> Allocator::State::pickDynamics(const AllocationRequest& request, st
       return true;
     };
 
+    // The first candidate of `stream` that is free on the host, within the rejection bound.
+    const auto firstFreeOnHost = [&](CandidateStream& stream) -> std::optional<uint16_t> {
+      while (rejections < kMaxHostRejections) {
+        const auto candidate = stream.next();
+        if (!candidate) return std::nullopt;
+        if (freeOnHost(*candidate)) return candidate;
+      }
+      return std::nullopt;
+    };
+
     std::optional<uint16_t> chosen;
+    // A returning pod may have its ports back while they are quarantined: the delay protects
+    // other pods from its traffic, not the pod itself.
     if (const auto previous = sticky.previous(request.pod, pool.name, row)) {
       const PortRange* range = layout.rangeOf(*previous);
       if (range != nullptr && *previous + uint32_t{row.count} - 1 <= range->last &&
-          view.isRunFree(*previous, row.count) && freeOnHost(*previous)) {
+          anyFree.isRunFree(*previous, row.count) && freeOnHost(*previous)) {
         chosen = previous;
       }
     }
-    if (!chosen) {
-      auto stream = pool.picker->candidates(view, row.count);
-      while (rejections < kMaxHostRejections) {
-        const auto candidate = stream->next();
-        if (!candidate) break;
-        if (freeOnHost(*candidate)) {
-          chosen = candidate;
-          break;
-        }
-      }
+    if (!chosen) chosen = firstFreeOnHost(*pool.picker->candidates(view, row.count));
+    if (!chosen && pool.quarantine.size() > 0) {
+      chosen = firstFreeOnHost(row.count == 1 ? *pool.quarantine.candidates(anyFree)
+                                              : *pool.picker->candidates(anyFree, row.count));
     }
     if (!chosen) {
       std::string message = "pool " + quoteText(pool.name) + " has no ";
@@ -526,12 +546,14 @@ Result<void> Allocator::State::checkRestore(const Lease& lease) {
   return {};
 }
 
-Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<uint64_t()> random) {
+Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<uint64_t()> random,
+                                    Clock clock) {
   auto state = std::make_unique<State>();
   if (!random) {
     random = [engine = std::mt19937_64(std::random_device{}())]() mutable { return engine(); };
   }
   state->random = std::move(random);
+  state->clock = clock ? std::move(clock) : Clock(&std::chrono::steady_clock::now);
   if (pools.size() >= kNoPool) return fail(ErrorCode::kInvalidArgument, "too many pools");
 
   for (std::size_t index = 0; index < pools.size(); ++index) {
@@ -543,6 +565,12 @@ Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<u
     }
     if (spec.ranges.empty()) {
       return fail(ErrorCode::kInvalidArgument, "pool " + name + " has no port range");
+    }
+    if (spec.reuseDelaySeconds > kMaxReuseDelaySeconds) {
+      return fail(ErrorCode::kInvalidArgument, "pool " + name + " has a reuse delay of " +
+                                                   std::to_string(spec.reuseDelaySeconds) +
+                                                   " seconds (at most " +
+                                                   std::to_string(kMaxReuseDelaySeconds) + ")");
     }
     for (const auto& range : spec.ranges) {
       if (range.first == 0 || range.first > range.last) {
@@ -565,13 +593,14 @@ Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<u
                         (otherRange != other.ranges.end() ? otherRange->str() : range.str()));
       }
     }
-    State::Pool pool;
-    pool.name = spec.name;
+    PoolLayout layout(spec.ranges);
+    State::Pool pool{
+        spec.name, ProtocolSet::all(), 0, nullptr,
+        Quarantine(layout, std::chrono::seconds(spec.reuseDelaySeconds), state->quarantined)};
     if (!spec.protocols.empty()) {
       pool.protocols = {};
       for (const auto protocol : spec.protocols) pool.protocols |= protocolsOf(protocol);
     }
-    PoolLayout layout(spec.ranges);
     switch (spec.strategy) {
       case Strategy::kLowest:
         pool.picker = std::make_unique<LowestFreePicker>(std::move(layout));
@@ -623,7 +652,7 @@ std::optional<Lease> Allocator::release(const AttachmentKey& key) {
   Lease lease = packed.unpack(state.strings);
   // While the packed key, which the index hashes, is still there.
   state.index.erase(hashOfBytes(packed.keyBytes()), [&](uint32_t at) { return at == *slot; });
-  state.unapply(*slot, lease);
+  state.unapply(*slot, lease, state.clock());
   packed.release(state.strings);
   state.freeSlots.push_back(*slot);
   return lease;
@@ -682,8 +711,13 @@ std::size_t Allocator::leaseCount() const { return state_->index.size(); }
 std::vector<PoolUsage> Allocator::usage() const {
   std::vector<PoolUsage> out;
   out.reserve(state_->pools.size());
-  for (const auto& pool : state_->pools) {
-    out.push_back({pool.name, pool.picker->layout().size(), pool.used});
+  std::optional<Quarantine::TimePoint> now;
+  for (auto& pool : state_->pools) {
+    if (pool.quarantine.size() > 0) {
+      if (!now) now = state_->clock();
+      pool.quarantine.retire(*now);  // so the count is what a request would see now
+    }
+    out.push_back({pool.name, pool.picker->layout().size(), pool.used, pool.quarantine.size()});
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // with a bounded number of probe rejections (the Kea shape). Pure: no I/O, no locks; the caller
 // serialises calls and makes results durable.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,12 +20,20 @@ enum class Strategy : uint8_t { kLowest, kRandom, kRoundRobin };
 std::string_view strategyName(Strategy strategy);
 Result<Strategy> parseStrategy(std::string_view text);  // "lowest", "random", "round-robin"
 
+/// How long a released dynamic port waits before the strategy may pick it again (quarantine.h).
+inline constexpr uint32_t kDefaultReuseDelaySeconds = 30;
+inline constexpr uint32_t kMaxReuseDelaySeconds = 3600;
+
 struct PoolSpec {
   std::string name;
   std::vector<PortRange> ranges;        // disjoint; across pools too
   std::vector<PortProtocol> protocols;  // allowed; empty: all
   Strategy strategy = Strategy::kLowest;
+  uint32_t reuseDelaySeconds = kDefaultReuseDelaySeconds;  // 0: no quarantine
 };
+
+/// The engine's time, for quarantine: steady_clock::now in production, a fake in tests.
+using Clock = std::function<std::chrono::steady_clock::time_point()>;
 
 /// Who holds a port on the host, as far as the kernel tells.
 struct PortHolder {
@@ -61,15 +70,18 @@ struct AllocationError : Error {
 
 struct PoolUsage {
   std::string name;
-  uint32_t size = 0;  // ports in the pool
-  uint32_t used = 0;  // ports held by a lease
+  uint32_t size = 0;         // ports in the pool
+  uint32_t used = 0;         // ports held by a lease
+  uint32_t quarantined = 0;  // free ports still within their reuse delay (not counted in used)
 };
 
 class Allocator {
  public:
-  /// kInvalidArgument for an empty or overlapping range, a duplicate pool name.
-  /// `random` feeds the random strategy; inject a seeded one in tests.
-  static Result<Allocator> create(std::vector<PoolSpec> pools, std::function<uint64_t()> random);
+  /// kInvalidArgument for an empty or overlapping range, a duplicate pool name, a reuse delay
+  /// above kMaxReuseDelaySeconds. `random` feeds the random strategy and `clock` the quarantine
+  /// of released ports (empty: steady_clock); inject both in tests.
+  static Result<Allocator> create(std::vector<PoolSpec> pools, std::function<uint64_t()> random,
+                                  Clock clock = {});
 
   Allocator(Allocator&&) noexcept;
   Allocator& operator=(Allocator&&) noexcept;
@@ -85,11 +97,14 @@ class Allocator {
   std::expected<Lease, AllocationError> allocate(const AllocationRequest& request,
                                                  PortProbe& probe);
 
-  /// Releases the lease of `key` and returns it; nullopt when there is none.
+  /// Releases the lease of `key` and returns it; nullopt when there is none. Its dynamic ports
+  /// go into their pool's quarantine: picked again only after the pool's reuseDelaySeconds, or
+  /// sooner when nothing else is free (oldest release first), or by the same pod (sticky).
   std::optional<Lease> release(const AttachmentKey& key);
 
   /// Puts back a lease read from storage, unchecked against the host. kConflict if it overlaps
-  /// a lease already held (storage corruption), kInvalidArgument for an unknown pool.
+  /// a lease already held (storage corruption), kInvalidArgument for an unknown pool. Restoring
+  /// quarantines nothing: quarantine lives in memory and a restart forgets it.
   Result<void> restore(const Lease& lease);
   /// Makes room for `leases` in all, so restoring that many does not grow the tables on the way.
   void reserve(std::size_t leases);
@@ -101,6 +116,7 @@ class Allocator {
   void forEachLease(const std::function<void(const Lease&)>& visit) const;
   std::vector<Lease> leases() const;  // in key order
   std::size_t leaseCount() const;
+  /// Also lets go of the quarantined ports whose delay is over, which changes no lease.
   std::vector<PoolUsage> usage() const;
   const std::vector<PoolSpec>& pools() const;
   /// Ports found busy on the host so far (skipped dynamic candidates and refused static claims).

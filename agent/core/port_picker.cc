@@ -5,6 +5,8 @@
 
 namespace hostport::agent::core {
 
+const PortBitmap FreeView::kNothing;
+
 bool FreeView::isRunFree(uint32_t first, uint32_t count) const {
   if (count == 0 || first + count - 1 > 65535) return false;
   return !scan(first, first + count - 1, /*free=*/false).has_value();
@@ -14,7 +16,7 @@ std::optional<uint32_t> FreeView::scan(uint32_t from, uint32_t to, bool free) co
   if (from > to) return std::nullopt;
   std::size_t index = from >> 6;
   const std::size_t lastIndex = to >> 6;
-  uint64_t bits = held_.word(index) | excluded_.word(index);
+  uint64_t bits = busyWord(index);
   if (free) bits = ~bits;
   bits &= ~uint64_t{0} << (from & 63);
   while (true) {
@@ -23,7 +25,7 @@ std::optional<uint32_t> FreeView::scan(uint32_t from, uint32_t to, bool free) co
       return port <= to ? std::optional(port) : std::nullopt;
     }
     if (++index > lastIndex) return std::nullopt;
-    bits = held_.word(index) | excluded_.word(index);
+    bits = busyWord(index);
     if (free) bits = ~bits;
   }
 }

@@ -30,13 +30,19 @@ class PortBitmap {
   std::array<uint64_t, 1024> words_{};
 };
 
-/// The occupancy one request sees: a port is free when the engine holds nothing on it and the
-/// request has not set it aside (busy on the host, or taken by an earlier row of the request).
+/// The occupancy one request sees: a port is free when the engine holds nothing on it, the
+/// request has not set it aside (busy on the host, or taken by an earlier row of the request)
+/// and, in a view given `quarantined`, it is not waiting out a reuse delay (quarantine.h).
 class FreeView {
  public:
-  FreeView(const PortBitmap& held, const PortBitmap& excluded) : held_(held), excluded_(excluded) {}
+  FreeView(const PortBitmap& held, const PortBitmap& excluded)
+      : FreeView(held, excluded, kNothing) {}
+  FreeView(const PortBitmap& held, const PortBitmap& excluded, const PortBitmap& quarantined)
+      : held_(held), excluded_(excluded), quarantined_(quarantined) {}
 
-  bool isFree(uint16_t port) const { return !held_.test(port) && !excluded_.test(port); }
+  bool isFree(uint16_t port) const {
+    return !held_.test(port) && !excluded_.test(port) && !quarantined_.test(port);
+  }
   bool isRunFree(uint32_t first, uint32_t count) const;
   /// The lowest s in [from, maxStart] with s..s+count-1 all free; the caller keeps the run inside
   /// a range (maxStart + count - 1 <= 65535).
@@ -46,8 +52,14 @@ class FreeView {
   // The first port in [from, to] that is free (or busy, when `free` is false).
   std::optional<uint32_t> scan(uint32_t from, uint32_t to, bool free) const;
 
+  uint64_t busyWord(std::size_t index) const {
+    return held_.word(index) | excluded_.word(index) | quarantined_.word(index);
+  }
+
+  static const PortBitmap kNothing;
   const PortBitmap& held_;
   const PortBitmap& excluded_;
+  const PortBitmap& quarantined_;
 };
 
 /// A pool's ranges, sorted, numbered by offset: offset 0 is the first port of the lowest range.

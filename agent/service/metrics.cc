@@ -41,6 +41,12 @@ std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsag
     out << "hostport_pool_free_ports{pool=\"" << pool.name << "\"} " << pool.size - pool.used
         << "\n";
   }
+  family("hostport_pool_quarantined_ports", "gauge",
+         "Free ports of a pool within their reuse delay: granted only when no other is free.");
+  for (const auto& pool : pools) {
+    out << "hostport_pool_quarantined_ports{pool=\"" << pool.name << "\"} " << pool.quarantined
+        << "\n";
+  }
   family("hostport_allocation_duration_seconds", "histogram",
          "Time from request to durable allocation.");
   for (std::size_t i = 0; i < kBuckets.size(); ++i) {

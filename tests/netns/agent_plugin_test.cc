@@ -328,6 +328,32 @@ TEST_F(AgentPluginTest, RepeatedAddGetsTheSameLeaseAndCheckPassesAndDelReleasesI
   EXPECT_THAT(entries(), IsEmpty());
 }
 
+TEST_F(AgentPluginTest, AReleasedPortIsNotGrantedAgainWhileOthersAreFreeButIsWhenItIsTheLast) {
+  ASSERT_NO_FATAL_FAILURE(startAgent("41000-41002"));  // the default reuse delay: 30 s
+  Pod* first = addAgentPod("pod-a", "web=8080");
+  ASSERT_NE(first, nullptr);
+  const uint16_t released = grantedPort(*first, "web", agent::PortProtocol::kTcp);
+  ASSERT_OK_AND_ASSIGN(auto deleted, node().del(*first));
+  ASSERT_THAT(deleted, Succeeded());
+
+  std::set<uint16_t> others;
+  for (const char* label : {"pod-b", "pod-c"}) {
+    Pod* pod = addAgentPod(label, "web=8080");
+    ASSERT_NE(pod, nullptr);
+    others.insert(grantedPort(*pod, "web", agent::PortProtocol::kTcp));
+  }
+  EXPECT_EQ(others.size(), 2u);
+  EXPECT_FALSE(others.contains(released)) << "port " << released << " granted again at once";
+
+  // Only the quarantined port is free: quarantine never refuses it, and it forwards.
+  Pod* last = addAgentPod("pod-d", "web=8080");
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(grantedPort(*last, "web", agent::PortProtocol::kTcp), released);
+  auto server = serve(*last, Transport::kTcp, 8080);
+  ASSERT_TRUE(server);
+  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, released), RepliesFrom("pod-d tcp"));
+}
+
 TEST_F(AgentPluginTest, StaticHostPortAndDynamicPortInOnePodBothForward) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
   Pod* pod = addAgentPod("pod-a", "dns=53/udp", {{8080, 80, "tcp"}});

@@ -83,6 +83,7 @@ TEST(AgentConfigTest, FinalizeAddsTheDefaultPool) {
   EXPECT_EQ(config.pools[0].ranges, std::vector<PortRange>{range(30000, 32767)});
   EXPECT_TRUE(config.pools[0].protocols.empty());
   EXPECT_EQ(config.pools[0].strategy, core::Strategy::kLowest);
+  EXPECT_EQ(config.pools[0].reuseDelaySeconds, 30u);
 }
 
 TEST(AgentConfigTest, EveryKeyIsRead) {
@@ -99,6 +100,7 @@ pools:
     ranges: ["7000-7099", "7200"]
     protocols: [udp, tcpudp]
     strategy: round-robin
+    reuseDelaySeconds: 120
   media:
     ranges: [20000-20999]
     protocols: [UDP]
@@ -126,6 +128,7 @@ pools:
   EXPECT_EQ(games.protocols,
             (std::vector<PortProtocol>{PortProtocol::kUdp, PortProtocol::kTcpUdp}));
   EXPECT_EQ(games.strategy, core::Strategy::kRoundRobin);
+  EXPECT_EQ(games.reuseDelaySeconds, 120u);
   const core::PoolSpec& media = config->pools[2];
   EXPECT_EQ(media.ranges, std::vector<PortRange>{range(20000, 20999)});
   EXPECT_EQ(media.protocols, std::vector<PortProtocol>{PortProtocol::kUdp});
@@ -169,6 +172,26 @@ TEST(AgentConfigTest, PoolDefaultsAreAllProtocolsAndLowest) {
   ASSERT_EQ(config->pools.size(), 1u);
   EXPECT_TRUE(config->pools[0].protocols.empty());
   EXPECT_EQ(config->pools[0].strategy, core::Strategy::kLowest);
+  EXPECT_EQ(config->pools[0].reuseDelaySeconds, core::kDefaultReuseDelaySeconds);
+}
+
+TEST(AgentConfigTest, ReuseDelaySecondsIsBoundedAndZeroTurnsQuarantineOff) {
+  const auto delayOf = [](const char* value) -> uint32_t {
+    auto config = load(std::string("pools:\n  games:\n    ranges: ['7000']\n"
+                                   "    reuseDelaySeconds: ") +
+                       value + "\n");
+    EXPECT_TRUE(config.has_value()) << value;
+    return config ? config->pools.at(0).reuseDelaySeconds : 99999;
+  };
+  EXPECT_EQ(delayOf("0"), 0u);
+  EXPECT_EQ(delayOf("5"), 5u);
+  EXPECT_EQ(delayOf("3600"), 3600u);
+  EXPECT_EQ(loadError("pools:\n  games:\n    ranges: ['7000']\n    reuseDelaySeconds: 3601\n"),
+            "config.yaml: pools.games.reuseDelaySeconds: \"3601\" is above 3600");
+  EXPECT_EQ(loadError("pools:\n  games:\n    ranges: ['7000']\n    reuseDelaySeconds: 30s\n"),
+            "config.yaml: pools.games.reuseDelaySeconds: \"30s\" is not a whole number");
+  EXPECT_EQ(loadError("pools:\n  games:\n    ranges: ['7000']\n    reuseDelaySeconds: -1\n"),
+            "config.yaml: pools.games.reuseDelaySeconds: \"-1\" is not a whole number");
 }
 
 TEST(AgentConfigTest, EmptyPoolsMappingFallsBackToTheDefaultPool) {

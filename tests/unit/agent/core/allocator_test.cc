@@ -32,8 +32,9 @@ class AllocatorTest : public ::testing::Test {
     EXPECT_OK(allocator);
     return std::move(*allocator);
   }
-  static Allocator make(Strategy strategy, PortRange range = {30000, 30099}) {
-    return make({PoolSpec{"default", {range}, {}, strategy}});
+  static Allocator make(Strategy strategy, PortRange range = {30000, 30099},
+                        uint32_t reuseDelaySeconds = kDefaultReuseDelaySeconds) {
+    return make({PoolSpec{"default", {range}, {}, strategy, reuseDelaySeconds}});
   }
 
   static AllocationRequest request(std::string id, std::vector<DynamicPortRequest> dynamics,
@@ -127,7 +128,8 @@ TEST_F(AllocatorTest, RejectsEmptyRangesNamingThePool) {
 // --- strategies ---
 
 TEST_F(AllocatorTest, LowestPicksTheLowestFreePort) {
-  auto allocator = make(Strategy::kLowest);
+  // No quarantine, so a released port is the lowest free one at once (quarantine_test.cc).
+  auto allocator = make(Strategy::kLowest, {30000, 30099}, /*reuseDelaySeconds=*/0);
   EXPECT_EQ(grab(allocator, "a"), 30000);
   EXPECT_EQ(grab(allocator, "b"), 30001);
   EXPECT_EQ(grab(allocator, "c"), 30002);
@@ -565,7 +567,8 @@ TEST_F(AllocatorTest, FallsBackWhenThePreviousPortIsTaken) {
 // --- release and restore ---
 
 TEST_F(AllocatorTest, ReleaseReturnsTheLeaseAndFreesEveryPort) {
-  auto allocator = make(Strategy::kLowest);
+  // No quarantine, so the freed ports are the lowest free ones at once (quarantine_test.cc).
+  auto allocator = make(Strategy::kLowest, {30000, 30099}, /*reuseDelaySeconds=*/0);
   auto lease =
       allocator.allocate(request("a", {dyn("x", 3)}, {claim(80, PortProtocol::kTcpUdp)}), probe_);
   ASSERT_TRUE(lease);

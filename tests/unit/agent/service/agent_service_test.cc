@@ -39,9 +39,13 @@ using Op = FaultyFileOps::Op;
 
 constexpr auto kWait = std::chrono::seconds(30);
 
-std::vector<core::PoolSpec> pools() {
-  return {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest},
-          {"media", {{20000, 20099}}, {PortProtocol::kUdp}, core::Strategy::kLowest}};
+std::vector<core::PoolSpec> pools(uint32_t reuseDelaySeconds = core::kDefaultReuseDelaySeconds) {
+  return {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest, reuseDelaySeconds},
+          {"media",
+           {{20000, 20099}},
+           {PortProtocol::kUdp},
+           core::Strategy::kLowest,
+           reuseDelaySeconds}};
 }
 
 AllocationRequest request(const std::string& containerId, const std::string& ns,
@@ -98,15 +102,16 @@ Result<std::unique_ptr<core::PortProbe>> refusedSnapshot(const AllocationRequest
 class Agent {
  public:
   Agent(const TempDir& dir, core::FakePortProbe& probe,
-        std::shared_ptr<store::FileOps> fileOps = {}, ServiceOptions options = {})
-      : Agent(dir, probesOf(probe), std::move(fileOps), options) {}
+        std::shared_ptr<store::FileOps> fileOps = {}, ServiceOptions options = {},
+        const std::vector<core::PoolSpec>& agentPools = pools())
+      : Agent(dir, probesOf(probe), std::move(fileOps), options, agentPools) {}
   Agent(const TempDir& dir, ProbeFactory probes, std::shared_ptr<store::FileOps> fileOps = {},
-        ServiceOptions options = {}) {
+        ServiceOptions options = {}, const std::vector<core::PoolSpec>& agentPools = pools()) {
     StoreOptions storeOptions;
     storeOptions.fileOps = std::move(fileOps);
     // As the agent starts (agent/main.cc): the store recovered into a new allocator.
     auto state = recoverState(
-        dir.path(), pools(), [] { return uint64_t{42}; }, storeOptions);
+        dir.path(), agentPools, [] { return uint64_t{42}; }, storeOptions);
     if (!state) {
       ADD_FAILURE() << "recover: " << state.error().message;
       std::abort();
@@ -244,7 +249,8 @@ TEST_F(AgentServiceTest, ReleaseIsDurable) {
 }
 
 TEST_F(AgentServiceTest, ReleasedPortIsFreeAgain) {
-  Agent agent(dir_, probe_);
+  // No quarantine, so the freed port is the lowest free one at once.
+  Agent agent(dir_, probe_, {}, {}, pools(/*reuseDelaySeconds=*/0));
   ASSERT_TRUE(agent.allocate(request("c1", "ns", "pod-1")));
   ASSERT_TRUE(agent.release({"c1", "eth0"}));
   auto lease = agent.allocate(request("c2", "ns", "pod-2"));
@@ -451,6 +457,7 @@ TEST_F(AgentServiceTest, MetricsTextHasTheExpectedFamilies) {
            {"hostport_leases", "gauge"},
            {"hostport_pool_ports", "gauge"},
            {"hostport_pool_free_ports", "gauge"},
+           {"hostport_pool_quarantined_ports", "gauge"},
            {"hostport_allocation_duration_seconds", "histogram"},
            {"hostport_releases_total", "counter"},
            {"hostport_conflicts_total", "counter"},
@@ -466,6 +473,9 @@ TEST_F(AgentServiceTest, MetricsTextHasTheExpectedFamilies) {
   EXPECT_THAT(text, HasSubstr("hostport_pool_ports{pool=\"default\"} 10\n"));
   EXPECT_THAT(text, HasSubstr("hostport_pool_ports{pool=\"media\"} 100\n"));
   EXPECT_THAT(text, HasSubstr("hostport_pool_free_ports{pool=\"default\"} 9\n"));
+  // c2's port waits out the default reuse delay of 30 s.
+  EXPECT_THAT(text, HasSubstr("hostport_pool_quarantined_ports{pool=\"default\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("hostport_pool_quarantined_ports{pool=\"media\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("hostport_allocation_duration_seconds_count 2\n"));
   EXPECT_THAT(text, HasSubstr("hostport_allocation_duration_seconds_bucket{le=\"+Inf\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("hostport_releases_total 1\n"));
@@ -691,7 +701,8 @@ TEST_F(AgentServiceLogTest, LogsTheCauseWhenTheStoreFailsAndTurnsUnhealthyOnce) 
 
 TEST_F(AgentServiceLogTest, LogsALeaseThatCouldNotBePutBackAfterItsReleaseFailed) {
   auto faulty = std::make_shared<FaultyFileOps>();
-  Agent agent(dir_, probe_, faulty);
+  // No quarantine, so the port c1 freed is the one c2 is granted at once.
+  Agent agent(dir_, probe_, faulty, {}, pools(/*reuseDelaySeconds=*/0));
   ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
   // The release's sync fails after a while; meanwhile another pod is granted the port it freed.
   faulty->setSyncDelay(std::chrono::milliseconds(300));
