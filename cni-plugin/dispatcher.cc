@@ -21,16 +21,15 @@ namespace {
 
 constexpr std::string_view kLatestVersion = "1.1.0";
 
-/// The pod end of the forwards, from the config's options and prevResult's addresses.
-nft::PodTarget podTarget(const PluginConfig& config, const ContainerAddresses& addresses) {
-  return {addresses.v4,   addresses.v6,        config.snat,
-          config.masqAll, config.conditionsV4, config.conditionsV6};
-}
-
 /// What the agent needs to lay the attachment's forwards out (and out again) on its own.
 agent::Forwarding forwardingOf(const PluginConfig& config, const ContainerAddresses& addresses) {
   return {config.name,    addresses.v4,        addresses.v6,       config.snat,
           config.masqAll, config.conditionsV4, config.conditionsV6};
+}
+
+/// The pod end of the forwards, as the agent would plan them from the same request.
+nft::PodTarget podTarget(const PluginConfig& config, const ContainerAddresses& addresses) {
+  return agent::forwards::podTargetOf(forwardingOf(config, addresses));
 }
 
 /// What an attachment is granted: the mappings to forward and, with an agent, its lease.

@@ -301,20 +301,23 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
 
 void AgentService::undoGrant(const Lease& lease, Error cause,
                              std::function<void(Result<Lease>)> done) {
-  std::lock_guard lock(mutex_);
-  // Unless a DEL got there first (it released the lease and answered for it).
-  if (allocator_.find(lease.key) != lease) {
-    done(std::unexpected(std::move(cause)));
-    return;
+  const std::string reason = cause.message;
+  {
+    std::lock_guard lock(mutex_);
+    // Unless a DEL got there first: it released the lease and answers for it.
+    if (allocator_.find(lease.key) == lease) {
+      allocator_.release(lease.key);
+      submitRelease(lease, ReleaseVia::kFailedInstall,
+                    [cause = std::move(cause), done = std::move(done)](Result<void>) {
+                      done(std::unexpected(cause));
+                    });
+      maybeCompact();
+    } else {
+      done(std::unexpected(std::move(cause)));
+    }
   }
-  allocator_.release(lease.key);
   log::event(Component::kTable, Level::kWarn, "table.install_failed",
-             {keyField(lease.key), podField(lease.pod), {"cause", cause.message}});
-  submitRelease(lease, ReleaseVia::kFailedInstall,
-                [cause = std::move(cause), done = std::move(done)](Result<void>) {
-                  done(std::unexpected(cause));
-                });
-  maybeCompact();
+             {keyField(lease.key), podField(lease.pod), {"cause", reason}});
 }
 
 void AgentService::release(const AttachmentKey& key,

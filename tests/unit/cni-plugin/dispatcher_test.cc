@@ -46,6 +46,14 @@ json config(const std::string& version = "1.0.0") {
                           {{"hostPort", 5353}, {"containerPort", 53}, {"protocol", "udp"}}})}}}};
 }
 
+/// Agent mode at the default socket, with `annotations` as the runtime passes them.
+json agentModeConfig(const json& annotations = nullptr) {
+  auto input = config("1.1.0");
+  input.erase("agentSocket");
+  input["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
+  return input;
+}
+
 class DispatcherTest : public ::testing::Test {
  protected:
   struct Outcome {
@@ -125,13 +133,11 @@ class DispatcherTest : public ::testing::Test {
                                           {"CNI_IFNAME", "eth0"},
                                           {"CNI_PATH", "/opt/cni/bin"},
                                           {"CNI_ARGS", "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p"}};
-  /// Agent mode at the default socket, the records and notes in this test's temp dir.
+  /// agentModeConfig() with the records and notes in this test's temp dir.
   json agentConfig(const json& annotations = nullptr) const {
-    auto input = config("1.1.0");
-    input.erase("agentSocket");
+    auto input = agentModeConfig(annotations);
     input["stateDir"] = (dir_ / "cni-state").string();
     input["releaseSpool"] = (dir_ / "released").string();
-    input["runtimeConfig"]["io.kubernetes.cri.pod-annotations"] = annotations;
     return input;
   }
 
@@ -466,9 +472,9 @@ TEST_F(DispatcherTest, CheckComparesTheTableWithTheAgentsLease) {
   EXPECT_NE(outcome.document()["msg"].get<std::string>().find("no lease"), std::string::npos);
 }
 
-/// agentConfig() with STATUS's grace and its record in the fixture's temp dir.
+/// agentModeConfig() with STATUS's grace and its record in the fixture's temp dir.
 json statusConfig(const test::TempDir& stateDir, int graceSeconds) {
-  auto input = agentConfig();
+  auto input = agentModeConfig();
   input["stateDir"] = stateDir.path();
   input["statusGraceSeconds"] = graceSeconds;
   return input;
@@ -539,7 +545,7 @@ TEST_F(DispatcherTest, StatusOfAStandalonePluginNeitherAsksNorWrites) {
 /// A GC as libcni sends it: both attachment lists (the same keys, under the spec's old and new
 /// names), on the config of network "testnet".
 json gcConfig(const json& valid) {
-  auto input = agentConfig();
+  auto input = agentModeConfig();
   input.erase("prevResult");
   input.erase("runtimeConfig");
   input["cni.dev/valid-attachments"] = valid;
