@@ -78,7 +78,7 @@ else
   BOLD="" DIM="" GREEN="" RED="" RESET=""
 fi
 STEP=0
-readonly STEPS=9
+readonly STEPS=10
 
 section() {
   STEP=$((STEP + 1))
