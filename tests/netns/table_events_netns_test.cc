@@ -177,7 +177,9 @@ TEST_F(TableEventsTest, ChangesMadeByThisProcessAreNotReported) {
     std::thread writer([&] {
       auto other = NftContext::create();
       EXPECT_OK(other);
-      if (other) EXPECT_OK(other->run("flush map ip6 hostport ports"));
+      if (other) {
+        EXPECT_OK(other->run("flush map ip6 hostport ports"));
+      }
       read.get_future().wait();
     });
     expectQuiet(events);
