@@ -27,11 +27,6 @@ Result<void> ForwardWriter::remove(const Lease& lease) {
   return removeLocked(lease);
 }
 
-Result<void> ForwardWriter::removeRules(const nft::AttachmentRules& rules) {
-  std::lock_guard guard(mutex_);
-  return ruleset_->removeExact(rules);
-}
-
 Result<void> ForwardWriter::installLocked(const Lease& lease) {
   if (!lease.forwarding) return {};
   HOSTPORT_TRY(const nft::AttachmentPlan plan, forwards::planOf(lease));

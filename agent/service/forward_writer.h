@@ -10,13 +10,11 @@
 
 #include <memory>
 #include <mutex>
-#include <optional>
 
 #include "agent/lease.h"
 #include "common/error.h"
 #include "hostnet/host_network.h"
 #include "nft/ruleset.h"
-#include "nft/table_state.h"
 
 namespace hostport::agent::service {
 
@@ -37,18 +35,16 @@ class ForwardWriter {
   /// conntrack of its host ports. Nothing there is success.
   Result<void> remove(const Lease& lease);
 
-  /// Removes what `rules.owner` holds that `rules` lists: the reconciler's stray elements.
-  Result<void> removeRules(const nft::AttachmentRules& rules);
-
   /// For the reconciler: every write stays out while it holds this, so what it read stays true
   /// until it has written.
   std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
-  /// Install/remove with the lock already held (by lock()).
+  /// install() with the lock already held (by lock()), and the table under it: the reconciler
+  /// reads and repairs through these.
   Result<void> installLocked(const Lease& lease);
-  Result<void> removeLocked(const Lease& lease);
   nft::Ruleset& ruleset() { return *ruleset_; }
 
  private:
+  Result<void> removeLocked(const Lease& lease);
   void flushUdpConntrack(const Lease& lease, const std::vector<uint16_t>& ports);
 
   std::mutex mutex_;
