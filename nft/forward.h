@@ -2,6 +2,7 @@
 // The typed vocabulary of what one attachment owns in our nftables tables. Every value here is
 // validated on construction, so the command builder can print it without escaping.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -44,6 +45,12 @@ struct AttachmentRules {
   std::vector<Masquerade> masquerades;
 
   bool empty() const { return forwards.empty() && masquerades.empty(); }
+  /// True when a forward has conditions: it is a rule of the conditional chain, not an element,
+  /// and only a libnftables listing shows it.
+  bool hasConditions() const {
+    return std::ranges::any_of(forwards,
+                               [](const Forward& forward) { return !forward.conditions.empty(); });
+  }
 };
 
 /// "containerID/ifname", validated so it is safe inside an nft comment (and short enough).

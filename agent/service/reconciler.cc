@@ -22,13 +22,6 @@ constexpr std::chrono::seconds kStormWindow{10};
 
 log::Field keyField(const AttachmentKey& key) { return log::untrusted("key", key.str()); }
 
-bool hasConditions(const nft::AttachmentRules& rules) {
-  for (const auto& forward : rules.forwards) {
-    if (!forward.conditions.empty()) return true;
-  }
-  return false;
-}
-
 /// What the kernel holds, by owner tag.
 std::unordered_map<std::string, nft::AttachmentRules> byOwner(nft::TableState state) {
   std::unordered_map<std::string, nft::AttachmentRules> owners;
@@ -109,8 +102,10 @@ PassReport Reconciler::pass(bool releaseVanishedToo) {
   PassReport report;
   consumeReleaseSpool();
   report.layoutRepaired = repairLayout();
-  reconcileElements(report);
-  if (releaseVanishedToo) report.released = releaseVanished(started);
+  // One read of the leases serves both: taken under the writer's lock, so the table compare is
+  // consistent; liveness needs no more than that moment's view.
+  const std::vector<Lease> leases = reconcileElements(report);
+  if (releaseVanishedToo) report.released = releaseVanished(leases, started);
   const auto took = Clock::now() - started;
   metrics_.observeReconcile(took);
   const auto tookMs = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
@@ -192,17 +187,18 @@ bool Reconciler::repairLayout() {
   return false;
 }
 
-void Reconciler::reconcileElements(PassReport& report) {
+std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
   auto lock = writer_.lock();
+  std::vector<Lease> leases = service_.list("", "");
   nft::Ruleset& ruleset = writer_.ruleset();
   auto state = ruleset.readElements();
   if (!state) {
     log::event(Component::kTable, Level::kWarn, "table.check_failed",
                {{"cause", state.error().message}});
-    return;
+    return leases;
   }
   auto installed = byOwner(std::move(*state));
-  for (const Lease& lease : service_.list("", "")) {
+  for (const Lease& lease : leases) {
     auto owner = forwards::ownerOf(lease.key);
     if (!owner) continue;
     nft::AttachmentRules have{*owner, {}, {}};
@@ -217,7 +213,7 @@ void Reconciler::reconcileElements(PassReport& report) {
                  {keyField(lease.key), {"cause", plan.error().message}});
       continue;
     }
-    if (hasConditions(plan->rules)) {
+    if (plan->rules.hasConditions()) {
       // Conditional forwards are rules, not elements: only a listing shows them.
       auto listed = ruleset.listOwned(*owner);
       if (!listed) continue;
@@ -242,7 +238,7 @@ void Reconciler::reconcileElements(PassReport& report) {
     if (!difference.unexpectedForwards.empty() || !difference.unexpectedMasquerades.empty()) {
       nft::AttachmentRules extra{*owner, difference.unexpectedForwards,
                                  difference.unexpectedMasquerades};
-      if (hasConditions(extra)) continue;  // a stale conditional rule: removed with its lease
+      if (extra.hasConditions()) continue;  // a stale conditional rule: removed with its lease
       if (ruleset.removeExact(extra)) {
         log::event(Component::kTable, Level::kWarn, "table.stray_removed",
                    {log::untrusted("owner", *owner),
@@ -264,12 +260,13 @@ void Reconciler::reconcileElements(PassReport& report) {
   }
   metrics_.countRepairs(Metrics::Repair::kMissing, report.leasesRestored);
   metrics_.countRepairs(Metrics::Repair::kStray, report.straysRemoved);
+  return leases;
 }
 
-std::size_t Reconciler::releaseVanished(Clock::time_point now) {
+std::size_t Reconciler::releaseVanished(const std::vector<Lease>& leases, Clock::time_point now) {
   std::map<AttachmentKey, Clock::time_point> stillGone;
   std::vector<AttachmentKey> due;
-  for (const Lease& lease : service_.list("", "")) {
+  for (const Lease& lease : leases) {
     if (netnsLiveness(lease) != NetnsLiveness::kGone) continue;
     const auto seen = goneSince_.find(lease.key);
     const auto since = seen == goneSince_.end() ? now : seen->second;
@@ -339,7 +336,7 @@ void Reconciler::loop() {
     }
     if (now >= nextLiveness) {
       lock.unlock();
-      releaseVanished(now);
+      releaseVanished(service_.list("", ""), now);
       lock.lock();
       nextLiveness = now + options_.livenessInterval;
     }

@@ -77,8 +77,11 @@ class Reconciler {
  private:
   void consumeReleaseSpool();
   bool repairLayout();
-  void reconcileElements(PassReport& report);
-  std::size_t releaseVanished(std::chrono::steady_clock::time_point now);
+  /// Compares the kernel with the leases and repairs it, under the writer's lock; the leases it
+  /// compared with.
+  std::vector<Lease> reconcileElements(PassReport& report);
+  std::size_t releaseVanished(const std::vector<Lease>& leases,
+                              std::chrono::steady_clock::time_point now);
   void loop();
   void watchEvents();
 

@@ -16,11 +16,6 @@ std::string bothLayouts() {
   return tableLayoutCommands(Family::kIPv4) + tableLayoutCommands(Family::kIPv6);
 }
 
-bool hasConditions(const AttachmentRules& rules) {
-  return std::ranges::any_of(rules.forwards,
-                             [](const Forward& forward) { return !forward.conditions.empty(); });
-}
-
 std::vector<SetElement> elementsOf(const AttachmentRules& rules) {
   std::vector<SetElement> elements;
   for (const auto& forward : rules.forwards) elements.push_back(elementOf(forward, rules.owner));
@@ -65,7 +60,7 @@ Result<void> NftRuleset::ensureTables() {
 
 Result<void> NftRuleset::install(const AttachmentRules& rules) {
   if (rules.empty()) return {};
-  if (hasConditions(rules)) return installWithLayout(rules);
+  if (rules.hasConditions()) return installWithLayout(rules);
   // The common case touches nothing but our elements. Re-sending the layout with every ADD
   // would flush and re-add the fixed rules: the kernel then re-checks every element of the maps
   // (O(N)) and closing the socket waits for an RCU grace period (~10 ms).
@@ -85,7 +80,7 @@ Result<void> NftRuleset::installWithLayout(const AttachmentRules& rules) {
   HOSTPORT_TRY(auto* nft, context());
   // The layout rides in the same transaction, so a failed ADD never leaves it half made.
   const std::string commands = bothLayouts() + installCommands(rules);
-  if (hasConditions(rules)) {
+  if (rules.hasConditions()) {
     // Conditions are user text: let nft judge them before anything is committed, so a bad one
     // is a config error (CNI code 7), not a kernel failure.
     if (auto checked = nft->check(commands); !checked && !isAlreadyExists(checked.error())) {
@@ -151,7 +146,7 @@ Result<AttachmentRules> NftRuleset::remove(const std::string& owner) {
 
 Result<void> NftRuleset::removeExact(const AttachmentRules& rules) {
   if (rules.empty()) return {};
-  if (!hasConditions(rules)) {
+  if (!rules.hasConditions()) {
     auto deleted = elements_.change(ElementChange::kDelete, elementsOf(rules));
     if (deleted) return {};
     if (!isNotFound(deleted.error())) {
