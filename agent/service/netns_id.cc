@@ -6,12 +6,19 @@
 #include <string>
 
 namespace hostport::agent::service {
+namespace {
+
+NetnsId identityOf(const struct stat& info) {
+  return {static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
+}
+
+}  // namespace
 
 NetnsId netnsIdOf(std::string_view path) {
   if (path.empty()) return {};
   struct stat info {};
   if (::stat(std::string(path).c_str(), &info) != 0) return {};
-  return {static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
+  return identityOf(info);
 }
 
 NetnsLiveness netnsLiveness(const Lease& lease) {
@@ -20,8 +27,7 @@ NetnsLiveness netnsLiveness(const Lease& lease) {
   if (::stat(lease.netns.c_str(), &info) != 0) {
     return errno == ENOENT || errno == ENOTDIR ? NetnsLiveness::kGone : NetnsLiveness::kUnknown;
   }
-  const NetnsId now{static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
-  return now == lease.netnsId ? NetnsLiveness::kAlive : NetnsLiveness::kGone;
+  return identityOf(info) == lease.netnsId ? NetnsLiveness::kAlive : NetnsLiveness::kGone;
 }
 
 }  // namespace hostport::agent::service
