@@ -283,9 +283,9 @@ Result<void> Invocation::del(const Result<PluginConfig>& config) {
 }
 
 /// CHECK's verdict: the first difference, as kNotFound naming the element and its owner. Missing
-/// forwards come first, then unexpected forwards, then missing masquerades. An unexpected
-/// masquerade passes: it hides more client addresses from this pod, but breaks no forward and
-/// holds no port.
+/// forwards come first, then unexpected forwards, then missing masquerades and pod subnets. An
+/// unexpected masquerade passes: it hides more client addresses from this pod, but breaks no
+/// forward and holds no port.
 Result<void> firstDifference(const nft::RulesDiff& difference, const std::string& owner) {
   if (!difference.missingForwards.empty()) {
     return fail(ErrorCode::kNotFound, "forward " +
@@ -297,10 +297,8 @@ Result<void> firstDifference(const nft::RulesDiff& difference, const std::string
                                           nft::describe(difference.unexpectedForwards.front()) +
                                           " for " + owner);
   }
-  if (!difference.missingMasquerades.empty()) {
-    const auto& missing = difference.missingMasquerades.front();
-    return fail(ErrorCode::kNotFound, "masquerade " + missing.source.str() + " -> " +
-                                          missing.podIp.str() + " of " + owner +
+  if (!difference.missingMasquerades.empty() || !difference.missingPodSubnets.empty()) {
+    return fail(ErrorCode::kNotFound, difference.describeFirstMissing() + " of " + owner +
                                           " is missing from table hostport");
   }
   return {};

@@ -97,6 +97,14 @@ IpPrefix IpPrefix::network() const { return {withHostBits(address, length, false
 
 IpAddress IpPrefix::lastAddress() const { return withHostBits(address, length, true); }
 
+bool IpPrefix::contains(const IpAddress& other) const {
+  return other.family() == address.family() && network().address <= other && other <= lastAddress();
+}
+
+bool IpPrefix::overlaps(const IpPrefix& other) const {
+  return contains(other.network().address) || other.contains(network().address);
+}
+
 std::string IpPrefix::str() const { return address.str() + "/" + std::to_string(length); }
 
 }  // namespace hostport

@@ -62,6 +62,9 @@ struct IpPrefix {
   IpPrefix network() const;
   /// The last address of the prefix: "10.88.255.255" for "10.88.0.5/16".
   IpAddress lastAddress() const;
+  bool contains(const IpAddress& other) const;
+  /// True when the two share an address: one of them holds the other.
+  bool overlaps(const IpPrefix& other) const;
   std::string str() const;
   friend bool operator==(const IpPrefix&, const IpPrefix&) = default;
 };

@@ -5,10 +5,6 @@
 namespace hostport::nft {
 namespace {
 
-const IpPrefix kLoopbackV4 = *IpPrefix::parse("127.0.0.0/8");
-const IpPrefix kAnyV4 = *IpPrefix::parse("0.0.0.0/0");
-const IpPrefix kAnyV6 = *IpPrefix::parse("::/0");
-
 /// "tcp [2001:db8::1]:80 -> 80", or "tcp *:80 -> 80" without a hostIP.
 std::string describeMapping(const PortMapping& mapping) {
   const std::string host = mapping.hostIp ? describeEndpoint(*mapping.hostIp, mapping.hostPort)
@@ -24,14 +20,13 @@ bool sameHostKey(const Forward& a, const Forward& b) {
 
 /// Who gets masqueraded after DNAT to this pod: hairpin and same-subnet peers (whose replies
 /// would otherwise bypass the host) and localhost when snat is on; everyone with masqAll.
-std::vector<Masquerade> masqueradesFor(const IpPrefix& pod, const PodTarget& target) {
-  const bool v4 = pod.address.family() == Family::kIPv4;
-  if (target.masqAll) return {{v4 ? kAnyV4 : kAnyV6, pod.address}};
-  if (!target.snat) return {};
-  std::vector<Masquerade> out{{pod.network(), pod.address}};
-  // IPv6 has no route_localnet, so ::1 cannot be forwarded and needs no masquerade.
-  if (v4) out.push_back({kLoopbackV4, pod.address});
-  return out;
+void planMasquerade(const IpPrefix& pod, const PodTarget& target, AttachmentRules& rules) {
+  if (target.masqAll) {
+    rules.masquerades.push_back({pod.address, MasqueradeScope::kEverySource});
+  } else if (target.snat) {
+    rules.masquerades.push_back({pod.address, MasqueradeScope::kPodSubnet});
+    rules.podSubnets.push_back(pod.network());
+  }
 }
 
 }  // namespace
@@ -75,10 +70,7 @@ Result<AttachmentPlan> planAttachment(const std::string& owner,
     }
   }
   for (const auto& [used, pod] : {std::pair{usesV4, target.v4}, std::pair{usesV6, target.v6}}) {
-    if (!used) continue;
-    for (auto& masquerade : masqueradesFor(*pod, target)) {
-      plan.rules.masquerades.push_back(std::move(masquerade));
-    }
+    if (used) planMasquerade(*pod, target, plan.rules);
   }
   if (usesV4 && target.snat) plan.routeLocalnetFor = target.v4->address;
   plan.udpHostPorts = udpHostPorts(plan.rules.forwards);

@@ -20,8 +20,8 @@ std::string mapName(const Forward& forward) {
   return std::string(forward.hostIp ? kHostIpPortsMap : kPortsMap);
 }
 
-std::string masqueradeKey(const Masquerade& masquerade) {
-  return masquerade.source.str() + " . " + masquerade.podIp.str();
+std::string masqueradeSet(const Masquerade& masquerade) {
+  return std::string(masquerade.scope == MasqueradeScope::kPodSubnet ? kSnatPodsSet : kMasqAllSet);
 }
 
 std::string comment(const std::string& owner) { return " comment \"" + owner + "\""; }
@@ -51,8 +51,13 @@ std::string installCommands(const AttachmentRules& rules) {
            std::to_string(forward.containerPort) + " }\n";
   }
   for (const auto& masquerade : rules.masquerades) {
-    out += "add element " + tableRef(masquerade.family()) + " " + std::string(kMasqueradeSet) +
-           " { " + masqueradeKey(masquerade) + comment(rules.owner) + " }\n";
+    out += "add element " + tableRef(masquerade.family()) + " " + masqueradeSet(masquerade) +
+           " { " + masquerade.podIp.str() + comment(rules.owner) + " }\n";
+  }
+  for (const auto& subnet : rules.podSubnets) {
+    const std::string network = subnet.network().str();
+    out += "add element " + tableRef(subnet.address.family()) + " " + std::string(kPodSubnetsSet) +
+           " { " + network + " . " + network + " }\n";
   }
   return out;
 }
@@ -70,8 +75,9 @@ std::string removeCommands(const TableState& owned) {
            mapKey(forward) + " }\n";
   }
   for (const auto& installed : owned.masquerades) {
-    out += "delete element " + tableRef(installed.masquerade.family()) + " " +
-           std::string(kMasqueradeSet) + " { " + masqueradeKey(installed.masquerade) + " }\n";
+    const auto& masquerade = installed.masquerade;
+    out += "delete element " + tableRef(masquerade.family()) + " " + masqueradeSet(masquerade) +
+           " { " + masquerade.podIp.str() + " }\n";
   }
   return out;
 }

@@ -11,10 +11,12 @@
 
 namespace hostport::nft {
 
-/// Adds every forward and masquerade of `rules`, each tagged with rules.owner.
+/// Adds every forward and masquerade of `rules`, each tagged with rules.owner, and its pod subnets
+/// (untagged: shared).
 std::string installCommands(const AttachmentRules& rules);
 
 /// Deletes exactly what `owned` lists: map and set elements by key, conditional rules by handle.
+/// Never the pod subnets, which other attachments share.
 std::string removeCommands(const TableState& owned);
 
 }  // namespace hostport::nft

@@ -106,4 +106,9 @@ std::string describe(const Forward& forward) {
          describeEndpoint(forward.containerIp, forward.containerPort);
 }
 
+std::string describe(const Masquerade& masquerade) {
+  return masquerade.podIp.str() +
+         (masquerade.scope == MasqueradeScope::kPodSubnet ? " (pod subnet)" : " (every source)");
+}
+
 }  // namespace hostport::nft

@@ -29,10 +29,18 @@ struct Forward {
   friend bool operator==(const Forward&, const Forward&) = default;
 };
 
-/// After DNAT toward podIp, traffic from `source` is masqueraded (hairpin, localhost, masqAll).
+/// Who is masqueraded after DNAT toward podIp; one element of the masquerade sets
+/// (table_layout.h), keyed by the pod address alone, so adding and deleting it costs the same at
+/// any number of pods.
+enum class MasqueradeScope : uint8_t {
+  kPodSubnet,    // snat: sources in the pod's own subnet (hairpin, same-bridge peers) and, for
+                 // IPv4, localhost; the subnet is one of AttachmentRules::podSubnets
+  kEverySource,  // masqAll
+};
+
 struct Masquerade {
-  IpPrefix source;
   IpAddress podIp;
+  MasqueradeScope scope = MasqueradeScope::kPodSubnet;
 
   Family family() const { return podIp.family(); }
   friend bool operator==(const Masquerade&, const Masquerade&) = default;
@@ -43,6 +51,11 @@ struct AttachmentRules {
   std::string owner;
   std::vector<Forward> forwards;
   std::vector<Masquerade> masquerades;
+  /// The networks of the pod's addresses (10.88.0.0/16) that its kPodSubnet masquerades test
+  /// sources against. Shared by every attachment in the subnet and owned by none: installing adds
+  /// them (an existing one is left as it is), removing an attachment leaves them, and the agent's
+  /// reconciler deletes those no lease needs any more.
+  std::vector<IpPrefix> podSubnets;
 
   bool empty() const { return forwards.empty() && masquerades.empty(); }
   /// True when a forward has conditions: it is a rule of the conditional chain, not an element,
@@ -64,6 +77,7 @@ bool isOwnerTag(std::string_view text);
 /// they can only add matches to our rule and never end it or start another command.
 Result<std::string> validateConditions(const std::vector<std::string>& parts);
 
-std::string describe(const Forward& forward);  // "tcp 0.0.0.0:8080 -> 10.88.0.5:80"
+std::string describe(const Forward& forward);        // "tcp 0.0.0.0:8080 -> 10.88.0.5:80"
+std::string describe(const Masquerade& masquerade);  // "10.88.0.5 (pod subnet)"
 
 }  // namespace hostport::nft

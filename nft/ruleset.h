@@ -11,14 +11,14 @@ class Ruleset {
  public:
   virtual ~Ruleset() = default;
 
-  /// Creates `table ip hostport` and `table ip6 hostport` with their fixed chains, maps and set.
+  /// Creates `table ip hostport` and `table ip6 hostport` with their fixed chains, maps and sets.
   /// Idempotent, and never touches elements that are already there.
   virtual Result<void> ensureTables() = 0;
-  /// Adds every element and rule of one attachment in a single transaction: all or nothing, so
-  /// a failed ADD leaves no element behind. When a table or set is missing, the layout is
-  /// created in that same transaction; a layout that exists is left as it is (repairing an
-  /// edited one is ensureTables()' job). A key held by another owner is ErrorCode::kConflict;
-  /// conditions nft refuses are kInvalidArgument.
+  /// Adds every element and rule of one attachment, and the pod subnets it needs, in a single
+  /// transaction: all or nothing, so a failed ADD leaves no element behind. When a table or set is
+  /// missing, the layout is created in that same transaction; a layout that exists is left as it is
+  /// (repairing an edited one is ensureTables()' job). A key held by another owner is
+  /// ErrorCode::kConflict; conditions nft refuses are kInvalidArgument.
   virtual Result<void> install(const AttachmentRules& rules) = 0;
   /// Deletes everything tagged with `owner` in one transaction and returns what it deleted.
   /// Nothing there (not even the tables) is success.
@@ -28,11 +28,14 @@ class Ruleset {
   /// the map) or a forward has conditions (its rule's handle needs a listing), it falls back to
   /// remove(rules.owner).
   virtual Result<void> removeExact(const AttachmentRules& rules) = 0;
-  /// Every owner's elements in both families' maps and set (not the conditional chain's rules):
+  /// Every owner's elements in both families' maps and sets (not the conditional chain's rules):
   /// what the agent's reconciler compares with its leases. A missing table reads as empty.
   virtual Result<TableState> readElements() = 0;
-  /// Reads back what is installed for `owner` (for CHECK and DEL).
+  /// Reads back what is installed for `owner` (for CHECK and DEL), with every pod subnet.
   virtual Result<AttachmentRules> listOwned(const std::string& owner) = 0;
+  /// Deletes pod subnets (AttachmentRules::podSubnets) in one transaction: the agent's
+  /// reconciler, for those no lease needs. install() adds them; nothing else deletes them.
+  virtual Result<void> removePodSubnets(const std::vector<IpPrefix>& subnets) = 0;
 };
 
 }  // namespace hostport::nft

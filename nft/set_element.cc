@@ -115,12 +115,23 @@ SetElement elementOf(const Forward& forward, std::string_view owner) {
 SetElement elementOf(const Masquerade& masquerade, std::string_view owner) {
   SetElement element;
   element.family = masquerade.family();
-  element.set = std::string(kMasqueradeSet);
-  appendAddress(element.key, masquerade.source.network().address);
+  element.set =
+      std::string(masquerade.scope == MasqueradeScope::kPodSubnet ? kSnatPodsSet : kMasqAllSet);
   appendAddress(element.key, masquerade.podIp);
-  appendAddress(element.keyEnd, masquerade.source.lastAddress());
-  appendAddress(element.keyEnd, masquerade.podIp);
   element.userdata = commentUserdata(owner);
+  return element;
+}
+
+SetElement podSubnetElement(const IpPrefix& subnet) {
+  SetElement element;
+  element.family = subnet.address.family();
+  element.set = std::string(kPodSubnetsSet);
+  const IpAddress first = subnet.network().address;
+  const IpAddress last = subnet.lastAddress();
+  appendAddress(element.key, first);
+  appendAddress(element.key, first);
+  appendAddress(element.keyEnd, last);
+  appendAddress(element.keyEnd, last);
   return element;
 }
 
@@ -151,20 +162,29 @@ std::optional<InstalledForward> forwardOf(const SetElement& element) {
 }
 
 std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element) {
-  if (element.set != kMasqueradeSet) return std::nullopt;
+  const bool podSubnet = element.set == kSnatPodsSet;
+  if (!podSubnet && element.set != kMasqAllSet) return std::nullopt;
+  FieldReader key(element.key);
+  const auto podIp = key.address(element.family);
+  if (!podIp || !key.atEnd() || !element.keyEnd.empty()) return std::nullopt;
+  return InstalledMasquerade{
+      std::string(commentOf(element.userdata)),
+      Masquerade{*podIp, podSubnet ? MasqueradeScope::kPodSubnet : MasqueradeScope::kEverySource}};
+}
+
+std::optional<IpPrefix> podSubnetOf(const SetElement& element) {
+  if (element.set != kPodSubnetsSet) return std::nullopt;
   FieldReader start(element.key);
   FieldReader end(element.keyEnd);
   const auto first = start.address(element.family);
-  const auto podIp = start.address(element.family);
+  const auto firstAgain = start.address(element.family);
   const auto last = end.address(element.family);
-  const auto podIpAtEnd = end.address(element.family);
-  if (!first || !podIp || !start.atEnd() || !last || !podIpAtEnd || !end.atEnd()) {
+  const auto lastAgain = end.address(element.family);
+  if (!first || !firstAgain || !start.atEnd() || !last || !lastAgain || !end.atEnd()) {
     return std::nullopt;
   }
-  if (*podIpAtEnd != *podIp) return std::nullopt;  // a range of pod IPs: not ours
-  const auto source = prefixSpanning(*first, *last);
-  if (!source) return std::nullopt;
-  return InstalledMasquerade{std::string(commentOf(element.userdata)), Masquerade{*source, *podIp}};
+  if (*first != *firstAgain || *last != *lastAgain) return std::nullopt;  // not subnet . subnet
+  return prefixSpanning(*first, *last);
 }
 
 }  // namespace hostport::nft

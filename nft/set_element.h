@@ -4,8 +4,8 @@
 // nft had written it, and libnftables reads back what we write:
 //  - every field of a concatenation takes a multiple of 4 bytes (one nft register), padded
 //    with zeros after the value: inet_proto is 1 byte + 3, inet_service 2 bytes (big-endian) + 2;
-//  - the masq set is an interval set of concatenations: key is (first address of the source
-//    prefix . pod IP), keyEnd (last address . pod IP);
+//  - the masquerade sets are keyed by the pod address alone; podnets is an interval set of
+//    concatenations: key is (first address . first address) of the subnet, keyEnd (last . last);
 //  - the owner rides in the element's userdata as nft's comment TLV (type 0, NUL-terminated).
 // Pure: no I/O.
 
@@ -25,7 +25,7 @@ using ByteString = std::vector<std::byte>;
 
 struct SetElement {
   Family family = Family::kIPv4;
-  std::string set;  // kPortsMap, kHostIpPortsMap or kMasqueradeSet
+  std::string set;  // a map or set of table_layout.h
   ByteString key;
   ByteString keyEnd;    // interval sets only
   ByteString data;      // maps only
@@ -37,6 +37,8 @@ struct SetElement {
 /// A forward without conditions, in kPortsMap or kHostIpPortsMap.
 SetElement elementOf(const Forward& forward, std::string_view owner);
 SetElement elementOf(const Masquerade& masquerade, std::string_view owner);
+/// A pod subnet in kPodSubnetsSet: no owner, since every attachment in it shares it.
+SetElement podSubnetElement(const IpPrefix& subnet);
 
 /// The comment in nft's userdata TLVs, as a view into `userdata`; empty when there is none. A
 /// view, so a dump filtered by owner compares each element's comment without copying it.
@@ -47,5 +49,6 @@ ByteString commentUserdata(std::string_view comment);
 /// an unknown protocol, a range that is not a prefix), which the caller treats as foreign.
 std::optional<InstalledForward> forwardOf(const SetElement& element);
 std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element);
+std::optional<IpPrefix> podSubnetOf(const SetElement& element);
 
 }  // namespace hostport::nft

@@ -8,8 +8,8 @@ std::string tableLayoutCommands(Family family) {
   const std::string f(nftFamily(family));
   const std::string a = family == Family::kIPv4 ? "ipv4_addr" : "ipv6_addr";
   const std::string t = f + " " + std::string(kTableName);
-  const std::string ports(kPortsMap), ipports(kHostIpPortsMap), masq(kMasqueradeSet),
-      cond(kConditionalChain);
+  const std::string ports(kPortsMap), ipports(kHostIpPortsMap), snatPods(kSnatPodsSet),
+      masqAll(kMasqAllSet), podnets(kPodSubnetsSet), cond(kConditionalChain);
   std::string out;
   const auto line = [&out](const std::string& text) { out += text + "\n"; };
   line("add table " + t);
@@ -17,7 +17,9 @@ std::string tableLayoutCommands(Family family) {
        " . inet_service; }");
   line("add map " + t + " " + ipports + " { type " + a + " . inet_proto . inet_service : " + a +
        " . inet_service; }");
-  line("add set " + t + " " + masq + " { type " + a + " . " + a + "; flags interval; }");
+  line("add set " + t + " " + snatPods + " { type " + a + "; }");
+  line("add set " + t + " " + masqAll + " { type " + a + "; }");
+  line("add set " + t + " " + podnets + " { type " + a + " . " + a + "; flags interval; }");
   line("add chain " + t + " " + cond);
   line("add chain " + t + " hostports");
   line("add chain " + t +
@@ -36,8 +38,14 @@ std::string tableLayoutCommands(Family family) {
   // Only traffic addressed to this node is ours: the lesson of portmap's CVE-2025-67499.
   line("add rule " + t + " prerouting fib daddr type local jump hostports");
   line("add rule " + t + " output fib daddr type local jump hostports");
-  line("add rule " + t + " postrouting ct status dnat " + f + " saddr . " + f + " daddr @" + masq +
-       " masquerade");
+  const std::string dnatTo = "add rule " + t + " postrouting ct status dnat " + f + " daddr @";
+  line(dnatTo + masqAll + " masquerade");
+  // Hairpin and same-bridge peers, whose replies would otherwise bypass the host: the source and
+  // the pod share one of the pod subnets.
+  line(dnatTo + snatPods + " " + f + " saddr . " + f + " daddr @" + podnets + " masquerade");
+  // 127.0.0.1 cannot leave the node (route_localnet lets it be forwarded). IPv6 has no such
+  // route, so ::1 is never forwarded.
+  if (family == Family::kIPv4) line(dnatTo + snatPods + " ip saddr 127.0.0.0/8 masquerade");
   return out;
 }
 

@@ -12,7 +12,12 @@ namespace hostport::nft {
 inline constexpr std::string_view kTableName = "hostport";
 inline constexpr std::string_view kPortsMap = "ports";          // proto . port : addr . port
 inline constexpr std::string_view kHostIpPortsMap = "ipports";  // hostIP . proto . port : ...
-inline constexpr std::string_view kMasqueradeSet = "masq";      // source prefix . pod IP
+// Masquerades after DNAT, by pod address (hash sets: O(1) to add and delete at any size). The
+// subnets are few and shared, so only they sit in an interval set (whose deletes cost time in
+// proportion to its size; see docs/design.md).
+inline constexpr std::string_view kSnatPodsSet = "snatpods";   // pod IP: snat
+inline constexpr std::string_view kMasqAllSet = "masqall";     // pod IP: masqAll
+inline constexpr std::string_view kPodSubnetsSet = "podnets";  // subnet . subnet
 inline constexpr std::string_view kConditionalChain = "conditional";
 
 std::string_view nftFamily(Family family);  // "ip" / "ip6"

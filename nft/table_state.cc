@@ -104,16 +104,27 @@ Result<void> parseMapElements(const json& map, bool keyedByHostIp, TableState& s
   return {};
 }
 
-Result<void> parseMasqueradeElements(const json& set, TableState& state) {
+Result<void> parseMasqueradeElements(const json& set, MasqueradeScope scope, TableState& state) {
   if (!set.contains("elem")) return {};
   for (const auto& element : set["elem"]) {
     const auto [value, owner] = unwrapElement(element);
-    const json* items = concatItems(value, 2);
-    if (items == nullptr) return shapeError("masquerade element", element);
+    auto podIp = addressOf(value);
+    if (!podIp) return shapeError("masquerade element", element);
+    state.masquerades.push_back({owner, Masquerade{*podIp, scope}});
+  }
+  return {};
+}
+
+Result<void> parsePodSubnetElements(const json& set, TableState& state) {
+  if (!set.contains("elem")) return {};
+  for (const auto& element : set["elem"]) {
+    const ElementParts parts = unwrapElement(element);
+    const json* items = concatItems(parts.value, 2);
+    if (items == nullptr) return shapeError("pod subnet element", element);
     auto source = prefixOf((*items)[0]);
-    auto podIp = addressOf((*items)[1]);
-    if (!source || !podIp) return shapeError("masquerade element", element);
-    state.masquerades.push_back({owner, Masquerade{*source, *podIp}});
+    auto destination = prefixOf((*items)[1]);
+    if (!source || source != destination) return shapeError("pod subnet element", element);
+    state.podSubnets.push_back(*source);
   }
   return {};
 }
@@ -173,8 +184,14 @@ Result<void> parseTableListing(const json& listing, TableState& state) {
       if (name == kPortsMap || name == kHostIpPortsMap) {
         parsed = parseMapElements(map, name == kHostIpPortsMap, state);
       }
-    } else if (entry.contains("set") && entry["set"].value("name", "") == kMasqueradeSet) {
-      parsed = parseMasqueradeElements(entry["set"], state);
+    } else if (entry.contains("set")) {
+      const auto& set = entry["set"];
+      const auto name = set.value("name", "");
+      if (name == kSnatPodsSet)
+        parsed = parseMasqueradeElements(set, MasqueradeScope::kPodSubnet, state);
+      if (name == kMasqAllSet)
+        parsed = parseMasqueradeElements(set, MasqueradeScope::kEverySource, state);
+      if (name == kPodSubnetsSet) parsed = parsePodSubnetElements(set, state);
     } else if (entry.contains("rule") && entry["rule"].value("chain", "") == kConditionalChain) {
       parsed = parseConditionalRule(entry["rule"], state);
     }
@@ -191,6 +208,7 @@ TableState TableState::ownedBy(const std::string& owner) const {
   for (const auto& masquerade : masquerades) {
     if (masquerade.owner == owner) owned.masquerades.push_back(masquerade);
   }
+  owned.podSubnets = podSubnets;
   return owned;
 }
 
@@ -239,7 +257,20 @@ RulesDiff diff(const AttachmentRules& planned, const AttachmentRules& installed)
       found.unexpectedMasquerades.push_back(have);
     }
   }
+  for (const auto& expected : planned.podSubnets) {
+    if (std::ranges::none_of(installed.podSubnets,
+                             [&](const IpPrefix& have) { return have.overlaps(expected); })) {
+      found.missingPodSubnets.push_back(expected);
+    }
+  }
   return found;
+}
+
+std::string RulesDiff::describeFirstMissing() const {
+  if (!missingForwards.empty()) return "forward " + describe(missingForwards.front());
+  if (!missingMasquerades.empty()) return "masquerade " + describe(missingMasquerades.front());
+  if (!missingPodSubnets.empty()) return "pod subnet " + missingPodSubnets.front().str();
+  return {};
 }
 
 }  // namespace hostport::nft

@@ -30,8 +30,11 @@ struct InstalledMasquerade {
 struct TableState {
   std::vector<InstalledForward> forwards;
   std::vector<InstalledMasquerade> masquerades;
+  std::vector<IpPrefix> podSubnets;  // shared, owned by nobody (AttachmentRules::podSubnets)
 
+  /// The owner's elements, and every pod subnet (they are shared).
   TableState ownedBy(const std::string& owner) const;
+  /// The owner's elements alone.
   AttachmentRules rulesOf(const std::string& owner) const;
   bool empty() const { return forwards.empty() && masquerades.empty(); }
 };
@@ -53,16 +56,24 @@ struct RulesDiff {
   std::vector<Forward> unexpectedForwards;        // installed, matching nothing planned
   std::vector<Masquerade> missingMasquerades;     // planned, not installed
   std::vector<Masquerade> unexpectedMasquerades;  // installed, not planned
+  std::vector<IpPrefix> missingPodSubnets;        // planned, overlapping no installed one
 
   bool empty() const {
     return missingForwards.empty() && unexpectedForwards.empty() && missingMasquerades.empty() &&
-           unexpectedMasquerades.empty();
+           unexpectedMasquerades.empty() && missingPodSubnets.empty();
   }
+  std::size_t missing() const {
+    return missingForwards.size() + missingMasquerades.size() + missingPodSubnets.size();
+  }
+  /// The first missing piece, for logs and CHECK's error.
+  std::string describeFirstMissing() const;
 };
 
 /// Compares forwards with matchesInstalled() and masquerades exactly, by membership: one installed
 /// copy stands for every planned one. Owners are not compared: `installed` is what listing
-/// `planned.owner` gave back.
+/// `planned.owner` gave back. A planned pod subnet counts as there when an installed one overlaps
+/// it: the kernel refuses a subnet nested in another (another network's), and the one there
+/// serves it.
 RulesDiff diff(const AttachmentRules& planned, const AttachmentRules& installed);
 
 }  // namespace hostport::nft

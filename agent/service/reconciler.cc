@@ -1,5 +1,6 @@
 #include "agent/service/reconciler.h"
 
+#include <algorithm>
 #include <future>
 #include <unordered_map>
 
@@ -110,12 +111,14 @@ PassReport Reconciler::pass(bool releaseVanishedToo) {
   metrics_.observeReconcile(took);
   const auto tookMs = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
   const bool repaired = report.layoutRepaired || report.leasesRestored > 0 ||
-                        report.straysRemoved > 0 || report.released > 0;
+                        report.straysRemoved > 0 || report.subnetsRemoved > 0 ||
+                        report.released > 0;
   if (repaired || log::enabled(Component::kTable, Level::kDebug)) {
     log::event(Component::kTable, repaired ? Level::kInfo : Level::kDebug, "table.reconciled",
                {{"layout_repaired", report.layoutRepaired},
                 {"leases_restored", report.leasesRestored},
                 {"strays_removed", report.straysRemoved},
+                {"subnets_removed", report.subnetsRemoved},
                 {"vanished_released", report.released},
                 {"duration_ms", tookMs}});
   }
@@ -197,22 +200,31 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
                {{"cause", state.error().message}});
     return leases;
   }
+  const std::vector<IpPrefix> podSubnets = state->podSubnets;
   auto installed = byOwner(std::move(*state));
+  std::vector<IpPrefix> neededSubnets;
+  bool everySubnetKnown = true;
   for (const Lease& lease : leases) {
     auto owner = forwards::ownerOf(lease.key);
     if (!owner) continue;
-    nft::AttachmentRules have{*owner, {}, {}};
+    nft::AttachmentRules have{*owner, {}, {}, podSubnets};
     if (auto found = installed.find(*owner); found != installed.end()) {
-      have = std::move(found->second);
+      have.forwards = std::move(found->second.forwards);
+      have.masquerades = std::move(found->second.masquerades);
       installed.erase(found);
     }
-    if (!lease.forwarding) continue;  // the plugin writes this lease's forwards itself
+    if (!lease.forwarding) {  // the plugin writes this lease's forwards itself
+      everySubnetKnown = false;
+      continue;
+    }
     auto plan = forwards::planOf(lease);
     if (!plan) {
       log::event(Component::kTable, Level::kError, "table.unplannable",
                  {keyField(lease.key), {"cause", plan.error().message}});
       continue;
     }
+    neededSubnets.insert(neededSubnets.end(), plan->rules.podSubnets.begin(),
+                         plan->rules.podSubnets.end());
     if (plan->rules.hasConditions()) {
       // Conditional forwards are rules, not elements: only a listing shows them.
       auto listed = ruleset.listOwned(*owner);
@@ -220,18 +232,13 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
       have = std::move(*listed);
     }
     const nft::RulesDiff difference = nft::diff(plan->rules, have);
-    const std::size_t missing =
-        difference.missingForwards.size() + difference.missingMasquerades.size();
-    if (missing > 0) {
+    if (const std::size_t missing = difference.missing(); missing > 0) {
       auto installedAgain = writer_.installLocked(lease);
       log::event(Component::kTable, installedAgain ? Level::kWarn : Level::kError,
                  installedAgain ? "table.restored" : "table.restore_failed",
                  {keyField(lease.key),
                   {"missing", missing},
-                  {"first", difference.missingForwards.empty()
-                                ? difference.missingMasquerades.front().source.str() + " -> " +
-                                      difference.missingMasquerades.front().podIp.str()
-                                : nft::describe(difference.missingForwards.front())},
+                  {"first", difference.describeFirstMissing()},
                   {"cause", installedAgain ? std::string() : installedAgain.error().message}});
       if (installedAgain) ++report.leasesRestored;
     }
@@ -258,9 +265,32 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
                 {"why", removed ? std::string("no lease") : removed.error().message}});
     if (removed) ++report.straysRemoved;
   }
+  // A lease without a forwarding record (an older plugin's) needs a subnet nobody here knows.
+  if (everySubnetKnown) report.subnetsRemoved = removeUnusedSubnets(podSubnets, neededSubnets);
   metrics_.countRepairs(Metrics::Repair::kMissing, report.leasesRestored);
-  metrics_.countRepairs(Metrics::Repair::kStray, report.straysRemoved);
+  metrics_.countRepairs(Metrics::Repair::kStray, report.straysRemoved + report.subnetsRemoved);
   return leases;
+}
+
+std::size_t Reconciler::removeUnusedSubnets(const std::vector<IpPrefix>& installed,
+                                            const std::vector<IpPrefix>& needed) {
+  std::vector<IpPrefix> unused;
+  std::string listed;
+  for (const IpPrefix& subnet : installed) {
+    // One that overlaps a needed one serves it (nft::diff): it stays.
+    if (std::ranges::any_of(needed, [&](const IpPrefix& want) { return want.overlaps(subnet); })) {
+      continue;
+    }
+    unused.push_back(subnet);
+    listed += (listed.empty() ? "" : ",") + subnet.str();
+  }
+  if (unused.empty()) return 0;
+  auto removed = writer_.ruleset().removePodSubnets(unused);
+  log::event(Component::kTable, removed ? Level::kInfo : Level::kError,
+             removed ? "table.subnets_removed" : "table.subnets_remove_failed",
+             {{"subnets", listed},
+              {"why", removed ? std::string("no lease in them") : removed.error().message}});
+  return removed ? unused.size() : 0;
 }
 
 std::size_t Reconciler::releaseVanished(const std::vector<Lease>& leases, Clock::time_point now) {

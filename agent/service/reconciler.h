@@ -7,7 +7,9 @@
 //      a lease's missing forwards are installed again (a flushed map, a deleted element or table,
 //      a crash between the journal write and the install); owner-tagged elements without a lease
 //      are removed (a DEL the agent never saw, a lease released while it was down). Elements whose
-//      comment is not our owner tag are someone else's and are never touched;
+//      comment is not our owner tag are someone else's and are never touched. The pod subnets,
+//      shared by the leases in them, are restored with any lease that needs one and deleted once
+//      no lease is in them;
 //   3. releases leases whose sandbox is gone (netns_id.h) for longer than the grace: a pod deleted
 //      while the agent was down, whose DEL never came.
 // Passes run at start (before the socket serves), when someone else changes our tables (the
@@ -50,6 +52,7 @@ struct PassReport {
   bool layoutRepaired = false;
   std::size_t leasesRestored = 0;  // leases whose missing forwards were installed again
   std::size_t straysRemoved = 0;   // owners whose elements had no lease
+  std::size_t subnetsRemoved = 0;  // pod subnets no lease was in
   std::size_t released = 0;        // leases released because their sandbox was gone
 };
 
@@ -80,6 +83,9 @@ class Reconciler {
   /// Compares the kernel with the leases and repairs it, under the writer's lock; the leases it
   /// compared with.
   std::vector<Lease> reconcileElements(PassReport& report);
+  /// Deletes the pod subnets that no needed one overlaps; how many went.
+  std::size_t removeUnusedSubnets(const std::vector<IpPrefix>& installed,
+                                  const std::vector<IpPrefix>& needed);
   std::size_t releaseVanished(const std::vector<Lease>& leases,
                               std::chrono::steady_clock::time_point now);
   void loop();

@@ -28,19 +28,23 @@ Result<void> ElementTable::change(ElementChange change, const std::vector<SetEle
 Result<TableState> ElementTable::read(const std::string* owner) {
   TableState state;
   for (const Family family : kFamilies) {
-    for (const std::string_view set : {kPortsMap, kHostIpPortsMap, kMasqueradeSet}) {
+    for (const std::string_view set :
+         {kPortsMap, kHostIpPortsMap, kSnatPodsSet, kMasqAllSet, kPodSubnetsSet}) {
+      // The pod subnets are shared (no owner tag) and few: every reader gets them all.
+      const std::string* ownerFilter = set == kPodSubnetsSet ? nullptr : owner;
       std::vector<SetElement> elements;
       ByteString request = elementDumpRequest(family, set);
       HOSTPORT_TRY_VOID(socket_.requestAccepting(request, "listing set " + std::string(set),
                                                  {ENOENT}, [&](std::span<const std::byte> message) {
                                                    return parseElementReply(message, elements,
-                                                                            owner);
+                                                                            ownerFilter);
                                                  }));
       for (const auto& element : elements) {
         if (auto forward = forwardOf(element)) state.forwards.push_back(std::move(*forward));
         if (auto masquerade = masqueradeOf(element)) {
           state.masquerades.push_back(std::move(*masquerade));
         }
+        if (auto subnet = podSubnetOf(element)) state.podSubnets.push_back(*subnet);
       }
     }
   }

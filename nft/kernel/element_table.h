@@ -1,7 +1,7 @@
 #pragma once
 // The fast path to our tables' elements: raw nf_tables netlink on one socket, in the network
 // namespace of the calling thread. ADD writes only its own elements, DEL and CHECK read only
-// our three sets (and the conditional chain's comments), so a CNI call costs a few messages
+// our maps and sets (and the conditional chain's comments), so a CNI call costs a few messages
 // instead of libnftables' parse, ruleset cache and whole-table listing. Everything else
 // (creating or repairing the layout, conditional rules) stays with libnftables (nft_ruleset.h).
 
@@ -23,9 +23,9 @@ class ElementTable {
   /// with other data) apply to it.
   Result<void> change(ElementChange change, const std::vector<SetElement>& elements);
 
-  /// The forwards and masquerades in both families' maps and set; with `owner`, only that
-  /// owner's. A missing table or set reads as empty; elements we cannot decode are not ours and
-  /// are left out.
+  /// The forwards and masquerades in both families' maps and sets; with `owner`, only that
+  /// owner's. The pod subnets, all of them. A missing table or set reads as empty; elements we
+  /// cannot decode are not ours and are left out.
   Result<TableState> read(const std::string* owner = nullptr);
 
   /// True when a rule of the conditional chain, in either family, is commented `owner`.

@@ -16,13 +16,23 @@ std::string bothLayouts() {
   return tableLayoutCommands(Family::kIPv4) + tableLayoutCommands(Family::kIPv6);
 }
 
-std::vector<SetElement> elementsOf(const AttachmentRules& rules) {
+/// What the attachment owns; with kWithPodSubnets, also the shared subnets it needs.
+enum class Subnets { kWithout, kWithPodSubnets };
+std::vector<SetElement> elementsOf(const AttachmentRules& rules, Subnets subnets) {
   std::vector<SetElement> elements;
   for (const auto& forward : rules.forwards) elements.push_back(elementOf(forward, rules.owner));
   for (const auto& masquerade : rules.masquerades) {
     elements.push_back(elementOf(masquerade, rules.owner));
   }
+  if (subnets == Subnets::kWithPodSubnets) {
+    for (const auto& subnet : rules.podSubnets) elements.push_back(podSubnetElement(subnet));
+  }
   return elements;
+}
+
+AttachmentRules withoutPodSubnets(AttachmentRules rules) {
+  rules.podSubnets.clear();
+  return rules;
 }
 
 std::vector<SetElement> elementsOf(const TableState& state) {
@@ -60,18 +70,28 @@ Result<void> NftRuleset::ensureTables() {
 
 Result<void> NftRuleset::install(const AttachmentRules& rules) {
   if (rules.empty()) return {};
+  auto installed = installOnce(rules);
+  if (!installed && isAlreadyExists(installed.error()) && !rules.podSubnets.empty()) {
+    // The kernel refuses a pod subnet nested in one that is there (another network's) as EEXIST
+    // too. Without the subnets, EEXIST can only be a held key; with it gone, the subnet there
+    // serves this pod (table_state.h, diff).
+    installed = installOnce(withoutPodSubnets(rules));
+  }
+  if (installed) return {};
+  if (isAlreadyExists(installed.error())) {
+    return std::unexpected(describeConflict(installed.error(), rules));
+  }
+  if (installed.error().code == ErrorCode::kInvalidArgument) return installed;
+  return withContext(installed.error(), "installing the forwards of " + rules.owner);
+}
+
+Result<void> NftRuleset::installOnce(const AttachmentRules& rules) {
   if (rules.hasConditions()) return installWithLayout(rules);
   // The common case touches nothing but our elements. Re-sending the layout with every ADD
   // would flush and re-add the fixed rules: the kernel then re-checks every element of the maps
   // (O(N)) and closing the socket waits for an RCU grace period (~10 ms).
-  auto added = elements_.change(ElementChange::kAdd, elementsOf(rules));
-  if (added) return {};
-  if (isAlreadyExists(added.error())) {
-    return std::unexpected(describeConflict(added.error(), rules));
-  }
-  if (!isNotFound(added.error())) {
-    return withContext(added.error(), "installing the forwards of " + rules.owner);
-  }
+  auto added = elements_.change(ElementChange::kAdd, elementsOf(rules, Subnets::kWithPodSubnets));
+  if (added || !isNotFound(added.error())) return added;
   // A table or set is missing: the first ADD on this node, or someone deleted it.
   return installWithLayout(rules);
 }
@@ -88,10 +108,16 @@ Result<void> NftRuleset::installWithLayout(const AttachmentRules& rules) {
                   "conditionsV4/conditionsV6 refused by nftables: " + checked.error().message);
     }
   }
-  auto done = nft->run(commands);
-  if (done) return {};
-  if (isAlreadyExists(done.error())) return std::unexpected(describeConflict(done.error(), rules));
-  return withContext(done.error(), "installing the forwards of " + rules.owner);
+  HOSTPORT_TRY_VOID(nft->run(commands));
+  return {};
+}
+
+Result<void> NftRuleset::removePodSubnets(const std::vector<IpPrefix>& subnets) {
+  std::vector<SetElement> elements;
+  for (const auto& subnet : subnets) elements.push_back(podSubnetElement(subnet));
+  auto deleted = elements_.change(ElementChange::kDelete, elements);
+  if (deleted || isNotFound(deleted.error())) return {};
+  return withContext(deleted.error(), "removing pod subnets");
 }
 
 Error NftRuleset::describeConflict(Error error, const AttachmentRules& rules) {
@@ -147,7 +173,7 @@ Result<AttachmentRules> NftRuleset::remove(const std::string& owner) {
 Result<void> NftRuleset::removeExact(const AttachmentRules& rules) {
   if (rules.empty()) return {};
   if (!rules.hasConditions()) {
-    auto deleted = elements_.change(ElementChange::kDelete, elementsOf(rules));
+    auto deleted = elements_.change(ElementChange::kDelete, elementsOf(rules, Subnets::kWithout));
     if (deleted) return {};
     if (!isNotFound(deleted.error())) {
       return withContext(deleted.error(), "removing the forwards of " + rules.owner);
@@ -159,7 +185,9 @@ Result<void> NftRuleset::removeExact(const AttachmentRules& rules) {
 
 Result<AttachmentRules> NftRuleset::listOwned(const std::string& owner) {
   HOSTPORT_TRY(const TableState owned, ownedState(owner));
-  return owned.rulesOf(owner);
+  AttachmentRules rules = owned.rulesOf(owner);
+  rules.podSubnets = owned.podSubnets;
+  return rules;
 }
 
 Result<TableState> NftRuleset::readState() {

@@ -23,6 +23,7 @@ class NftRuleset : public Ruleset {
   Result<void> removeExact(const AttachmentRules& rules) override;
   Result<TableState> readElements() override { return elements_.read(); }
   Result<AttachmentRules> listOwned(const std::string& owner) override;
+  Result<void> removePodSubnets(const std::vector<IpPrefix>& subnets) override;
 
   /// Everything in both tables, every owner, conditional rules included. A missing table reads
   /// as empty.
@@ -31,6 +32,8 @@ class NftRuleset : public Ruleset {
  private:
   explicit NftRuleset(ElementTable elements) : elements_(std::move(elements)) {}
   Result<NftContext*> context();
+  /// install() without its conflict report: the kernel's error as it came.
+  Result<void> installOnce(const AttachmentRules& rules);
   Result<void> installWithLayout(const AttachmentRules& rules);
   /// What `owner` holds: from the sets alone unless it has conditional rules.
   Result<TableState> ownedState(const std::string& owner);

@@ -1,6 +1,7 @@
 #pragma once
 // A Ruleset (nft/ruleset.h) in memory, for tests of the plugin's verbs without a kernel.
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -23,12 +24,16 @@ class FakeRuleset : public Ruleset {
     held.owner = rules.owner;
     for (const auto& forward : rules.forwards) held.forwards.push_back(forward);
     for (const auto& masquerade : rules.masquerades) held.masquerades.push_back(masquerade);
+    for (const auto& subnet : rules.podSubnets) {
+      if (std::ranges::find(podSubnets, subnet) == podSubnets.end()) podSubnets.push_back(subnet);
+    }
     return {};
   }
   Result<AttachmentRules> remove(const std::string& owner) override {
     auto found = installed.find(owner);
     if (found == installed.end()) return AttachmentRules{owner, {}, {}};
     auto removed = found->second;
+    removed.podSubnets.clear();
     installed.erase(found);
     return removed;
   }
@@ -47,14 +52,25 @@ class FakeRuleset : public Ruleset {
         state.masquerades.push_back({owner, masquerade});
       }
     }
+    state.podSubnets = podSubnets;
     return state;
   }
   Result<AttachmentRules> listOwned(const std::string& owner) override {
     auto found = installed.find(owner);
-    return found == installed.end() ? AttachmentRules{owner, {}, {}} : found->second;
+    AttachmentRules rules =
+        found == installed.end() ? AttachmentRules{owner, {}, {}} : found->second;
+    rules.podSubnets = podSubnets;
+    return rules;
+  }
+  Result<void> removePodSubnets(const std::vector<IpPrefix>& subnets) override {
+    std::erase_if(podSubnets, [&](const IpPrefix& subnet) {
+      return std::ranges::find(subnets, subnet) != subnets.end();
+    });
+    return {};
   }
 
-  std::map<std::string, AttachmentRules> installed;
+  std::map<std::string, AttachmentRules> installed;  // what each owner holds, without subnets
+  std::vector<IpPrefix> podSubnets;                  // shared, as the kernel's podnets set
   int ensureCalls = 0;
   int removeExactCalls = 0;
   bool conflict = false;

@@ -3,6 +3,7 @@
 // owner-tagged elements without a lease, releases leases whose sandbox is gone, and never lays
 // out again the forwards of a DEL made while it was down.
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -112,6 +113,38 @@ TEST_F(AgentReconcileTest, AStrayElementWithOurOwnerTagGoesAndForeignOnesStay) {
   EXPECT_THAT(foreign, HasSubstr("192.0.2.1"));
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), RepliesFrom("pod-a tcp"));
   EXPECT_THAT(agent_->log(), HasSubstr("table.stray_removed owner=" + stray));
+}
+
+// The pod subnet is shared by the pods in it: a deleted one comes back with the hairpin it
+// serves, and it goes once the last lease in it is gone (its pods' DELs leave it).
+TEST_F(AgentReconcileTest, APodSubnetIsRestoredForItsLeasesAndGoesWithTheLastOfThem) {
+  ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--table-repair-interval", "1"}));
+  const Served a = servedPod("pod-a");
+  const Served b = servedPod("pod-b");
+  ASSERT_TRUE(a.port != 0 && b.port != 0);
+  const NftEntry subnet{"ip", "podnets", std::string(kPodSubnetV4) + " . " + kPodSubnetV4, "", ""};
+  const auto hairpinMasqueraded = [&] {
+    auto reply = tcpRequest(a.pod->netns, kNodeIpV4, a.port);
+    return reply && reply->id == "pod-a tcp" && reply->peer == kPodGatewayV4;
+  };
+  ASSERT_TRUE(hairpinMasqueraded());
+
+  const std::string key = std::string("{ ") + kPodSubnetV4 + " . " + kPodSubnetV4 + " }";
+  ASSERT_NO_FATAL_FAILURE(nft({"delete", "element", "ip", "hostport", "podnets", key}));
+  EXPECT_TRUE(within(std::chrono::milliseconds(1000), [&] {
+    return std::ranges::count(entries(), subnet) == 1;
+  })) << agent_->describe();
+  EXPECT_TRUE(hairpinMasqueraded());
+  EXPECT_THAT(agent_->log(), HasSubstr("first=\"pod subnet " + std::string(kPodSubnetV4)));
+
+  ASSERT_OK_AND_ASSIGN(auto deletedA, node().delPlugin(*a.pod));
+  EXPECT_THAT(entries(), Contains(subnet)) << "pod-b is still in it";
+  ASSERT_OK_AND_ASSIGN(auto deletedB, node().delPlugin(*b.pod));
+  EXPECT_TRUE(within(std::chrono::milliseconds(3000), [&] {
+    return std::ranges::count(entries(), subnet) == 0;
+  })) << agent_->describe();
+  EXPECT_THAT(agent_->log(),
+              HasSubstr("table.subnets_removed subnets=" + std::string(kPodSubnetV4)));
 }
 
 // The DEL never comes (the kubelet lost it, the runtime crashed): the sandbox's netns is gone,

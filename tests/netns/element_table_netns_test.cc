@@ -73,16 +73,17 @@ TEST_F(ElementTableTest, SameElementTwiceIsFineOtherDataIsAlreadyExists) {
 }
 
 // The agent's DEL (Ruleset::removeExact) deletes the planned elements by key: the same bytes as
-// the add, masquerades of an interval set included, must be found without a listing.
+// the add, masquerades and an interval element of the pod subnets included, must be found
+// without a listing.
 TEST_F(ElementTableTest, WhatWasAddedIsDeletedByTheSameKeys) {
   ASSERT_OK(test::inPrivateNetns([] {
     ASSERT_NO_FATAL_FAILURE(layOut());
     auto elements = table();
     const std::string owner = "a/eth0";
     const std::vector<SetElement> planned = {
-        forward(8080, owner),
-        elementOf(Masquerade{*IpPrefix::parse("10.88.0.0/16"), ip("10.88.0.5")}, owner),
-        elementOf(Masquerade{*IpPrefix::parse("127.0.0.0/8"), ip("10.88.0.5")}, owner)};
+        forward(8080, owner), elementOf(Masquerade{ip("10.88.0.5")}, owner),
+        elementOf(Masquerade{ip("10.88.0.6"), MasqueradeScope::kEverySource}, owner),
+        podSubnetElement(*IpPrefix::parse("10.88.0.0/16"))};
     ASSERT_OK(elements.change(ElementChange::kAdd, planned));
     ASSERT_OK(elements.change(ElementChange::kDelete, planned));
     EXPECT_TRUE(elements.read()->empty());

@@ -40,8 +40,8 @@ class NftRulesetTest : public ::testing::Test {
     rules.forwards.push_back({Protocol::kTcp, std::nullopt, hostPort, ip(podIp), 80, ""});
     rules.forwards.push_back({Protocol::kUdp, ip("192.0.2.1"), hostPort, ip(podIp), 53, ""});
     rules.forwards.push_back({Protocol::kTcp, std::nullopt, hostPort, ip("fd00::5"), 80, ""});
-    rules.masquerades.push_back({prefix("10.88.0.0/16"), ip(podIp)});
-    rules.masquerades.push_back({prefix("127.0.0.0/8"), ip(podIp)});
+    rules.masquerades.push_back({ip(podIp), MasqueradeScope::kPodSubnet});
+    rules.podSubnets.push_back(prefix("10.88.0.0/16"));
     return rules;
   }
 };
@@ -132,10 +132,52 @@ TEST_F(NftRulesetTest, RemoveDeletesOnlyTheOwnersElements) {
     auto removed = tables->remove("a/eth0");
     ASSERT_OK(removed);
     EXPECT_EQ(removed->forwards.size(), 4u);
-    EXPECT_EQ(removed->masquerades.size(), 2u);
+    EXPECT_EQ(removed->masquerades.size(), 1u);
+    EXPECT_TRUE(removed->podSubnets.empty()) << "shared: never removed with an owner";
     EXPECT_TRUE(tables->listOwned("a/eth0")->empty());
     EXPECT_EQ(tables->listOwned("b/eth0")->forwards.size(), 3u);
     EXPECT_EQ(listTables().find("comment \"a/eth0\""), std::string::npos);
+  }));
+}
+
+TEST_F(NftRulesetTest, PodSubnetsAreSharedAndOutliveTheAttachmentsInThem) {
+  ASSERT_OK(test::inPrivateNetns([] {
+    auto tables = ruleset();
+    const AttachmentRules a = podRules("a/eth0", 8080, "10.88.0.5");
+    ASSERT_OK(tables->install(a));
+    ASSERT_OK(tables->install(podRules("b/eth0", 9090, "10.88.0.6")));  // the same subnet
+    ASSERT_OK(tables->removeExact(a));
+    ASSERT_OK(tables->remove("b/eth0"));
+    auto state = tables->readElements();
+    ASSERT_OK(state);
+    EXPECT_TRUE(state->masquerades.empty());
+    EXPECT_EQ(state->podSubnets, std::vector{prefix("10.88.0.0/16")}) << "no owner removes them";
+
+    ASSERT_OK(tables->removePodSubnets({prefix("10.88.0.0/16")}));
+    EXPECT_TRUE(tables->readElements()->podSubnets.empty());
+    EXPECT_OK(tables->removePodSubnets({prefix("10.88.0.0/16")})) << "gone already is success";
+  }));
+}
+
+TEST_F(NftRulesetTest, ASubnetNestedInAnotherNetworksIsServedByIt) {
+  ASSERT_OK(test::inPrivateNetns([] {
+    auto tables = ruleset();
+    ASSERT_OK(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
+    AttachmentRules nested = podRules("b/eth0", 9090, "10.88.5.6");
+    nested.podSubnets = {prefix("10.88.5.0/24")};  // the kernel refuses it inside 10.88.0.0/16
+
+    ASSERT_OK(tables->install(nested));
+
+    auto owned = tables->listOwned("b/eth0");
+    ASSERT_OK(owned);
+    EXPECT_EQ(owned->podSubnets, std::vector{prefix("10.88.0.0/16")});
+    EXPECT_TRUE(diff(nested, *owned).empty()) << "the wider subnet serves it";
+    // A real clash is still a conflict with the subnets in the request.
+    AttachmentRules clash = podRules("c/eth0", 8080, "10.88.0.7");
+    clash.podSubnets = {prefix("10.88.7.0/24")};
+    auto refused = tables->install(clash);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, ErrorCode::kConflict) << refused.error().message;
   }));
 }
 
@@ -160,8 +202,10 @@ TEST_F(NftRulesetTest, FastPathElementsReadBackTheSameThroughLibnftables) {
     ASSERT_TRUE(tables->install(podRules("a/eth0", 8080, "10.88.0.5")));
     AttachmentRules v6{"b/eth0", {}, {}};
     v6.forwards.push_back({Protocol::kSctp, ip("2001:db8::1"), 65535, ip("fd00::6"), 1, ""});
-    v6.masquerades.push_back({prefix("::1/128"), ip("fd00::6")});
-    v6.masquerades.push_back({prefix("fd00::/64"), ip("fd00::6")});
+    // In the order a reading gives them back: the ip table's sets first.
+    v6.masquerades.push_back({ip("10.88.0.9"), MasqueradeScope::kEverySource});
+    v6.masquerades.push_back({ip("fd00::6"), MasqueradeScope::kPodSubnet});
+    v6.podSubnets.push_back(prefix("fd00::/64"));
     ASSERT_TRUE(tables->install(v6));
 
     // listOwned reads the sets over raw netlink; readState() parses libnftables' JSON.
@@ -173,14 +217,17 @@ TEST_F(NftRulesetTest, FastPathElementsReadBackTheSameThroughLibnftables) {
       const AttachmentRules viaNft = listed->rulesOf(owner);
       EXPECT_EQ(raw->forwards, viaNft.forwards) << owner;
       EXPECT_EQ(raw->masquerades, viaNft.masquerades) << owner;
+      EXPECT_EQ(raw->podSubnets, listed->podSubnets) << owner;
     }
     EXPECT_EQ(tables->listOwned("b/eth0")->masquerades, v6.masquerades);
+    EXPECT_EQ(tables->listOwned("b/eth0")->podSubnets.size(), 2u);
     // nft prints what the fast path wrote as if nft had written it.
     const std::string text = listTables();
     EXPECT_NE(text.find("2001:db8::1 . sctp . 65535 comment \"b/eth0\" : fd00::6 . 1"),
               std::string::npos)
         << text;
-    EXPECT_NE(text.find("fd00::/64 . fd00::6 comment \"b/eth0\""), std::string::npos) << text;
+    EXPECT_NE(text.find("fd00::6 comment \"b/eth0\""), std::string::npos) << text;
+    EXPECT_NE(text.find("fd00::/64 . fd00::/64"), std::string::npos) << text;
   }));
 }
 
@@ -267,7 +314,7 @@ TEST_F(NftRulesetTest, LayoutGuardRepairsWhatWasEditedAndKeepsElements) {
     }
     // The ip table was only ever edited, never deleted: a's ip elements are all still there.
     EXPECT_EQ(tables->listOwned("a/eth0")->forwards.size(), 2u);
-    EXPECT_EQ(tables->listOwned("a/eth0")->masquerades.size(), 2u);
+    EXPECT_EQ(tables->listOwned("a/eth0")->masquerades.size(), 1u);
   }));
 }
 

@@ -40,8 +40,9 @@ class PluginLifecycleTest : public PluginFixture {
     return {
         {"ip", "ports", "tcp . 8080", pod.ipv4 + " . 80", pod.owner()},
         {"ip", "ports", "udp . 5353", pod.ipv4 + " . 53", pod.owner()},
-        {"ip", "masq", "127.0.0.0/8 . " + pod.ipv4, "", pod.owner()},
-        {"ip", "masq", std::string(kPodSubnetV4) + " . " + pod.ipv4, "", pod.owner()},
+        {"ip", "snatpods", pod.ipv4, "", pod.owner()},
+        // Shared by the pods of the subnet, so owned by none of them.
+        {"ip", "podnets", std::string(kPodSubnetV4) + " . " + std::string(kPodSubnetV4), "", ""},
     };
   }
 
@@ -96,7 +97,8 @@ TEST_F(PluginLifecycleTest, MasqAllMasqueradesEverySourceForThePod) {
   ASSERT_NE(pod, nullptr);
 
   EXPECT_THAT(ownedBy(entries(), pod->owner()),
-              Contains(NftEntry{"ip", "masq", "0.0.0.0/0 . " + pod->ipv4, "", pod->owner()}));
+              Contains(NftEntry{"ip", "masqall", pod->ipv4, "", pod->owner()}));
+  EXPECT_THAT(ownedBy(entries(), pod->owner()), Not(Contains(Field(&NftEntry::set, "snatpods"))));
 }
 
 TEST_F(PluginLifecycleTest, WithoutSnatInstallsNoMasqueradeAndLeavesRouteLocalnetAlone) {
@@ -107,7 +109,9 @@ TEST_F(PluginLifecycleTest, WithoutSnatInstallsNoMasqueradeAndLeavesRouteLocalne
   auto owned = ownedBy(entries(), pod->owner());
 
   EXPECT_THAT(owned, Contains(Field(&NftEntry::set, "ports")));
-  EXPECT_THAT(owned, Not(Contains(Field(&NftEntry::set, "masq"))));
+  EXPECT_THAT(owned, Not(Contains(Field(&NftEntry::set, "snatpods"))));
+  EXPECT_THAT(owned, Not(Contains(Field(&NftEntry::set, "masqall"))));
+  EXPECT_THAT(entries(), Not(Contains(Field(&NftEntry::set, "podnets"))));
   EXPECT_EQ(nodeSysctl("net/ipv4/conf/" + node().bridge() + "/route_localnet"), "0");
 }
 
@@ -189,7 +193,9 @@ TEST_F(PluginLifecycleTest, DelRemovesEveryElementOfTheAttachmentAndNoOther) {
   const auto after = entries();
   EXPECT_THAT(ownedBy(after, podA->owner()), IsEmpty());
   EXPECT_EQ(ownedBy(after, podB->owner()), ofB);
-  EXPECT_THAT(after, SizeIs(ofB.size())) << "elements without the owner's comment were left";
+  EXPECT_THAT(withoutPodSubnets(after), SizeIs(ofB.size()))
+      << "elements without the owner's comment were left";
+  EXPECT_THAT(after, Contains(Field(&NftEntry::set, "podnets"))) << "pod-b's subnet too";
 }
 
 TEST_F(PluginLifecycleTest, DelIsIdempotent) {

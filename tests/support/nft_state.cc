@@ -111,6 +111,13 @@ std::vector<NftEntry> ownedBy(const std::vector<NftEntry>& entries, const std::s
   return owned;
 }
 
+std::vector<NftEntry> withoutPodSubnets(const std::vector<NftEntry>& entries) {
+  std::vector<NftEntry> kept;
+  std::copy_if(entries.begin(), entries.end(), std::back_inserter(kept),
+               [](const NftEntry& entry) { return entry.set != "podnets"; });
+  return kept;
+}
+
 Result<std::string> rulesetJson(const Netns& node) {
   return node.exec({"nft", "-j", "list", "ruleset"});
 }

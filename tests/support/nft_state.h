@@ -33,6 +33,9 @@ Result<std::vector<NftEntry>> hostportEntries(const Netns& node);
 
 /// The entries whose comment is `owner`.
 std::vector<NftEntry> ownedBy(const std::vector<NftEntry>& entries, const std::string& owner);
+/// The entries but the pod subnets, which the pods in a subnet share (a DEL leaves them; the
+/// agent's reconciler removes one once no lease is in it).
+std::vector<NftEntry> withoutPodSubnets(const std::vector<NftEntry>& entries);
 
 /// `nft -j list ruleset` of the netns, as text (handles included), for before/after comparison.
 Result<std::string> rulesetJson(const Netns& node);

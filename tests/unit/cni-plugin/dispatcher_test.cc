@@ -99,6 +99,9 @@ class DispatcherTest : public ::testing::Test {
     Result<nft::AttachmentRules> listOwned(const std::string& o) override {
       return fake.listOwned(o);
     }
+    Result<void> removePodSubnets(const std::vector<IpPrefix>& s) override {
+      return fake.removePodSubnets(s);
+    }
     FakeRuleset& fake;
   };
   struct ForwardingPortAuthority : PortAuthority {
@@ -167,9 +170,9 @@ TEST_F(DispatcherTest, AddInstallsForwardsAndPrintsPrevResult) {
   ASSERT_EQ(rules.forwards.size(), 2u);
   EXPECT_EQ(nft::describe(rules.forwards[0]), "tcp 0.0.0.0:8080 -> 10.88.0.5:80");
   EXPECT_EQ(nft::describe(rules.forwards[1]), "udp 0.0.0.0:5353 -> 10.88.0.5:53");
-  ASSERT_EQ(rules.masquerades.size(), 2u);  // subnet peers + localhost
-  EXPECT_EQ(rules.masquerades[0].source.str(), "10.88.0.0/16");
-  EXPECT_EQ(rules.masquerades[1].source.str(), "127.0.0.0/8");
+  ASSERT_EQ(rules.masquerades.size(), 1u);  // subnet peers + localhost
+  EXPECT_EQ(nft::describe(rules.masquerades[0]), "10.88.0.5 (pod subnet)");
+  EXPECT_EQ(ruleset_.podSubnets, std::vector{*IpPrefix::parse("10.88.0.0/16")});
   EXPECT_EQ(network_.localnetFor, std::vector<std::string>{"10.88.0.5"});
   EXPECT_EQ(network_.flushedPorts, std::vector<uint16_t>{5353});
   EXPECT_EQ(outcome.document()["ips"], prevResult()["ips"]);
@@ -189,7 +192,8 @@ TEST_F(DispatcherTest, MasqAllMasqueradesEverySource) {
   ASSERT_EQ(run("ADD", input.dump()).exitCode, 0);
   const auto& masquerades = ruleset_.installed.at("c0ffee/eth0").masquerades;
   ASSERT_EQ(masquerades.size(), 1u);
-  EXPECT_EQ(masquerades[0].source.str(), "0.0.0.0/0");
+  EXPECT_EQ(nft::describe(masquerades[0]), "10.88.0.5 (every source)");
+  EXPECT_TRUE(ruleset_.podSubnets.empty());
 }
 
 TEST_F(DispatcherTest, SnatOffInstallsNoMasqueradeAndLeavesRouteLocalnetAlone) {
@@ -329,13 +333,18 @@ TEST_F(DispatcherTest, CheckNamesTheFirstDifferenceMissingForwardsFirst) {
   const auto outcome = run("CHECK", config().dump());
   EXPECT_EQ(outcome.document()["code"], 103);
   EXPECT_EQ(outcome.document()["msg"],
-            "masquerade 10.88.0.0/16 -> 10.88.0.5 of c0ffee/eth0 is missing from table hostport");
+            "masquerade 10.88.0.5 (pod subnet) of c0ffee/eth0 is missing from table hostport");
+
+  held.masquerades = added.masquerades;
+  ruleset_.podSubnets.clear();
+  EXPECT_EQ(run("CHECK", config().dump()).document()["msg"],
+            "pod subnet 10.88.0.0/16 of c0ffee/eth0 is missing from table hostport");
 }
 
 TEST_F(DispatcherTest, CheckPassesWithAMasqueradeNobodyAskedFor) {
   ASSERT_EQ(run("ADD", config().dump()).exitCode, 0);
   ruleset_.installed.at("c0ffee/eth0")
-      .masquerades.push_back({*IpPrefix::parse("0.0.0.0/0"), *IpAddress::parse("10.88.0.5")});
+      .masquerades.push_back({*IpAddress::parse("10.88.0.5"), nft::MasqueradeScope::kEverySource});
   const auto outcome = run("CHECK", config().dump());
   EXPECT_EQ(outcome.exitCode, 0) << outcome.out;
 }

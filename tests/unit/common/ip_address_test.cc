@@ -37,6 +37,25 @@ TEST(IpPrefixTest, ComputesTheNetworkOfAnAddress) {
   EXPECT_EQ(IpPrefix::parse("fd00::5/127")->network().str(), "fd00::4/127");
 }
 
+TEST(IpPrefixTest, ContainsTheAddressesOfItsRangeOnly) {
+  const auto subnet = *IpPrefix::parse("10.88.0.5/16");
+  EXPECT_TRUE(subnet.contains(*IpAddress::parse("10.88.0.0")));
+  EXPECT_TRUE(subnet.contains(*IpAddress::parse("10.88.255.255")));
+  EXPECT_FALSE(subnet.contains(*IpAddress::parse("10.89.0.0")));
+  EXPECT_FALSE(subnet.contains(*IpAddress::parse("10.87.255.255")));
+  EXPECT_FALSE(subnet.contains(*IpAddress::parse("::a58:5"))) << "another family";
+  EXPECT_TRUE(IpPrefix::parse("fd00::/64")->contains(*IpAddress::parse("fd00::ffff:1")));
+}
+
+TEST(IpPrefixTest, OverlapsWhenOneHoldsTheOther) {
+  const auto wide = *IpPrefix::parse("10.88.0.0/16");
+  EXPECT_TRUE(wide.overlaps(*IpPrefix::parse("10.88.5.0/24")));
+  EXPECT_TRUE(IpPrefix::parse("10.88.5.0/24")->overlaps(wide));
+  EXPECT_TRUE(wide.overlaps(wide));
+  EXPECT_FALSE(wide.overlaps(*IpPrefix::parse("10.89.0.0/16")));
+  EXPECT_FALSE(IpPrefix::parse("10.88.4.0/24")->overlaps(*IpPrefix::parse("10.88.5.0/24")));
+}
+
 TEST(IpPrefixTest, RejectsBadPrefixLengths) {
   for (const auto* bad :
        {"10.0.0.1", "10.0.0.1/33", "10.0.0.1/-1", "10.0.0.1/", "fd00::/129", "10.0.0.1/8x"}) {

@@ -73,13 +73,30 @@ TEST(AttachmentPlanTest, MasqueradesSubnetPeersAndLocalhostWithSnat) {
   auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack());
   ASSERT_TRUE(plan);
   std::vector<std::string> masquerades;
-  for (const auto& m : plan->rules.masquerades) {
-    masquerades.push_back(m.source.str() + " . " + m.podIp.str());
-  }
+  for (const auto& m : plan->rules.masquerades) masquerades.push_back(describe(m));
   EXPECT_EQ(masquerades,
-            (std::vector<std::string>{"10.88.0.0/24 . 10.88.0.5", "127.0.0.0/8 . 10.88.0.5",
-                                      "fd00:88::/64 . fd00:88::5"}));
+            (std::vector<std::string>{"10.88.0.5 (pod subnet)", "fd00:88::5 (pod subnet)"}));
+  EXPECT_EQ(plan->rules.podSubnets,
+            (std::vector{*IpPrefix::parse("10.88.0.0/24"), *IpPrefix::parse("fd00:88::/64")}));
   EXPECT_EQ(plan->routeLocalnetFor, IpAddress::parse("10.88.0.5").value());
+}
+
+TEST(AttachmentPlanTest, MasqAllMasqueradesEverySourceAndSnatOffNone) {
+  PodTarget target = dualStack();
+  target.masqAll = true;
+  auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, target);
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->rules.masquerades.size(), 2u);
+  EXPECT_EQ(describe(plan->rules.masquerades[0]), "10.88.0.5 (every source)");
+  EXPECT_TRUE(plan->rules.podSubnets.empty());
+
+  target.masqAll = false;
+  target.snat = false;
+  plan = planAttachment("o/eth0", {mapping(8080, 80)}, target);
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->rules.masquerades.empty());
+  EXPECT_TRUE(plan->rules.podSubnets.empty());
+  EXPECT_FALSE(plan->routeLocalnetFor);
 }
 
 TEST(AttachmentPlanTest, CarriesConditionsPerFamily) {

@@ -17,8 +17,9 @@ AttachmentRules sampleRules() {
   rules.forwards.push_back({Protocol::kTcp, std::nullopt, 8080, ip("10.88.0.5"), 80, ""});
   rules.forwards.push_back({Protocol::kUdp, ip("192.0.2.1"), 5353, ip("10.88.0.5"), 53, ""});
   rules.forwards.push_back({Protocol::kSctp, std::nullopt, 9000, ip("fd00::5"), 9, ""});
-  rules.masquerades.push_back({prefix("10.88.0.0/16"), ip("10.88.0.5")});
-  rules.masquerades.push_back({prefix("127.0.0.0/8"), ip("10.88.0.5")});
+  rules.masquerades.push_back({ip("10.88.0.5"), MasqueradeScope::kPodSubnet});
+  rules.masquerades.push_back({ip("fd00::5"), MasqueradeScope::kEverySource});
+  rules.podSubnets.push_back(prefix("10.88.0.0/16"));
   return rules;
 }
 
@@ -29,8 +30,9 @@ TEST(CommandsTest, InstallsMapElementsTaggedWithTheOwner) {
       "add element ip hostport ipports { 192.0.2.1 . udp . 5353 comment \"c0ffee/eth0\" : "
       "10.88.0.5 . 53 }\n"
       "add element ip6 hostport ports { sctp . 9000 comment \"c0ffee/eth0\" : fd00::5 . 9 }\n"
-      "add element ip hostport masq { 10.88.0.0/16 . 10.88.0.5 comment \"c0ffee/eth0\" }\n"
-      "add element ip hostport masq { 127.0.0.0/8 . 10.88.0.5 comment \"c0ffee/eth0\" }\n");
+      "add element ip hostport snatpods { 10.88.0.5 comment \"c0ffee/eth0\" }\n"
+      "add element ip6 hostport masqall { fd00::5 comment \"c0ffee/eth0\" }\n"
+      "add element ip hostport podnets { 10.88.0.0/16 . 10.88.0.0/16 }\n");
 }
 
 TEST(CommandsTest, PutsForwardsWithConditionsIntoTheConditionalChain) {
@@ -54,12 +56,15 @@ TEST(CommandsTest, RemovesElementsByKeyAndRulesByHandle) {
       {"o/eth0", {Protocol::kUdp, ip("2001:db8::1"), 53, ip("fd00::5"), 53, ""}, std::nullopt});
   owned.forwards.push_back(
       {"o/eth0", {Protocol::kTcp, std::nullopt, 81, ip("10.88.0.5"), 80, "(conditions)"}, 42});
-  owned.masquerades.push_back({"o/eth0", {prefix("::/0"), ip("fd00::5")}});
+  owned.masquerades.push_back({"o/eth0", {ip("fd00::5"), MasqueradeScope::kEverySource}});
+  owned.masquerades.push_back({"o/eth0", {ip("10.88.0.5"), MasqueradeScope::kPodSubnet}});
+  owned.podSubnets.push_back(prefix("10.88.0.0/16"));  // shared: never removed with an owner
   EXPECT_EQ(removeCommands(owned),
             "delete element ip hostport ports { tcp . 8080 }\n"
             "delete element ip6 hostport ipports { 2001:db8::1 . udp . 53 }\n"
             "delete rule ip hostport conditional handle 42\n"
-            "delete element ip6 hostport masq { ::/0 . fd00::5 }\n");
+            "delete element ip6 hostport masqall { fd00::5 }\n"
+            "delete element ip hostport snatpods { 10.88.0.5 }\n");
 }
 
 TEST(CommandsTest, EmptyRulesProduceNoCommands) {
@@ -75,7 +80,9 @@ TEST(TableLayoutTest, CreatesFixedChainsAndLeavesElementsAlone) {
             "inet_service; }\n"
             "add map ip hostport ipports { type ipv4_addr . inet_proto . inet_service : ipv4_addr "
             ". inet_service; }\n"
-            "add set ip hostport masq { type ipv4_addr . ipv4_addr; flags interval; }\n"
+            "add set ip hostport snatpods { type ipv4_addr; }\n"
+            "add set ip hostport masqall { type ipv4_addr; }\n"
+            "add set ip hostport podnets { type ipv4_addr . ipv4_addr; flags interval; }\n"
             "add chain ip hostport conditional\n"
             "add chain ip hostport hostports\n"
             "add chain ip hostport prerouting { type nat hook prerouting priority dstnat; policy "
@@ -93,8 +100,11 @@ TEST(TableLayoutTest, CreatesFixedChainsAndLeavesElementsAlone) {
             "add rule ip hostport hostports dnat ip to meta l4proto . th dport map @ports\n"
             "add rule ip hostport prerouting fib daddr type local jump hostports\n"
             "add rule ip hostport output fib daddr type local jump hostports\n"
-            "add rule ip hostport postrouting ct status dnat ip saddr . ip daddr @masq "
-            "masquerade\n");
+            "add rule ip hostport postrouting ct status dnat ip daddr @masqall masquerade\n"
+            "add rule ip hostport postrouting ct status dnat ip daddr @snatpods ip saddr . ip "
+            "daddr @podnets masquerade\n"
+            "add rule ip hostport postrouting ct status dnat ip daddr @snatpods ip saddr "
+            "127.0.0.0/8 masquerade\n");
   // Never flushes what holds per-attachment state.
   EXPECT_EQ(v4.find("flush map"), std::string::npos);
   EXPECT_EQ(v4.find("flush set"), std::string::npos);
@@ -109,6 +119,10 @@ TEST(TableLayoutTest, UsesIp6TypesForTheIp6Table) {
   EXPECT_NE(v6.find("dnat ip6 to ip6 daddr . meta l4proto . th dport map @ipports"),
             std::string::npos);
   EXPECT_EQ(v6.find("ipv4_addr"), std::string::npos);
+  EXPECT_NE(v6.find("ct status dnat ip6 daddr @snatpods ip6 saddr . ip6 daddr @podnets masquerade"),
+            std::string::npos);
+  // ::1 is never forwarded (no route_localnet in IPv6), so it is never masqueraded.
+  EXPECT_EQ(v6.find("saddr ::1"), std::string::npos);
 }
 
 }  // namespace

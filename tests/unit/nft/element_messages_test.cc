@@ -42,13 +42,13 @@ std::vector<SetElement> sample() {
       elementOf(Forward{Protocol::kUdp, std::nullopt, 8081, ip("10.88.0.5"), 81, ""}, "a/eth0"),
       elementOf(Forward{Protocol::kTcp, ip("192.0.2.1"), 8080, ip("10.88.0.5"), 80, ""}, "a/eth0"),
       elementOf(Forward{Protocol::kTcp, std::nullopt, 8080, ip("fd00::5"), 80, ""}, "a/eth0"),
-      elementOf(Masquerade{prefix("127.0.0.0/8"), ip("10.88.0.5")}, "a/eth0"),
+      podSubnetElement(prefix("10.88.0.0/16")),
   };
 }
 
 TEST(ElementMessagesTest, AddBatchIsOneTransactionWithOneAckedMessagePerSet) {
   const auto messages = split(elementBatch(ElementChange::kAdd, sample()));
-  ASSERT_EQ(messages.size(), 6u);  // BEGIN, ip ports, ip ipports, ip masq, ip6 ports, END
+  ASSERT_EQ(messages.size(), 6u);  // BEGIN, ip ports, ip ipports, ip podnets, ip6 ports, END
   EXPECT_EQ(headerOf(messages.front()).nlmsg_type, NFNL_MSG_BATCH_BEGIN);
   EXPECT_EQ(headerOf(messages.back()).nlmsg_type, NFNL_MSG_BATCH_END);
   nfgenmsg begin;
@@ -107,9 +107,9 @@ TEST(ElementMessagesTest, DeleteBatchCarriesKeysOnly) {
     EXPECT_TRUE(element.data.empty());
     EXPECT_TRUE(element.userdata.empty());
   }
-  const auto masq = std::ranges::find(back, std::string(kMasqueradeSet), &SetElement::set);
-  ASSERT_NE(masq, back.end());
-  EXPECT_FALSE(masq->keyEnd.empty());  // an interval element is named by both ends
+  const auto subnet = std::ranges::find(back, std::string(kPodSubnetsSet), &SetElement::set);
+  ASSERT_NE(subnet, back.end());
+  EXPECT_FALSE(subnet->keyEnd.empty());  // an interval element is named by both ends
 }
 
 TEST(ElementMessagesTest, OwnerFilterSkipsOtherOwners) {

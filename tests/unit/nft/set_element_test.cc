@@ -38,13 +38,25 @@ TEST(SetElementTest, HostIpForwardMatchesNftsOwnBytes) {
   EXPECT_EQ(element.key, bytes({192, 0, 2, 1, 17, 0, 0, 0, 0x4e, 0x21, 0, 0}));
 }
 
-TEST(SetElementTest, MasqueradeIsARangeOfSourcesForOnePodIp) {
+TEST(SetElementTest, MasqueradeIsThePodAddressInItsScopesSet) {
   const SetElement element =
-      elementOf(Masquerade{prefix("127.0.0.0/8"), ip("10.1.1.1")}, "abc/eth0");
-  EXPECT_EQ(element.set, kMasqueradeSet);
-  EXPECT_EQ(element.key, bytes({127, 0, 0, 0, 10, 1, 1, 1}));
-  EXPECT_EQ(element.keyEnd, bytes({127, 255, 255, 255, 10, 1, 1, 1}));
+      elementOf(Masquerade{ip("10.1.1.1"), MasqueradeScope::kPodSubnet}, "abc/eth0");
+  EXPECT_EQ(element.set, kSnatPodsSet);
+  EXPECT_EQ(element.key, bytes({10, 1, 1, 1}));
+  EXPECT_TRUE(element.keyEnd.empty());
   EXPECT_TRUE(element.data.empty());
+  EXPECT_EQ(element.userdata, bytes({0, 9, 'a', 'b', 'c', '/', 'e', 't', 'h', '0', 0}));
+  EXPECT_EQ(elementOf(Masquerade{ip("10.1.1.1"), MasqueradeScope::kEverySource}, "abc/eth0").set,
+            kMasqAllSet);
+}
+
+TEST(SetElementTest, PodSubnetIsTheSubnetOnBothSidesWithoutOwner) {
+  // From the host address the CNI result gives: the element holds the network.
+  const SetElement element = podSubnetElement(prefix("10.88.0.5/16"));
+  EXPECT_EQ(element.set, kPodSubnetsSet);
+  EXPECT_EQ(element.key, bytes({10, 88, 0, 0, 10, 88, 0, 0}));
+  EXPECT_EQ(element.keyEnd, bytes({10, 88, 255, 255, 10, 88, 255, 255}));
+  EXPECT_TRUE(element.userdata.empty());
 }
 
 TEST(SetElementTest, ForwardsRoundTrip) {
@@ -64,20 +76,18 @@ TEST(SetElementTest, ForwardsRoundTrip) {
   }
 }
 
-TEST(SetElementTest, MasqueradesRoundTrip) {
-  for (const auto& [source, pod] :
-       std::vector<std::pair<const char*, const char*>>{{"127.0.0.0/8", "10.88.0.5"},
-                                                        {"10.88.0.5/32", "10.88.0.5"},
-                                                        {"0.0.0.0/0", "10.88.0.5"},
-                                                        {"10.88.0.0/16", "10.88.0.5"},
-                                                        {"::1/128", "fd00::5"},
-                                                        {"fd00::/64", "fd00::5"},
-                                                        {"::/0", "fd00::5"}}) {
-    const Masquerade masquerade{prefix(source), ip(pod)};
-    const auto back = masqueradeOf(elementOf(masquerade, "o/eth0"));
-    ASSERT_TRUE(back) << source;
-    EXPECT_EQ(back->masquerade, masquerade) << source;
-    EXPECT_EQ(back->owner, "o/eth0");
+TEST(SetElementTest, MasqueradesAndPodSubnetsRoundTrip) {
+  for (const char* pod : {"10.88.0.5", "fd00::5"}) {
+    for (const auto scope : {MasqueradeScope::kPodSubnet, MasqueradeScope::kEverySource}) {
+      const Masquerade masquerade{ip(pod), scope};
+      const auto back = masqueradeOf(elementOf(masquerade, "o/eth0"));
+      ASSERT_TRUE(back) << describe(masquerade);
+      EXPECT_EQ(back->masquerade, masquerade);
+      EXPECT_EQ(back->owner, "o/eth0");
+    }
+  }
+  for (const char* subnet : {"10.88.0.0/16", "10.88.0.5/32", "0.0.0.0/0", "fd00::/64", "::/0"}) {
+    EXPECT_EQ(podSubnetOf(podSubnetElement(prefix(subnet))), prefix(subnet)) << subnet;
   }
 }
 
@@ -101,14 +111,19 @@ TEST(SetElementTest, RefusesBytesWeDidNotWrite) {
   v6.family = Family::kIPv6;  // a v4 address where a v6 one belongs
   EXPECT_FALSE(forwardOf(v6));
 
-  SetElement masq = elementOf(Masquerade{prefix("10.0.0.0/8"), ip("10.88.0.5")}, "o/eth0");
-  SetElement notAPrefix = masq;
-  notAPrefix.keyEnd = bytes({10, 0, 0, 2, 10, 88, 0, 5});
-  notAPrefix.key = bytes({10, 0, 0, 1, 10, 88, 0, 5});
-  EXPECT_FALSE(masqueradeOf(notAPrefix));
-  SetElement podRange = masq;
-  podRange.keyEnd = bytes({10, 255, 255, 255, 10, 88, 0, 6});
-  EXPECT_FALSE(masqueradeOf(podRange));
+  SetElement masq = elementOf(Masquerade{ip("10.88.0.5"), MasqueradeScope::kPodSubnet}, "o/eth0");
+  SetElement range = masq;
+  range.keyEnd = bytes({10, 88, 0, 6});
+  EXPECT_FALSE(masqueradeOf(range));
+  SetElement subnet = podSubnetElement(prefix("10.0.0.0/8"));
+  SetElement notAPrefix = subnet;
+  notAPrefix.key = bytes({10, 0, 0, 1, 10, 0, 0, 1});
+  EXPECT_FALSE(podSubnetOf(notAPrefix));
+  SetElement twoSubnets = subnet;
+  twoSubnets.keyEnd = bytes({10, 255, 255, 255, 10, 0, 255, 255});
+  EXPECT_FALSE(podSubnetOf(twoSubnets));
+  EXPECT_FALSE(masqueradeOf(subnet));
+  EXPECT_FALSE(podSubnetOf(masq));
 }
 
 TEST(SetElementTest, CommentIsReadFromAnyPositionAndSurvivesGarbage) {

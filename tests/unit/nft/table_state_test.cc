@@ -21,10 +21,14 @@ const char* kListing = R"({"nftables": [
    [{"concat": ["udp", 53]}, {"concat": ["10.88.0.6", 5353]}]]}},
  {"map": {"family": "ip", "name": "ipports", "table": "hostport", "elem": [
    [{"elem": {"val": {"concat": ["192.0.2.1", "sctp", 9]}, "comment": "x/eth1"}}, {"concat": ["10.88.0.7", 9]}]]}},
- {"set": {"family": "ip", "name": "masq", "table": "hostport", "flags": ["interval"], "elem": [
-   {"elem": {"val": {"concat": [{"prefix": {"addr": "10.88.0.0", "len": 16}}, "10.88.0.5"]}, "comment": "abc/eth0"}},
-   {"concat": [{"prefix": {"addr": "0.0.0.0", "len": 0}}, "10.88.0.9"]},
-   {"elem": {"val": {"concat": ["10.88.0.7", "10.88.0.7"]}, "comment": "x/eth1"}}]}},
+ {"set": {"family": "ip", "name": "snatpods", "table": "hostport", "type": "ipv4_addr", "handle": 1, "elem": [
+   {"elem": {"val": "10.88.0.5", "comment": "abc/eth0"}},
+   "10.88.0.9"]}},
+ {"set": {"family": "ip", "name": "masqall", "table": "hostport", "type": "ipv4_addr", "handle": 2, "elem": [
+   {"elem": {"val": "10.88.0.7", "comment": "x/eth1"}}]}},
+ {"set": {"family": "ip", "name": "podnets", "table": "hostport", "type": ["ipv4_addr", "ipv4_addr"], "handle": 3, "flags": ["interval"], "elem": [
+   {"concat": [{"prefix": {"addr": "10.88.0.0", "len": 16}}, {"prefix": {"addr": "10.88.0.0", "len": 16}}]},
+   {"concat": ["10.89.0.1", "10.89.0.1"]}]}},
  {"chain": {"family": "ip", "table": "hostport", "name": "conditional", "handle": 13}},
  {"rule": {"family": "ip", "table": "hostport", "chain": "conditional", "handle": 14, "comment": "c/eth0",
    "expr": [{"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "daddr"}}, "right": "203.0.113.9"}},
@@ -62,12 +66,23 @@ TEST(TableStateTest, ReadsBackConditionalRulesWithTheirHandle) {
   EXPECT_EQ(rule.forward.conditions, kInstalledConditionsMarker);
 }
 
-TEST(TableStateTest, ReadsMasqueradePrefixesAndSingleHosts) {
+TEST(TableStateTest, ReadsMasqueradesBySetAndPodSubnetsAsPrefixes) {
   const TableState state = parse(kListing);
   ASSERT_EQ(state.masquerades.size(), 3u);
-  EXPECT_EQ(state.masquerades[0].masquerade.source.str(), "10.88.0.0/16");
-  EXPECT_EQ(state.masquerades[1].masquerade.source.str(), "0.0.0.0/0");
-  EXPECT_EQ(state.masquerades[2].masquerade.source.str(), "10.88.0.7/32");
+  EXPECT_EQ(state.masquerades[0].owner, "abc/eth0");
+  EXPECT_EQ(describe(state.masquerades[0].masquerade), "10.88.0.5 (pod subnet)");
+  EXPECT_EQ(state.masquerades[1].owner, "");
+  EXPECT_EQ(describe(state.masquerades[2].masquerade), "10.88.0.7 (every source)");
+  // A single host is listed as a bare address.
+  EXPECT_EQ(state.podSubnets,
+            (std::vector{*IpPrefix::parse("10.88.0.0/16"), *IpPrefix::parse("10.89.0.1/32")}));
+}
+
+TEST(TableStateTest, RefusesAPodSubnetElementWhoseHalvesDiffer) {
+  TableState state;
+  EXPECT_FALSE(parseTableListing(json::parse(R"({"nftables": [{"set": {"name": "podnets",
+    "elem": [{"concat": ["10.0.0.1", "10.0.0.2"]}]}}]})"),
+                                 state));
 }
 
 TEST(TableStateTest, SelectsWhatOneOwnerHolds) {
@@ -76,6 +91,8 @@ TEST(TableStateTest, SelectsWhatOneOwnerHolds) {
   ASSERT_EQ(rules.forwards.size(), 1u);
   EXPECT_EQ(rules.forwards[0].hostPort, 9);
   ASSERT_EQ(rules.masquerades.size(), 1u);
+  EXPECT_TRUE(rules.podSubnets.empty()) << "the pod subnets are nobody's";
+  EXPECT_EQ(state.ownedBy("x/eth1").podSubnets.size(), 2u) << "but every owner reads them";
   EXPECT_TRUE(state.ownedBy("nobody/eth0").empty());
   EXPECT_EQ(state.ownedBy("c/eth0").forwards.size(), 1u);
 }
@@ -110,15 +127,15 @@ Forward tcpForward(uint16_t hostPort, const char* podIp, uint16_t podPort) {
   return {Protocol::kTcp, std::nullopt, hostPort, *IpAddress::parse(podIp), podPort, ""};
 }
 
-Masquerade masquerade(const char* source, const char* podIp) {
-  return {*IpPrefix::parse(source), *IpAddress::parse(podIp)};
+Masquerade masquerade(const char* podIp, MasqueradeScope scope = MasqueradeScope::kPodSubnet) {
+  return {*IpAddress::parse(podIp), scope};
 }
 
 AttachmentRules plannedRules() {
   AttachmentRules rules{"a/eth0", {}, {}};
-  rules.forwards = {tcpForward(8080, "10.88.0.5", 80), tcpForward(8443, "10.88.0.5", 443)};
-  rules.masquerades = {masquerade("10.88.0.0/16", "10.88.0.5"),
-                       masquerade("127.0.0.0/8", "10.88.0.5")};
+  rules.forwards = {tcpForward(8080, "10.88.0.5", 80), tcpForward(8443, "fd00::5", 443)};
+  rules.masquerades = {masquerade("10.88.0.5"), masquerade("fd00::5")};
+  rules.podSubnets = {*IpPrefix::parse("10.88.0.0/16"), *IpPrefix::parse("fd00::/64")};
   return rules;
 }
 
@@ -165,7 +182,7 @@ TEST(RulesDiffTest, ListsInstalledForwardsNobodyPlannedInTableOrder) {
 TEST(RulesDiffTest, ListsMissingAndUnexpectedMasqueradesExactly) {
   const AttachmentRules planned = plannedRules();
   AttachmentRules installed = planned;
-  const Masquerade wider = masquerade("10.0.0.0/8", "10.88.0.5");
+  const Masquerade wider = masquerade("10.88.0.5", MasqueradeScope::kEverySource);
   installed.masquerades = {wider, planned.masquerades[1]};
 
   const RulesDiff found = diff(planned, installed);
@@ -174,6 +191,22 @@ TEST(RulesDiffTest, ListsMissingAndUnexpectedMasqueradesExactly) {
   EXPECT_TRUE(found.unexpectedForwards.empty());
   EXPECT_EQ(found.missingMasquerades, std::vector{planned.masquerades[0]});
   EXPECT_EQ(found.unexpectedMasquerades, std::vector{wider});
+  EXPECT_EQ(found.describeFirstMissing(), "masquerade 10.88.0.5 (pod subnet)");
+}
+
+TEST(RulesDiffTest, APodSubnetIsThereWhenAnInstalledOneOverlapsIt) {
+  const AttachmentRules planned = plannedRules();
+  AttachmentRules installed = planned;
+  // Another network's wider subnet: the kernel refuses ours nested in it, and it serves us.
+  installed.podSubnets = {*IpPrefix::parse("10.0.0.0/8"), *IpPrefix::parse("fd01::/64")};
+
+  const RulesDiff found = diff(planned, installed);
+
+  EXPECT_EQ(found.missingPodSubnets, std::vector{planned.podSubnets[1]});
+  EXPECT_EQ(found.missing(), 1u);
+  EXPECT_EQ(found.describeFirstMissing(), "pod subnet fd00::/64");
+  installed.podSubnets.clear();
+  EXPECT_EQ(diff(planned, installed).missingPodSubnets, planned.podSubnets);
 }
 
 TEST(RulesDiffTest, MatchesAConditionalRuleReadBackWithoutItsConditionText) {
@@ -213,6 +246,7 @@ TEST(RulesDiffTest, ListsEverythingWhenOneSideIsEmpty) {
   const RulesDiff missing = diff(planned, nothing);
   EXPECT_EQ(missing.missingForwards, planned.forwards);
   EXPECT_EQ(missing.missingMasquerades, planned.masquerades);
+  EXPECT_EQ(missing.missingPodSubnets, planned.podSubnets);
   EXPECT_TRUE(missing.unexpectedForwards.empty());
   EXPECT_TRUE(missing.unexpectedMasquerades.empty());
 

@@ -49,7 +49,9 @@ TEST(LeaseForwardsTest, PlansWhatTheLeaseRecorded) {
                                   "tcp 0.0.0.0:53 -> 10.88.0.5:5353",
                                   "udp 0.0.0.0:53 -> 10.88.0.5:5353",
                               }));
-  ASSERT_EQ(plan->rules.masquerades.size(), 2u);  // the pod's subnet and localhost (snat)
+  ASSERT_EQ(plan->rules.masquerades.size(), 1u);  // snat: the pod's subnet and localhost
+  EXPECT_EQ(nft::describe(plan->rules.masquerades[0]), "10.88.0.5 (pod subnet)");
+  ASSERT_EQ(plan->rules.podSubnets.size(), 1u);
   EXPECT_EQ(plan->routeLocalnetFor, ip("10.88.0.5"));
   EXPECT_EQ(plan->udpHostPorts, (std::vector<uint16_t>{53, 20000, 20001}));
 }
@@ -65,7 +67,7 @@ TEST(LeaseForwardsTest, HonoursMasqAllAndSnatOff) {
   plan = planOf(lease);
   ASSERT_TRUE(plan.has_value());
   ASSERT_EQ(plan->rules.masquerades.size(), 1u);
-  EXPECT_EQ(plan->rules.masquerades[0].source.str(), "0.0.0.0/0");
+  EXPECT_EQ(plan->rules.masquerades[0].scope, nft::MasqueradeScope::kEverySource);
 }
 
 TEST(LeaseForwardsTest, RefusesALeaseWithoutForwardingAndHostileConditions) {

@@ -796,7 +796,8 @@ TEST_F(AgentServiceWriterTest, AGrantIsInstalledBeforeItsAnswerAndRemovedWithIts
   ASSERT_EQ(rules.forwards.size(), 1u);
   EXPECT_EQ(rules.forwards[0].hostPort, lease.ports.at(0).hostPort);
   EXPECT_EQ(rules.forwards[0].containerIp.str(), "10.88.0.5");
-  EXPECT_EQ(rules.masquerades.size(), 2u);  // the pod's subnet and localhost
+  EXPECT_EQ(rules.masquerades.size(), 1u);  // snat: the pod's subnet and localhost
+  EXPECT_EQ(table_->podSubnets.size(), 1u);
   EXPECT_EQ(network_->localnetFor, std::vector<std::string>{"10.88.0.5"});
   EXPECT_EQ(lease.forwarding, r.forwarding);
 
