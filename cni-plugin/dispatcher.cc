@@ -5,6 +5,7 @@
 
 #include "agent/api/node_files.h"
 #include "agent/forwards/lease_forwards.h"
+#include "agent/forwards/plan_writer.h"
 #include "cni-plugin/annotations.h"
 #include "cni-plugin/cni_env.h"
 #include "cni-plugin/cni_error.h"
@@ -42,7 +43,7 @@ struct Grant {
 };
 
 /// One invocation: its environment, config and the streams to answer on.
-class Invocation {
+class Invocation : public agent::forwards::WriteReport {
  public:
   Invocation(const PluginIo& io, const PluginBackends& backends, CniEnv env)
       : io_(io), backends_(backends), env_(std::move(env)) {}
@@ -77,7 +78,12 @@ class Invocation {
   PortAuthority& authority(const PluginConfig& config);
   Result<nft::Ruleset*> ruleset();
   Result<hostnet::HostNetwork*> hostNetwork();
-  void flushUdpConntrack(const std::vector<uint16_t>& ports);
+  agent::forwards::HostNetworkAccess network() {
+    return [this] { return hostNetwork(); };
+  }
+  // What writing a plan met without failing it: lines on stderr.
+  void rollbackFailed(const Error& cause) override;
+  void conntrackFlushFailed(uint16_t port, const Error& cause) override;
   agent::AttachmentKey key() const { return {env_.containerId, env_.ifname}; }
   // One write per line (stderr is unbuffered), so lines of concurrent plugins stay whole.
   void log(const std::string& message) const {
@@ -181,36 +187,21 @@ void Invocation::releaseLease(const PluginConfig& config) {
   }
 }
 
-void Invocation::flushUdpConntrack(const std::vector<uint16_t>& ports) {
-  if (ports.empty()) return;
-  auto network = hostNetwork();
-  for (const uint16_t port : ports) {
-    auto flushed = network ? (*network)->flushUdpConntrack(port) : std::unexpected(network.error());
-    // A stale flow only delays traffic to the new pod; it is not worth failing the pod for.
-    if (!flushed)
-      log("warning: cannot flush UDP conntrack for port " + std::to_string(port) + ": " +
-          flushed.error().message);
-  }
-}
-
 Result<void> Invocation::install(const nft::AttachmentPlan& plan) {
   if (plan.rules.empty()) return {};
   HOSTPORT_TRY(auto* tables, ruleset());
-  HOSTPORT_TRY_VOID(tables->install(plan.rules));
-  if (plan.routeLocalnetFor) {
-    auto network = hostNetwork();
-    auto enabled = network ? (*network)->enableRouteLocalnet(*plan.routeLocalnetFor)
-                           : std::unexpected(network.error());
-    if (!enabled) {
-      if (auto undone = tables->remove(plan.rules.owner); !undone) {
-        log("error: cannot roll back after a failed ADD: " + undone.error().message);
-      }
-      return withContext(enabled.error(), "enabling route_localnet");
-    }
-  }
-  flushUdpConntrack(plan.udpHostPorts);
+  HOSTPORT_TRY_VOID(agent::forwards::writePlan(plan, *tables, network(), *this));
   log("installed " + std::to_string(plan.rules.forwards.size()) + " forward(s)");
   return {};
+}
+
+void Invocation::rollbackFailed(const Error& cause) {
+  log("error: cannot roll back after a failed ADD: " + cause.message);
+}
+
+void Invocation::conntrackFlushFailed(uint16_t port, const Error& cause) {
+  log("warning: cannot flush UDP conntrack for port " + std::to_string(port) + ": " +
+      cause.message);
 }
 
 Result<void> Invocation::add(const PluginConfig& config) {
@@ -240,7 +231,7 @@ Result<void> Invocation::removeOwned() {
   HOSTPORT_TRY(const auto owner, nft::makeOwner(env_.containerId, env_.ifname));
   HOSTPORT_TRY(auto* tables, ruleset());
   HOSTPORT_TRY(const auto removed, tables->remove(owner));
-  flushUdpConntrack(nft::udpHostPorts(removed.forwards));
+  agent::forwards::flushUdpConntrack(nft::udpHostPorts(removed.forwards), network(), *this);
   if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
   return {};
 }
@@ -256,7 +247,7 @@ Result<void> Invocation::removeWithoutAgent(const PluginConfig& config, const Er
   if (plan) {
     HOSTPORT_TRY(auto* tables, ruleset());
     HOSTPORT_TRY_VOID(tables->removeExact(plan->rules));
-    flushUdpConntrack(plan->udpHostPorts);
+    agent::forwards::flushUdpConntrack(plan->udpHostPorts, network(), *this);
     log("removed " + std::to_string(plan->rules.forwards.size()) + " forward(s) by key");
   } else {
     HOSTPORT_TRY_VOID(removeOwned());

@@ -1,6 +1,7 @@
 #include "agent/service/forward_writer.h"
 
 #include "agent/forwards/lease_forwards.h"
+#include "agent/forwards/plan_writer.h"
 #include "agent/log/event_log.h"
 
 namespace hostport::agent::service {
@@ -10,6 +11,23 @@ using log::Component;
 using log::Level;
 
 log::Field keyField(const AttachmentKey& key) { return log::untrusted("key", key.str()); }
+
+/// The agent reports as events naming the lease.
+class EventReport : public forwards::WriteReport {
+ public:
+  explicit EventReport(const AttachmentKey& key) : key_(key) {}
+  void rollbackFailed(const Error& cause) override {
+    log::event(Component::kTable, Level::kError, "table.rollback_failed",
+               {keyField(key_), {"cause", cause.message}});
+  }
+  void conntrackFlushFailed(uint16_t port, const Error& cause) override {
+    log::event(Component::kTable, Level::kWarn, "table.conntrack_flush_failed",
+               {keyField(key_), {"port", port}, {"cause", cause.message}});
+  }
+
+ private:
+  const AttachmentKey& key_;
+};
 
 }  // namespace
 
@@ -30,40 +48,26 @@ Result<void> ForwardWriter::remove(const Lease& lease) {
 Result<void> ForwardWriter::installLocked(const Lease& lease) {
   if (!lease.forwarding) return {};
   HOSTPORT_TRY(const nft::AttachmentPlan plan, forwards::planOf(lease));
-  HOSTPORT_TRY_VOID(ruleset_->install(plan.rules));
-  if (plan.routeLocalnetFor) {
-    if (auto enabled = network_->enableRouteLocalnet(*plan.routeLocalnetFor); !enabled) {
-      if (auto undone = ruleset_->removeExact(plan.rules); !undone) {
-        log::event(Component::kTable, Level::kError, "table.rollback_failed",
-                   {keyField(lease.key), {"cause", undone.error().message}});
-      }
-      return withContext(enabled.error(), "enabling route_localnet");
-    }
-  }
-  flushUdpConntrack(lease, plan.udpHostPorts);
-  return {};
+  EventReport report(lease.key);
+  return forwards::writePlan(plan, *ruleset_, network(), report);
 }
 
 Result<void> ForwardWriter::removeLocked(const Lease& lease) {
+  EventReport report(lease.key);
   if (!lease.forwarding) {
     HOSTPORT_TRY(const std::string owner, forwards::ownerOf(lease.key));
     HOSTPORT_TRY(const auto removed, ruleset_->remove(owner));
-    flushUdpConntrack(lease, nft::udpHostPorts(removed.forwards));
+    forwards::flushUdpConntrack(nft::udpHostPorts(removed.forwards), network(), report);
     return {};
   }
   HOSTPORT_TRY(const nft::AttachmentPlan plan, forwards::planOf(lease));
   HOSTPORT_TRY_VOID(ruleset_->removeExact(plan.rules));
-  flushUdpConntrack(lease, plan.udpHostPorts);
+  forwards::flushUdpConntrack(plan.udpHostPorts, network(), report);
   return {};
 }
 
-void ForwardWriter::flushUdpConntrack(const Lease& lease, const std::vector<uint16_t>& ports) {
-  for (const uint16_t port : ports) {
-    if (auto flushed = network_->flushUdpConntrack(port); !flushed) {
-      log::event(Component::kTable, Level::kWarn, "table.conntrack_flush_failed",
-                 {keyField(lease.key), {"port", port}, {"cause", flushed.error().message}});
-    }
-  }
+forwards::HostNetworkAccess ForwardWriter::network() {
+  return [this]() -> Result<hostnet::HostNetwork*> { return network_.get(); };
 }
 
 }  // namespace hostport::agent::service

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 
+#include "agent/forwards/plan_writer.h"
 #include "agent/lease.h"
 #include "common/error.h"
 #include "hostnet/host_network.h"
@@ -45,7 +46,7 @@ class ForwardWriter {
 
  private:
   Result<void> removeLocked(const Lease& lease);
-  void flushUdpConntrack(const Lease& lease, const std::vector<uint16_t>& ports);
+  forwards::HostNetworkAccess network();
 
   std::mutex mutex_;
   std::unique_ptr<nft::Ruleset> ruleset_;

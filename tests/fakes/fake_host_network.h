@@ -21,11 +21,13 @@ class FakeHostNetwork : public HostNetwork {
   }
   Result<int> flushUdpConntrack(uint16_t port) override {
     flushedPorts.push_back(port);
+    if (failFlush) return fail(ErrorCode::kKernel, "cannot flush conntrack");
     return 0;
   }
   std::vector<std::string> localnetFor;
   std::vector<uint16_t> flushedPorts;
   bool failLocalnet = false;
+  bool failFlush = false;
 };
 
 }  // namespace hostport::hostnet

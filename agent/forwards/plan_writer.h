@@ -1,0 +1,43 @@
+#pragma once
+// Writing one attachment's plan to the kernel, the same way whoever writes: the agent in agent
+// mode, the plugin standalone (and for leases of an agent that does not install forwards). Only
+// how each reports what went wrong without failing differs: the plugin on stderr, the agent as
+// events with the lease's key.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/error.h"
+#include "hostnet/host_network.h"
+#include "nft/attachment_plan.h"
+#include "nft/ruleset.h"
+
+namespace hostport::agent::forwards {
+
+/// What writing a plan met that does not fail it.
+class WriteReport {
+ public:
+  virtual ~WriteReport() = default;
+  /// route_localnet failed and the rules installed for it could not be taken back.
+  virtual void rollbackFailed(const Error& cause) = 0;
+  /// A stale UDP flow of `port` could not be flushed: it delays traffic to the new pod for a
+  /// while, which is not worth failing the pod for.
+  virtual void conntrackFlushFailed(uint16_t port, const Error& cause) = 0;
+};
+
+/// The host network, made when first needed (the plugin opens it lazily; most plans never do).
+using HostNetworkAccess = std::function<Result<hostnet::HostNetwork*>()>;
+
+/// Installs the plan's rules (all or nothing), sets route_localnet for the pod when 127.0.0.1 is
+/// forwarded, then flushes stale UDP conntrack of its host ports. A failed route_localnet takes
+/// the rules back (exactly them, by key): no attachment is left half installed. kConflict when
+/// another owner holds a key.
+Result<void> writePlan(const nft::AttachmentPlan& plan, nft::Ruleset& rules,
+                       const HostNetworkAccess& network, WriteReport& report);
+
+/// Deletes UDP conntrack entries of each port, reporting the ones that fail.
+void flushUdpConntrack(const std::vector<uint16_t>& ports, const HostNetworkAccess& network,
+                       WriteReport& report);
+
+}  // namespace hostport::agent::forwards
