@@ -267,22 +267,27 @@ node_down() {
   ip netns del "$POD_NS" 2>/dev/null || true
 }
 
-# The agent runs as its image runs it (daemonset/Dockerfile): with malloc's heap on
-# transparent huge pages.
-readonly AGENT_ENV=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
-
-start_agent() {  # netns state-dir socket port-range log: sets AGENT_PID
-  ip netns exec "$1" env "${AGENT_ENV[@]}" "$AGENT_BIN" --state-dir "$2" --socket "$3" \
-    --release-spool "$(dirname "$3")/released" --port-range "$4" --log-level warn 2>"$5" &
+# Sets AGENT_PID, and AGENT_READY_MS: exec to the control socket, which opens after the start-up
+# pass. That pass may install tens of thousands of leases, so the wait lasts as long as the agent
+# lives (up to 10 minutes).
+start_agent() {  # netns state-dir socket port-range log agent-flags...
+  local netns=$1 state=$2 socket=$3 range=$4 log=$5 started=$EPOCHREALTIME i
+  shift 5
+  ip netns exec "$netns" env "${AGENT_ENV[@]}" "$AGENT_BIN" --state-dir "$state" \
+    --socket "$socket" --release-spool "$(dirname "$socket")/released" --port-range "$range" \
+    "$@" 2>"$log" &
   AGENT_PID=$!
   PIDS+=("$AGENT_PID")
-  local i
-  for ((i = 0; i < 1000; i++)); do
-    [[ -S $3 ]] && return 0
-    kill -0 "$AGENT_PID" 2>/dev/null || die "hostport-agent exited: $(cat "$5")"
+  for ((i = 0; i < 60000; i++)); do
+    if [[ -S $socket ]]; then
+      AGENT_READY_MS=$(awk -v a="$started" -v b="$EPOCHREALTIME" \
+        'BEGIN {printf "%.0f", (b - a) * 1000}')
+      return 0
+    fi
+    kill -0 "$AGENT_PID" 2>/dev/null || die "hostport-agent exited: $(tail -5 "$log")"
     sleep 0.01
   done
-  die "hostport-agent did not open $3"
+  die "hostport-agent did not open $socket"
 }
 
 # --- the measurements ----------------------------------------------------------------------
@@ -315,7 +320,7 @@ bench_cni() {
         ;;
       hostport-agent)
         start_agent "$NODE_NS" "$TMP/cni-agent-state" "$TMP/cni-agent.sock" 10000-39999 \
-          "$TMP/cni-agent.log"
+          "$TMP/cni-agent.log" --log-level warn
         args+=(--plugin "$HOSTPORT_BIN" --agent-socket "$TMP/cni-agent.sock")
         ;;
     esac
@@ -331,7 +336,8 @@ bench_agent() {
   log "agent: allocate+release round trips, clients 1,8,32, ${LOAD_SECONDS} s each"
   ip netns add "$TAG-agent"
   ip -n "$TAG-agent" link set lo up
-  start_agent "$TAG-agent" "$TMP/load-state" "$TMP/load.sock" 10000-39999 "$TMP/load-agent.log"
+  start_agent "$TAG-agent" "$TMP/load-state" "$TMP/load.sock" 10000-39999 "$TMP/load-agent.log" \
+    --log-level warn
   run "$LOAD_BENCH" --socket "$TMP/load.sock" --clients 1,8,32 --seconds "$LOAD_SECONDS" \
     --netns-path "/run/netns/$TAG-agent" --fsync-probe "$TMP/load-state" >"$TMP/agent-load.jsonl"
   stop_pid "$AGENT_PID"
