@@ -41,6 +41,16 @@ def k($x): if $x == null then "–" else (($x / 100 | round) / 10 | tostring) + 
   | .recovery[$key] | select(. != null)
   | "| \($title) | \(.runs[0].recoveredLeases) | \(f(.readyMsMedian)) | \(f(.recoveredMsMedian)) | \(f(.vmRssKiBMedian / 1024)) | \(f(([.runs[].vmHwmKiB] | sort | .[length / 2 | floor]) / 1024)) |"),
 "",
+(if (.reconcile // []) | length > 0 then
+"## hostport-agent: reconciler\n",
+"Leases whose forwards the agent writes (a forwarding record each: one TCP host port to its own pod address, snat on, so 1 map element and 2 masquerade elements per lease), written into the state dir by hostport-bench-leasegen; the agent runs in the node netns with `--table-repair-interval 1`. *Start-up pass*: the pass before the socket serves, which finds the table empty and installs every lease (the agent's own `table.reconciled` event; exec -> socket includes recovery). *Steady pass*: periodic passes that repaired nothing (dump of our maps and set, compared with every lease), from `hostport_reconcile_last_duration_seconds`, \(.method.reconcilePassSamples) samples. *Flush*: `nft flush map ip hostport ports`, \(.method.reconcileFlushRounds) rounds; from the moment nft exits, \(.method.reconcileProbedPorts) host ports spread over the leases are probed from the node netns until each reaches the pod again (`first port back`, `sampled ports back`: the agent restores one lease at a time in its own order, unrelated to the probed ports, so these spread over the pass), and `all back` is when the repairing pass logged its end. Figures are min / median / max in ms.\n",
+"| leases | exec -> socket | start-up pass | steady pass | flush: first port back | flush: sampled ports back | flush: all back | repairing pass | leases restored |",
+"|---:|---:|---:|---|---|---|---|---|---:|",
+(.reconcile[]
+  | def mmm($s): if $s == null then "–" else "\(f($s.min)) / \(f($s.median // $s.p50)) / \(f($s.max))" end;
+    "| \(.n) | \(f(.execToSocketMs)) | \(f(.startupPass.durationMs)) | \(mmm(.steadyPass.passMs)) | \(mmm(.flushSummary.firstPortMs)) | \(mmm(.flushSummary.lastPortMs)) | \(mmm(.flushSummary.passSeenMs)) | \(mmm(.flushSummary.passDurationMs)) | \(.flushSummary.leasesRestored.median // "–") |"),
+""
+else empty end),
 "## Against the targets\n",
 "| target | goal | measured |",
 "|---|---|---|",
@@ -49,6 +59,8 @@ def k($x): if $x == null then "–" else (($x / 100 | round) / 10 | tostring) + 
 "| agent, 32 clients | ≥ 5000 allocations/s | \(f(.targets.agent32ClientsPerSecond)) /s |",
 "| recovery of \(.recovery.leases) leases | < 300 ms | \(f(.targets.recovery50kMs)) ms |",
 "| agent RSS with \(.recovery.leases) leases | < 20 MiB | \(f(.targets.rss50kMiB)) MiB |",
+"| reconciler pass (nothing to repair), 50,000 leases, median | < 100 ms | \(f(.targets.reconcilePass50kMsMedian)) ms |",
+"| `nft flush map ip hostport ports` to every lease back, 5,000 leases, median | < 1 s | \(f(.targets.flushRestored5kMsMedian)) ms |",
 "",
 "## Plot",
 "",

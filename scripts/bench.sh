@@ -20,13 +20,14 @@ PORTMAP_SAMPLES=""
 BULK=10
 PORTMAP_BUDGET=""
 LEASES=50000
-ONLY="cni,agent,recovery"
+RECONCILE_SIZES=""
+ONLY="cni,agent,recovery,reconcile"
 BUILD_DIR="${REPO_ROOT}/build-bench"
 DO_BUILD=1
 REPLOT=0
 ONLY_GIVEN=0
 OUT_DIR="${REPO_ROOT}/docs"
-TCP_SECONDS="" TCP_ROUNDS="" LOAD_SECONDS="" STARTUP_RUNS=""
+TCP_SECONDS="" TCP_ROUNDS="" LOAD_SECONDS="" STARTUP_RUNS="" PASS_SAMPLES="" FLUSH_ROUNDS=""
 
 # State of the run; cleanup copes with any of it unset. Everything is named after the pid.
 readonly TAG="hpb$$"
@@ -48,7 +49,10 @@ Measures, in private network namespaces only (nothing touches the root netns):
      (hostport and portmap), next to the same rate straight to the pod IP;
   3. hostport-agent: durable allocate+release round trips/s and latency, 1/8/32 clients;
   4. hostport-agent start-up (exec to /readyz, and its own store.recovered event) and RSS,
-     empty and with 50,000 leases.
+     empty and with 50,000 leases;
+  5. hostport-agent's reconciler with N leases whose forwards it writes: the start-up pass
+     that installs them all, a pass that finds nothing to repair (every second), and the time
+     from "nft flush map ip hostport ports" until traffic through the host ports is back.
 
 Options:
   --quick               smaller N (0,200,1000), fewer samples; about 2 minutes after the build
@@ -59,8 +63,11 @@ Options:
   --portmap-budget S    seconds portmap may take; larger sizes are skipped and reported
                         (default 1500; quick 120)
   --leases N            leases for the recovery benchmark (default 50000)
-  --only LIST           sections to run: cni,agent,recovery (default all; cni includes the
-                        datapath)
+  --reconcile-sizes L   leases for the reconciler benchmark (default 5000,50000; quick
+                        1000,5000). On a 2-core VM 50,000 takes about 6 minutes: the agent's
+                        start-up pass and each flush's repair run about a minute each there
+  --only LIST           sections to run: cni,agent,recovery,reconcile (default all; cni includes
+                        the datapath)
   --build-dir DIR       build tree (default build-bench in the repository), configured with
                         -DHOSTPORT_BUILD_BENCH=ON -DBUILD_TESTING=OFF
   --no-build            use the binaries already in the build tree
@@ -82,8 +89,8 @@ EOF
 parse_args() {
   while (($# > 0)); do
     case "$1" in
-      --sizes | --samples | --portmap-samples | --bulk | --portmap-budget | --leases | --only | \
-        --build-dir | --out)
+      --sizes | --samples | --portmap-samples | --bulk | --portmap-budget | --leases | \
+        --reconcile-sizes | --only | --build-dir | --out)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         ;;
     esac
@@ -96,6 +103,7 @@ parse_args() {
       --bulk) BULK="$2"; shift ;;
       --portmap-budget) PORTMAP_BUDGET="$2"; shift ;;
       --leases) LEASES="$2"; shift ;;
+      --reconcile-sizes) RECONCILE_SIZES="$2"; shift ;;
       --only) ONLY="$2"; ONLY_GIVEN=1; shift ;;
       --build-dir) BUILD_DIR="$2"; shift ;;
       --no-build) DO_BUILD=0 ;;
@@ -111,10 +119,12 @@ parse_args() {
   fi
   if ((QUICK)); then
     : "${SIZES:=0,200,1000}" "${SAMPLES:=20}" "${PORTMAP_SAMPLES:=10}" "${PORTMAP_BUDGET:=120}"
-    TCP_SECONDS=1 TCP_ROUNDS=3 LOAD_SECONDS=2 STARTUP_RUNS=2
+    : "${RECONCILE_SIZES:=1000,5000}"
+    TCP_SECONDS=1 TCP_ROUNDS=3 LOAD_SECONDS=2 STARTUP_RUNS=2 PASS_SAMPLES=5 FLUSH_ROUNDS=3
   else
     : "${SIZES:=0,1000,5000}" "${SAMPLES:=100}" "${PORTMAP_SAMPLES:=40}" "${PORTMAP_BUDGET:=1500}"
-    TCP_SECONDS=2 TCP_ROUNDS=7 LOAD_SECONDS=5 STARTUP_RUNS=5
+    : "${RECONCILE_SIZES:=5000,50000}"
+    TCP_SECONDS=2 TCP_ROUNDS=7 LOAD_SECONDS=5 STARTUP_RUNS=5 PASS_SAMPLES=10 FLUSH_ROUNDS=5
   fi
 }
 
@@ -218,6 +228,8 @@ locate_binaries() {
   LOAD_BENCH=$(bin_path hostport-bench-agent-load bench)
   STARTUP_BENCH=$(bin_path hostport-bench-agent-startup bench)
   LEASEGEN=$(bin_path hostport-bench-leasegen bench)
+  PASSES_BENCH=$(bin_path hostport-bench-reconcile-passes bench)
+  FLUSH_BENCH=$(bin_path hostport-bench-flush-restore bench)
   # CNI finds a plugin by the file name in "type": give ours its real name in a private dir.
   mkdir -p "$TMP/cni-bin"
   cp "$HOSTPORT_BIN" "$TMP/cni-bin/hostport"
@@ -271,18 +283,27 @@ node_down() {
 # transparent huge pages.
 readonly AGENT_ENV=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
 
-start_agent() {  # netns state-dir socket port-range log: sets AGENT_PID
-  ip netns exec "$1" env "${AGENT_ENV[@]}" "$AGENT_BIN" --state-dir "$2" --socket "$3" \
-    --release-spool "$(dirname "$3")/released" --port-range "$4" --log-level warn 2>"$5" &
+# Sets AGENT_PID, and AGENT_READY_MS: exec to the control socket, which opens after the start-up
+# pass. That pass may install tens of thousands of leases, so the wait lasts as long as the agent
+# lives (up to 10 minutes).
+start_agent() {  # netns state-dir socket port-range log agent-flags...
+  local netns=$1 state=$2 socket=$3 range=$4 log=$5 started=$EPOCHREALTIME i
+  shift 5
+  ip netns exec "$netns" env "${AGENT_ENV[@]}" "$AGENT_BIN" --state-dir "$state" \
+    --socket "$socket" --release-spool "$(dirname "$socket")/released" --port-range "$range" \
+    "$@" 2>"$log" &
   AGENT_PID=$!
   PIDS+=("$AGENT_PID")
-  local i
-  for ((i = 0; i < 1000; i++)); do
-    [[ -S $3 ]] && return 0
-    kill -0 "$AGENT_PID" 2>/dev/null || die "hostport-agent exited: $(cat "$5")"
+  for ((i = 0; i < 60000; i++)); do
+    if [[ -S $socket ]]; then
+      AGENT_READY_MS=$(awk -v a="$started" -v b="$EPOCHREALTIME" \
+        'BEGIN {printf "%.0f", (b - a) * 1000}')
+      return 0
+    fi
+    kill -0 "$AGENT_PID" 2>/dev/null || die "hostport-agent exited: $(tail -5 "$log")"
     sleep 0.01
   done
-  die "hostport-agent did not open $3"
+  die "hostport-agent did not open $socket"
 }
 
 # --- the measurements ----------------------------------------------------------------------
@@ -315,7 +336,7 @@ bench_cni() {
         ;;
       hostport-agent)
         start_agent "$NODE_NS" "$TMP/cni-agent-state" "$TMP/cni-agent.sock" 10000-39999 \
-          "$TMP/cni-agent.log"
+          "$TMP/cni-agent.log" --log-level warn
         args+=(--plugin "$HOSTPORT_BIN" --agent-socket "$TMP/cni-agent.sock")
         ;;
     esac
@@ -331,7 +352,8 @@ bench_agent() {
   log "agent: allocate+release round trips, clients 1,8,32, ${LOAD_SECONDS} s each"
   ip netns add "$TAG-agent"
   ip -n "$TAG-agent" link set lo up
-  start_agent "$TAG-agent" "$TMP/load-state" "$TMP/load.sock" 10000-39999 "$TMP/load-agent.log"
+  start_agent "$TAG-agent" "$TMP/load-state" "$TMP/load.sock" 10000-39999 "$TMP/load-agent.log" \
+    --log-level warn
   run "$LOAD_BENCH" --socket "$TMP/load.sock" --clients 1,8,32 --seconds "$LOAD_SECONDS" \
     --netns-path "/run/netns/$TAG-agent" --fsync-probe "$TMP/load-state" >"$TMP/agent-load.jsonl"
   stop_pid "$AGENT_PID"
@@ -360,6 +382,72 @@ bench_recovery() {
     du -sk "$TMP/rec-$layout" | cut -f1 >"$TMP/recovery-$layout.kib"
   done
   ip netns del "$TAG-recovery"
+}
+
+# The reconciler with N leases whose forwards the agent writes (agent mode), made by
+# hostport-bench-leasegen: each lease one host port (10000 + i -> 8080/tcp) to its own pod
+# address (10.88.1.0 + i, in the bridge's 10.88.0.0/16; masquerade elements are keyed by pod
+# address, so they must be distinct) in the real pod's netns, which the liveness check sees alive.
+# A few leases spread over the list are made reachable: their addresses go on the pod's eth0,
+# where the TCP server answers on 8080.
+readonly RECONCILE_PROBES=8
+
+bench_reconcile() {
+  local n
+  node_up reconcile
+  # The pool (10000 and up) is reserved from ephemeral use in this netns; the probes need some.
+  ip netns exec "$NODE_NS" sysctl -qw net.ipv4.ip_local_port_range="61000 65535"
+  for n in ${RECONCILE_SIZES//,/ }; do
+    reconcile_size "$n"
+  done >"$TMP/reconcile.jsonl"
+  node_down
+}
+
+reconcile_size() {  # leases: one JSON object on stdout
+  local n=$1 state="$TMP/reconcile-$1" socket="$TMP/reconcile-$1.sock"
+  local log="$TMP/reconcile-$1.agent.log" probes ports address startup
+  log "reconcile: $n leases with forwarding: start-up pass, $PASS_SAMPLES steady passes," \
+    "$FLUSH_ROUNDS flushes"
+  run "$LEASEGEN" --state-dir "$state" --leases "$n" --first-port 10000 \
+    --netns-path "/run/netns/$POD_NS" --forwarding-network hpbench \
+    --first-pod-address 10.88.1.0/16 --targets "$state.targets" 2>"$state.leasegen.log"
+  probes=$(awk -v n="$n" -v k="$RECONCILE_PROBES" '
+    BEGIN { for (j = 0; j < k; j++) want[int(j * (n - 1) / (k - 1)) + 1] = 1 }
+    want[NR]' "$state.targets")
+  while read -r _ address; do
+    ip -n "$POD_NS" addr add "$address/32" dev eth0
+  done <<<"$probes"
+  ports=$(awk '{print $1}' <<<"$probes" | paste -sd, -)
+
+  start_agent "$NODE_NS" "$state" "$socket" "10000-$((10000 + n - 1))" "$log" \
+    --log-level info --log-format json --table-repair-interval 1
+  startup=$(first_event table.reconciled "$log")
+  [[ $(jq '.leases_restored' <<<"$startup") == "$n" ]] ||
+    die "the start-up pass did not install all $n leases: ${startup:-no table.reconciled event}"
+  run "$PASSES_BENCH" --socket "$socket" --samples "$PASS_SAMPLES" >"$state.passes.json"
+  run "$FLUSH_BENCH" --netns "/run/netns/$NODE_NS" --node-ip 192.0.2.1 --ports "$ports" \
+    --agent-log "$log" --rounds "$FLUSH_ROUNDS" >"$state.flush.jsonl"
+  stop_pid "$AGENT_PID"
+  # The next size starts from an empty table, as this one did: elements left behind would be
+  # strays to the next agent, whose start-up pass would spend its time deleting them.
+  ip netns exec "$NODE_NS" nft delete table ip hostport
+  ip netns exec "$NODE_NS" nft delete table ip6 hostport
+
+  while read -r _ address; do
+    ip -n "$POD_NS" addr del "$address/32" dev eth0
+  done <<<"$probes"
+  jq -n -c --argjson n "$n" --argjson readyMs "$AGENT_READY_MS" --argjson startup "$startup" \
+    --argjson recovered "$(first_event store.recovered "$log")" \
+    --argjson passes "$(cat "$state.passes.json")" --argjson flush "$(slurp "$state.flush.jsonl")" \
+    --argjson logLines "$(wc -l <"$log")" \
+    '{n: $n, execToSocketMs: $readyMs, recoveredMs: $recovered.ms,
+      startupPass: {durationMs: $startup.duration_ms, leasesRestored: $startup.leases_restored},
+      steadyPass: $passes, flush: $flush, agentLogLines: $logLines}'
+  rm -rf "$state"
+}
+
+first_event() {  # name agent-log(json): the first such event, or nothing
+  jq -c -n --arg e "$1" 'first(inputs | select(.event == $e))' "$2"
 }
 
 # --- results -------------------------------------------------------------------------------
@@ -402,6 +490,9 @@ write_json() {  # json-file start-time load-start seconds
     --argjson recJournal "$(object_or_null "$TMP/recovery-journal.json")" \
     --argjson kibSnapshot "$(object_or_null "$TMP/recovery-snapshot.kib")" \
     --argjson kibJournal "$(object_or_null "$TMP/recovery-journal.kib")" \
+    --arg reconcileSizes "$RECONCILE_SIZES" --argjson passSamples "$PASS_SAMPLES" \
+    --argjson flushRounds "$FLUSH_ROUNDS" --argjson reconcileProbes "$RECONCILE_PROBES" \
+    --argjson reconcile "$(slurp "$TMP/reconcile.jsonl")" \
     >"$1.tmp"
   mv "$1.tmp" "$1"
   log "wrote $1"
@@ -489,6 +580,9 @@ main() {
   fi
   if section recovery; then
     bench_recovery
+  fi
+  if section reconcile; then
+    bench_reconcile
   fi
 
   mkdir -p "$OUT_DIR"
