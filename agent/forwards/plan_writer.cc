@@ -11,7 +11,8 @@ Result<void> writePlan(const nft::AttachmentPlan& plan, nft::Ruleset& rules,
     auto enabled = host ? (*host)->enableRouteLocalnet(*plan.routeLocalnetFor)
                         : Result<void>(std::unexpected(host.error()));
     if (!enabled) {
-      if (auto undone = rules.removeExact(plan.rules); !undone) report.rollbackFailed(undone.error());
+      if (auto undone = rules.removeExact(plan.rules); !undone)
+        report.rollbackFailed(undone.error());
       return withContext(enabled.error(), "enabling route_localnet");
     }
   }
@@ -24,7 +25,8 @@ void flushUdpConntrack(const std::vector<uint16_t>& ports, const HostNetworkAcce
   if (ports.empty()) return;
   auto host = network();
   for (const uint16_t port : ports) {
-    auto flushed = host ? (*host)->flushUdpConntrack(port) : Result<int>(std::unexpected(host.error()));
+    auto flushed =
+        host ? (*host)->flushUdpConntrack(port) : Result<int>(std::unexpected(host.error()));
     if (!flushed) report.conntrackFlushFailed(port, flushed.error());
   }
 }

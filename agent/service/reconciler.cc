@@ -23,6 +23,33 @@ constexpr std::chrono::seconds kStormWindow{10};
 
 log::Field keyField(const AttachmentKey& key) { return log::untrusted("key", key.str()); }
 
+/// One line per repair, up to a bound per pass, then one line for the rest: a flushed map at
+/// 50,000 leases must not write 50,000 lines. Failures are always logged.
+class RepairLog {
+ public:
+  static constexpr std::size_t kLoggedPerPass = 20;
+
+  RepairLog(std::string_view done, std::string_view failed) : done_(done), failed_(failed) {}
+  void record(bool ok, std::initializer_list<log::Field> fields) {
+    if (!ok) {
+      log::event(Component::kTable, Level::kError, failed_, fields);
+    } else if (++done_count_ <= kLoggedPerPass) {
+      log::event(Component::kTable, Level::kWarn, done_, fields);
+    }
+  }
+  /// "table.restored_unlogged count=N": the repairs past the bound.
+  void finish() const {
+    if (done_count_ <= kLoggedPerPass) return;
+    log::event(Component::kTable, Level::kWarn, std::string(done_) + "_unlogged",
+               {{"count", done_count_ - kLoggedPerPass}, {"logged", kLoggedPerPass}});
+  }
+
+ private:
+  std::string_view done_;
+  std::string_view failed_;
+  std::size_t done_count_ = 0;
+};
+
 /// What the kernel holds, by owner tag.
 std::unordered_map<std::string, nft::AttachmentRules> byOwner(nft::TableState state) {
   std::unordered_map<std::string, nft::AttachmentRules> owners;
@@ -202,7 +229,13 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
   }
   const std::vector<IpPrefix> podSubnets = state->podSubnets;
   auto installed = byOwner(std::move(*state));
-  std::vector<IpPrefix> neededSubnets;
+  // What each lease has; what is left in `installed` then has no lease.
+  struct Held {
+    const Lease* lease;
+    std::string owner;
+    nft::AttachmentRules have;
+  };
+  std::vector<Held> held;
   bool everySubnetKnown = true;
   for (const Lease& lease : leases) {
     auto owner = forwards::ownerOf(lease.key);
@@ -217,54 +250,62 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
       everySubnetKnown = false;
       continue;
     }
-    auto plan = forwards::planOf(lease);
+    held.push_back({&lease, std::move(*owner), std::move(have)});
+  }
+  // Strays go first: one can hold the very key a lease needs (an element added again with the
+  // same key and data keeps its old tag), and removing it after the restore would take the
+  // lease's forward down with it.
+  RepairLog strays("table.stray_removed", "table.stray_remove_failed");
+  for (auto& [owner, rules] : installed) {
+    if (!nft::isOwnerTag(owner)) continue;  // not ours: never touched
+    auto removed = ruleset.removeExact(rules);
+    strays.record(removed.has_value(),
+                  {log::untrusted("owner", owner),
+                   {"elements", rules.forwards.size() + rules.masquerades.size()},
+                   {"why", removed ? std::string("no lease") : removed.error().message}});
+    if (removed) ++report.straysRemoved;
+  }
+  std::vector<IpPrefix> neededSubnets;
+  RepairLog restores("table.restored", "table.restore_failed");
+  for (auto& [lease, owner, have] : held) {
+    auto plan = forwards::planOf(*lease);
     if (!plan) {
       log::event(Component::kTable, Level::kError, "table.unplannable",
-                 {keyField(lease.key), {"cause", plan.error().message}});
+                 {keyField(lease->key), {"cause", plan.error().message}});
       continue;
     }
     neededSubnets.insert(neededSubnets.end(), plan->rules.podSubnets.begin(),
                          plan->rules.podSubnets.end());
     if (plan->rules.hasConditions()) {
       // Conditional forwards are rules, not elements: only a listing shows them.
-      auto listed = ruleset.listOwned(*owner);
+      auto listed = ruleset.listOwned(owner);
       if (!listed) continue;
       have = std::move(*listed);
     }
     const nft::RulesDiff difference = nft::diff(plan->rules, have);
     if (const std::size_t missing = difference.missing(); missing > 0) {
-      auto installedAgain = writer_.installLocked(lease);
-      log::event(Component::kTable, installedAgain ? Level::kWarn : Level::kError,
-                 installedAgain ? "table.restored" : "table.restore_failed",
-                 {keyField(lease.key),
-                  {"missing", missing},
-                  {"first", difference.describeFirstMissing()},
-                  {"cause", installedAgain ? std::string() : installedAgain.error().message}});
+      auto installedAgain = writer_.installLocked(*lease);
+      restores.record(installedAgain.has_value(),
+                      {keyField(lease->key),
+                       {"missing", missing},
+                       {"first", difference.describeFirstMissing()},
+                       {"cause", installedAgain ? std::string() : installedAgain.error().message}});
       if (installedAgain) ++report.leasesRestored;
     }
     if (!difference.unexpectedForwards.empty() || !difference.unexpectedMasquerades.empty()) {
-      nft::AttachmentRules extra{*owner, difference.unexpectedForwards,
+      nft::AttachmentRules extra{owner, difference.unexpectedForwards,
                                  difference.unexpectedMasquerades};
       if (extra.hasConditions()) continue;  // a stale conditional rule: removed with its lease
-      if (ruleset.removeExact(extra)) {
-        log::event(Component::kTable, Level::kWarn, "table.stray_removed",
-                   {log::untrusted("owner", *owner),
-                    {"elements", extra.forwards.size() + extra.masquerades.size()},
-                    {"why", "not in the lease"}});
-        ++report.straysRemoved;
-      }
+      auto removed = ruleset.removeExact(extra);
+      strays.record(removed.has_value(),
+                    {log::untrusted("owner", owner),
+                     {"elements", extra.forwards.size() + extra.masquerades.size()},
+                     {"why", removed ? std::string("not in the lease") : removed.error().message}});
+      if (removed) ++report.straysRemoved;
     }
   }
-  for (auto& [owner, rules] : installed) {
-    if (!nft::isOwnerTag(owner)) continue;  // not ours: never touched
-    auto removed = ruleset.removeExact(rules);
-    log::event(Component::kTable, removed ? Level::kWarn : Level::kError,
-               removed ? "table.stray_removed" : "table.stray_remove_failed",
-               {log::untrusted("owner", owner),
-                {"elements", rules.forwards.size() + rules.masquerades.size()},
-                {"why", removed ? std::string("no lease") : removed.error().message}});
-    if (removed) ++report.straysRemoved;
-  }
+  strays.finish();
+  restores.finish();
   // A lease without a forwarding record (an older plugin's) needs a subnet nobody here knows.
   if (everySubnetKnown) report.subnetsRemoved = removeUnusedSubnets(podSubnets, neededSubnets);
   metrics_.countRepairs(Metrics::Repair::kMissing, report.leasesRestored);

@@ -147,6 +147,35 @@ TEST_F(AgentReconcileTest, APodSubnetIsRestoredForItsLeasesAndGoesWithTheLastOfT
               HasSubstr("table.subnets_removed subnets=" + std::string(kPodSubnetV4)));
 }
 
+// A stray that holds the very key a lease lost (same key, same data, another tag: adding the
+// lease's element again would keep the stray's tag) goes before the lease is restored, so the
+// restore is not undone by the stray's removal.
+TEST_F(AgentReconcileTest, AStrayHoldingALeasesKeyGoesBeforeTheLeaseIsRestored) {
+  ASSERT_NO_FATAL_FAILURE(startAgent());
+  const Served a = servedPod("pod-a");
+  ASSERT_NE(a.port, 0);
+  const std::string key = "tcp . " + std::to_string(a.port);
+  const std::string stray = "deadbeef/eth0";
+  // One transaction: the lease's element is replaced by a stray's with the same data.
+  ASSERT_NO_FATAL_FAILURE(
+      nft({"delete element ip hostport ports { " + key + " }; add element ip hostport ports { " +
+           key + " comment \"" + stray + "\" : " + a.pod->ipv4 + " . 8080 }"}));
+  const auto ownerOfKey = [&] {
+    for (const auto& entry : entries()) {
+      if (entry.set == "ports" && entry.key == key) return entry.comment;
+    }
+    return std::string("(none)");
+  };
+
+  EXPECT_TRUE(within(std::chrono::milliseconds(1000), [&] {
+    return ownerOfKey() == a.pod->owner();
+  })) << ownerOfKey();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a pass that undid it would show
+  EXPECT_EQ(ownerOfKey(), a.pod->owner());
+  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, a.port), RepliesFrom("pod-a tcp"));
+  EXPECT_THAT(agent_->log(), HasSubstr("table.stray_removed owner=" + stray));
+}
+
 // The DEL never comes (the kubelet lost it, the runtime crashed): the sandbox's netns is gone,
 // and after the grace the lease and its forwards go.
 TEST_F(AgentReconcileTest, ALeaseWhoseNetnsIsGoneIsReleasedAfterTheGrace) {

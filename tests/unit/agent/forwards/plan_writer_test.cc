@@ -14,7 +14,9 @@ namespace {
 
 class RecordingReport : public WriteReport {
  public:
-  void rollbackFailed(const Error& cause) override { lines.push_back("rollback: " + cause.message); }
+  void rollbackFailed(const Error& cause) override {
+    lines.push_back("rollback: " + cause.message);
+  }
   void conntrackFlushFailed(uint16_t port, const Error& cause) override {
     lines.push_back("flush " + std::to_string(port) + ": " + cause.message);
   }
@@ -28,8 +30,8 @@ class PlanWriterTest : public ::testing::Test {
     target.v4 = *IpPrefix::parse("10.88.0.5/16");
     target.snat = snat;
     auto planned = nft::planAttachment(
-        "c0ffee/eth0", {{8080, 80, Protocol::kTcp, std::nullopt}, {53, 53, Protocol::kUdp, std::nullopt}},
-        target);
+        "c0ffee/eth0",
+        {{8080, 80, Protocol::kTcp, std::nullopt}, {53, 53, Protocol::kUdp, std::nullopt}}, target);
     EXPECT_TRUE(planned.has_value());
     return *planned;
   }
@@ -80,7 +82,8 @@ TEST_F(PlanWriterTest, OpensTheHostNetworkOnlyWhenThePlanNeedsIt) {
     return fail(ErrorCode::kKernel, "no netlink");
   };
   flushUdpConntrack({53, 5353}, broken, report_);
-  EXPECT_EQ(report_.lines, (std::vector<std::string>{"flush 53: no netlink", "flush 5353: no netlink"}));
+  EXPECT_EQ(report_.lines,
+            (std::vector<std::string>{"flush 53: no netlink", "flush 5353: no netlink"}));
 }
 
 }  // namespace
