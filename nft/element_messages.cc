@@ -160,6 +160,28 @@ ByteString ruleDumpRequest(Family family, std::string_view chain) {
   return dumpRequest(NFT_MSG_GETRULE, NFTA_RULE_TABLE, NFTA_RULE_CHAIN, family, chain);
 }
 
+ByteString generationRequest() {
+  NetlinkWriter writer;
+  beginRequest(writer, nftablesType(NFT_MSG_GETGEN), 0, AF_UNSPEC);
+  writer.endMessage();
+  return writer.take();
+}
+
+Result<uint32_t> parseGenerationReply(std::span<const std::byte> message) {
+  const auto body = nftablesBody(message, NFT_MSG_NEWGEN);
+  if (!body) return std::unexpected(malformed("generation").error());
+  std::optional<uint32_t> id;
+  if (!forEachAttribute(body->second,
+                        [&](uint16_t type, Bytes payload) {
+                          if (type == NFTA_GEN_ID) id = netlink::readBe32(payload);
+                          return true;
+                        }) ||
+      !id) {
+    return std::unexpected(malformed("generation").error());
+  }
+  return *id;
+}
+
 Result<void> parseElementReply(std::span<const std::byte> message, std::vector<SetElement>& out,
                                const std::string* owner) {
   const auto body = nftablesBody(message, NFT_MSG_NEWSETELEM);

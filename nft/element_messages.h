@@ -35,6 +35,12 @@ ByteString ruleDumpRequest(Family family, std::string_view chain);
 Result<void> parseElementReply(std::span<const std::byte> message, std::vector<SetElement>& out,
                                const std::string* owner = nullptr);
 
+/// A request for the netns's nf_tables ruleset generation (NFT_MSG_GETGEN): every committed
+/// transaction, anyone's, in any table, moves it on.
+ByteString generationRequest();
+/// The generation (NFTA_GEN_ID) in a NEWGEN reply.
+Result<uint32_t> parseGenerationReply(std::span<const std::byte> message);
+
 struct RuleSummary {
   uint64_t handle = 0;
   std::string comment;

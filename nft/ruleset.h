@@ -31,6 +31,9 @@ class Ruleset {
   /// Every owner's elements in both families' maps and sets (not the conditional chain's rules):
   /// what the agent's reconciler compares with its leases. A missing table reads as empty.
   virtual Result<TableState> readElements() = 0;
+  /// The netns's nf_tables ruleset generation, which every committed transaction (anyone's)
+  /// moves on: equal readings mean nothing changed in between. nullopt where it cannot be known.
+  virtual Result<std::optional<uint32_t>> generation() = 0;
   /// Reads back what is installed for `owner` (for CHECK and DEL), with every pod subnet.
   virtual Result<AttachmentRules> listOwned(const std::string& owner) = 0;
   /// Deletes pod subnets (AttachmentRules::podSubnets) in one transaction: the agent's

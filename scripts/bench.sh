@@ -424,7 +424,8 @@ reconcile_size() {  # leases: one JSON object on stdout
   startup=$(first_event table.reconciled "$log")
   [[ $(jq '.leases_restored' <<<"$startup") == "$n" ]] ||
     die "the start-up pass did not install all $n leases: ${startup:-no table.reconciled event}"
-  run "$PASSES_BENCH" --socket "$socket" --samples "$PASS_SAMPLES" >"$state.passes.json"
+  run "$PASSES_BENCH" --socket "$socket" --samples "$PASS_SAMPLES" \
+    --nudge-netns "/run/netns/$NODE_NS" >"$state.passes.json"
   run "$FLUSH_BENCH" --netns "/run/netns/$NODE_NS" --node-ip 192.0.2.1 --ports "$ports" \
     --agent-log "$log" --rounds "$FLUSH_ROUNDS" >"$state.flush.jsonl"
   stop_pid "$AGENT_PID"

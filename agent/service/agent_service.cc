@@ -480,6 +480,15 @@ std::vector<Lease> AgentService::list(const std::string& namespaceName,
   return out;
 }
 
+std::vector<SandboxRef> AgentService::sandboxes() const {
+  std::lock_guard lock(mutex_);
+  std::vector<SandboxRef> out;
+  allocator_.forEachLease([&](const Lease& lease) {
+    if (lease.netnsId.known()) out.push_back(sandboxOf(lease));
+  });
+  return out;
+}
+
 std::vector<api::PoolUsageRow> AgentService::poolRows() const {
   std::lock_guard lock(mutex_);
   const auto& specs = allocator_.pools();

@@ -20,6 +20,7 @@
 #include "agent/core/allocator.h"
 #include "agent/service/forward_writer.h"
 #include "agent/service/metrics.h"
+#include "agent/service/netns_id.h"
 #include "agent/store/lease_store.h"
 
 namespace hostport::agent::service {
@@ -77,6 +78,8 @@ class AgentService {
   std::optional<Lease> get(const AttachmentKey& key) const;
   /// Leases of a namespace and/or pod name; empty filters match everything.
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
+  /// The sandbox of every lease whose netns identity is known: what liveness judges.
+  std::vector<SandboxRef> sandboxes() const;
   /// Each pool's usage with its strategy and ranges, as of one moment (GET /v1/pools).
   std::vector<api::PoolUsageRow> poolRows() const;
   std::string metricsText() const;

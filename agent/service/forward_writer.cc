@@ -42,14 +42,18 @@ Result<void> ForwardWriter::install(const Lease& lease) {
 
 Result<void> ForwardWriter::remove(const Lease& lease) {
   std::lock_guard guard(mutex_);
-  return removeLocked(lease);
+  auto removed = removeLocked(lease);
+  if (!removed) failedWrite_ = true;
+  return removed;
 }
 
 Result<void> ForwardWriter::installLocked(const Lease& lease) {
   if (!lease.forwarding) return {};
   HOSTPORT_TRY(const nft::AttachmentPlan plan, forwards::planOf(lease));
   EventReport report(lease.key);
-  return forwards::writePlan(plan, *ruleset_, network(), report);
+  auto written = forwards::writePlan(plan, *ruleset_, network(), report);
+  if (!written) failedWrite_ = true;
+  return written;
 }
 
 Result<void> ForwardWriter::removeLocked(const Lease& lease) {

@@ -8,6 +8,7 @@
 // agent before this one) are the plugin's business: install() does nothing for them and remove()
 // removes whatever their owner tag holds.
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -43,6 +44,9 @@ class ForwardWriter {
   /// reads and repairs through these.
   Result<void> installLocked(const Lease& lease);
   nft::Ruleset& ruleset() { return *ruleset_; }
+  /// True once since a write failed: the kernel may differ from the leases while the ruleset's
+  /// generation stayed put (a failed transaction does not move it), so the reconciler compares.
+  bool takeFailedWrite() { return failedWrite_.exchange(false); }
 
  private:
   Result<void> removeLocked(const Lease& lease);
@@ -51,6 +55,7 @@ class ForwardWriter {
   std::mutex mutex_;
   std::unique_ptr<nft::Ruleset> ruleset_;
   std::unique_ptr<hostnet::HostNetwork> network_;
+  std::atomic<bool> failedWrite_{false};
 };
 
 }  // namespace hostport::agent::service

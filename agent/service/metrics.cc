@@ -18,9 +18,15 @@ void Metrics::countError(const std::string& code) {
   ++errors_[code];
 }
 
-void Metrics::observeReconcile(std::chrono::nanoseconds took) {
+void Metrics::observeReconcile(std::chrono::nanoseconds took, bool compared) {
   reconciles_.fetch_add(1, std::memory_order_relaxed);
-  lastReconcileNanos_.store(static_cast<uint64_t>(took.count()), std::memory_order_relaxed);
+  const auto nanos = static_cast<uint64_t>(took.count());
+  lastReconcileNanos_.store(nanos, std::memory_order_relaxed);
+  if (compared) {
+    lastCompareNanos_.store(nanos, std::memory_order_relaxed);
+  } else {
+    unchangedReconciles_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsage>& pools,
@@ -65,6 +71,15 @@ std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsag
   family("hostport_reconcile_last_duration_seconds", "gauge", "How long the last pass took.");
   out << "hostport_reconcile_last_duration_seconds "
       << static_cast<double>(lastReconcileNanos_.load(std::memory_order_relaxed)) / 1e9 << "\n";
+  family("hostport_reconciles_unchanged_total", "counter",
+         "Passes that found the nf_tables generation where the last compare left it, so compared "
+         "nothing.");
+  out << "hostport_reconciles_unchanged_total "
+      << unchangedReconciles_.load(std::memory_order_relaxed) << "\n";
+  family("hostport_reconcile_last_compare_duration_seconds", "gauge",
+         "How long the last pass that compared the table with every lease took.");
+  out << "hostport_reconcile_last_compare_duration_seconds "
+      << static_cast<double>(lastCompareNanos_.load(std::memory_order_relaxed)) / 1e9 << "\n";
   family("hostport_repairs_total", "counter",
          "What the reconciler repaired: the fixed layout, missing forwards of a lease (one per "
          "lease), stray owner-tagged elements without a lease (one per owner).");

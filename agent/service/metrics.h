@@ -29,7 +29,9 @@ class Metrics {
 
   /// What the reconciler repaired (reconciler.h).
   enum class Repair : uint8_t { kLayout, kMissing, kStray };
-  void observeReconcile(std::chrono::nanoseconds took);
+  /// One pass; `compared`: it compared the table with the leases (false: the ruleset's
+  /// generation had not moved since the last compare, so there was nothing to compare).
+  void observeReconcile(std::chrono::nanoseconds took, bool compared);
   void countRepairs(Repair kind, uint64_t count) {
     repairs_[static_cast<std::size_t>(kind)].fetch_add(count, std::memory_order_relaxed);
   }
@@ -49,6 +51,8 @@ class Metrics {
   std::atomic<uint64_t> releases_{0};
   std::atomic<uint64_t> reconciles_{0};
   std::atomic<uint64_t> lastReconcileNanos_{0};
+  std::atomic<uint64_t> unchangedReconciles_{0};
+  std::atomic<uint64_t> lastCompareNanos_{0};
   std::array<std::atomic<uint64_t>, 3> repairs_{};
   std::atomic<uint64_t> vanished_{0};
   mutable std::mutex errorsMutex_;

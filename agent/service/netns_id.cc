@@ -21,13 +21,15 @@ NetnsId netnsIdOf(std::string_view path) {
   return identityOf(info);
 }
 
-NetnsLiveness netnsLiveness(const Lease& lease) {
-  if (!lease.netnsId.known() || lease.netns.empty()) return NetnsLiveness::kUnknown;
+SandboxRef sandboxOf(const Lease& lease) { return {lease.key, lease.netns, lease.netnsId}; }
+
+NetnsLiveness netnsLiveness(const SandboxRef& sandbox) {
+  if (!sandbox.netnsId.known() || sandbox.netns.empty()) return NetnsLiveness::kUnknown;
   struct stat info {};
-  if (::stat(lease.netns.c_str(), &info) != 0) {
+  if (::stat(sandbox.netns.c_str(), &info) != 0) {
     return errno == ENOENT || errno == ENOTDIR ? NetnsLiveness::kGone : NetnsLiveness::kUnknown;
   }
-  return identityOf(info) == lease.netnsId ? NetnsLiveness::kAlive : NetnsLiveness::kGone;
+  return identityOf(info) == sandbox.netnsId ? NetnsLiveness::kAlive : NetnsLiveness::kGone;
 }
 
 }  // namespace hostport::agent::service

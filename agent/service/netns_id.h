@@ -5,6 +5,7 @@
 // means the sandbox is gone. The agent must see the path (the DaemonSet mounts /var/run/netns);
 // where it cannot, the identity stays unknown and liveness is not judged.
 
+#include <string>
 #include <string_view>
 
 #include "agent/lease.h"
@@ -20,7 +21,16 @@ enum class NetnsLiveness {
   kUnknown,  // no identity was recorded, or the path cannot be read for another reason
 };
 
-/// Judges the lease's sandbox by its recorded netns path and identity.
-NetnsLiveness netnsLiveness(const Lease& lease);
+/// What judging a lease's sandbox needs of it: a few dozen bytes where a whole Lease is several
+/// hundred, since the reconciler looks at every lease every couple of seconds.
+struct SandboxRef {
+  AttachmentKey key;
+  std::string netns;
+  NetnsId netnsId;
+};
+SandboxRef sandboxOf(const Lease& lease);
+
+/// Judges a sandbox by its recorded netns path and identity.
+NetnsLiveness netnsLiveness(const SandboxRef& sandbox);
 
 }  // namespace hostport::agent::service

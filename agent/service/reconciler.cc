@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <future>
+#include <tuple>
 #include <unordered_map>
 
 #include "agent/api/node_files.h"
 #include "agent/forwards/lease_forwards.h"
 #include "agent/log/event_log.h"
+#include "agent/service/heap.h"
 #include "agent/service/netns_id.h"
 #include "common/atomic_file.h"
 
@@ -24,30 +26,32 @@ constexpr std::chrono::seconds kStormWindow{10};
 log::Field keyField(const AttachmentKey& key) { return log::untrusted("key", key.str()); }
 
 /// One line per repair, up to a bound per pass, then one line for the rest: a flushed map at
-/// 50,000 leases must not write 50,000 lines. Failures are always logged.
+/// 50,000 leases must not write 50,000 lines, nor a kernel refusing every restore 50,000 errors.
 class RepairLog {
  public:
   static constexpr std::size_t kLoggedPerPass = 20;
 
   RepairLog(std::string_view done, std::string_view failed) : done_(done), failed_(failed) {}
   void record(bool ok, std::initializer_list<log::Field> fields) {
-    if (!ok) {
-      log::event(Component::kTable, Level::kError, failed_, fields);
-    } else if (++done_count_ <= kLoggedPerPass) {
-      log::event(Component::kTable, Level::kWarn, done_, fields);
-    }
+    std::size_t& count = ok ? doneCount_ : failedCount_;
+    if (++count > kLoggedPerPass) return;
+    log::event(Component::kTable, ok ? Level::kWarn : Level::kError, ok ? done_ : failed_, fields);
   }
-  /// "table.restored_unlogged count=N": the repairs past the bound.
+  /// "table.restored_unlogged count=N": the repairs past the bound, and as many failures.
   void finish() const {
-    if (done_count_ <= kLoggedPerPass) return;
-    log::event(Component::kTable, Level::kWarn, std::string(done_) + "_unlogged",
-               {{"count", done_count_ - kLoggedPerPass}, {"logged", kLoggedPerPass}});
+    for (const auto& [name, count, level] : {std::tuple{done_, doneCount_, Level::kWarn},
+                                             std::tuple{failed_, failedCount_, Level::kError}}) {
+      if (count <= kLoggedPerPass) continue;
+      log::event(Component::kTable, level, std::string(name) + "_unlogged",
+                 {{"count", count - kLoggedPerPass}, {"logged", kLoggedPerPass}});
+    }
   }
 
  private:
   std::string_view done_;
   std::string_view failed_;
-  std::size_t done_count_ = 0;
+  std::size_t doneCount_ = 0;
+  std::size_t failedCount_ = 0;
 };
 
 /// What the kernel holds, by owner tag.
@@ -128,39 +132,75 @@ void Reconciler::stop() {
 PassReport Reconciler::pass(bool releaseVanishedToo) {
   const auto started = Clock::now();
   PassReport report;
-  consumeReleaseSpool();
+  const bool released = consumeReleaseSpool();
+  // Read before anything is checked: whatever changes after this moves the generation on, so
+  // the pass after it compares.
+  const std::optional<uint32_t> generation = currentGeneration();
+  const bool compareDue = releaseVanishedToo || released || writer_.takeFailedWrite() ||
+                          !generation || generation != comparedAt_ ||
+                          started - lastCompare_ >= kCompareAtLeastEvery * options_.period;
+  if (!compareDue) {
+    report.unchanged = true;
+    finishPass(report, started);
+    return report;
+  }
   report.layoutRepaired = repairLayout();
-  // One read of the leases serves both: taken under the writer's lock, so the table compare is
-  // consistent; liveness needs no more than that moment's view.
-  const std::vector<Lease> leases = reconcileElements(report);
-  if (releaseVanishedToo) report.released = releaseVanished(leases, started);
+  {
+    // One read of the leases serves both: taken under the writer's lock, so the table compare
+    // is consistent; liveness needs no more than that moment's view. Freed before finishPass()
+    // hands the heap back.
+    const std::vector<Lease> leases = reconcileElements(report);
+    if (releaseVanishedToo) {
+      std::vector<SandboxRef> sandboxes;
+      for (const Lease& lease : leases) sandboxes.push_back(sandboxOf(lease));
+      report.released = releaseVanished(sandboxes, started);
+    }
+  }
+  comparedAt_ = report.compared ? generation : std::nullopt;
+  if (report.compared) lastCompare_ = started;
+  finishPass(report, started);
+  return report;
+}
+
+std::optional<uint32_t> Reconciler::currentGeneration() {
+  auto generation = writer_.ruleset().generation();
+  if (generation) return *generation;
+  log::event(Component::kTable, Level::kWarn, "table.check_failed",
+             {{"cause", generation.error().message}});
+  return std::nullopt;
+}
+
+void Reconciler::finishPass(const PassReport& report, Clock::time_point started) {
   const auto took = Clock::now() - started;
-  metrics_.observeReconcile(took);
+  metrics_.observeReconcile(took, !report.unchanged);
+  // A compare at 50,000 leases holds ~100 MB of transient leases and elements; glibc keeps
+  // freed memory for reuse, so without this the agent's RSS would stay at that peak.
+  if (report.compared) returnFreedHeap();
   const auto tookMs = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
   const bool repaired = report.layoutRepaired || report.leasesRestored > 0 ||
                         report.straysRemoved > 0 || report.subnetsRemoved > 0 ||
                         report.released > 0;
   if (repaired || log::enabled(Component::kTable, Level::kDebug)) {
     log::event(Component::kTable, repaired ? Level::kInfo : Level::kDebug, "table.reconciled",
-               {{"layout_repaired", report.layoutRepaired},
+               {{"unchanged", report.unchanged},
+                {"layout_repaired", report.layoutRepaired},
                 {"leases_restored", report.leasesRestored},
                 {"strays_removed", report.straysRemoved},
                 {"subnets_removed", report.subnetsRemoved},
                 {"vanished_released", report.released},
                 {"duration_ms", tookMs}});
   }
-  return report;
 }
 
-void Reconciler::consumeReleaseSpool() {
-  if (options_.releaseSpool.empty()) return;
+bool Reconciler::consumeReleaseSpool() {
+  if (options_.releaseSpool.empty()) return false;
   auto notes = api::readReleaseNotes(options_.releaseSpool);
   if (!notes) {
     log::event(Component::kAlloc, Level::kWarn, "alloc.release_note_unreadable",
                {{"spool", options_.releaseSpool.string()}, {"cause", notes.error().message}});
-    return;
+    return false;
   }
-  if (notes->empty()) return;
+  if (notes->empty()) return false;
   std::vector<AttachmentKey> keys;
   for (const auto& note : *notes) {
     if (note.key) {
@@ -181,13 +221,14 @@ void Reconciler::consumeReleaseSpool() {
   if (!released) {
     log::event(Component::kAlloc, Level::kError, "alloc.release_notes_failed",
                {{"cause", released.error().message}});
-    return;  // the notes stay for the next pass
+    return true;  // the notes stay for the next pass; compare, in case some went through
   }
   for (const auto& note : *notes) {
     if (note.key) (void)removeFile(note.path);
   }
   log::event(Component::kAlloc, Level::kInfo, "alloc.release_notes_consumed",
              {{"notes", keys.size()}, {"released", released->size()}});
+  return !released->empty();
 }
 
 bool Reconciler::repairLayout() {
@@ -227,6 +268,7 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
                {{"cause", state.error().message}});
     return leases;
   }
+  report.compared = true;
   const std::vector<IpPrefix> podSubnets = state->podSubnets;
   auto installed = byOwner(std::move(*state));
   // What each lease has; what is left in `installed` then has no lease.
@@ -334,19 +376,20 @@ std::size_t Reconciler::removeUnusedSubnets(const std::vector<IpPrefix>& install
   return removed ? unused.size() : 0;
 }
 
-std::size_t Reconciler::releaseVanished(const std::vector<Lease>& leases, Clock::time_point now) {
+std::size_t Reconciler::releaseVanished(const std::vector<SandboxRef>& sandboxes,
+                                        Clock::time_point now) {
   std::map<AttachmentKey, Clock::time_point> stillGone;
   std::vector<AttachmentKey> due;
-  for (const Lease& lease : leases) {
-    if (netnsLiveness(lease) != NetnsLiveness::kGone) continue;
-    const auto seen = goneSince_.find(lease.key);
+  for (const SandboxRef& sandbox : sandboxes) {
+    if (netnsLiveness(sandbox) != NetnsLiveness::kGone) continue;
+    const auto seen = goneSince_.find(sandbox.key);
     const auto since = seen == goneSince_.end() ? now : seen->second;
     if (now - since >= options_.vanishedGrace) {
       log::event(Component::kAlloc, Level::kInfo, "alloc.vanished",
-                 {keyField(lease.key), log::untrusted("netns", lease.netns)});
-      due.push_back(lease.key);
+                 {keyField(sandbox.key), log::untrusted("netns", sandbox.netns)});
+      due.push_back(sandbox.key);
     } else {
-      stillGone.emplace(lease.key, since);
+      stillGone.emplace(sandbox.key, since);
     }
   }
   goneSince_ = std::move(stillGone);
@@ -407,7 +450,11 @@ void Reconciler::loop() {
     }
     if (now >= nextLiveness) {
       lock.unlock();
-      releaseVanished(service_.list("", ""), now);
+      {
+        const std::vector<SandboxRef> sandboxes = service_.sandboxes();
+        releaseVanished(sandboxes, now);
+        if (sandboxes.size() >= kTrimAfterSandboxes) returnFreedHeap();
+      }
       lock.lock();
       nextLiveness = now + options_.livenessInterval;
     }

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "agent/log/event_log.h"
+#include "agent/service/heap.h"
 
 namespace hostport::agent::service {
 namespace {
@@ -24,8 +25,8 @@ class RecoveryHeap {
 #endif
   }
   ~RecoveryHeap() {
+    returnFreedHeap();
 #ifdef __GLIBC__
-    malloc_trim(0);
     mallopt(M_MXFAST, 64 * sizeof(std::size_t) / 4);  // glibc's default
 #endif
   }

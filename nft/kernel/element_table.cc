@@ -51,6 +51,18 @@ Result<TableState> ElementTable::read(const std::string* owner) {
   return state;
 }
 
+Result<uint32_t> ElementTable::generation() {
+  ByteString request = generationRequest();
+  std::optional<uint32_t> id;
+  HOSTPORT_TRY_VOID(socket_.request(request, "reading the ruleset generation",
+                                    [&](std::span<const std::byte> message) -> Result<void> {
+                                      HOSTPORT_TRY(id, parseGenerationReply(message));
+                                      return {};
+                                    }));
+  if (!id) return fail(ErrorCode::kKernel, "the kernel sent no ruleset generation");
+  return *id;
+}
+
 Result<bool> ElementTable::hasConditionalRules(const std::string& owner) {
   for (const Family family : kFamilies) {
     bool found = false;

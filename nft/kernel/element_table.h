@@ -28,6 +28,9 @@ class ElementTable {
   /// cannot decode are not ours and are left out.
   Result<TableState> read(const std::string* owner = nullptr);
 
+  /// The netns's nf_tables generation (element_messages.h, generationRequest).
+  Result<uint32_t> generation();
+
   /// True when a rule of the conditional chain, in either family, is commented `owner`.
   Result<bool> hasConditionalRules(const std::string& owner);
 

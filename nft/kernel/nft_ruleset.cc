@@ -112,6 +112,11 @@ Result<void> NftRuleset::installWithLayout(const AttachmentRules& rules) {
   return {};
 }
 
+Result<std::optional<uint32_t>> NftRuleset::generation() {
+  HOSTPORT_TRY(const uint32_t id, elements_.generation());
+  return std::optional(id);
+}
+
 Result<void> NftRuleset::removePodSubnets(const std::vector<IpPrefix>& subnets) {
   std::vector<SetElement> elements;
   for (const auto& subnet : subnets) elements.push_back(podSubnetElement(subnet));

@@ -55,6 +55,8 @@ class FakeRuleset : public Ruleset {
     state.podSubnets = podSubnets;
     return state;
   }
+  /// Unknown, so a reconciler over this fake compares at every pass.
+  Result<std::optional<uint32_t>> generation() override { return std::optional<uint32_t>(); }
   Result<AttachmentRules> listOwned(const std::string& owner) override {
     auto found = installed.find(owner);
     AttachmentRules rules =

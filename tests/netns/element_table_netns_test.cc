@@ -90,6 +90,28 @@ TEST_F(ElementTableTest, WhatWasAddedIsDeletedByTheSameKeys) {
   }));
 }
 
+// The reconciler skips a compare when the generation has not moved: it must move with every
+// committed change, ours or anyone's, and stay put otherwise.
+TEST_F(ElementTableTest, TheGenerationMovesWithEveryCommitAndOnlyThen) {
+  ASSERT_OK(test::inPrivateNetns([] {
+    ASSERT_NO_FATAL_FAILURE(layOut());
+    auto elements = table();
+    ASSERT_OK_AND_ASSIGN(const uint32_t before, elements.generation());
+    ASSERT_OK_AND_ASSIGN(const uint32_t again, elements.generation());
+    EXPECT_EQ(again, before) << "reading it changes nothing";
+    (void)elements.read();
+    EXPECT_EQ(*elements.generation(), before) << "nor does a dump";
+
+    ASSERT_OK(elements.change(ElementChange::kAdd, {forward(8080, "a/eth0")}));
+    ASSERT_OK_AND_ASSIGN(const uint32_t afterAdd, elements.generation());
+    EXPECT_NE(afterAdd, before);
+    auto nft = NftContext::create();
+    ASSERT_OK(nft);
+    ASSERT_OK(nft->run("add table ip someone_else"));  // another table: still a commit
+    EXPECT_NE(*elements.generation(), afterAdd);
+  }));
+}
+
 TEST_F(ElementTableTest, ReadsDumpsThatSpanManyMessagesAndFiltersByOwner) {
   ASSERT_OK(test::inPrivateNetns([] {
     ASSERT_NO_FATAL_FAILURE(layOut());

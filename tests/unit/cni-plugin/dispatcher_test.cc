@@ -99,6 +99,7 @@ class DispatcherTest : public ::testing::Test {
     Result<nft::AttachmentRules> listOwned(const std::string& o) override {
       return fake.listOwned(o);
     }
+    Result<std::optional<uint32_t>> generation() override { return fake.generation(); }
     Result<void> removePodSubnets(const std::vector<IpPrefix>& s) override {
       return fake.removePodSubnets(s);
     }

@@ -24,21 +24,21 @@ TEST(NetnsIdTest, APathIsAliveWhileItNamesTheRecordedFileAndGoneOnceItDoesNot) {
   std::ofstream(path) << "ns";
   const NetnsId id = netnsIdOf(path);
   ASSERT_TRUE(id.known());
-  EXPECT_EQ(netnsLiveness(leaseAt(path, id)), NetnsLiveness::kAlive);
+  EXPECT_EQ(netnsLiveness(sandboxOf(leaseAt(path, id))), NetnsLiveness::kAlive);
 
   // The same path, another namespace (paths like /proc/<pid>/ns/net are reused).
   std::ofstream(dir / "other") << "ns";
   std::filesystem::rename(dir / "other", path);
-  EXPECT_EQ(netnsLiveness(leaseAt(path, id)), NetnsLiveness::kGone);
+  EXPECT_EQ(netnsLiveness(sandboxOf(leaseAt(path, id))), NetnsLiveness::kGone);
 
   std::filesystem::remove(path);
-  EXPECT_EQ(netnsLiveness(leaseAt(path, id)), NetnsLiveness::kGone);
+  EXPECT_EQ(netnsLiveness(sandboxOf(leaseAt(path, id))), NetnsLiveness::kGone);
   EXPECT_FALSE(netnsIdOf(path).known());
 }
 
 TEST(NetnsIdTest, WithoutARecordedIdentityLivenessIsUnknown) {
-  EXPECT_EQ(netnsLiveness(leaseAt("/nonexistent/netns", {})), NetnsLiveness::kUnknown);
-  EXPECT_EQ(netnsLiveness(leaseAt("", {1, 2})), NetnsLiveness::kUnknown);
+  EXPECT_EQ(netnsLiveness(sandboxOf(leaseAt("/nonexistent/netns", {}))), NetnsLiveness::kUnknown);
+  EXPECT_EQ(netnsLiveness(sandboxOf(leaseAt("", {1, 2}))), NetnsLiveness::kUnknown);
   EXPECT_FALSE(netnsIdOf("").known());
 }
 
