@@ -168,5 +168,26 @@ TEST(ElementMessagesTest, ParsesARuleReply) {
   EXPECT_EQ(rule->comment, "c/eth0");
 }
 
+TEST(ElementMessagesTest, AsksForTheGenerationAndReadsItsId) {
+  const ByteString request = generationRequest();
+  const auto header = headerOf(request);
+  EXPECT_EQ(header.nlmsg_type, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETGEN);
+  EXPECT_EQ(header.nlmsg_len, request.size());
+  EXPECT_FALSE(header.nlmsg_flags & NLM_F_DUMP) << "one answer, not a dump";
+
+  const test::ByteVector generic = test::bytesOf({AF_UNSPEC, NFNETLINK_V0, 0, 0});
+  const uint16_t newgen = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWGEN;
+  auto reply = test::message(newgen, 0, generic,
+                             {test::attr(NFTA_GEN_ID, test::be32(0x01020304)),
+                              test::attr(NFTA_GEN_PROC_PID, test::be32(77))});
+  EXPECT_EQ(parseGenerationReply(reply), 0x01020304u);
+
+  EXPECT_FALSE(parseGenerationReply(
+      test::message(newgen, 0, generic, std::initializer_list<test::ByteVector>{})))
+      << "a reply without an id";
+  EXPECT_FALSE(parseGenerationReply(split(elementBatch(ElementChange::kAdd, sample()))[1]))
+      << "another message type";
+}
+
 }  // namespace
 }  // namespace hostport::nft
