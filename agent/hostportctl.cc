@@ -9,6 +9,7 @@
 
 #include "agent/api/agent_client.h"
 #include "agent/api/json_codec.h"
+#include "agent/cni_config/chain_files.h"
 
 namespace {
 
@@ -58,6 +59,27 @@ void printLeases(const std::vector<Lease>& leases, bool json) {
   printTable(rows);
 }
 
+/// `uninstall-cni`: reads the record and the conf dir only, so it works with the agent stopped.
+int uninstallCni(const std::string& confDir, const std::string& binDir,
+                 const std::string& stateDir) {
+  auto undone = cni_config::unchain({confDir, stateDir});
+  if (!undone) {
+    std::cerr << "hostportctl: uninstall-cni: " << undone.error().message << "\n";
+    return 1;
+  }
+  if (!undone->file) {
+    std::cout << "hostport is not chained in " << confDir << ": nothing to undo\n";
+  } else {
+    std::cout << "hostport taken out of " << undone->file->string()
+              << (undone->restoredConf ? " (the original .conf restored)" : "")
+              << (undone->restoredPortmap ? " (portmap back at its place)" : "") << "\n";
+  }
+  std::cout << "left " << binDir << "/hostport in place: pods set up through it still need it "
+            << "for their DEL; remove it once `hostportctl list` shows no lease. Stop the "
+            << "agent first (or run it with --chain-cni false), or it chains the plugin again.\n";
+  return 0;
+}
+
 int report(const Error& error) {
   std::cerr << "hostportctl: " << error.message << "\n";
   return error.code == ErrorCode::kUnavailable ? 3 : 1;
@@ -94,7 +116,21 @@ int main(int argc, char** argv) {
   std::string containerId;
   release->add_option("containerID", containerId, "the container (sandbox) ID")->required();
 
+  auto* uninstall = app.add_subcommand(
+      "uninstall-cni",
+      "take hostport out of the node's CNI configuration as the agent recorded it (a replaced "
+      "portmap back at its index, a converted .conf back); works without the agent");
+  std::string cniConfDir = "/etc/cni/net.d", cniBinDir = "/opt/cni/bin",
+              stateDir = "/var/lib/hostport";
+  uninstall->add_option("--cni-conf-dir", cniConfDir, "the runtime's CNI configuration dir")
+      ->capture_default_str();
+  uninstall->add_option("--cni-bin-dir", cniBinDir, "where the plugin binary is (left in place)")
+      ->capture_default_str();
+  uninstall->add_option("--state-dir", stateDir, "the agent's state dir (holds the record)")
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+  if (*uninstall) return uninstallCni(cniConfDir, cniBinDir, stateDir);
   const auto client = api::AgentClient::forSocket(
       socket, std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000)));
 

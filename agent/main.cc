@@ -5,9 +5,11 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <string>
 
+#include "agent/cni_config/chainer.h"
 #include "agent/config/agent_config.h"
 #include "agent/log/event_log.h"
 #include "agent/server/unix_http_server.h"
@@ -89,6 +91,27 @@ Result<std::unique_ptr<Reconciler>> startReconciler(const AgentConfig& config,
   return reconciler;
 }
 
+/// Keeps the plugin chained into the node's CNI configuration (agent/cni_config/chainer.h), or
+/// nothing when chainCni is off. A fight with another installer makes /readyz fail until it is
+/// over. Never unchains: SIGTERM must not take networking away from pods.
+Result<std::unique_ptr<cni_config::Chainer>> startCniChainer(const AgentConfig& config,
+                                                             std::atomic<bool>& ready) {
+  const bool inCluster = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  if (!config::chainsCni(config, inCluster)) {
+    log::event(log::Component::kCni, log::Level::kInfo, "cni.chaining_off",
+               {{"chain_cni", config.chainCni == config::ChainCni::kOff ? "false" : "auto"},
+                {"in_cluster", inCluster}});
+    return nullptr;
+  }
+  cni_config::ChainerOptions options;
+  options.paths = {config.cniConfDir, config.stateDir};
+  options.chain.replacePortmap = config.replacePortmap;
+  if (config.socketPath != api::kDefaultAgentSocket) options.chain.agentSocket = config.socketPath;
+  options.pluginBinary = std::filesystem::path(config.cniBinDir) / "hostport";
+  options.onFlapping = [&ready](bool flapping) { ready = !flapping; };
+  return cni_config::Chainer::start(std::move(options));
+}
+
 /// Serves until a signal or a store failure; the exit code, or why the agent could not start.
 Result<int> run(const AgentConfig& config) {
   boost::asio::io_context io(1);
@@ -135,7 +158,11 @@ Result<int> run(const AgentConfig& config) {
   logPools(config.pools);
   log::event(log::Component::kAgent, log::Level::kInfo, "agent.serving",
              {{"socket", config.socketPath}, {"pools", config.pools.size()}});
+  // Chained once the socket serves: the plugin's first ADD finds the agent.
+  auto chainer = startCniChainer(config, ready);
+  if (!chainer) return withContext(chainer.error(), "cannot watch the CNI configuration");
   io.run();
+  chainer->reset();  // before `ready` goes down for good: the chainer may set it
   ready = false;
   if (reconciler) reconciler->stop();
   // Drain the journal while the service its callbacks call into is still alive.
@@ -188,6 +215,20 @@ int main(int argc, char** argv) {
                "let a CNI GC with an empty list of valid attachments release every lease of its "
                "network (refused by default while the network holds more than emptyGcMaxLeases "
                "leases: a runtime that lost its state must not wipe the node)");
+  app.add_option("--chain-cni", flags.chainCni,
+                 "chain the hostport plugin into the node's CNI configuration and keep it there: "
+                 "auto (default: only when running in a pod, KUBERNETES_SERVICE_HOST set), true "
+                 "or false; undo with `hostportctl uninstall-cni`");
+  app.add_option("--cni-conf-dir", flags.cniConfDir,
+                 "the runtime's CNI configuration dir (default " +
+                     std::string(config::kDefaultCniConfDir) + ")");
+  app.add_option("--cni-bin-dir", flags.cniBinDir,
+                 "where the runtime finds the hostport plugin; not chained before it is there "
+                 "(default " +
+                     std::string(config::kDefaultCniBinDir) + ")");
+  app.add_option("--replace-portmap", flags.replacePortmap,
+                 "true (default): hostport takes portmap's place in the chain; false: portmap "
+                 "keeps static hostPorts and hostport serves annotation ports only");
   CLI11_PARSE(app, argc, argv);
 
   log::configure(flagLogOptions(flags));

@@ -136,6 +136,7 @@ Result<void> parseOptions(const json& document, PluginConfig& config) {
   HOSTPORT_TRY(config.name, readString(option("name"), ""));
   HOSTPORT_TRY(config.snat, readBool(option("snat"), true));
   HOSTPORT_TRY(config.masqAll, readBool(option("masqAll"), false));
+  HOSTPORT_TRY(config.staticPorts, readBool(option("staticPorts"), true));
   HOSTPORT_TRY(config.conditionsV4, parseConditions(document, "conditionsV4"));
   HOSTPORT_TRY(config.conditionsV6, parseConditions(document, "conditionsV6"));
   // Absent means the agent at its usual place; only an explicit "" runs without one.
@@ -185,6 +186,8 @@ Result<PluginConfig> parsePluginConfig(std::string_view text) {
   for (const auto parse : {parseOptions, parseRuntimeConfig, parsePrevResult}) {
     HOSTPORT_TRY_VOID(parse(document, config));
   }
+  // Still parsed above, so a malformed list fails the same way either way.
+  if (!config.staticPorts) config.portMappings.clear();
   config.raw = std::move(document);
   return config;
 }

@@ -31,7 +31,11 @@ struct PluginConfig {
   bool masqAll = false;      // masquerade every forwarded connection
   std::string conditionsV4;  // validated nft match text (nft::validateConditions)
   std::string conditionsV6;
-  std::vector<PortMapping> portMappings;
+  /// `staticPorts: false`: portmap, earlier in the chain, serves the pod spec's hostPorts, so
+  /// runtimeConfig.portMappings are ignored (neither allocated nor forwarded) and only the
+  /// annotation ports are ours; no hostPort gets two DNATs. Default true.
+  bool staticPorts = true;
+  std::vector<PortMapping> portMappings;     // empty when !staticPorts
   std::optional<nlohmann::json> prevResult;  // absent when the key is missing or null
   /// runtimeConfig["io.kubernetes.cri.pod-annotations"]; an empty object when absent or null.
   nlohmann::json podAnnotations = nlohmann::json::object();
@@ -53,8 +57,8 @@ struct PluginConfig {
 /// Parses stdin without throwing. Errors name the field and the value:
 ///  - kDecode: not JSON, or not an object;
 ///  - kInvalidArgument: a missing or non-string cniVersion; a wrong type for snat/masqAll/
-///    conditionsV4/conditionsV6/agentSocket/stateDir; bad conditions; a stateDir that is not an
-///    absolute path; a statusGraceSeconds that is not an integer 0..86400;
+///    conditionsV4/conditionsV6/agentSocket/stateDir/staticPorts; bad conditions; a stateDir that
+///    is not an absolute path; a statusGraceSeconds that is not an integer 0..86400;
 ///  - kInvalidArgument for portMappings: not an array (null counts as empty), an entry that is
 ///    not an object, hostPort/containerPort missing, not an integer or outside 1..65535,
 ///    an unknown protocol (default "tcp"), a hostIP that is not an IP address.

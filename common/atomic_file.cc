@@ -40,11 +40,11 @@ Result<void> ensureDirectory(const std::filesystem::path& dir) {
 }  // namespace
 
 Result<void> writeFileAtomically(const std::filesystem::path& dir, std::string_view name,
-                                 std::string_view bytes, Durability durability) {
+                                 std::string_view bytes, Durability durability, mode_t mode) {
   HOSTPORT_TRY_VOID(ensureDirectory(dir));
   const auto tmp = dir / ("." + std::string(name) + ".tmp-" + std::to_string(::getpid()));
   const auto path = dir / name;
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
   if (!fd.valid()) return failSystem(ErrorCode::kIo, "create " + tmp.string(), errno);
   auto written = writeAll(fd.get(), bytes, tmp);
   if (written && durability == Durability::kDurable && ::fsync(fd.get()) != 0) {

@@ -3,6 +3,8 @@
 // written whole or not at all, through a temporary name and rename(2), so a reader never sees a
 // torn file, whichever process dies when.
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -19,9 +21,10 @@ enum class Durability {
 };
 
 /// Writes `bytes` as dir/name, replacing what was there. `dir` is created (mode 0700) when
-/// missing. The temporary file is dir/.name.tmp-<pid>, which readers skip (a leading dot).
+/// missing. The temporary file is dir/.name.tmp-<pid>, which readers skip (a leading dot; and
+/// its suffix is no CNI config's). The file gets `mode` (before the umask).
 Result<void> writeFileAtomically(const std::filesystem::path& dir, std::string_view name,
-                                 std::string_view bytes, Durability durability);
+                                 std::string_view bytes, Durability durability, mode_t mode = 0600);
 
 /// The whole file, at most `maxBytes`; nullopt when it does not exist. kDecode when larger.
 Result<std::optional<std::string>> readSmallFile(const std::filesystem::path& path,

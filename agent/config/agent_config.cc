@@ -165,13 +165,16 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
         yaml.checkKeys(root, "",
                        {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
                         "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds",
-                        "releaseSpool", "allowEmptyGc", "emptyGcMaxLeases", "pools"}));
+                        "releaseSpool", "allowEmptyGc", "emptyGcMaxLeases", "pools", "chainCni",
+                        "cniConfDir", "cniBinDir", "replacePortmap"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
           {"logLevel", &config.logLevel},
           {"logFormat", &config.logFormat},
-          {"releaseSpool", &config.releaseSpool}}) {
+          {"releaseSpool", &config.releaseSpool},
+          {"cniConfDir", &config.cniConfDir},
+          {"cniBinDir", &config.cniBinDir}}) {
       if (const auto node = root[key]) {
         HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
@@ -190,6 +193,15 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
     if (const auto node = root["vanishedGraceSeconds"]) {
       HOSTPORT_TRY(const uint64_t seconds, yaml.count(node, "vanishedGraceSeconds", 0, 86400));
       config.vanishedGraceSeconds = static_cast<uint32_t>(seconds);
+    }
+    if (const auto node = root["chainCni"]) {
+      HOSTPORT_TRY(const std::string text, yaml.scalar(node, "chainCni"));
+      auto chain = parseChainCni(text);
+      if (!chain) return yaml.error("chainCni", chain.error().message);
+      config.chainCni = *chain;
+    }
+    if (const auto node = root["replacePortmap"]) {
+      HOSTPORT_TRY(config.replacePortmap, yaml.boolean(node, "replacePortmap"));
     }
     if (const auto node = root["allowEmptyGc"]) {
       HOSTPORT_TRY(config.allowEmptyGc, yaml.boolean(node, "allowEmptyGc"));
@@ -228,6 +240,17 @@ void setDefaultPoolRanges(AgentConfig& config, std::vector<PortRange> ranges) {
       {std::string(kDefaultPool), std::move(ranges), {}, core::Strategy::kLowest});
 }
 
+Result<ChainCni> parseChainCni(std::string_view text) {
+  if (text == "auto") return ChainCni::kAuto;
+  if (text == "true") return ChainCni::kOn;
+  if (text == "false") return ChainCni::kOff;
+  return fail(ErrorCode::kInvalidArgument, quoteText(text) + " is not auto, true or false");
+}
+
+bool chainsCni(const AgentConfig& config, bool inCluster) {
+  return config.chainCni == ChainCni::kOn || (config.chainCni == ChainCni::kAuto && inCluster);
+}
+
 Result<void> finalizeConfig(AgentConfig& config) {
   // Only a config without pools gets the built-in default pool: adding it beside configured
   // ones would overlap them behind the user's back.
@@ -241,6 +264,13 @@ Result<void> finalizeConfig(AgentConfig& config) {
     return fail(ErrorCode::kInvalidArgument,
                 "socket: " + quoteText(config.socketPath) +
                     " must be an absolute path of at most 100 characters");
+  }
+  for (const auto& [key, dir] :
+       {std::pair{"cniConfDir", &config.cniConfDir}, {"cniBinDir", &config.cniBinDir}}) {
+    if (dir->empty() || dir->front() != '/') {
+      return fail(ErrorCode::kInvalidArgument,
+                  std::string(key) + ": " + quoteText(*dir) + " must be an absolute path");
+    }
   }
   if (auto level = log::parseLevel(config.logLevel); !level) {
     return withContext(level.error(), "logLevel");
@@ -274,8 +304,23 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
                                      {&commandLine.socketPath, &config.socketPath},
                                      {&commandLine.logLevel, &config.logLevel},
                                      {&commandLine.logFormat, &config.logFormat},
-                                     {&commandLine.releaseSpool, &config.releaseSpool}}) {
+                                     {&commandLine.releaseSpool, &config.releaseSpool},
+                                     {&commandLine.cniConfDir, &config.cniConfDir},
+                                     {&commandLine.cniBinDir, &config.cniBinDir}}) {
     if (!flag->empty()) *target = *flag;
+  }
+  if (!commandLine.chainCni.empty()) {
+    auto chain = parseChainCni(commandLine.chainCni);
+    if (!chain) return withContext(chain.error(), "--chain-cni");
+    config.chainCni = *chain;
+  }
+  if (!commandLine.replacePortmap.empty()) {
+    if (commandLine.replacePortmap != "true" && commandLine.replacePortmap != "false") {
+      return fail(
+          ErrorCode::kInvalidArgument,
+          "--replace-portmap: " + quoteText(commandLine.replacePortmap) + " is not true or false");
+    }
+    config.replacePortmap = commandLine.replacePortmap == "true";
   }
   if (commandLine.noReservedPorts) config.reserveLocalPorts = false;
   if (commandLine.tableRepairSeconds) config.tableRepairSeconds = *commandLine.tableRepairSeconds;

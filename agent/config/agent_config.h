@@ -19,6 +19,18 @@ inline constexpr std::string_view kDefaultStateDir = "/var/lib/hostport";
 inline constexpr std::string_view kDefaultPortRange = "30000-32767";
 inline constexpr uint32_t kDefaultTableRepairSeconds = 30;
 inline constexpr uint32_t kDefaultVanishedGraceSeconds = 10;
+inline constexpr std::string_view kDefaultCniConfDir = "/etc/cni/net.d";
+inline constexpr std::string_view kDefaultCniBinDir = "/opt/cni/bin";
+
+/// Whether the agent chains the plugin into the node's CNI configuration (agent/cni_config).
+enum class ChainCni {
+  kAuto,  // only in a pod (KUBERNETES_SERVICE_HOST is set): an agent started by hand, a test or
+          // the demo never edits the machine's /etc/cni/net.d
+  kOn,
+  kOff,
+};
+/// "auto", "true" or "false"; kInvalidArgument quoting the text otherwise.
+Result<ChainCni> parseChainCni(std::string_view text);
 
 struct AgentConfig {
   std::string stateDir = std::string(kDefaultStateDir);
@@ -40,7 +52,16 @@ struct AgentConfig {
   bool allowEmptyGc = false;
   uint64_t emptyGcMaxLeases = 0;
   std::vector<core::PoolSpec> pools;  // always holds "default" once resolved
+  ChainCni chainCni = ChainCni::kAuto;
+  std::string cniConfDir = std::string(kDefaultCniConfDir);
+  std::string cniBinDir = std::string(kDefaultCniBinDir);  // where the runtime finds `hostport`
+  /// true: hostport takes portmap's place in the chain; false: portmap keeps the static hostPorts
+  /// and hostport follows it for annotation ports only (`"staticPorts": false`).
+  bool replacePortmap = true;
 };
+
+/// chainCni resolved: kAuto is on only when `inCluster` (the agent runs in a pod).
+bool chainsCni(const AgentConfig& config, bool inCluster);
 
 /// What hostport-agent's flags set on top of the file; an empty or unset field leaves the file's
 /// value (or the default) alone.
@@ -56,6 +77,10 @@ struct CommandLine {
   std::optional<uint32_t> vanishedGraceSeconds;
   std::string releaseSpool;
   bool allowEmptyGc = false;  // --allow-empty-gc; false leaves the file's value
+  std::string chainCni;       // --chain-cni auto|true|false
+  std::string cniConfDir;
+  std::string cniBinDir;
+  std::string replacePortmap;  // --replace-portmap true|false
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors

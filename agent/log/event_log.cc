@@ -18,8 +18,8 @@ namespace hostport::agent::log {
 namespace {
 
 constexpr std::array<Component, kComponentCount> kComponents = {
-    Component::kAgent,  Component::kAlloc, Component::kStore,
-    Component::kSocket, Component::kTable, Component::kServer};
+    Component::kAgent, Component::kAlloc,  Component::kStore, Component::kSocket,
+    Component::kTable, Component::kServer, Component::kCni};
 constexpr std::array<std::string_view, 5> kLevelNames = {"trace", "debug", "info", "warn", "error"};
 
 spdlog::level::level_enum spdlogLevel(Level level) {
@@ -195,6 +195,8 @@ std::string_view componentName(Component component) {
       return "table";
     case Component::kServer:
       return "server";
+    case Component::kCni:
+      return "cni";
   }
   return "agent";
 }

@@ -32,9 +32,9 @@
 
 namespace hostport::agent::log {
 
-enum class Component : uint8_t { kAgent, kAlloc, kStore, kSocket, kTable, kServer };
-inline constexpr std::size_t kComponentCount = 6;
-/// "agent", "alloc", "store", "socket", "table", "server": the logger's name on each line.
+enum class Component : uint8_t { kAgent, kAlloc, kStore, kSocket, kTable, kServer, kCni };
+inline constexpr std::size_t kComponentCount = 7;
+/// "agent", "alloc", "store", "socket", "table", "server", "cni": the logger's name on each line.
 std::string_view componentName(Component component);
 
 enum class Level : uint8_t { kTrace, kDebug, kInfo, kWarn, kError };

@@ -87,9 +87,10 @@ Result<std::unique_ptr<AgentProcess>> AgentProcess::start(std::string binaryPath
 }
 
 Result<void> AgentProcess::launch() {
-  std::vector<std::string> args{binaryPath_,       "--state-dir",     stateDir_,
-                                "--socket",        socketPath_,       "--log-level",
-                                options_.logLevel, "--release-spool", releaseSpool_};
+  std::vector<std::string> args{binaryPath_, "--state-dir", stateDir_, "--socket", socketPath_,
+                                "--log-level", options_.logLevel, "--release-spool", releaseSpool_,
+                                // Tests write their own conflists: never the machine's net.d.
+                                "--chain-cni", "false"};
   if (!options_.portRange.empty()) {
     args.insert(args.end(), {"--port-range", options_.portRange});
   }

@@ -385,6 +385,31 @@ TEST_F(DispatcherTest, AddAsksTheAgentAndForwardsWhatItGrants) {
                 "udp 0.0.0.0:30002 -> 10.88.0.5:20001"}));
 }
 
+TEST_F(DispatcherTest, StaticPortsFalseAsksOnlyForTheAnnotationPorts) {
+  // After portmap in the chain (replacePortmap: false): portmap DNATs the pod spec's hostPorts,
+  // so a second DNAT of ours for them would race it.
+  auto input = agentConfig({{"hostport.io/ports", "grpc=19805"}});
+  input["staticPorts"] = false;
+  const auto outcome = run("ADD", input.dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out << outcome.err;
+  ASSERT_EQ(agent_.requests.size(), 1u);
+  EXPECT_TRUE(agent_.requests[0].statics.empty());
+  std::vector<std::string> forwards;
+  for (const auto& forward : ruleset_.installed.at("c0ffee/eth0").forwards) {
+    forwards.push_back(nft::describe(forward));
+  }
+  EXPECT_EQ(forwards, std::vector<std::string>{"tcp 0.0.0.0:30000 -> 10.88.0.5:19805"});
+}
+
+TEST_F(DispatcherTest, StaticPortsFalseWithoutAnnotationsAsksTheAgentNothing) {
+  auto input = agentConfig();
+  input["staticPorts"] = false;
+  const auto outcome = run("ADD", input.dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out << outcome.err;
+  EXPECT_TRUE(agent_.requests.empty());
+  EXPECT_TRUE(ruleset_.installed.empty());
+}
+
 TEST_F(DispatcherTest, UnreachableAgentIsTryAgainLaterAndInstallsNothing) {
   agent_.down = true;
   const auto outcome = run("ADD", agentConfig().dump());

@@ -114,6 +114,32 @@ TEST(PluginConfigTest, ParsesPodmanStyleStdin) {
       "ips": [{"version": "4", "address": "10.88.0.6/16"}]})"));
 }
 
+TEST(PluginConfigTest, StaticPortsDefaultsToTrueAndKeepsThePortMappings) {
+  const auto config = parsed(withMapping({{"hostPort", 8080}, {"containerPort", 80}}));
+  EXPECT_TRUE(config.staticPorts);
+  EXPECT_EQ(config.portMappings.size(), 1u);
+}
+
+TEST(PluginConfigTest, StaticPortsFalseLeavesThePortMappingsToPortmap) {
+  auto input = withMapping({{"hostPort", 8080}, {"containerPort", 80}});
+  input["staticPorts"] = false;
+  const auto config = parsed(input);
+  EXPECT_FALSE(config.staticPorts);
+  EXPECT_TRUE(config.portMappings.empty());
+}
+
+TEST(PluginConfigTest, StaticPortsFalseStillRejectsMalformedPortMappings) {
+  auto input = withMapping({{"hostPort", 0}, {"containerPort", 80}});
+  input["staticPorts"] = false;
+  EXPECT_THAT(invalid(input), ::testing::HasSubstr("hostPort"));
+}
+
+TEST(PluginConfigTest, StaticPortsMustBeABoolean) {
+  auto input = minimalConfig();
+  input["staticPorts"] = "no";
+  EXPECT_THAT(invalid(input), ::testing::HasSubstr("staticPorts"));
+}
+
 TEST(PluginConfigTest, EmptyAgentSocketMeansStandalone) {
   auto input = minimalConfig();
   input["agentSocket"] = "";

@@ -624,6 +624,70 @@ TEST(ResolveConfigTest, ErrorsNameTheFlagOrTheFile) {
   EXPECT_THAT(resolveConfig(badFlag).error().message, ::testing::StartsWith("socket: "));
 }
 
+// --- chaining into the CNI configuration ------------------------------------------------
+
+TEST(CniChainingConfigTest, DefaultsChainOnlyInAClusterIntoTheStandardDirs) {
+  const AgentConfig config;
+  EXPECT_EQ(config.chainCni, ChainCni::kAuto);
+  EXPECT_EQ(config.cniConfDir, "/etc/cni/net.d");
+  EXPECT_EQ(config.cniBinDir, "/opt/cni/bin");
+  EXPECT_TRUE(config.replacePortmap);
+  EXPECT_TRUE(chainsCni(config, /*inCluster=*/true));
+  EXPECT_FALSE(chainsCni(config, /*inCluster=*/false));
+}
+
+TEST(CniChainingConfigTest, ExplicitChoicesIgnoreWhereTheAgentRuns) {
+  AgentConfig config;
+  config.chainCni = ChainCni::kOn;
+  EXPECT_TRUE(chainsCni(config, false));
+  config.chainCni = ChainCni::kOff;
+  EXPECT_FALSE(chainsCni(config, true));
+}
+
+TEST(CniChainingConfigTest, FileKeysAreRead) {
+  auto config = loadFinal(
+      "chainCni: \"true\"\ncniConfDir: /tmp/net.d\ncniBinDir: /tmp/bin\nreplacePortmap: false\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->chainCni, ChainCni::kOn);
+  EXPECT_EQ(config->cniConfDir, "/tmp/net.d");
+  EXPECT_EQ(config->cniBinDir, "/tmp/bin");
+  EXPECT_FALSE(config->replacePortmap);
+}
+
+TEST(CniChainingConfigTest, ErrorsNameTheFieldAndTheValue) {
+  EXPECT_EQ(load("chainCni: sometimes\n").error().message,
+            "config.yaml: chainCni: \"sometimes\" is not auto, true or false");
+  EXPECT_EQ(loadFinal("cniConfDir: net.d\n").error().message,
+            "cniConfDir: \"net.d\" must be an absolute path");
+  EXPECT_EQ(loadFinal("cniBinDir: ''\n").error().message,
+            "cniBinDir: \"\" must be an absolute path");
+  EXPECT_THAT(load("replacePortmap: yes\n").error().message,
+              HasSubstr("replacePortmap: \"yes\" is not true or false"));
+}
+
+TEST(CniChainingConfigTest, FlagsGoOnTopAndAreChecked) {
+  const ConfigFile file("chainCni: \"true\"\ncniConfDir: /from/file\n");
+  CommandLine flags;
+  flags.configPath = file.path();
+  flags.chainCni = "false";
+  flags.cniConfDir = "/from/flag";
+  flags.replacePortmap = "false";
+  const auto config = resolveConfig(flags);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->chainCni, ChainCni::kOff);
+  EXPECT_EQ(config->cniConfDir, "/from/flag");
+  EXPECT_FALSE(config->replacePortmap);
+
+  CommandLine bad;
+  bad.chainCni = "maybe";
+  EXPECT_EQ(resolveConfig(bad).error().message,
+            "--chain-cni: \"maybe\" is not auto, true or false");
+  CommandLine badReplace;
+  badReplace.replacePortmap = "1";
+  EXPECT_EQ(resolveConfig(badReplace).error().message,
+            "--replace-portmap: \"1\" is not true or false");
+}
+
 // --- hostile YAML -------------------------------------------------------------------------
 
 TEST(AgentConfigHostileTest, AliasBombIsNotExpanded) {

@@ -40,8 +40,9 @@ TEST_F(EventLogTest, TextLinesCarryTimeLevelComponentAndEvent) {
 
 TEST_F(EventLogTest, EachComponentLogsUnderItsOwnName) {
   LogCapture capture;
-  for (const auto component : {Component::kAgent, Component::kAlloc, Component::kStore,
-                               Component::kSocket, Component::kTable, Component::kServer}) {
+  for (const auto component :
+       {Component::kAgent, Component::kAlloc, Component::kStore, Component::kSocket,
+        Component::kTable, Component::kServer, Component::kCni}) {
     event(component, Level::kInfo, "x.y");
   }
   std::vector<std::string> names;
@@ -50,7 +51,7 @@ TEST_F(EventLogTest, EachComponentLogsUnderItsOwnName) {
     const auto start = line.rfind(' ', end) + 1;
     names.push_back(line.substr(start, end - start));
   }
-  EXPECT_THAT(names, ElementsAre("agent", "alloc", "store", "socket", "table", "server"));
+  EXPECT_THAT(names, ElementsAre("agent", "alloc", "store", "socket", "table", "server", "cni"));
 }
 
 TEST_F(EventLogTest, WritesPlainValuesBareAndQuotesTheRest) {
@@ -167,8 +168,9 @@ TEST_F(EventLogTest, DropsEventsBelowTheLevel) {
 TEST_F(EventLogTest, EnabledFollowsTheConfiguredLevelOfEveryComponent) {
   for (const Level configured : {Level::kTrace, Level::kInfo, Level::kError}) {
     LogCapture capture(configured);
-    for (const auto component : {Component::kAgent, Component::kAlloc, Component::kStore,
-                                 Component::kSocket, Component::kTable, Component::kServer}) {
+    for (const auto component :
+         {Component::kAgent, Component::kAlloc, Component::kStore, Component::kSocket,
+          Component::kTable, Component::kServer, Component::kCni}) {
       for (const Level level :
            {Level::kTrace, Level::kDebug, Level::kInfo, Level::kWarn, Level::kError}) {
         EXPECT_EQ(enabled(component, level), level >= configured)

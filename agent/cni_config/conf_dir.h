@@ -1,0 +1,59 @@
+#pragma once
+// The node's CNI configuration directory as the runtime reads it, and the one way we write a file
+// there.
+//
+// Design note: libcni sorts `*.conf`, `*.conflist` and `*.json` by name and the runtime uses the
+// first that loads. A file sorted before the one we would pick that does not parse is most often
+// a primary's write in progress (Calico's install-cni and flannel's `cp -f` rewrite in place), so
+// it is reported, and the caller waits instead of chaining into the wrong file.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/cni_config/conf_editor.h"
+#include "common/error.h"
+
+namespace hostport::agent::cni_config {
+
+enum class ConfFormat { kConf, kConflist };
+
+struct ConfFile {
+  std::filesystem::path path;
+  ConfFormat format = ConfFormat::kConflist;
+  Json document;
+};
+
+struct UnparseableFile {
+  std::filesystem::path path;
+  std::string cause;
+};
+
+struct ConfDirScan {
+  /// The file the runtime uses; nullopt when no file parses (or there is none yet).
+  std::optional<ConfFile> chosen;
+  /// Config files sorted before `chosen` (or all of them, without one) that do not load.
+  std::vector<UnparseableFile> unparseable;
+};
+
+/// The format a file name stands for in libcni; nullopt for names it ignores (a leading dot or
+/// any other suffix, such as our temporary files and Cilium's `*.cilium_bak`).
+std::optional<ConfFormat> confFormatOf(const std::filesystem::path& name);
+
+/// Parses a config as libcni would load it: a JSON object; a conflist needs a non-empty `plugins`
+/// array, a conf a string `type`. kDecode naming what is wrong.
+Result<Json> parseConf(std::string_view text, ConfFormat format);
+
+/// Reads `dir` in libcni's order. kIo when the directory cannot be listed; a missing directory is
+/// an empty scan (the primary has not installed yet).
+Result<ConfDirScan> scanConfDir(const std::filesystem::path& dir);
+
+/// Writes `document` as `path` atomically and durably (temp file in the same dir, fsync, rename,
+/// fsync of the dir), with `mode`: the runtime reloads on the rename and never sees half a file.
+Result<void> writeConf(const std::filesystem::path& path, const Json& document, mode_t mode);
+
+/// The permission bits of `path`, or 0644 (what installers write) when it cannot be read.
+mode_t confModeOf(const std::filesystem::path& path);
+
+}  // namespace hostport::agent::cni_config

@@ -1,0 +1,75 @@
+#pragma once
+// A temp conf dir, bin dir and state dir for the chaining tests, and the file operations the
+// primaries make.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "agent/cni_config/chain_files.h"
+#include "tests/support/temp_dir.h"
+
+namespace hostport::agent::cni_config::test {
+
+struct ConfDirs {
+  hostport::test::TempDir root;
+  std::filesystem::path confDir = root / "net.d";
+  std::filesystem::path binDir = root / "bin";
+  std::filesystem::path stateDir = root / "state";
+
+  ConfDirs() {
+    std::filesystem::create_directories(confDir);
+    std::filesystem::create_directories(binDir);
+    std::ofstream(binDir / "hostport") << "#!/bin/sh\n";
+    std::filesystem::permissions(binDir / "hostport", std::filesystem::perms::owner_all);
+  }
+  ChainPaths paths() const { return {confDir, stateDir}; }
+  std::filesystem::path conf(std::string_view name) const { return confDir / name; }
+};
+
+inline std::string readText(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// As flannel's `cp -f` and Calico's install-cni: truncate and write in place.
+inline void writeInPlace(const std::filesystem::path& path, std::string_view text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+}
+
+/// As an installer that writes a temp file and renames it over the config.
+inline void writeByRename(const std::filesystem::path& path, std::string_view text) {
+  const auto tmp = path.parent_path() / ".primary.tmp";
+  writeInPlace(tmp, text);
+  std::filesystem::rename(tmp, path);
+}
+
+/// The document in `path`, or null when it does not exist or does not parse.
+inline Json readJson(const std::filesystem::path& path) {
+  return Json::parse(readText(path), nullptr, /*allow_exceptions=*/false);
+}
+
+/// Polls `condition` until it holds or `timeout` passes; its last answer.
+inline bool waitUntil(const std::function<bool()>& condition,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return condition();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+}  // namespace hostport::agent::cni_config::test
