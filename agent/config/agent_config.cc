@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/config/listen_address.h"
 #include "agent/log/event_log.h"
 #include "common/ascii.h"
 #include "common/identifiers.h"
@@ -161,17 +162,18 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   }
   if (root.IsNull()) return {};
   try {
-    HOSTPORT_TRY_VOID(
-        yaml.checkKeys(root, "",
-                       {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
-                        "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds",
-                        "releaseSpool", "allowEmptyGc", "emptyGcMaxLeases", "pools"}));
+    HOSTPORT_TRY_VOID(yaml.checkKeys(
+        root, "",
+        {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
+         "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds", "releaseSpool",
+         "allowEmptyGc", "emptyGcMaxLeases", "metricsAddress", "pools"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
           {"logLevel", &config.logLevel},
           {"logFormat", &config.logFormat},
-          {"releaseSpool", &config.releaseSpool}}) {
+          {"releaseSpool", &config.releaseSpool},
+          {"metricsAddress", &config.metricsAddress}}) {
       if (const auto node = root[key]) {
         HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
@@ -248,6 +250,11 @@ Result<void> finalizeConfig(AgentConfig& config) {
   if (auto format = log::parseFormat(config.logFormat); !format) {
     return withContext(format.error(), "logFormat");
   }
+  if (!config.metricsAddress.empty()) {
+    if (auto address = parseListenAddress(config.metricsAddress); !address) {
+      return withContext(address.error(), "metricsAddress");
+    }
+  }
   // Let the allocator judge overlaps and sizes now, so a bad config fails at start.
   auto probe = core::Allocator::create(config.pools, [] { return uint64_t{0}; });
   if (!probe) return withContext(probe.error(), "pools");
@@ -283,6 +290,7 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
     config.vanishedGraceSeconds = *commandLine.vanishedGraceSeconds;
   }
   if (commandLine.allowEmptyGc) config.allowEmptyGc = true;
+  if (commandLine.metricsAddress) config.metricsAddress = *commandLine.metricsAddress;
   HOSTPORT_TRY_VOID(finalizeConfig(config));
   return config;
 }

@@ -19,6 +19,8 @@ inline constexpr std::string_view kDefaultStateDir = "/var/lib/hostport";
 inline constexpr std::string_view kDefaultPortRange = "30000-32767";
 inline constexpr uint32_t kDefaultTableRepairSeconds = 30;
 inline constexpr uint32_t kDefaultVanishedGraceSeconds = 10;
+/// On the node's loopback only: metrics leave the node only when the operator says so.
+inline constexpr std::string_view kDefaultMetricsAddress = "127.0.0.1:9810";
 
 struct AgentConfig {
   std::string stateDir = std::string(kDefaultStateDir);
@@ -39,6 +41,9 @@ struct AgentConfig {
   /// emptyGcMaxLeases, unless allowEmptyGc (agent_service.h).
   bool allowEmptyGc = false;
   uint64_t emptyGcMaxLeases = 0;
+  /// Where GET /metrics is served over TCP, and nothing else (listen_address.h's grammar); empty:
+  /// no TCP listener. The control endpoints stay on the Unix socket.
+  std::string metricsAddress = std::string(kDefaultMetricsAddress);
   std::vector<core::PoolSpec> pools;  // always holds "default" once resolved
 };
 
@@ -55,7 +60,8 @@ struct CommandLine {
   std::optional<uint32_t> tableRepairSeconds;
   std::optional<uint32_t> vanishedGraceSeconds;
   std::string releaseSpool;
-  bool allowEmptyGc = false;  // --allow-empty-gc; false leaves the file's value
+  bool allowEmptyGc = false;                  // --allow-empty-gc; false leaves the file's value
+  std::optional<std::string> metricsAddress;  // --metrics-address; "" turns the listener off
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors
