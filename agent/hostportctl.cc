@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/api/agent_client.h"
+#include "agent/api/agent_probe.h"
 #include "agent/api/json_codec.h"
 
 namespace {
@@ -94,7 +95,16 @@ int main(int argc, char** argv) {
   std::string containerId;
   release->add_option("containerID", containerId, "the container (sandbox) ID")->required();
 
+  // The kubelet's exec probes (daemonset.yaml): exit 0 on 200, else the reason in one line.
+  auto* health = app.add_subcommand("health", "exit 0 when the agent's /healthz answers 200");
+  auto* ready = app.add_subcommand("ready", "exit 0 when the agent's /readyz answers 200");
+
   CLI11_PARSE(app, argc, argv);
+  if (*health || *ready) {
+    // A probe's deadline is short unless --timeout says otherwise: the kubelet's own is seconds.
+    constexpr double kProbeTimeoutSeconds = 2;
+    if (app.get_option("--timeout")->count() == 0) timeoutSeconds = kProbeTimeoutSeconds;
+  }
   const auto client = api::AgentClient::forSocket(
       socket, std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000)));
 
@@ -131,6 +141,9 @@ int main(int argc, char** argv) {
                        std::to_string(row.used), std::to_string(row.free)});
     }
     printTable(table);
+  } else if (*health || *ready) {
+    auto probed = api::probeAgent(client, *health ? api::kHealthzPath : api::kReadyzPath);
+    if (!probed) return report(probed.error());
   } else if (*release) {
     auto released = client.releaseContainer(containerId);
     if (!released) return report(released.error());
