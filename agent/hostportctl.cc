@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/api/agent_client.h"
+#include "agent/api/agent_probe.h"
 #include "agent/api/json_codec.h"
 #include "agent/cni_config/chain_files.h"
 
@@ -129,8 +130,17 @@ int main(int argc, char** argv) {
   uninstall->add_option("--state-dir", stateDir, "the agent's state dir (holds the record)")
       ->capture_default_str();
 
+  // The kubelet's exec probes (daemonset.yaml): exit 0 on 200, else the reason in one line.
+  auto* health = app.add_subcommand("health", "exit 0 when the agent's /healthz answers 200");
+  auto* ready = app.add_subcommand("ready", "exit 0 when the agent's /readyz answers 200");
+
   CLI11_PARSE(app, argc, argv);
   if (*uninstall) return uninstallCni(cniConfDir, cniBinDir, stateDir);
+  if (*health || *ready) {
+    // A probe's deadline is short unless --timeout says otherwise: the kubelet's own is seconds.
+    constexpr double kProbeTimeoutSeconds = 2;
+    if (app.get_option("--timeout")->count() == 0) timeoutSeconds = kProbeTimeoutSeconds;
+  }
   const auto client = api::AgentClient::forSocket(
       socket, std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000)));
 
@@ -167,6 +177,9 @@ int main(int argc, char** argv) {
                        std::to_string(row.used), std::to_string(row.free)});
     }
     printTable(table);
+  } else if (*health || *ready) {
+    auto probed = api::probeAgent(client, *health ? api::kHealthzPath : api::kReadyzPath);
+    if (!probed) return report(probed.error());
   } else if (*release) {
     auto released = client.releaseContainer(containerId);
     if (!released) return report(released.error());

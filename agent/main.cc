@@ -11,7 +11,9 @@
 
 #include "agent/cni_config/chainer.h"
 #include "agent/config/agent_config.h"
+#include "agent/config/listen_address.h"
 #include "agent/log/event_log.h"
+#include "agent/server/tcp_http_server.h"
 #include "agent/server/unix_http_server.h"
 #include "agent/service/agent_service.h"
 #include "agent/service/api_handlers.h"
@@ -112,6 +114,24 @@ Result<std::unique_ptr<cni_config::Chainer>> startCniChainer(const AgentConfig& 
   return cni_config::Chainer::start(std::move(options));
 }
 
+/// GET /metrics on config.metricsAddress over TCP, or nothing when it is empty. A port that cannot
+/// be bound is a warning, not a stop: the agent's work is the pods' ports, not its metrics.
+std::unique_ptr<server::TcpHttpServer> serveMetrics(boost::asio::io_context& io,
+                                                    const AgentConfig& config,
+                                                    const Router& metricsRouter) {
+  if (config.metricsAddress.empty()) return nullptr;
+  const auto address =
+      *config::parseListenAddress(config.metricsAddress);  // finalizeConfig checked
+  auto listener =
+      server::TcpHttpServer::listen(io, address.address, address.port, metricsRouter, {});
+  if (!listener) {
+    log::event(log::Component::kServer, log::Level::kWarn, "server.metrics_unavailable",
+               {{"address", address.str()}, {"cause", listener.error().message}});
+    return nullptr;
+  }
+  return std::move(*listener);
+}
+
 /// Serves until a signal or a store failure; the exit code, or why the agent could not start.
 Result<int> run(const AgentConfig& config) {
   boost::asio::io_context io(1);
@@ -153,6 +173,9 @@ Result<int> run(const AgentConfig& config) {
   registerApiHandlers(router, service, metrics, ready);
   HOSTPORT_TRY(auto server,
                UnixHttpServer::listen(io, config.socketPath, 0600, router, ServerLimits{}));
+  Router metricsRouter;  // GET /metrics and nothing else: TCP never reaches a control endpoint
+  registerMetricsHandler(metricsRouter, service);
+  auto metricsServer = serveMetrics(io, config, metricsRouter);
   lifecycle.watchSignals();
   ready = true;
   logPools(config.pools);
@@ -166,6 +189,7 @@ Result<int> run(const AgentConfig& config) {
   ready = false;
   if (reconciler) reconciler->stop();
   // Drain the journal while the service its callbacks call into is still alive.
+  metricsServer.reset();
   server.reset();
   recovered.store.reset();
   return lifecycle.exitCode();
@@ -209,6 +233,10 @@ int main(int argc, char** argv) {
                  "where the plugin leaves release notes for DELs made while the agent was down "
                  "(default " +
                      std::string(api::kDefaultReleaseSpool) + ")");
+  app.add_option("--metrics-address", flags.metricsAddress,
+                 "host:port where GET /metrics alone is served over TCP, e.g. 0.0.0.0:9810 or "
+                 "[::1]:9810; \"\" turns it off (default " +
+                     std::string(config::kDefaultMetricsAddress) + ")");
   app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
                "leave net.ipv4.ip_local_reserved_ports alone");
   app.add_flag("--allow-empty-gc", flags.allowEmptyGc,

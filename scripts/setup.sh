@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of hostport from Debian's packages.
-# Idempotent: when every package is already installed it does nothing (no apt-get update).
+# Installs every build and test dependency of hostport from Debian's packages, and the npm
+# packages of the manifest checks (tests/manifests, npm ci from its lock file).
+# Idempotent: when every package is already installed it does nothing (no apt-get update, no npm).
 set -euo pipefail
 
 readonly PROG="setup.sh"
@@ -15,7 +16,14 @@ PACKAGES=(
   podman runc busybox-static iptables
   curl procps ca-certificates jq
   clang-format  # scripts/format.sh and the ctest SourcesAreClangFormatted
+  yamllint      # tests/manifests: the DaemonSet manifests
 )
+# Commands the manifest checks run (tests/manifests), each with the Debian package that brings it
+# when it is missing. A machine may have them from elsewhere (kubectl from Kubernetes' own apt
+# repository, node from NodeSource), and those are used as they are.
+readonly -A COMMAND_PACKAGES=([kubectl]=kubernetes-client [node]=nodejs [npm]=npm)
+# The schema checker's npm packages, installed from its package-lock.json.
+readonly MANIFEST_CHECKS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/manifests"
 # What scripts/bench.sh needs on top: the plot.
 readonly BENCH_PACKAGES=(gnuplot-nox)
 
@@ -29,22 +37,44 @@ Usage: sudo scripts/setup.sh [--bench] [--help]
 Installs the Debian packages hostport needs to build and test:
   ${PACKAGES[*]}
 
+and, when the commands are missing: kubectl (kubernetes-client), node (nodejs), npm.
 Runs 'apt-get update' and 'apt-get install --no-install-recommends' only when a
 package is missing; when everything is installed it exits at once. Needs root.
+Then 'npm ci' in tests/manifests (the offline schema checker of the manifests),
+skipped when its node_modules was installed from the current package-lock.json.
 
   --bench   also install what scripts/bench.sh needs: ${BENCH_PACKAGES[*]}
 EOF
 }
 
-# Prints the packages from PACKAGES that dpkg does not report as installed.
+# Prints the packages from PACKAGES that dpkg does not report as installed, and the package of
+# every command of COMMAND_PACKAGES that is not on PATH.
 missing_packages() {
-  local pkg status
+  local pkg status cmd
   for pkg in "${PACKAGES[@]}"; do
     status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
     if [[ "$status" != "installed" ]]; then
       printf '%s\n' "$pkg"
     fi
   done
+  for cmd in "${!COMMAND_PACKAGES[@]}"; do
+    command -v "$cmd" >/dev/null || printf '%s\n' "${COMMAND_PACKAGES[$cmd]}"
+  done
+}
+
+# `npm ci` in tests/manifests, skipped when node_modules was installed from this very lock file
+# (a stamp holds the lock file's hash): the common run costs one sha256sum.
+install_manifest_checker() {
+  local stamp="${MANIFEST_CHECKS_DIR}/node_modules/.hostport-lock.sha256"
+  local want
+  want="$(sha256sum "${MANIFEST_CHECKS_DIR}/package-lock.json" | cut -d' ' -f1)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    log "manifest checker: node_modules is current"
+    return 0
+  fi
+  log "manifest checker: npm ci in ${MANIFEST_CHECKS_DIR}"
+  (cd "$MANIFEST_CHECKS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+  printf '%s\n' "$want" >"$stamp"
 }
 
 main() {
@@ -61,6 +91,7 @@ main() {
   mapfile -t missing < <(missing_packages)
   if ((${#missing[@]} == 0)); then
     log "all ${#PACKAGES[@]} packages are installed"
+    install_manifest_checker
     return 0
   fi
 
@@ -80,6 +111,7 @@ main() {
     die "still not installed after apt-get: ${missing[*]}"
   fi
   log "all ${#PACKAGES[@]} packages are installed"
+  install_manifest_checker
 }
 
 main "$@"

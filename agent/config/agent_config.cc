@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/config/listen_address.h"
 #include "agent/log/event_log.h"
 #include "common/ascii.h"
 #include "common/identifiers.h"
@@ -166,7 +167,7 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
                        {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
                         "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds",
                         "releaseSpool", "allowEmptyGc", "emptyGcMaxLeases", "pools", "chainCni",
-                        "cniConfDir", "cniBinDir", "replacePortmap"}));
+                        "cniConfDir", "cniBinDir", "replacePortmap", "metricsAddress"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
@@ -174,7 +175,8 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
           {"logFormat", &config.logFormat},
           {"releaseSpool", &config.releaseSpool},
           {"cniConfDir", &config.cniConfDir},
-          {"cniBinDir", &config.cniBinDir}}) {
+          {"cniBinDir", &config.cniBinDir},
+          {"metricsAddress", &config.metricsAddress}}) {
       if (const auto node = root[key]) {
         HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
@@ -278,6 +280,11 @@ Result<void> finalizeConfig(AgentConfig& config) {
   if (auto format = log::parseFormat(config.logFormat); !format) {
     return withContext(format.error(), "logFormat");
   }
+  if (!config.metricsAddress.empty()) {
+    if (auto address = parseListenAddress(config.metricsAddress); !address) {
+      return withContext(address.error(), "metricsAddress");
+    }
+  }
   // Let the allocator judge overlaps and sizes now, so a bad config fails at start.
   auto probe = core::Allocator::create(config.pools, [] { return uint64_t{0}; });
   if (!probe) return withContext(probe.error(), "pools");
@@ -328,6 +335,7 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
     config.vanishedGraceSeconds = *commandLine.vanishedGraceSeconds;
   }
   if (commandLine.allowEmptyGc) config.allowEmptyGc = true;
+  if (commandLine.metricsAddress) config.metricsAddress = *commandLine.metricsAddress;
   HOSTPORT_TRY_VOID(finalizeConfig(config));
   return config;
 }

@@ -31,6 +31,8 @@ enum class ChainCni {
 };
 /// "auto", "true" or "false"; kInvalidArgument quoting the text otherwise.
 Result<ChainCni> parseChainCni(std::string_view text);
+/// On the node's loopback only: metrics leave the node only when the operator says so.
+inline constexpr std::string_view kDefaultMetricsAddress = "127.0.0.1:9810";
 
 struct AgentConfig {
   std::string stateDir = std::string(kDefaultStateDir);
@@ -51,6 +53,9 @@ struct AgentConfig {
   /// emptyGcMaxLeases, unless allowEmptyGc (agent_service.h).
   bool allowEmptyGc = false;
   uint64_t emptyGcMaxLeases = 0;
+  /// Where GET /metrics is served over TCP, and nothing else (listen_address.h's grammar); empty:
+  /// no TCP listener. The control endpoints stay on the Unix socket.
+  std::string metricsAddress = std::string(kDefaultMetricsAddress);
   std::vector<core::PoolSpec> pools;  // always holds "default" once resolved
   ChainCni chainCni = ChainCni::kAuto;
   std::string cniConfDir = std::string(kDefaultCniConfDir);
@@ -80,7 +85,8 @@ struct CommandLine {
   std::string chainCni;       // --chain-cni auto|true|false
   std::string cniConfDir;
   std::string cniBinDir;
-  std::string replacePortmap;  // --replace-portmap true|false
+  std::string replacePortmap;                 // --replace-portmap true|false
+  std::optional<std::string> metricsAddress;  // --metrics-address; "" turns the listener off
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors

@@ -4,136 +4,21 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include <atomic>
 #include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <optional>
 
-#include "agent/api/routes.h"
 #include "agent/log/event_log.h"
-#include "agent/log/rate_limiter.h"
+#include "agent/server/http_connections.h"
 
 namespace hostport::agent::server {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
 using Protocol = asio::local::stream_protocol;
-using Stream = beast::basic_stream<Protocol, asio::any_io_executor, beast::unlimited_rate_policy>;
 
 namespace {
-
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(Protocol::socket socket, const Router& router, const ServerLimits& limits,
-          std::atomic<std::size_t>& open)
-      : stream_(std::move(socket)), router_(router), limits_(limits), open_(open) {
-    ++open_;
-  }
-  ~Session() { --open_; }
-
-  void start() { read(); }
-
- private:
-  void read() {
-    method_.clear();
-    path_.clear();
-    parser_.emplace();
-    parser_->body_limit(limits_.maxBodyBytes);
-    parser_->header_limit(static_cast<std::uint32_t>(limits_.maxHeaderBytes));
-    stream_.expires_after(limits_.readTimeout);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
-  }
-
-  void onRead(beast::error_code ec) {
-    if (ec == http::error::body_limit || ec == http::error::header_limit) {
-      keepAlive_ = false;
-      write(errorResponse(413, "too_large", "request exceeds the size limit"));
-      return;
-    }
-    if (ec) return;  // closed, timed out or garbage: drop the connection
-    stream_
-        .expires_never();  // the handler may wait for the journal; that is not the client's fault
-    started_ = std::chrono::steady_clock::now();
-    const auto& message = parser_->get();
-    keepAlive_ = message.keep_alive();
-    HttpRequest request;
-    request.method = std::string(message.method_string());
-    const std::string_view rawTarget(message.target().data(), message.target().size());
-    request.path = std::string(rawTarget.substr(0, rawTarget.find('?')));
-    method_ = request.method;
-    path_ = request.path;
-    auto target = api::parseTarget(rawTarget);
-    if (!target) {
-      write(errorResponse(400, "invalid_argument", target.error().message));
-      return;
-    }
-    request.segments = std::move(target->segments);
-    request.query.insert(target->query.begin(), target->query.end());
-    request.body = message.body();
-    auto self = shared_from_this();
-    router_.dispatch(request, [self](api::HttpResponse response) {
-      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
-        self->write(std::move(response));
-      });
-    });
-  }
-
-  void write(api::HttpResponse response) {
-    logRequest(response.status);
-    auto message = std::make_shared<http::response<http::string_body>>();
-    message->result(response.status);
-    message->version(11);
-    message->set(http::field::server, "hostport-agent");
-    message->set(http::field::content_type, response.contentType);
-    message->keep_alive(keepAlive_);
-    message->body() = std::move(response.body);
-    message->prepare_payload();
-    stream_.expires_after(limits_.readTimeout);
-    http::async_write(stream_, *message,
-                      [self = shared_from_this(), message](beast::error_code ec, std::size_t) {
-                        if (ec) return;
-                        if (!self->keepAlive_) {
-                          beast::error_code ignored;
-                          self->stream_.socket().shutdown(Protocol::socket::shutdown_send, ignored);
-                          return;
-                        }
-                        self->read();
-                      });
-  }
-
-  /// server.request, at debug: what was asked and how it was answered.
-  void logRequest(unsigned status) const {
-    if (!log::enabled(log::Component::kServer, log::Level::kDebug)) return;
-    const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - started_);
-    log::event(log::Component::kServer, log::Level::kDebug, "server.request",
-               {log::untrusted("method", method_),
-                log::untrusted("path", path_),
-                {"status", status},
-                {"us", elapsed.count()}});
-  }
-
-  Stream stream_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  const Router& router_;
-  const ServerLimits& limits_;
-  std::atomic<std::size_t>& open_;
-  bool keepAlive_ = true;
-  // The request being answered, for the log.
-  std::string method_;
-  std::string path_;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-};
 
 Result<UniqueFd> lockSocketPath(const std::string& path) {
   const std::string lockPath = path + ".lock";
@@ -150,37 +35,8 @@ Result<UniqueFd> lockSocketPath(const std::string& path) {
 
 }  // namespace
 
-struct UnixHttpServer::Impl {
-  Impl(asio::io_context& io, const Router& router, ServerLimits limits)
-      : io(io), acceptor(io), router(router), limits(limits) {}
-
-  void accept() {
-    acceptor.async_accept(
-        asio::make_strand(io), [this](beast::error_code ec, Protocol::socket socket) {
-          if (ec == asio::error::operation_aborted) return;
-          if (!ec) {
-            if (open.load() >= limits.maxConnections) {
-              // A flood sheds thousands a second: one line a second, counting them.
-              if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
-                log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
-                           {{"open", open.load()}, {"shed", *shed}});
-              }
-              beast::error_code ignored;
-              socket.close(ignored);  // shed load rather than queue without bound
-            } else {
-              std::make_shared<Session>(std::move(socket), router, limits, open)->start();
-            }
-          }
-          accept();
-        });
-  }
-
-  asio::io_context& io;
-  Protocol::acceptor acceptor;
-  const Router& router;
-  ServerLimits limits;
-  std::atomic<std::size_t> open{0};
-  log::RateLimiter shedLog;  // only the accept handler uses it, one at a time
+struct UnixHttpServer::Impl : detail::HttpAcceptLoop<Protocol> {
+  using detail::HttpAcceptLoop<Protocol>::HttpAcceptLoop;
 };
 
 UnixHttpServer::UnixHttpServer(std::unique_ptr<Impl> impl, std::string path, UniqueFd lock)

@@ -8,17 +8,11 @@
 #include <string>
 
 #include "agent/server/router.h"
+#include "agent/server/server_limits.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
 
 namespace hostport::agent::server {
-
-struct ServerLimits {
-  std::size_t maxBodyBytes = 1 << 20;
-  std::size_t maxHeaderBytes = 16 << 10;
-  std::chrono::milliseconds readTimeout{10'000};  // per request, headers and body together
-  std::size_t maxConnections = 1024;
-};
 
 class UnixHttpServer {
  public:

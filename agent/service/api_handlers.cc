@@ -141,12 +141,6 @@ void checkReadiness(const ApiContext& context, const server::HttpRequest&,
                                                             : textResponse("not ready\n", 503));
 }
 
-/// GET /metrics: Prometheus text.
-void exposeMetrics(const ApiContext& context, const server::HttpRequest&, const server::PathParams&,
-                   server::Responder respond) {
-  respond(textResponse(context.service.metricsText()));
-}
-
 }  // namespace
 
 void registerApiHandlers(server::Router& router, AgentService& service, Metrics& metrics,
@@ -171,7 +165,15 @@ void registerApiHandlers(server::Router& router, AgentService& service, Metrics&
   route("GET", api::kPoolsPath, listPools);
   route("GET", api::kHealthzPath, checkHealth);
   route("GET", api::kReadyzPath, checkReadiness);
-  route("GET", api::kMetricsPath, exposeMetrics);
+  registerMetricsHandler(router, service);
+}
+
+void registerMetricsHandler(server::Router& router, AgentService& service) {
+  router.add(
+      "GET", api::kMetricsPath,
+      [&service](const server::HttpRequest&, const server::PathParams&, server::Responder respond) {
+        respond(textResponse(service.metricsText()));
+      });
 }
 
 }  // namespace hostport::agent::service

@@ -12,4 +12,8 @@ namespace hostport::agent::service {
 void registerApiHandlers(server::Router& router, AgentService& service, Metrics& metrics,
                          const std::atomic<bool>& ready);
 
+/// Registers GET /metrics (Prometheus text) alone: the whole router of the TCP metrics listener,
+/// and the same handler registerApiHandlers() puts on the control socket.
+void registerMetricsHandler(server::Router& router, AgentService& service);
+
 }  // namespace hostport::agent::service

@@ -443,6 +443,23 @@ TEST(AgentConfigTest, FinalizeChecksPaths) {
               HasSubstr("at most 100 characters"));
 }
 
+TEST(AgentConfigTest, MetricsAddressDefaultsToLoopbackAndEmptyTurnsItOff) {
+  EXPECT_EQ(AgentConfig{}.metricsAddress, "127.0.0.1:9810");
+  auto v6 = loadFinal("metricsAddress: \"[::1]:9911\"\n");
+  ASSERT_TRUE(v6.has_value()) << v6.error().message;
+  EXPECT_EQ(v6->metricsAddress, "[::1]:9911");
+  auto off = loadFinal("metricsAddress: \"\"\n");
+  ASSERT_TRUE(off.has_value()) << off.error().message;
+  EXPECT_EQ(off->metricsAddress, "");
+}
+
+TEST(AgentConfigTest, BadMetricsAddressNamesTheKeyAndTheValue) {
+  EXPECT_THAT(finalError("metricsAddress: localhost:9810\n"),
+              HasSubstr("metricsAddress: \"localhost:9810\" is not host:port"));
+  EXPECT_THAT(finalError("metricsAddress: 127.0.0.1:0\n"),
+              HasSubstr("metricsAddress: \"127.0.0.1:0\" has a port outside 1-65535"));
+}
+
 TEST(AgentConfigTest, FinalizeChecksTheLogLevel) {
   for (const char* level : {"trace", "debug", "info", "warn", "error"}) {
     EXPECT_TRUE(loadFinal(std::string("logLevel: ") + level + "\n")) << level;
@@ -602,6 +619,23 @@ TEST(ResolveConfigTest, FlagsGoOnTopOfTheFile) {
   ASSERT_EQ(config->pools.size(), 1u);
   EXPECT_EQ(config->pools[0].ranges, std::vector<PortRange>{range(30000, 30009)});
   EXPECT_EQ(config->pools[0].strategy, core::Strategy::kRandom);
+}
+
+TEST(ResolveConfigTest, MetricsAddressFlagOverridesTheFileAndEmptyTurnsItOff) {
+  ConfigFile file("metricsAddress: 0.0.0.0:9810\n");
+  CommandLine flags;
+  flags.configPath = file.path();
+  auto fromFile = resolveConfig(flags);
+  ASSERT_TRUE(fromFile.has_value()) << fromFile.error().message;
+  EXPECT_EQ(fromFile->metricsAddress, "0.0.0.0:9810");
+  flags.metricsAddress = "";
+  auto off = resolveConfig(flags);
+  ASSERT_TRUE(off.has_value()) << off.error().message;
+  EXPECT_EQ(off->metricsAddress, "");
+  flags.metricsAddress = "[::1]";
+  auto bad = resolveConfig(flags);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message, HasSubstr("metricsAddress: \"[::1]\""));
 }
 
 TEST(ResolveConfigTest, ErrorsNameTheFlagOrTheFile) {

@@ -1,0 +1,179 @@
+#pragma once
+// What the agent's HTTP listeners share, whatever their socket: the per-connection session (read
+// deadline, header and body limits, routing, keep-alive) and the accept loop with its connection
+// cap. The Unix control socket (unix_http_server.h) and the TCP metrics listener
+// (tcp_http_server.h) are the same server over two protocols; only their sockets differ.
+// Internal to agent/server: included by the two .cc files only.
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "agent/api/routes.h"
+#include "agent/log/event_log.h"
+#include "agent/log/rate_limiter.h"
+#include "agent/server/router.h"
+#include "agent/server/server_limits.h"
+
+namespace hostport::agent::server::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+/// One connection: reads a request within the limits, routes it, writes the answer, and reads
+/// the next while the client keeps the connection alive.
+template <typename Protocol>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
+  using Stream = beast::basic_stream<Protocol, asio::any_io_executor, beast::unlimited_rate_policy>;
+
+ public:
+  HttpSession(typename Protocol::socket socket, const Router& router, const ServerLimits& limits,
+              std::atomic<std::size_t>& open)
+      : stream_(std::move(socket)), router_(router), limits_(limits), open_(open) {
+    ++open_;
+  }
+  ~HttpSession() { --open_; }
+
+  void start() { read(); }
+
+ private:
+  void read() {
+    method_.clear();
+    path_.clear();
+    parser_.emplace();
+    parser_->body_limit(limits_.maxBodyBytes);
+    parser_->header_limit(static_cast<std::uint32_t>(limits_.maxHeaderBytes));
+    stream_.expires_after(limits_.readTimeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
+  }
+
+  void onRead(beast::error_code ec) {
+    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      keepAlive_ = false;
+      write(errorResponse(413, "too_large", "request exceeds the size limit"));
+      return;
+    }
+    if (ec) return;  // closed, timed out or garbage: drop the connection
+    stream_
+        .expires_never();  // the handler may wait for the journal; that is not the client's fault
+    started_ = std::chrono::steady_clock::now();
+    const auto& message = parser_->get();
+    keepAlive_ = message.keep_alive();
+    HttpRequest request;
+    request.method = std::string(message.method_string());
+    const std::string_view rawTarget(message.target().data(), message.target().size());
+    request.path = std::string(rawTarget.substr(0, rawTarget.find('?')));
+    method_ = request.method;
+    path_ = request.path;
+    auto target = api::parseTarget(rawTarget);
+    if (!target) {
+      write(errorResponse(400, "invalid_argument", target.error().message));
+      return;
+    }
+    request.segments = std::move(target->segments);
+    request.query.insert(target->query.begin(), target->query.end());
+    request.body = message.body();
+    auto self = this->shared_from_this();
+    router_.dispatch(request, [self](api::HttpResponse response) {
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->write(std::move(response));
+      });
+    });
+  }
+
+  void write(api::HttpResponse response) {
+    logRequest(response.status);
+    auto message = std::make_shared<http::response<http::string_body>>();
+    message->result(response.status);
+    message->version(11);
+    message->set(http::field::server, "hostport-agent");
+    message->set(http::field::content_type, response.contentType);
+    message->keep_alive(keepAlive_);
+    message->body() = std::move(response.body);
+    message->prepare_payload();
+    stream_.expires_after(limits_.readTimeout);
+    http::async_write(
+        stream_, *message,
+        [self = this->shared_from_this(), message](beast::error_code ec, std::size_t) {
+          if (ec) return;
+          if (!self->keepAlive_) {
+            beast::error_code ignored;
+            self->stream_.socket().shutdown(Protocol::socket::shutdown_send, ignored);
+            return;
+          }
+          self->read();
+        });
+  }
+
+  /// server.request, at debug: what was asked and how it was answered.
+  void logRequest(unsigned status) const {
+    if (!log::enabled(log::Component::kServer, log::Level::kDebug)) return;
+    const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started_);
+    log::event(log::Component::kServer, log::Level::kDebug, "server.request",
+               {log::untrusted("method", method_),
+                log::untrusted("path", path_),
+                {"status", status},
+                {"us", elapsed.count()}});
+  }
+
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  const Router& router_;
+  const ServerLimits& limits_;
+  std::atomic<std::size_t>& open_;
+  bool keepAlive_ = true;
+  // The request being answered, for the log.
+  std::string method_;
+  std::string path_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+/// The accept loop of one listening socket: a session per connection, up to maxConnections open;
+/// the ones over the cap are closed at once and counted in server.connection_shed.
+template <typename Protocol>
+struct HttpAcceptLoop {
+  HttpAcceptLoop(asio::io_context& io, const Router& router, ServerLimits limits)
+      : io(io), acceptor(io), router(router), limits(limits) {}
+
+  void accept() {
+    acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec,
+                                                        typename Protocol::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        if (open.load() >= limits.maxConnections) {
+          // A flood sheds thousands a second: one line a second, counting them.
+          if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
+            log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
+                       {{"open", open.load()}, {"shed", *shed}});
+          }
+          beast::error_code ignored;
+          socket.close(ignored);  // shed load rather than queue without bound
+        } else {
+          std::make_shared<HttpSession<Protocol>>(std::move(socket), router, limits, open)->start();
+        }
+      }
+      accept();
+    });
+  }
+
+  asio::io_context& io;
+  typename Protocol::acceptor acceptor;
+  const Router& router;
+  ServerLimits limits;
+  std::atomic<std::size_t> open{0};
+  log::RateLimiter shedLog;  // only the accept handler uses it, one at a time
+};
+
+}  // namespace hostport::agent::server::detail
