@@ -23,8 +23,6 @@ namespace hostport::hostnet {
 using netlink::NetlinkSocket;
 namespace {
 
-constexpr std::string_view kIpv4ConfDir = "/proc/sys/net/ipv4/conf/";
-
 Result<void> writeSysctl(const std::string& path, std::string_view value) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) {
@@ -74,8 +72,8 @@ Result<std::vector<ConntrackEntry>> dumpUdpToPort(NetlinkSocket& socket, Family 
 
 }  // namespace
 
-Result<std::unique_ptr<NetlinkHostNetwork>> NetlinkHostNetwork::create() {
-  return std::unique_ptr<NetlinkHostNetwork>(new NetlinkHostNetwork());
+Result<std::unique_ptr<NetlinkHostNetwork>> NetlinkHostNetwork::create(std::string procSysNet) {
+  return std::unique_ptr<NetlinkHostNetwork>(new NetlinkHostNetwork(std::move(procSysNet)));
 }
 
 Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
@@ -102,7 +100,7 @@ Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
     return fail(ErrorCode::kKernel,
                 what + ": refusing unexpected interface name for index " + std::to_string(*oif));
   }
-  return writeSysctl(std::string(kIpv4ConfDir) + name + "/route_localnet", "1");
+  return writeSysctl(routeLocalnetPath(procSysNet_, name), "1");
 }
 
 Result<int> NetlinkHostNetwork::flushUdpConntrack(uint16_t port) {

@@ -1,5 +1,6 @@
 #pragma once
-// HostNetwork over netlink (libmnl) and /proc/sys, in the calling thread's network namespace.
+// HostNetwork over netlink (libmnl) and the net sysctls under a root directory (proc_sys_net.h,
+// /proc/sys/net by default), in the calling thread's network namespace.
 //
 // Design note: no socket is opened in create(). A netlink socket belongs to the netns of the
 // thread that opened it, and callers (the plugin, tests entering a netns on one thread) expect
@@ -8,23 +9,32 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "common/ip_address.h"
 #include "hostnet/host_network.h"
+#include "hostnet/proc_sys_net.h"
 
 namespace hostport::hostnet {
 
-/// The real HostNetwork: RTM_GETROUTE + /proc/sys for route_localnet, ctnetlink for conntrack.
+/// The real HostNetwork: RTM_GETROUTE + <procSysNet>/ipv4/conf for route_localnet, ctnetlink for
+/// conntrack.
 class NetlinkHostNetwork final : public HostNetwork {
  public:
-  static Result<std::unique_ptr<NetlinkHostNetwork>> create();
+  /// `procSysNet`: where the net sysctls are (the agent's procSysNet; the plugin, on the host,
+  /// keeps the default).
+  static Result<std::unique_ptr<NetlinkHostNetwork>> create(
+      std::string procSysNet = std::string(kDefaultProcSysNet));
 
   Result<void> enableRouteLocalnet(const IpAddress& podIp) override;
   Result<int> flushUdpConntrack(uint16_t port) override;
 
  private:
-  NetlinkHostNetwork() = default;
+  explicit NetlinkHostNetwork(std::string procSysNet) : procSysNet_(std::move(procSysNet)) {}
+
+  std::string procSysNet_;
 };
 
 }  // namespace hostport::hostnet

@@ -10,7 +10,8 @@
 // - Read-modify-write is not atomic against another writer. One agent per node is the writer we
 //   expect; the union makes a lost update heal at the next call.
 // - The sysctl is per network namespace, and /proc/sys/net resolves to the netns of the thread
-//   that opens it. The path is injectable so the text handling is tested on plain files.
+//   that opens it (so does any mount of it: proc_sys_net.h). The path is injectable, so the
+//   agent can be given another root (procSysNet) and the text handling is tested on plain files.
 // - The kernel reads and writes the list as "a,b-c,..." (comma-separated ports and inclusive
 //   ranges, a newline after). The parser is strict: anything else is an error, never a guess.
 
@@ -21,14 +22,12 @@
 #include <vector>
 
 #include "common/error.h"
+#include "hostnet/proc_sys_net.h"
 
 namespace hostport::hostnet {
 
 /// An inclusive port range, first <= second. A single port is {p, p}.
 using PortRange = std::pair<uint16_t, uint16_t>;
-
-inline constexpr std::string_view kLocalReservedPortsPath =
-    "/proc/sys/net/ipv4/ip_local_reserved_ports";
 
 /// Parses the sysctl's text: "" (nothing reserved), "8080", "8080,30000-32767\n". Spaces and tabs
 /// around items and a trailing newline are accepted; empty items, reversed ranges, numbers above
@@ -47,11 +46,12 @@ std::vector<PortRange> mergePortRanges(const std::vector<PortRange>& existing,
 /// The kernel's own format, without a newline: "8080,30000-32767"; "" for no ranges.
 std::string formatReservedPorts(const std::vector<PortRange>& ranges);
 
-/// Adds `ranges` to the reserved ports at `procPath` (the calling thread's netns for the default
-/// path): reads, merges, and writes only if the set changed; then reads back to check the kernel
-/// took it. Error{kInvalidArgument} for a reversed range, Error{kKernel} when the sysctl cannot
-/// be read or written, Error{kDecode} when its current text is not a port list.
+/// Adds `ranges` to the reserved ports at `procPath` (localReservedPortsPath(); the calling
+/// thread's netns for the default root): reads, merges, and writes only if the set changed; then
+/// reads back to check the kernel took it. Error{kInvalidArgument} for a reversed range,
+/// Error{kKernel} when the sysctl cannot be read or written, Error{kDecode} when its current text
+/// is not a port list.
 Result<void> reserveLocalPorts(const std::vector<PortRange>& ranges,
-                               const std::string& procPath = std::string(kLocalReservedPortsPath));
+                               const std::string& procPath = localReservedPortsPath());
 
 }  // namespace hostport::hostnet

@@ -12,8 +12,7 @@ namespace hostport::agent::service {
 
 /// Adds every pool range to net.ipv4.ip_local_reserved_ports at `procPath` (by default, of the
 /// calling thread's netns) and logs socket.ports_reserved with the ranges added.
-Result<void> reservePoolPorts(
-    const std::vector<core::PoolSpec>& pools,
-    const std::string& procPath = std::string(hostnet::kLocalReservedPortsPath));
+Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools,
+                              const std::string& procPath = hostnet::localReservedPortsPath());
 
 }  // namespace hostport::agent::service
