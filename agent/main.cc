@@ -64,10 +64,11 @@ void logPools(const std::vector<core::PoolSpec>& pools) {
   }
 }
 
-/// The one writer of table ip/ip6 hostport, in the agent's netns.
-Result<std::unique_ptr<ForwardWriter>> openForwardWriter() {
+/// The one writer of table ip/ip6 hostport, in the agent's netns; route_localnet under
+/// config.procSysNet.
+Result<std::unique_ptr<ForwardWriter>> openForwardWriter(const AgentConfig& config) {
   HOSTPORT_TRY(auto ruleset, nft::kernel::NftRuleset::create());
-  HOSTPORT_TRY(auto network, hostnet::NetlinkHostNetwork::create());
+  HOSTPORT_TRY(auto network, hostnet::NetlinkHostNetwork::create(config.procSysNet));
   return std::make_unique<ForwardWriter>(std::move(ruleset), std::move(network));
 }
 
@@ -145,7 +146,9 @@ Result<int> run(const AgentConfig& config) {
           config.stateDir, config.pools,
           [rng = std::mt19937_64(seed())]() mutable { return rng(); }, std::move(storeOptions)));
   if (config.reserveLocalPorts) {
-    if (auto reserved = reservePoolPorts(config.pools); !reserved) {
+    if (auto reserved =
+            reservePoolPorts(config.pools, hostnet::localReservedPortsPath(config.procSysNet));
+        !reserved) {
       return withContext(reserved.error(), "cannot reserve pool ports from ephemeral use");
     }
   }
@@ -153,7 +156,7 @@ Result<int> run(const AgentConfig& config) {
   if (!probes) return withContext(probes.error(), "cannot read the host's sockets");
 
   Metrics metrics;
-  auto writer = openForwardWriter();
+  auto writer = openForwardWriter(config);
   if (!writer) return withContext(writer.error(), "cannot open table ip/ip6 hostport");
   AgentService service(std::move(recovered.allocator), *recovered.store, std::move(*probes),
                        metrics,
@@ -239,6 +242,11 @@ int main(int argc, char** argv) {
                      std::string(config::kDefaultMetricsAddress) + ")");
   app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
                "leave net.ipv4.ip_local_reserved_ports alone");
+  app.add_option("--proc-sys-net", flags.procSysNet,
+                 "the directory of the net sysctls the agent writes (ip_local_reserved_ports, "
+                 "route_localnet): the node's /proc/sys/net mounted read-write elsewhere, e.g. "
+                 "/host/proc/sys/net, when /proc/sys is read-only in the container (default " +
+                     std::string(config::kDefaultProcSysNet) + ")");
   app.add_flag("--allow-empty-gc", flags.allowEmptyGc,
                "let a CNI GC with an empty list of valid attachments release every lease of its "
                "network (refused by default while the network holds more than emptyGcMaxLeases "

@@ -162,12 +162,12 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   }
   if (root.IsNull()) return {};
   try {
-    HOSTPORT_TRY_VOID(
-        yaml.checkKeys(root, "",
-                       {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
-                        "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds",
-                        "releaseSpool", "allowEmptyGc", "emptyGcMaxLeases", "pools", "chainCni",
-                        "cniConfDir", "cniBinDir", "replacePortmap", "metricsAddress"}));
+    HOSTPORT_TRY_VOID(yaml.checkKeys(
+        root, "",
+        {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
+         "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds", "releaseSpool",
+         "allowEmptyGc", "emptyGcMaxLeases", "pools", "chainCni", "cniConfDir", "cniBinDir",
+         "replacePortmap", "metricsAddress", "procSysNet"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
@@ -176,7 +176,8 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
           {"releaseSpool", &config.releaseSpool},
           {"cniConfDir", &config.cniConfDir},
           {"cniBinDir", &config.cniBinDir},
-          {"metricsAddress", &config.metricsAddress}}) {
+          {"metricsAddress", &config.metricsAddress},
+          {"procSysNet", &config.procSysNet}}) {
       if (const auto node = root[key]) {
         HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
@@ -267,8 +268,9 @@ Result<void> finalizeConfig(AgentConfig& config) {
                 "socket: " + quoteText(config.socketPath) +
                     " must be an absolute path of at most 100 characters");
   }
-  for (const auto& [key, dir] :
-       {std::pair{"cniConfDir", &config.cniConfDir}, {"cniBinDir", &config.cniBinDir}}) {
+  for (const auto& [key, dir] : {std::pair{"cniConfDir", &config.cniConfDir},
+                                 {"cniBinDir", &config.cniBinDir},
+                                 {"procSysNet", &config.procSysNet}}) {
     if (dir->empty() || dir->front() != '/') {
       return fail(ErrorCode::kInvalidArgument,
                   std::string(key) + ": " + quoteText(*dir) + " must be an absolute path");
@@ -313,7 +315,8 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
                                      {&commandLine.logFormat, &config.logFormat},
                                      {&commandLine.releaseSpool, &config.releaseSpool},
                                      {&commandLine.cniConfDir, &config.cniConfDir},
-                                     {&commandLine.cniBinDir, &config.cniBinDir}}) {
+                                     {&commandLine.cniBinDir, &config.cniBinDir},
+                                     {&commandLine.procSysNet, &config.procSysNet}}) {
     if (!flag->empty()) *target = *flag;
   }
   if (!commandLine.chainCni.empty()) {

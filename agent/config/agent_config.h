@@ -21,6 +21,8 @@ inline constexpr uint32_t kDefaultTableRepairSeconds = 30;
 inline constexpr uint32_t kDefaultVanishedGraceSeconds = 10;
 inline constexpr std::string_view kDefaultCniConfDir = "/etc/cni/net.d";
 inline constexpr std::string_view kDefaultCniBinDir = "/opt/cni/bin";
+/// hostnet::kDefaultProcSysNet (config does not depend on hostnet; a unit test keeps them equal).
+inline constexpr std::string_view kDefaultProcSysNet = "/proc/sys/net";
 
 /// Whether the agent chains the plugin into the node's CNI configuration (agent/cni_config).
 enum class ChainCni {
@@ -38,6 +40,10 @@ struct AgentConfig {
   std::string stateDir = std::string(kDefaultStateDir);
   std::string socketPath = std::string(api::kDefaultAgentSocket);
   bool reserveLocalPorts = true;  // add pool ranges to net.ipv4.ip_local_reserved_ports
+  /// Where the agent reads and writes net sysctls (ip_local_reserved_ports, route_localnet): the
+  /// node's /proc/sys/net mounted read-write elsewhere when /proc/sys is read-only (a container
+  /// without `privileged`; hostnet/proc_sys_net.h).
+  std::string procSysNet = std::string(kDefaultProcSysNet);
   std::string logLevel = "info";
   std::string logFormat = "text";  // text or json (agent/log/event_log.h)
   uint64_t compactAfterJournalBytes = 8 << 20;
@@ -78,6 +84,7 @@ struct CommandLine {
   std::string logLevel;
   std::string logFormat;
   bool noReservedPorts = false;
+  std::string procSysNet;  // --proc-sys-net
   std::optional<uint32_t> tableRepairSeconds;
   std::optional<uint32_t> vanishedGraceSeconds;
   std::string releaseSpool;

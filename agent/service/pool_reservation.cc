@@ -13,7 +13,7 @@ Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools,
   ranges = hostnet::normalizePortRanges(std::move(ranges));
   HOSTPORT_TRY_VOID(hostnet::reserveLocalPorts(ranges, procPath));
   log::event(log::Component::kSocket, log::Level::kInfo, "socket.ports_reserved",
-             {{"ranges", hostnet::formatReservedPorts(ranges)}});
+             {{"ranges", hostnet::formatReservedPorts(ranges)}, {"path", procPath}});
   return {};
 }
 

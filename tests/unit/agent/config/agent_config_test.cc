@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "hostnet/proc_sys_net.h"
 #include "tests/support/temp_dir.h"
 
 namespace hostport::agent::config {
@@ -72,6 +73,8 @@ TEST(AgentConfigTest, DefaultsAreDocumented) {
   EXPECT_EQ(config.compactAfterJournalBytes, uint64_t{8} << 20);
   EXPECT_FALSE(config.allowEmptyGc);
   EXPECT_EQ(config.emptyGcMaxLeases, 0u);
+  EXPECT_EQ(config.procSysNet, "/proc/sys/net");
+  EXPECT_EQ(kDefaultProcSysNet, hostnet::kDefaultProcSysNet) << "the agent and hostnet disagree";
   EXPECT_TRUE(config.pools.empty());
 }
 
@@ -443,6 +446,17 @@ TEST(AgentConfigTest, FinalizeChecksPaths) {
               HasSubstr("at most 100 characters"));
 }
 
+TEST(AgentConfigTest, ProcSysNetIsReadAndMustBeAnAbsolutePath) {
+  const auto config = loadFinal("procSysNet: /host/proc/sys/net\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->procSysNet, "/host/proc/sys/net");
+  EXPECT_EQ(finalError("procSysNet: host/proc/sys/net\n"),
+            "procSysNet: \"host/proc/sys/net\" must be an absolute path");
+  EXPECT_EQ(finalError("procSysNet: ''\n"), "procSysNet: \"\" must be an absolute path");
+  EXPECT_EQ(loadError("procSysNet: [/proc/sys/net]\n"),
+            "config.yaml: procSysNet: must be a string");
+}
+
 TEST(AgentConfigTest, MetricsAddressDefaultsToLoopbackAndEmptyTurnsItOff) {
   EXPECT_EQ(AgentConfig{}.metricsAddress, "127.0.0.1:9810");
   auto v6 = loadFinal("metricsAddress: \"[::1]:9911\"\n");
@@ -619,6 +633,23 @@ TEST(ResolveConfigTest, FlagsGoOnTopOfTheFile) {
   ASSERT_EQ(config->pools.size(), 1u);
   EXPECT_EQ(config->pools[0].ranges, std::vector<PortRange>{range(30000, 30009)});
   EXPECT_EQ(config->pools[0].strategy, core::Strategy::kRandom);
+}
+
+TEST(ResolveConfigTest, ProcSysNetFlagOverridesTheFileAndIsChecked) {
+  const ConfigFile file("procSysNet: /host/proc/sys/net\n");
+  CommandLine flags;
+  flags.configPath = file.path();
+  const auto fromFile = resolveConfig(flags);
+  ASSERT_TRUE(fromFile.has_value()) << fromFile.error().message;
+  EXPECT_EQ(fromFile->procSysNet, "/host/proc/sys/net");
+  flags.procSysNet = "/mnt/net";
+  const auto fromFlag = resolveConfig(flags);
+  ASSERT_TRUE(fromFlag.has_value()) << fromFlag.error().message;
+  EXPECT_EQ(fromFlag->procSysNet, "/mnt/net");
+  flags.procSysNet = "proc/sys/net";
+  const auto bad = resolveConfig(flags);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message, "procSysNet: \"proc/sys/net\" must be an absolute path");
 }
 
 TEST(ResolveConfigTest, MetricsAddressFlagOverridesTheFileAndEmptyTurnsItOff) {

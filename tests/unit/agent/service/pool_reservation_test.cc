@@ -37,8 +37,9 @@ TEST_F(PoolReservationTest, AddsEveryPoolRangeToWhatIsReservedAndLogsThem) {
       {"games", {{9000, 9000}}, {}, core::Strategy::kLowest}};
   ASSERT_TRUE(reservePoolPorts(pools, path()));
   EXPECT_EQ(read(), "8080,9000,30000-30199\n");
-  EXPECT_EQ(capture.events("socket.ports_reserved"),
-            std::vector<std::string>{"socket.ports_reserved ranges=9000,30000-30199"});
+  EXPECT_EQ(
+      capture.events("socket.ports_reserved"),
+      std::vector<std::string>{"socket.ports_reserved ranges=9000,30000-30199 path=" + path()});
 }
 
 TEST_F(PoolReservationTest, FailsWithoutLoggingWhenTheListCannotBeRead) {
