@@ -11,6 +11,7 @@
 #include "agent/api/agent_probe.h"
 #include "agent/api/json_codec.h"
 #include "agent/cni_config/chain_files.h"
+#include "agent/cni_config/plugin_install.h"
 
 namespace {
 
@@ -81,6 +82,19 @@ int uninstallCni(const std::string& confDir, const std::string& binDir,
   return 0;
 }
 
+int installPlugin(const std::string& from, const std::string& binDir) {
+  // A VERSION that takes longer than this on a node is a plugin that will time out pods too.
+  constexpr std::chrono::seconds kVersionDeadline{10};
+  auto installed = cni_config::installPlugin(from, binDir, kVersionDeadline);
+  if (!installed) {
+    std::cerr << "hostportctl: install-plugin: " << installed.error().message << "\n";
+    return 1;
+  }
+  std::cout << "installed " << installed->path.string() << ": VERSION " << installed->version
+            << "\n";
+  return 0;
+}
+
 int report(const Error& error) {
   std::cerr << "hostportctl: " << error.message << "\n";
   return error.code == ErrorCode::kUnavailable ? 3 : 1;
@@ -130,12 +144,23 @@ int main(int argc, char** argv) {
   uninstall->add_option("--state-dir", stateDir, "the agent's state dir (holds the record)")
       ->capture_default_str();
 
+  auto* install = app.add_subcommand(
+      "install-plugin",
+      "copy the plugin binary into the CNI bin dir atomically and check that it runs (CNI "
+      "VERSION); the DaemonSet's init container; works without the agent");
+  std::string pluginSource = "/opt/hostport/bin/hostport";
+  install->add_option("--from", pluginSource, "the plugin binary to install")
+      ->capture_default_str();
+  install->add_option("--cni-bin-dir", cniBinDir, "where the runtime looks for plugins")
+      ->capture_default_str();
+
   // The kubelet's exec probes (daemonset.yaml): exit 0 on 200, else the reason in one line.
   auto* health = app.add_subcommand("health", "exit 0 when the agent's /healthz answers 200");
   auto* ready = app.add_subcommand("ready", "exit 0 when the agent's /readyz answers 200");
 
   CLI11_PARSE(app, argc, argv);
   if (*uninstall) return uninstallCni(cniConfDir, cniBinDir, stateDir);
+  if (*install) return installPlugin(pluginSource, cniBinDir);
   if (*health || *ready) {
     // A probe's deadline is short unless --timeout says otherwise: the kubelet's own is seconds.
     constexpr double kProbeTimeoutSeconds = 2;

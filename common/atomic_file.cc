@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <functional>
 
 #include "common/unique_fd.h"
 
@@ -37,16 +38,21 @@ Result<void> ensureDirectory(const std::filesystem::path& dir) {
   return {};
 }
 
-}  // namespace
-
-Result<void> writeFileAtomically(const std::filesystem::path& dir, std::string_view name,
-                                 std::string_view bytes, Durability durability, mode_t mode) {
+/// Fills dir/.name.tmp-<pid> through `fill`, then renames it over dir/name: the one way every
+/// file here is replaced.
+Result<void> replaceThroughTemp(
+    const std::filesystem::path& dir, std::string_view name, Durability durability, mode_t mode,
+    const std::function<Result<void>(int, const std::filesystem::path&)>& fill) {
   HOSTPORT_TRY_VOID(ensureDirectory(dir));
   const auto tmp = dir / ("." + std::string(name) + ".tmp-" + std::to_string(::getpid()));
   const auto path = dir / name;
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
   if (!fd.valid()) return failSystem(ErrorCode::kIo, "create " + tmp.string(), errno);
-  auto written = writeAll(fd.get(), bytes, tmp);
+  auto written = fill(fd.get(), tmp);
+  // The umask may have taken bits `mode` asks for (an executable's x bits, say).
+  if (written && ::fchmod(fd.get(), mode) != 0) {
+    written = failSystem(ErrorCode::kIo, "chmod " + tmp.string(), errno);
+  }
   if (written && durability == Durability::kDurable && ::fsync(fd.get()) != 0) {
     written = failSystem(ErrorCode::kIo, "fsync " + tmp.string(), errno);
   }
@@ -59,6 +65,36 @@ Result<void> writeFileAtomically(const std::filesystem::path& dir, std::string_v
   }
   if (durability == Durability::kDurable) return syncDirectory(dir);
   return {};
+}
+
+}  // namespace
+
+Result<void> writeFileAtomically(const std::filesystem::path& dir, std::string_view name,
+                                 std::string_view bytes, Durability durability, mode_t mode) {
+  return replaceThroughTemp(
+      dir, name, durability, mode,
+      [bytes](int fd, const std::filesystem::path& tmp) { return writeAll(fd, bytes, tmp); });
+}
+
+Result<void> copyFileAtomically(const std::filesystem::path& source,
+                                const std::filesystem::path& dir, std::string_view name,
+                                Durability durability, mode_t mode) {
+  UniqueFd in(::open(source.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return failSystem(ErrorCode::kIo, "open " + source.string(), errno);
+  return replaceThroughTemp(
+      dir, name, durability, mode, [&](int fd, const std::filesystem::path& tmp) -> Result<void> {
+        char buffer[64 * 1024];
+        for (;;) {
+          const ssize_t got = ::read(in.get(), buffer, sizeof buffer);
+          if (got < 0) {
+            if (errno == EINTR) continue;
+            return failSystem(ErrorCode::kIo, "read " + source.string(), errno);
+          }
+          if (got == 0) return {};
+          HOSTPORT_TRY_VOID(
+              writeAll(fd, std::string_view(buffer, static_cast<std::size_t>(got)), tmp));
+        }
+      });
 }
 
 Result<std::optional<std::string>> readSmallFile(const std::filesystem::path& path,
