@@ -2,12 +2,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <pthread.h>
 
 #include <cerrno>
 #include <nlohmann/json.hpp>
@@ -106,13 +105,13 @@ Result<std::string> pluginVersion(const std::filesystem::path& plugin,
   }
   if (!inTime) {
     return fail(ErrorCode::kUnavailable, program + " did not answer VERSION within " +
-                                         std::to_string(deadline.count()) + " ms");
+                                             std::to_string(deadline.count()) + " ms");
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     // 127: the loader could not start it (a missing library), the usual failure on a node.
-    const std::string how = WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
-                                              : "was killed by signal " +
-                                                    std::to_string(WTERMSIG(status));
+    const std::string how = WIFEXITED(status)
+                                ? "exited " + std::to_string(WEXITSTATUS(status))
+                                : "was killed by signal " + std::to_string(WTERMSIG(status));
     return fail(ErrorCode::kKernel, program + " " + how + " on VERSION: " + quoteText(answer));
   }
   const auto parsed = nlohmann::json::parse(answer, nullptr, false);

@@ -4,11 +4,10 @@
 
 #include "agent/cni_config/plugin_install.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
@@ -80,7 +79,8 @@ TEST_F(PluginInstallTest, APluginThatHangsIsKilledAtTheDeadline) {
 }
 
 TEST_F(PluginInstallTest, AMissingSourceNamesIt) {
-  auto installed = installPlugin(std::filesystem::path(dir_.path()) / "nowhere", binDir(), milliseconds(5000));
+  auto installed =
+      installPlugin(std::filesystem::path(dir_.path()) / "nowhere", binDir(), milliseconds(5000));
   ASSERT_FALSE(installed);
   EXPECT_NE(installed.error().message.find("nowhere"), std::string::npos);
 }
