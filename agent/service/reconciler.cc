@@ -298,14 +298,17 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
   // same key and data keeps its old tag), and removing it after the restore would take the
   // lease's forward down with it.
   RepairLog strays("table.stray_removed", "table.stray_remove_failed");
-  for (auto& [owner, rules] : installed) {
-    if (!nft::isOwnerTag(owner)) continue;  // not ours: never touched
+  const auto removeStray = [&](const std::string& owner, const nft::AttachmentRules& rules,
+                               std::string_view why) {
     auto removed = ruleset.removeExact(rules);
     strays.record(removed.has_value(),
                   {log::untrusted("owner", owner),
                    {"elements", rules.forwards.size() + rules.masquerades.size()},
-                   {"why", removed ? std::string("no lease") : removed.error().message}});
+                   {"why", removed ? std::string(why) : removed.error().message}});
     if (removed) ++report.straysRemoved;
+  };
+  for (auto& [owner, rules] : installed) {
+    if (nft::isOwnerTag(owner)) removeStray(owner, rules, "no lease");  // else not ours: kept
   }
   std::vector<IpPrefix> neededSubnets;
   RepairLog restores("table.restored", "table.restore_failed");
@@ -338,12 +341,7 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
       nft::AttachmentRules extra{owner, difference.unexpectedForwards,
                                  difference.unexpectedMasquerades};
       if (extra.hasConditions()) continue;  // a stale conditional rule: removed with its lease
-      auto removed = ruleset.removeExact(extra);
-      strays.record(removed.has_value(),
-                    {log::untrusted("owner", owner),
-                     {"elements", extra.forwards.size() + extra.masquerades.size()},
-                     {"why", removed ? std::string("not in the lease") : removed.error().message}});
-      if (removed) ++report.straysRemoved;
+      removeStray(owner, extra, "not in the lease");
     }
   }
   strays.finish();
