@@ -94,9 +94,14 @@ Result<void> applyChain(const ChainPaths& paths, const ChainPlan& plan) {
 Result<UnchainReport> unchain(const ChainPaths& paths) {
   UnchainReport report;
   HOSTPORT_TRY(const auto record, readChainRecord(paths.stateDir));
+  // The record names files as the agent saw them; the caller's conf dir may be the same dir seen
+  // from elsewhere (`kubectl debug node` mounts the host at /host), so only the names count.
+  const auto inConfDir = [&](const std::filesystem::path& recorded) {
+    return paths.confDir / recorded.filename();
+  };
   std::filesystem::path file;
   if (record) {
-    file = record->file;
+    file = inConfDir(record->file);
   } else {
     HOSTPORT_TRY(ConfDirScan scan, scanConfDir(paths.confDir));
     if (!scan.chosen) return report;
@@ -108,9 +113,10 @@ Result<UnchainReport> unchain(const ChainPaths& paths) {
   if (record && record->converted) {
     // The primary's own `.conf` comes back as it was, then our conflist goes.
     const auto& conf = *record->converted;
-    HOSTPORT_TRY_VOID(writeConf(conf.path, conf.content, confModeOf(file)));
+    const auto original = inConfDir(conf.path);
+    HOSTPORT_TRY_VOID(writeConf(original, conf.content, confModeOf(file)));
     if (current) HOSTPORT_TRY_VOID(removeFile(file));
-    report.file = conf.path;
+    report.file = original;
     report.restoredConf = true;
     report.restoredPortmap = record->replacedPortmap.has_value();
   } else if (current) {

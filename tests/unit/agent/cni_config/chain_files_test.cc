@@ -106,6 +106,25 @@ TEST_F(ChainFilesTest, AConfIsConvertedAndUninstallBringsItBack) {
   EXPECT_FALSE(std::filesystem::exists(dirs_.stateDir / kChainRecordName));
 }
 
+// `kubectl debug node` sees the host's conf dir at /host/etc/cni/net.d, where the agent saw
+// /etc/cni/net.d: the record's files are found by name in the dir given.
+TEST_F(ChainFilesTest, UninstallFindsTheRecordedFilesInTheConfDirItIsGiven) {
+  test::writeInPlace(dirs_.conf("10-mynet.conf"), test::kSingleConf);
+  chainNow();
+  ChainPaths elsewhere = dirs_.paths();
+  elsewhere.confDir = dirs_.confDir.parent_path() / "seen-from-elsewhere";
+  std::filesystem::rename(dirs_.confDir, elsewhere.confDir);
+
+  const auto undone = unchain(elsewhere);
+
+  ASSERT_TRUE(undone.has_value()) << undone.error().message;
+  EXPECT_EQ(undone->file, elsewhere.confDir / "10-mynet.conf");
+  EXPECT_EQ(readJson(elsewhere.confDir / "10-mynet.conf").dump(),
+            Json::parse(test::kSingleConf).dump());
+  EXPECT_FALSE(std::filesystem::exists(elsewhere.confDir / "10-mynet.conflist"));
+  EXPECT_FALSE(std::filesystem::exists(dirs_.confDir)) << "nothing written where the agent saw it";
+}
+
 TEST_F(ChainFilesTest, UninstallPutsPortmapBackAtItsIndex) {
   test::writeInPlace(dirs_.conf("10-calico.conflist"), test::kCalico);
   chainNow();
