@@ -15,6 +15,7 @@ PACKAGES=(
   containernetworking-plugins nftables iproute2 conntrack
   podman runc busybox-static iptables
   curl procps ca-certificates jq
+  mmdebstrap    # scripts/build-image.sh and the image test (tests/image)
   clang-format  # scripts/format.sh and the ctest SourcesAreClangFormatted
   yamllint      # tests/manifests: the DaemonSet manifests
 )
