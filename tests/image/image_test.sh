@@ -334,10 +334,18 @@ run_workload() {
   else
     fail "the agent has no lease of port $HOST_PORT: $leases"
   fi
-  if nft list map ip hostport ports 2>/dev/null | grep -q "tcp . $HOST_PORT "; then
+  # Read whole, then searched (`nft ... | grep -q` under pipefail fails when grep stops reading
+  # first); retried for a few seconds, since a listing can fail while the agent commits.
+  local listing="" try
+  for ((try = 0; try < 25; try++)); do
+    listing="$(nft list map ip hostport ports 2>&1)" && grep -q "tcp \. $HOST_PORT " <<<"$listing" &&
+      break
+    sleep 0.2
+  done
+  if grep -q "tcp \. $HOST_PORT " <<<"$listing"; then
     pass "map ip hostport ports has tcp . $HOST_PORT (in the private netns)"
   else
-    fail "map ip hostport ports lacks tcp . $HOST_PORT"
+    fail "map ip hostport ports lacks tcp . $HOST_PORT after 5 s: $listing"
   fi
   check_traffic "agent running"
 }
