@@ -28,6 +28,8 @@ readonly TOKEN="hostport-e2e-$$-${RANDOM}${RANDOM}"
 # The bridge conflist, shared with scripts/demo.sh.
 # shellcheck source=scripts/lib/cni.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/cni.sh"
+# shellcheck source=scripts/lib/podman.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/podman.sh"
 
 # Filled in by setup steps; read by cleanup, which must cope with any of them unset.
 WORK=""
@@ -102,45 +104,7 @@ pick_host_port() {
 
 make_dirs() {
   WORK="$(mktemp -d "${TMPDIR:-/tmp}/hostport-e2e.XXXXXX")"
-  mkdir -p "$WORK"/{root,runroot,tmp,cni-conf,cni-bin,ipam,rootfs}
-}
-
-write_podman_config() {
-  cat >"$WORK/containers.conf" <<EOF
-[containers]
-default_ulimits = []
-
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$WORK/events.log"
-tmp_dir = "$WORK/tmp"
-lock_type = "file"
-
-[network]
-network_backend = "cni"
-cni_plugin_dirs = ["$WORK/cni-bin", "/usr/lib/cni"]
-network_config_dir = "$WORK/cni-conf"
-EOF
-  cat >"$WORK/storage.conf" <<EOF
-[storage]
-driver = "vfs"
-graphroot = "$WORK/root"
-runroot = "$WORK/runroot"
-EOF
-  : >"$WORK/registries.conf"
-  export CONTAINERS_CONF="$WORK/containers.conf"
-  export CONTAINERS_STORAGE_CONF="$WORK/storage.conf"
-  export CONTAINERS_REGISTRIES_CONF="$WORK/registries.conf"
-  PODMAN=(timeout 120 podman --root "$WORK/root" --runroot "$WORK/runroot"
-    --storage-driver vfs --tmpdir "$WORK/tmp" --network-config-dir "$WORK/cni-conf"
-    --cgroup-manager cgroupfs --events-backend file)
-}
-
-# Runs podman on the private root.
-podman_() {
-  "${PODMAN[@]}" "$@"
+  mkdir -p "$WORK"/{cni-conf,cni-bin,ipam}
 }
 
 install_plugin() {
@@ -165,16 +129,7 @@ install_plugin() {
 }
 
 build_image() {
-  local rootfs="$WORK/rootfs" applet
-  mkdir -p "$rootfs"/{bin,proc,sys,dev,etc,tmp,www}
-  cp /bin/busybox "$rootfs/bin/busybox"
-  while read -r applet; do
-    [[ "$applet" == "busybox" ]] || ln -s busybox "$rootfs/bin/$applet"
-  done < <(/bin/busybox --list)
-  printf '%s\n' "$TOKEN" >"$rootfs/www/index.html"
-  tar -C "$rootfs" -cf "$WORK/image.tar" .
-  podman_ import --quiet "$WORK/image.tar" "$IMAGE" >/dev/null ||
-    fatal "podman import failed"
+  podman_import_busybox "$WORK" "$IMAGE" "$TOKEN" || fatal "podman import failed"
   log "image $IMAGE imported"
 }
 
@@ -192,23 +147,9 @@ write_network() {
 
 # --- checks ----------------------------------------------------------------------------
 
-# curl_body URL: prints the body, retrying while the server starts (at most ~20 s).
-curl_body() {
-  local url="$1" try body
-  for try in $(seq 1 40); do
-    if body="$(curl -fsS --max-time 2 "$url" 2>/dev/null)"; then
-      printf '%s' "$body"
-      return 0
-    fi
-    : "$try"
-    sleep 0.5
-  done
-  return 1
-}
-
 check_curl() {
   local url="$1" body
-  if body="$(curl_body "$url")" && [[ "$body" == "$TOKEN" ]]; then
+  if body="$(http_body "$url")" && [[ "$body" == "$TOKEN" ]]; then
     pass "GET $url returned the container's index.html"
   else
     fail "GET $url: expected body '$TOKEN', got '${body:-<no response>}'"
@@ -305,11 +246,7 @@ cleanup() {
   # libcni's result cache for our network (podman's CNI backend uses the default dir).
   rm -f /var/lib/cni/results/"$NET"-* 2>/dev/null
   if [[ -n "$WORK" && -d "$WORK" ]]; then
-    # Anything podman left mounted under the private dir, deepest first.
-    local mnt
-    while read -r mnt; do
-      umount -l "$mnt"
-    done < <(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/self/mounts | sort -r)
+    podman_unmount_under "$WORK"
     if [[ "${HOSTPORT_E2E_KEEP:-0}" == "1" ]]; then
       log "cleanup: kept $WORK"
     else
@@ -352,7 +289,7 @@ main() {
   pick_host_port
   make_dirs
   log "work dir $WORK"
-  write_podman_config
+  podman_private_root "$WORK" "$WORK/cni-bin" "$WORK/cni-conf"
   install_plugin "${1:-}"
   build_image
   write_network

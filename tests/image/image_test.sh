@@ -36,6 +36,8 @@ readonly ID="${HOSTPORT_IMAGE_ID:-$$}"
 readonly TOKEN="hostport-image-${ID}"
 # shellcheck source=scripts/lib/cni.sh
 source "${REPO_ROOT}/scripts/lib/cni.sh"
+# shellcheck source=scripts/lib/podman.sh
+source "${REPO_ROOT}/scripts/lib/podman.sh"
 
 WORK=""
 BUILD_DIR=""
@@ -59,7 +61,6 @@ pass() { printf '%s: PASS: %s\n' "$PROG" "$*"; }
 fail() { printf '%s: FAIL: %s\n' "$PROG" "$*"; FAILURES=$((FAILURES + 1)); }
 fatal() { fail "$*"; exit 1; }
 
-podman_() { "${PODMAN[@]}" "$@"; }
 
 # --- setup -----------------------------------------------------------------------------
 
@@ -75,7 +76,7 @@ require_tools() {
 
 make_dirs() {
   WORK="$(mktemp -d "${TMPDIR:-/tmp}/hostport-image.XXXXXX")"
-  mkdir -p "$WORK"/{root,runroot,tmp,ipam,rootfs,config,host}
+  mkdir -p "$WORK"/{ipam,config,host}
 }
 
 # The node's paths for this test: a hostPath of the manifest maps to $WORK/host/<path>, except
@@ -98,55 +99,13 @@ private_run() {
   mount --make-shared /run/netns
 }
 
-write_podman_config() {
-  cat >"$WORK/containers.conf" <<EOF
-[containers]
-default_ulimits = []
-
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$WORK/events.log"
-tmp_dir = "$WORK/tmp"
-lock_type = "file"
-
-[network]
-network_backend = "cni"
-cni_plugin_dirs = ["$(host_path /opt/cni/bin)", "/usr/lib/cni"]
-network_config_dir = "$(host_path /etc/cni/net.d)"
-EOF
-  cat >"$WORK/storage.conf" <<EOF
-[storage]
-driver = "vfs"
-graphroot = "$WORK/root"
-runroot = "$WORK/runroot"
-EOF
-  : >"$WORK/registries.conf"
-  export CONTAINERS_CONF="$WORK/containers.conf"
-  export CONTAINERS_STORAGE_CONF="$WORK/storage.conf"
-  export CONTAINERS_REGISTRIES_CONF="$WORK/registries.conf"
-  PODMAN=(timeout 120 podman --root "$WORK/root" --runroot "$WORK/runroot"
-    --storage-driver vfs --tmpdir "$WORK/tmp"
-    --network-config-dir "$(host_path /etc/cni/net.d)"
-    --cgroup-manager cgroupfs --events-backend file)
-}
-
 build_images() {
   local started=$SECONDS
   "${REPO_ROOT}/scripts/build-image.sh" --build-dir "$BUILD_DIR" --tag "$IMAGE" ||
     fatal "scripts/build-image.sh failed"
   log "image $IMAGE built in $((SECONDS - started)) s"
   # The workload: busybox httpd.
-  local rootfs="$WORK/rootfs" applet
-  mkdir -p "$rootfs"/{bin,proc,sys,dev,etc,tmp,www}
-  cp /bin/busybox "$rootfs/bin/busybox"
-  while read -r applet; do
-    [[ "$applet" == "busybox" ]] || ln -s busybox "$rootfs/bin/$applet"
-  done < <(/bin/busybox --list)
-  printf '%s\n' "$TOKEN" >"$rootfs/www/index.html"
-  tar -C "$rootfs" -cf "$WORK/busybox.tar" .
-  podman_ import --quiet "$WORK/busybox.tar" "$BUSYBOX" >/dev/null || fatal "podman import busybox"
+  podman_import_busybox "$WORK" "$BUSYBOX" "$TOKEN" || fatal "podman import busybox"
 }
 
 # Renders daemonset/ and keeps the DaemonSet as JSON; the ConfigMap's agent.yaml becomes the
@@ -302,19 +261,10 @@ check_chained() {
   pass "the agent chained hostport in portmap's place: plugins $(conflist_types)"
 }
 
-curl_body() {
-  local url="$1" deadline=$((SECONDS + 20)) body
-  until body="$(curl -fsS --max-time 2 "$url" 2>/dev/null)"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-  printf '%s' "$body"
-}
-
 check_traffic() {
   local url body
   for url in "http://${GATEWAY}:${HOST_PORT}/" "http://127.0.0.1:${HOST_PORT}/"; do
-    if body="$(curl_body "$url")" && [[ "$body" == "$TOKEN" ]]; then
+    if body="$(http_body "$url")" && [[ "$body" == "$TOKEN" ]]; then
       pass "GET $url reached the container through the agent's forward ($1)"
     else
       fail "GET $url ($1): expected '$TOKEN', got '${body:-<no response>}'"
@@ -390,10 +340,7 @@ cleanup() {
     [[ -n "$NETNS" ]] && ip netns del "$NETNS" 2>/dev/null
   fi
   if [[ -z "$INNER" && -n "$WORK" && -d "$WORK" ]]; then
-    local mnt
-    while read -r mnt; do
-      umount -l "$mnt"
-    done < <(awk -v w="$WORK" 'index($2, w) == 1 {print $2}' /proc/self/mounts | sort -r)
+    podman_unmount_under "$WORK"
     if [[ "${HOSTPORT_IMAGE_KEEP:-0}" == "1" ]]; then
       log "cleanup: kept $WORK"
     else
@@ -428,12 +375,12 @@ main() {
     require_tools
     make_dirs
     log "work dir $WORK"
-    write_podman_config
+    podman_private_root "$WORK" "$(host_path /opt/cni/bin)" "$(host_path /etc/cni/net.d)"
     build_images
     run_isolated "$@"
   fi
   WORK="$INNER"
-  write_podman_config
+  podman_private_root "$WORK" "$(host_path /opt/cni/bin)" "$(host_path /etc/cni/net.d)"
   private_run
   render_manifests
   log "the manifest runs $(manifest_image); the test runs the same build as $IMAGE"
