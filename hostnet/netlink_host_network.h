@@ -1,5 +1,5 @@
 #pragma once
-// HostNetwork over netlink (libmnl) and the net sysctls under a root directory (proc_sys_net.h,
+// HostNetwork over netlink and the net sysctls under a root directory (proc_sys_net.h,
 // /proc/sys/net by default), in the calling thread's network namespace.
 //
 // Design note: no socket is opened in create(). A netlink socket belongs to the netns of the

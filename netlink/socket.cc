@@ -20,7 +20,8 @@ namespace hostport::netlink {
 namespace {
 
 // The kernel sizes a dump's messages by the buffer the reader offers, capped near 32 KiB; twice
-// that leaves room, and MSG_TRUNC (ENOSPC from libmnl) would still be reported, never ignored.
+// that leaves room, and a truncated datagram (MSG_TRUNC) is still reported as ENOSPC, never
+// ignored.
 constexpr size_t kReceiveBufferSize = 64 * 1024;
 constexpr size_t kMaxExtackLength = 256;
 
@@ -49,17 +50,12 @@ std::string extackMessage(Bytes tlvs) {
   return message;
 }
 
-Bytes wholeMessage(const nlmsghdr* nlh) {
-  // mnl_cb_run2 only hands out messages whose nlmsg_len fits the received bytes.
-  return {reinterpret_cast<const std::byte*>(nlh), nlh->nlmsg_len};
-}
-
-int onData(const nlmsghdr* nlh, void* data) noexcept {
-  auto& state = *static_cast<ReplyState*>(data);
-  // After a failure keep reading (and dropping) the rest of the reply so the socket stays usable.
-  if (state.callbackError || state.onMessage == nullptr || !*state.onMessage) return MNL_CB_OK;
+/// Hands one data message to the caller's callback. After a failure the rest of the reply is
+/// still read (and dropped), so the socket stays usable.
+void onData(Bytes message, ReplyState& state) {
+  if (state.callbackError || state.onMessage == nullptr || !*state.onMessage) return;
   try {
-    auto result = (*state.onMessage)(wholeMessage(nlh));
+    auto result = (*state.onMessage)(message);
     if (!result) state.callbackError = std::move(result.error());
   } catch (const std::exception& e) {
     state.callbackError =
@@ -67,7 +63,6 @@ int onData(const nlmsghdr* nlh, void* data) noexcept {
   } catch (...) {
     state.callbackError = Error{ErrorCode::kInternal, "reply handler threw", {}};
   }
-  return MNL_CB_OK;
 }
 
 /// What one NLMSG_ERROR says: errno 0 is an ACK.
@@ -95,34 +90,65 @@ std::optional<ErrorReply> readErrorReply(Bytes message) {
   return reply;
 }
 
-int onError(const nlmsghdr* nlh, void* data) noexcept {
-  auto& state = *static_cast<ReplyState*>(data);
-  const auto reply = readErrorReply(wholeMessage(nlh));
+void onError(Bytes message, ReplyState& state) {
+  const auto reply = readErrorReply(message);
   if (!reply) {
     state.protocolProblem = "truncated NLMSG_ERROR";
-    return MNL_CB_STOP;
+    return;
   }
   state.kernelErrno = reply->errnum;  // 0: the ACK, the request is complete
   state.extack = reply->extack;
-  return MNL_CB_STOP;
 }
 
-int onDone(const nlmsghdr* nlh, void* data) noexcept {
-  auto& state = *static_cast<ReplyState*>(data);
+void onDone(Bytes message, uint16_t flags, ReplyState& state) {
   // A dump that failed part-way reports its errno in NLMSG_DONE's payload.
-  const Bytes body = wholeMessage(nlh).subspan(NLMSG_HDRLEN);
+  const Bytes body = message.subspan(NLMSG_HDRLEN);
   if (const auto status = readStruct<int>(body); status && *status < 0) {
     state.kernelErrno = -*status;
-    if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+    if (flags & NLM_F_ACK_TLVS)
       state.extack = extackMessage(body.subspan(NLMSG_ALIGN(sizeof(int))));
-    }
   }
-  return MNL_CB_STOP;
 }
 
-int onOverrun(const nlmsghdr*, void* data) noexcept {
-  static_cast<ReplyState*>(data)->protocolProblem = "NLMSG_OVERRUN: reply data was lost";
-  return MNL_CB_STOP;
+enum class ReplyProgress { kMore, kComplete };
+
+/// Walks the messages of one datagram of the reply to request `seq` on port `portId`: data to the
+/// callback, the final NLMSG_ERROR or NLMSG_DONE into the state. A message addressed to another
+/// request or socket, or a dump the kernel interrupted, is an error with that errno (EPROTO,
+/// ESRCH, EINTR).
+Result<ReplyProgress> readReply(Bytes datagram, uint32_t seq, uint32_t portId, ReplyState& state) {
+  while (!datagram.empty()) {
+    const auto message = messageBytes(datagram);
+    if (!message) return failSystem(ErrorCode::kKernel, "truncated netlink message", EBADMSG);
+    const auto header = *readStruct<nlmsghdr>(*message);
+    if (header.nlmsg_pid != 0 && header.nlmsg_pid != portId) {
+      return failSystem(ErrorCode::kKernel, "reply for another netlink socket", ESRCH);
+    }
+    if (header.nlmsg_seq != seq) {
+      return failSystem(ErrorCode::kKernel, "reply to another netlink request", EPROTO);
+    }
+    if (header.nlmsg_flags & NLM_F_DUMP_INTR) {
+      return failSystem(ErrorCode::kKernel, "dump interrupted", EINTR);
+    }
+    switch (header.nlmsg_type) {
+      case NLMSG_NOOP:
+        break;
+      case NLMSG_ERROR:
+        onError(*message, state);
+        return ReplyProgress::kComplete;
+      case NLMSG_DONE:
+        onDone(*message, header.nlmsg_flags, state);
+        return ReplyProgress::kComplete;
+      case NLMSG_OVERRUN:
+        state.protocolProblem = "NLMSG_OVERRUN: reply data was lost";
+        return ReplyProgress::kComplete;
+      default:
+        if (header.nlmsg_type >= NLMSG_MIN_TYPE) onData(*message, state);
+        break;
+    }
+    datagram = datagram.subspan(std::min(datagram.size(), size_t{NLMSG_ALIGN(header.nlmsg_len)}));
+  }
+  return ReplyProgress::kMore;
 }
 
 /// What the kernel refused a request with: "<context>: <strerror> (<extack>)", errno as the cause.
@@ -135,35 +161,37 @@ Error kernelError(const std::string& context, int errnum, const std::string& ext
 }  // namespace
 
 Result<NetlinkSocket> NetlinkSocket::open(int bus, std::chrono::milliseconds timeout) {
-  MnlSocketPtr socket(mnl_socket_open2(bus, SOCK_CLOEXEC));
-  if (!socket) {
-    const int error = errno;
+  UniqueFd socket(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, bus));
+  if (!socket.valid()) {
     return failSystem(ErrorCode::kKernel,
-                      "cannot open netlink socket for bus " + std::to_string(bus), error);
+                      "cannot open netlink socket for bus " + std::to_string(bus), errno);
   }
-  if (mnl_socket_bind(socket.get(), 0, MNL_SOCKET_AUTOPID) < 0) {
-    const int error = errno;
+  // Port id 0: the kernel picks a free one, which getsockname() then tells.
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  socklen_t length = sizeof(local);
+  if (::bind(socket.get(), reinterpret_cast<const sockaddr*>(&local), sizeof(local)) < 0 ||
+      ::getsockname(socket.get(), reinterpret_cast<sockaddr*>(&local), &length) < 0) {
     return failSystem(ErrorCode::kKernel,
-                      "cannot bind netlink socket for bus " + std::to_string(bus), error);
+                      "cannot bind netlink socket for bus " + std::to_string(bus), errno);
   }
   const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(micros / 1'000'000);
   tv.tv_usec = static_cast<suseconds_t>(micros % 1'000'000);
-  if (setsockopt(mnl_socket_get_fd(socket.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+  if (setsockopt(socket.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
     return failSystem(ErrorCode::kKernel, "cannot set netlink receive timeout", errno);
   }
   // Best effort: extended ACKs add the kernel's own reason to errors, capped ACKs skip echoing our
   // request back. A kernel that lacks either refuses the option, which changes nothing else.
   int on = 1;
-  mnl_socket_setsockopt(socket.get(), NETLINK_EXT_ACK, &on, sizeof(on));
-  mnl_socket_setsockopt(socket.get(), NETLINK_CAP_ACK, &on, sizeof(on));
-  const uint32_t portId = mnl_socket_get_portid(socket.get());
-  return NetlinkSocket(std::move(socket), portId);
+  setsockopt(socket.get(), SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on));
+  setsockopt(socket.get(), SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
+  return NetlinkSocket(std::move(socket), local.nl_pid);
 }
 
 Result<void> NetlinkSocket::joinGroup(unsigned group) {
-  if (mnl_socket_setsockopt(socket_.get(), NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0) {
+  if (setsockopt(fd(), SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0) {
     return failSystem(ErrorCode::kKernel,
                       "cannot join netlink multicast group " + std::to_string(group), errno);
   }
@@ -228,12 +256,15 @@ Result<void> NetlinkSocket::usable(const std::string& context) const {
 void NetlinkSocket::stamp(nlmsghdr& header) {
   header.nlmsg_flags |= NLM_F_REQUEST;
   header.nlmsg_seq = nextSeq_++;
-  if (nextSeq_ == 0) nextSeq_ = 1;  // 0 would disable libmnl's sequence check
+  if (nextSeq_ == 0) nextSeq_ = 1;  // 0 is no sequence number: replies could not be matched
   header.nlmsg_pid = 0;             // addressed to the kernel
 }
 
 Result<void> NetlinkSocket::send(std::span<const std::byte> bytes, const std::string& what) {
-  const ssize_t sent = mnl_socket_sendto(socket_.get(), bytes.data(), bytes.size());
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  const ssize_t sent = ::sendto(fd(), bytes.data(), bytes.size(), 0,
+                                reinterpret_cast<const sockaddr*>(&kernel), sizeof(kernel));
   if (sent >= 0 && static_cast<size_t>(sent) == bytes.size()) return {};
   return failSystem(ErrorCode::kKernel, what, sent < 0 ? errno : EMSGSIZE);
 }
@@ -241,7 +272,20 @@ Result<void> NetlinkSocket::send(std::span<const std::byte> bytes, const std::st
 Result<std::span<const std::byte>> NetlinkSocket::receiveOnce(std::vector<std::byte>& buffer,
                                                               const std::string& context) {
   for (;;) {
-    const ssize_t received = mnl_socket_recvfrom(socket_.get(), buffer.data(), buffer.size());
+    sockaddr_nl from{};
+    iovec io{buffer.data(), buffer.size()};
+    msghdr header{};
+    header.msg_name = &from;
+    header.msg_namelen = sizeof(from);
+    header.msg_iov = &io;
+    header.msg_iovlen = 1;
+    const ssize_t received = ::recvmsg(fd(), &header, 0);
+    if (received >= 0 && (header.msg_flags & MSG_TRUNC)) {
+      poisoned_ = true;
+      return failSystem(ErrorCode::kKernel, context + ": netlink reply larger than the buffer",
+                        ENOSPC);
+    }
+    if (received >= 0 && from.nl_pid != 0) continue;  // not the kernel's: a local process's
     if (received >= 0) return Bytes(buffer).first(static_cast<size_t>(received));
     const int error = errno;
     if (error == EINTR) continue;
@@ -275,24 +319,18 @@ Result<int> NetlinkSocket::requestAccepting(std::span<std::byte> message, std::s
   std::vector<std::byte> buffer(kReceiveBufferSize);
   ReplyState state;
   state.onMessage = &onMessage;
-  mnl_cb_t control[NLMSG_MIN_TYPE] = {};
-  control[NLMSG_ERROR] = onError;
-  control[NLMSG_DONE] = onDone;
-  control[NLMSG_OVERRUN] = onOverrun;
-
   for (;;) {
     HOSTPORT_TRY(const Bytes received, receiveOnce(buffer, context));
-    const int rc = mnl_cb_run2(received.data(), received.size(), header->nlmsg_seq, portId_, onData,
-                               &state, control, NLMSG_MIN_TYPE);
-    if (rc == MNL_CB_ERROR) {
+    auto progress = readReply(received, header->nlmsg_seq, portId_, state);
+    if (!progress) {
       // ESRCH: wrong port id, EPROTO: wrong sequence number, EINTR: dump interrupted.
-      const int error = errno;
       poisoned_ = true;
+      const int error = progress.error().cause.value();
       Error broken = systemError(ErrorCode::kKernel, context + ": unexpected netlink reply", error);
       if (error == EINTR) broken.message += " (dump interrupted by a concurrent change; retry)";
       return std::unexpected(std::move(broken));
     }
-    if (rc == MNL_CB_STOP) break;
+    if (*progress == ReplyProgress::kComplete) break;
   }
 
   if (!state.protocolProblem.empty()) {
@@ -327,7 +365,7 @@ Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::str
 
   // A batch is one transaction only when it is one send, and a send larger than the socket's
   // buffer fails: make room (root may exceed the sysctl limit, and the plugin runs as root).
-  const int fd = mnl_socket_get_fd(socket_.get());
+  const int fd = this->fd();
   int sendBuffer = 0;
   socklen_t length = sizeof(sendBuffer);
   if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, &length) == 0 &&

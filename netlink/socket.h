@@ -1,5 +1,6 @@
 #pragma once
-// One netlink socket and a request/response loop on top of libmnl.
+// One netlink socket and a request/response loop, over the socket API alone (no libmnl: the CNI
+// plugin is linked statically, and Debian ships no libmnl.a).
 //
 // Design note:
 // - A socket is bound to the network namespace of the thread that opened it. Callers that must act
@@ -7,16 +8,15 @@
 // - request() waits for the kernel's final word: NLMSG_DONE for a dump, the ACK for anything else
 //   (it sets NLM_F_ACK itself on non-dump requests, otherwise a request without a reply, such as a
 //   delete, would leave it waiting forever). Sequence number and port id of every reply are
-//   checked by mnl_cb_run2.
+//   checked.
 // - When the caller's callback fails mid-dump, the rest of the dump is still read and dropped, so
 //   the socket stays usable. Only a receive failure (timeout) or a reply that does not belong to
 //   us poisons the socket; later requests on it fail at once.
-// - Errors never cross the C callbacks as exceptions: the trampolines catch everything.
+// - An exception thrown by the caller's callback becomes an error of the request.
 // - Every error that has an errno behind it (the kernel's answer in NLMSG_ERROR or a negative
 //   NLMSG_DONE status, a failed send or receive) carries it as Error::cause, so callers decide
 //   on the errno and never on the message, which may also hold the kernel's extack text.
 
-#include <libmnl/libmnl.h>
 #include <linux/netlink.h>
 
 #include <chrono>
@@ -32,13 +32,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 
 namespace hostport::netlink {
-
-struct MnlSocketDeleter {
-  void operator()(mnl_socket* socket) const noexcept { mnl_socket_close(socket); }
-};
-using MnlSocketPtr = std::unique_ptr<mnl_socket, MnlSocketDeleter>;
 
 /// An open, bound netlink socket of one bus (NETLINK_ROUTE, NETLINK_NETFILTER, ...).
 class NetlinkSocket {
@@ -93,11 +89,10 @@ class NetlinkSocket {
 
   uint32_t portId() const { return portId_; }
   /// For poll()ing alongside other descriptors; the socket keeps ownership.
-  int fd() const { return mnl_socket_get_fd(socket_.get()); }
+  int fd() const { return socket_.get(); }
 
  private:
-  NetlinkSocket(MnlSocketPtr socket, uint32_t portId)
-      : socket_(std::move(socket)), portId_(portId) {}
+  NetlinkSocket(UniqueFd socket, uint32_t portId) : socket_(std::move(socket)), portId_(portId) {}
 
   /// Fails at once on a poisoned socket.
   Result<void> usable(const std::string& context) const;
@@ -110,7 +105,7 @@ class NetlinkSocket {
   Result<std::span<const std::byte>> receiveOnce(std::vector<std::byte>& buffer,
                                                  const std::string& context);
 
-  MnlSocketPtr socket_;
+  UniqueFd socket_;
   uint32_t portId_ = 0;
   uint32_t nextSeq_ = 1;
   bool poisoned_ = false;

@@ -8,6 +8,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
