@@ -1,0 +1,151 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string_view>
+
+#include "common/unique_fd.h"
+
+namespace hostport {
+namespace {
+
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+Result<Pipe> makePipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return failSystem(ErrorCode::kIo, "pipe", errno);
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+/// Blocks SIGPIPE on this thread for its life; one raised meanwhile is taken off before the mask
+/// is restored, so it never reaches a process that ignores nothing.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
+  }
+  ~SigpipeBlocked() {
+    if (!sigismember(&previous_, SIGPIPE)) {
+      const timespec now{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &now) >= 0 || errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t pipe_{};
+  sigset_t previous_{};
+};
+
+std::vector<char*> pointers(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const auto& text : strings) out.push_back(const_cast<char*>(text.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+/// Feeds `input` and drains both outputs until the program closes them; false when the deadline
+/// passed first.
+bool exchange(UniqueFd& input, std::string_view bytes, UniqueFd& out, UniqueFd& err,
+              ProgramOutcome& outcome, std::size_t cap,
+              std::chrono::steady_clock::time_point deadline) {
+  if (bytes.empty()) input.reset();
+  if (input.valid()) fcntl(input.get(), F_SETFL, O_NONBLOCK);
+  char buffer[16384];
+  while (input.valid() || out.valid() || err.valid()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd ready[3] = {{input.valid() ? input.get() : -1, POLLOUT, 0},
+                       {out.valid() ? out.get() : -1, POLLIN, 0},
+                       {err.valid() ? err.get() : -1, POLLIN, 0}};
+    const int polled = ::poll(ready, 3, static_cast<int>(left.count()));
+    if (polled < 0 && errno != EINTR) return true;  // cannot wait: let waitpid decide
+    if (polled <= 0) continue;
+    if (ready[0].revents != 0) {
+      const ssize_t wrote = ::write(input.get(), bytes.data(), bytes.size());
+      if (wrote > 0) bytes.remove_prefix(static_cast<std::size_t>(wrote));
+      if ((wrote < 0 && errno != EAGAIN && errno != EINTR) || bytes.empty()) input.reset();
+    }
+    const auto drain = [&](const pollfd& polled, UniqueFd& fd, std::string& text) {
+      if (polled.revents == 0) return;
+      const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) return;
+      if (got <= 0) {
+        fd.reset();
+        return;
+      }
+      const std::size_t room = cap - std::min(cap, text.size());
+      text.append(buffer, std::min(room, static_cast<std::size_t>(got)));
+    };
+    drain(ready[1], out, outcome.out);
+    drain(ready[2], err, outcome.err);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ProgramOutcome::succeeded() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+std::string ProgramOutcome::describe() const {
+  if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "ended with status " + std::to_string(status);
+}
+
+Result<ProgramOutcome> runProgram(const ProgramRun& run) {
+  if (run.argv.empty()) return fail(ErrorCode::kInternal, "runProgram: no program");
+  const std::string& program = run.argv.front();
+  HOSTPORT_TRY(Pipe input, makePipe());
+  HOSTPORT_TRY(Pipe output, makePipe());
+  HOSTPORT_TRY(Pipe errors, makePipe());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, input.read.get(), STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, output.write.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, errors.write.get(), STDERR_FILENO);
+  auto argv = pointers(run.argv);
+  auto envp = pointers(run.env);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(),
+                                    envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return failSystem(ErrorCode::kIo, "cannot run " + program, spawned);
+  input.read.reset();
+  output.write.reset();
+  errors.write.reset();
+
+  ProgramOutcome outcome;
+  bool inTime = false;
+  {
+    const SigpipeBlocked quiet;
+    inTime = exchange(input.write, run.input, output.read, errors.read, outcome, run.outputCap,
+                      std::chrono::steady_clock::now() + run.deadline);
+  }
+  if (!inTime) ::kill(pid, SIGKILL);
+  while (::waitpid(pid, &outcome.status, 0) < 0 && errno == EINTR) {
+  }
+  if (!inTime) {
+    return fail(ErrorCode::kUnavailable,
+                program + " did not finish within " + std::to_string(run.deadline.count()) + " ms");
+  }
+  return outcome;
+}
+
+}  // namespace hostport
