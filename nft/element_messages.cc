@@ -12,6 +12,7 @@
 
 #include "netlink/attributes.h"
 #include "netlink/writer.h"
+#include "nft/nfnetlink.h"
 #include "nft/table_layout.h"
 
 namespace hostport::nft {
@@ -25,29 +26,6 @@ using netlink::readStruct;
 // Bytes of elements per list attribute: well under the 16-bit attribute length, with room for
 // the largest element (a comment of up to 255 bytes, IPv6 keys and data).
 constexpr size_t kElementListBudget = 32 * 1024;
-
-uint8_t netfilterFamily(Family family) {
-  return family == Family::kIPv4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
-}
-
-uint16_t nftablesType(int message) {
-  return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | message);
-}
-
-/// Starts a request with its nfgenmsg header.
-void beginRequest(NetlinkWriter& writer, uint16_t type, uint16_t flags, uint8_t family,
-                  uint16_t resId = 0) {
-  nfgenmsg generic{};
-  generic.nfgen_family = family;
-  generic.version = NFNETLINK_V0;
-  generic.res_id = htons(resId);
-  writer.beginMessage(type, NLM_F_REQUEST | flags, generic);
-}
-
-void batchMarker(NetlinkWriter& writer, uint16_t type) {
-  beginRequest(writer, type, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
-  writer.endMessage();
-}
 
 /// A nest holding one NFTA_DATA_VALUE: how nf_tables wraps keys and data.
 void dataValue(NetlinkWriter& writer, uint16_t type, const ByteString& value) {
@@ -114,14 +92,13 @@ ByteString dumpRequest(int message, uint16_t tableAttribute, uint16_t objectAttr
 
 }  // namespace
 
-ByteString elementBatch(ElementChange change, const std::vector<SetElement>& elements) {
+void appendElementChange(NetlinkWriter& writer, ElementChange change,
+                         const std::vector<SetElement>& elements) {
   // One message per (family, set): the kernel takes a list of elements per set.
   std::map<std::pair<Family, std::string>, std::vector<const SetElement*>> bySet;
   for (const auto& element : elements) bySet[{element.family, element.set}].push_back(&element);
 
   const bool add = change == ElementChange::kAdd;
-  NetlinkWriter writer;
-  batchMarker(writer, NFNL_MSG_BATCH_BEGIN);
   for (const auto& [where, members] : bySet) {
     // An attribute's length is 16 bits: a range request can hold more elements than one
     // list attribute can carry, so a set's elements may take several messages. They stay one
@@ -147,6 +124,12 @@ ByteString elementBatch(ElementChange change, const std::vector<SetElement>& ele
       writer.endMessage();
     }
   }
+}
+
+ByteString elementBatch(ElementChange change, const std::vector<SetElement>& elements) {
+  NetlinkWriter writer;
+  batchMarker(writer, NFNL_MSG_BATCH_BEGIN);
+  appendElementChange(writer, change, elements);
   batchMarker(writer, NFNL_MSG_BATCH_END);
   return writer.take();
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "netlink/writer.h"
 #include "nft/set_element.h"
 
 namespace hostport::nft {
@@ -23,6 +24,9 @@ enum class ElementChange { kAdd, kDelete };
 /// socket. Adding an element whose key exists with other data fails with EEXIST; with the same
 /// data it succeeds (nft's `add element`).
 ByteString elementBatch(ElementChange change, const std::vector<SetElement>& elements);
+/// The change messages of elementBatch() alone, for a batch that holds more (layout_messages.h).
+void appendElementChange(netlink::NetlinkWriter& writer, ElementChange change,
+                         const std::vector<SetElement>& elements);
 
 /// A dump request for every element of `set` in our table of `family`.
 ByteString elementDumpRequest(Family family, std::string_view set);

@@ -11,8 +11,9 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
 readonly DOCKERFILE="${REPO_ROOT}/daemonset/Dockerfile"
 readonly DAEMONSET="${REPO_ROOT}/daemonset/daemonset.yaml"
-# libnftables is dlopen()ed on first use (nft/kernel/libnftables.h), so ldd does not list it.
-readonly DLOPENED_PACKAGES=(libnftables1)
+# The agent runs the nft command for rules with conditions (nft/kernel/nft_context.h), so ldd
+# does not show it.
+readonly EXECUTED_PACKAGES=(nftables)
 
 TAG=""
 BUILD_DIR="${REPO_ROOT}/build"
@@ -29,7 +30,8 @@ Usage: sudo scripts/build-image.sh [--tag NAME] [--build-dir DIR] [--tar FILE]
 Builds the hostport-agent image from an existing build tree, without a registry:
   1. mmdebstrap --variant=essential bookworm ROOTFS.tar <this machine's apt sources>
      --include= the Debian packages of the shared libraries that ldd shows for the three
-     binaries, and ${DLOPENED_PACKAGES[*]} (dlopen()ed, so ldd cannot show it);
+     agent binaries, and ${EXECUTED_PACKAGES[*]} (run as a command, so ldd cannot show it);
+     the plugin is static and needs none;
   2. copies them in (debug info stripped) where daemonset/Dockerfile puts them:
      /usr/local/bin/hostport-agent, /usr/local/bin/hostportctl, /opt/hostport/bin/hostport;
   3. podman import ROOTFS.tar NAME, with the ENV, ENTRYPOINT and CMD lines of
@@ -87,7 +89,7 @@ package_of() {
 runtime_packages() {
   local binary lib
   {
-    printf '%s\n' "${DLOPENED_PACKAGES[@]}"
+    printf '%s\n' "${EXECUTED_PACKAGES[@]}"
     for binary in "$@"; do
       ldd "$binary" | grep -q 'not found' && die "ldd $binary: $(ldd "$binary" | grep 'not found')"
       while read -r lib; do
@@ -148,7 +150,7 @@ main() {
   done
 
   local packages sources
-  packages="$(runtime_packages "$agent" "$ctl" "$plugin" | paste -sd, -)"
+  packages="$(runtime_packages "$agent" "$ctl" | paste -sd, -)"
   sources="$(sources_file)"
   log "rootfs: bookworm essential + ${packages} (sources: ${sources})"
   local started=$SECONDS

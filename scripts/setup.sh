@@ -9,7 +9,6 @@ readonly PROG="setup.sh"
 # Build toolchain and libraries, then the runtime tools the netns and e2e tests and the demo drive.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libnftables-dev
   libboost-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev
   containernetworking-plugins nftables iproute2 conntrack

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "nft/layout_messages.h"
 #include "nft/table_layout.h"
 
 namespace hostport::nft::kernel {
@@ -23,6 +24,11 @@ Result<void> ElementTable::change(ElementChange change, const std::vector<SetEle
   ByteString batch = elementBatch(change, elements);
   return socket_.requestBatch(
       batch, change == ElementChange::kAdd ? "adding set elements" : "deleting set elements");
+}
+
+Result<void> ElementTable::layOut(const std::vector<SetElement>& elements) {
+  ByteString batch = layoutBatch(elements);
+  return socket_.requestBatch(batch, "laying out the hostport tables");
 }
 
 Result<TableState> ElementTable::read(const std::string* owner) {

@@ -1,9 +1,9 @@
 #pragma once
-// The fast path to our tables' elements: raw nf_tables netlink on one socket, in the network
-// namespace of the calling thread. ADD writes only its own elements, DEL and CHECK read only
-// our maps and sets (and the conditional chain's comments), so a CNI call costs a few messages
-// instead of libnftables' parse, ruleset cache and whole-table listing. Everything else
-// (creating or repairing the layout, conditional rules) stays with libnftables (nft_ruleset.h).
+// Our tables over raw nf_tables netlink on one socket, in the network namespace of the calling
+// thread. ADD writes only its own elements, DEL and CHECK read only our maps and sets (and the
+// conditional chain's comments), so a CNI call costs a few messages instead of a parser, a
+// ruleset cache and a whole-table listing. The layout is written here too (layout_messages.h);
+// only rules with conditions need the nft command (nft_context.h).
 
 #include <string>
 #include <vector>
@@ -22,6 +22,9 @@ class ElementTable {
   /// cause, so isNotFound() (a table or set is missing) and isAlreadyExists() (a key is held
   /// with other data) apply to it.
   Result<void> change(ElementChange change, const std::vector<SetElement>& elements);
+
+  /// Lays out both families' tables (layout_messages.h) and adds `elements`, in one transaction.
+  Result<void> layOut(const std::vector<SetElement>& elements = {});
 
   /// The forwards and masquerades in both families' maps and sets; with `owner`, only that
   /// owner's. The pod subnets, all of them. A missing table or set reads as empty; elements we

@@ -10,8 +10,6 @@
 namespace hostport::nft::kernel {
 namespace {
 
-constexpr std::string_view kFixedChains[] = {"hostports", "prerouting", "output", "postrouting"};
-
 void appendText(ByteString& out, std::string_view text) {
   for (const char c : text) out.push_back(std::byte(c));
   out.push_back(std::byte{0});

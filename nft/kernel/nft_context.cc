@@ -1,13 +1,23 @@
 #include "nft/kernel/nft_context.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
 
-#include "nft/kernel/libnftables.h"
+#include "common/subprocess.h"
 
 namespace hostport::nft::kernel {
 namespace {
+
+// Where Debian, Ubuntu, RHEL and Alpine put it; the plugin's PATH is the runtime's, so no search.
+constexpr const char* kNftPaths[] = {"/usr/sbin/nft", "/sbin/nft", "/usr/local/sbin/nft",
+                                     "/usr/bin/nft"};
+// A listing of a table with every port forwarded is tens of megabytes and takes seconds.
+constexpr std::chrono::milliseconds kNftDeadline{30'000};
+constexpr std::size_t kMaxOutput = 256u << 20;
 
 // Past the largest errno Linux defines (EHWPOISON, 133); strerror() of the rest is "Unknown error".
 constexpr int kMaxErrno = 256;
@@ -29,51 +39,59 @@ int errnoOfText(std::string_view reason) {
 
 }  // namespace
 
-void NftContext::Deleter::operator()(nft_ctx* ctx) const { lib->ctxFree(ctx); }
-
 Result<NftContext> NftContext::create() {
-  HOSTPORT_TRY(const LibNftables* lib, libNftables());
-  nft_ctx* raw = lib->ctxNew(NFT_CTX_DEFAULT);
-  if (raw == nullptr) return fail(ErrorCode::kKernel, "libnftables: nft_ctx_new failed");
-  NftContext context(*lib, raw);
-  if (lib->bufferOutput(raw) != 0 || lib->bufferError(raw) != 0) {
-    return fail(ErrorCode::kKernel, "libnftables: cannot buffer output");
+  for (const char* path : kNftPaths) {
+    if (::access(path, X_OK) == 0) return NftContext(path);
   }
-  return context;
+  std::string looked;
+  for (const char* path : kNftPaths) looked += std::string(looked.empty() ? "" : ", ") + path;
+  // No errno as the cause: isNotFound() means a missing table or element, which this is not.
+  return fail(ErrorCode::kNotFound,
+              "nftables rules with conditions (conditionsV4/conditionsV6) need the nft command "
+              "(the nftables package); none at " +
+                  looked);
 }
 
-Result<std::string> NftContext::run(std::string_view commands) {
-  const std::string buffer(commands);  // libnftables wants a NUL-terminated string
-  const int rc = lib_->runCommands(ctx_.get(), buffer.c_str());
-  const char* output = lib_->outputBuffer(ctx_.get());
-  const char* error = lib_->errorBuffer(ctx_.get());
-  if (rc != 0) {
-    std::string message = error != nullptr && *error != '\0' ? error : "libnftables failed";
+Result<std::string> NftContext::execute(std::vector<std::string> arguments,
+                                        std::string_view input) {
+  arguments.insert(arguments.begin(), program_);
+  auto ran = runProgram({std::move(arguments),
+                         {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
+                         std::string(input),
+                         kNftDeadline,
+                         kMaxOutput});
+  if (!ran) return withContext(ran.error(), "running " + program_);
+  if (!ran->succeeded()) {
+    std::string message = ran->err.empty() ? program_ + " " + ran->describe() : ran->err;
     while (!message.empty() && message.back() == '\n') message.pop_back();
     const std::error_code cause = nftErrorCause(message);
     return std::unexpected(Error{ErrorCode::kKernel, std::move(message), {}, cause});
   }
-  return std::string(output != nullptr ? output : "");
+  return std::move(ran->out);
+}
+
+Result<std::string> NftContext::run(std::string_view commands) {
+  return execute({"-f", "-"}, commands);
 }
 
 Result<void> NftContext::check(std::string_view commands) {
-  lib_->setDryRun(ctx_.get(), true);
-  auto output = run(commands);
-  lib_->setDryRun(ctx_.get(), false);
-  HOSTPORT_TRY_VOID(std::move(output));
+  HOSTPORT_TRY_VOID(execute({"--check", "-f", "-"}, commands));
   return {};
 }
 
 Result<nlohmann::json> NftContext::list(std::string_view command) {
-  const unsigned int flags = lib_->outputFlags(ctx_.get());
-  lib_->setOutputFlags(ctx_.get(), flags | NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE);
-  auto output = run(command);
-  lib_->setOutputFlags(ctx_.get(), flags);
-  HOSTPORT_TRY(const std::string text, std::move(output));
+  // With --json, nft reads a file as JSON: the command goes in argv, one word each.
+  std::vector<std::string> arguments{"--json", "--handle"};
+  for (size_t at = 0; at < command.size();) {
+    const size_t end = std::min(command.find(' ', at), command.size());
+    if (end > at) arguments.emplace_back(command.substr(at, end - at));
+    at = end + 1;
+  }
+  HOSTPORT_TRY(const std::string text, execute(std::move(arguments), {}));
   auto document = nlohmann::json::parse(text, nullptr, false);
   if (document.is_discarded()) {
     return fail(ErrorCode::kKernel,
-                "libnftables printed JSON we cannot parse for: " + std::string(command));
+                program_ + " printed JSON we cannot parse for: " + std::string(command));
   }
   return document;
 }

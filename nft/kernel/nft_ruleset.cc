@@ -12,10 +12,6 @@ namespace {
 // transaction; the transaction then fails whole and we list again.
 constexpr int kRemoveAttempts = 3;
 
-std::string bothLayouts() {
-  return tableLayoutCommands(Family::kIPv4) + tableLayoutCommands(Family::kIPv6);
-}
-
 /// What the attachment owns; with kWithPodSubnets, also the shared subnets it needs.
 enum class Subnets { kWithout, kWithPodSubnets };
 std::vector<SetElement> elementsOf(const AttachmentRules& rules, Subnets subnets) {
@@ -62,8 +58,7 @@ Result<NftContext*> NftRuleset::context() {
 }
 
 Result<void> NftRuleset::ensureTables() {
-  HOSTPORT_TRY(auto* nft, context());
-  auto done = nft->run(bothLayouts());
+  auto done = elements_.layOut();
   if (!done) return withContext(done.error(), "creating the hostport tables");
   return {};
 }
@@ -86,27 +81,33 @@ Result<void> NftRuleset::install(const AttachmentRules& rules) {
 }
 
 Result<void> NftRuleset::installOnce(const AttachmentRules& rules) {
-  if (rules.hasConditions()) return installWithLayout(rules);
+  if (rules.hasConditions()) return installConditional(rules);
   // The common case touches nothing but our elements. Re-sending the layout with every ADD
   // would flush and re-add the fixed rules: the kernel then re-checks every element of the maps
   // (O(N)) and closing the socket waits for an RCU grace period (~10 ms).
-  auto added = elements_.change(ElementChange::kAdd, elementsOf(rules, Subnets::kWithPodSubnets));
+  const auto elements = elementsOf(rules, Subnets::kWithPodSubnets);
+  auto added = elements_.change(ElementChange::kAdd, elements);
   if (added || !isNotFound(added.error())) return added;
-  // A table or set is missing: the first ADD on this node, or someone deleted it.
-  return installWithLayout(rules);
+  // A table or set is missing: the first ADD on this node, or someone deleted it. The layout
+  // rides in the same transaction, so a failed ADD never leaves it half made.
+  return elements_.layOut(elements);
 }
 
-Result<void> NftRuleset::installWithLayout(const AttachmentRules& rules) {
+Result<void> NftRuleset::installConditional(const AttachmentRules& rules) {
   HOSTPORT_TRY(auto* nft, context());
-  // The layout rides in the same transaction, so a failed ADD never leaves it half made.
-  const std::string commands = bothLayouts() + installCommands(rules);
-  if (rules.hasConditions()) {
-    // Conditions are user text: let nft judge them before anything is committed, so a bad one
-    // is a config error (CNI code 7), not a kernel failure.
-    if (auto checked = nft->check(commands); !checked && !isAlreadyExists(checked.error())) {
-      return fail(ErrorCode::kInvalidArgument,
-                  "conditionsV4/conditionsV6 refused by nftables: " + checked.error().message);
-    }
+  const std::string commands = installCommands(rules);
+  // Conditions are user text: let nft judge them before anything is committed, so a bad one is a
+  // config error (CNI code 7), not a kernel failure. nft judges against the tables, so a missing
+  // one is laid out first (an empty layout is no attachment's state).
+  auto checked = nft->check(commands);
+  if (!checked && isNotFound(checked.error())) {
+    HOSTPORT_TRY_VOID(elements_.layOut());
+    checked = nft->check(commands);
+  }
+  if (!checked && !isAlreadyExists(checked.error())) {
+    if (checked.error().code != ErrorCode::kKernel) return checked;  // nft did not run
+    return fail(ErrorCode::kInvalidArgument,
+                "conditionsV4/conditionsV6 refused by nftables: " + checked.error().message);
   }
   HOSTPORT_TRY_VOID(nft->run(commands));
   return {};

@@ -10,9 +10,9 @@
 
 namespace hostport::nft::kernel {
 
-/// Ruleset over the kernel, in the network namespace of the calling thread. Elements take the
-/// netlink fast path (element_table.h); the layout and conditional rules go through libnftables,
-/// whose context is created only when one of those is needed.
+/// Ruleset over the kernel, in the network namespace of the calling thread. Elements and the
+/// layout go over netlink (element_table.h); rules with conditions through the nft command
+/// (nft_context.h), looked for only when one is needed.
 class NftRuleset : public Ruleset {
  public:
   static Result<std::unique_ptr<NftRuleset>> create();
@@ -35,7 +35,7 @@ class NftRuleset : public Ruleset {
   Result<NftContext*> context();
   /// install() without its conflict report: the kernel's error as it came.
   Result<void> installOnce(const AttachmentRules& rules);
-  Result<void> installWithLayout(const AttachmentRules& rules);
+  Result<void> installConditional(const AttachmentRules& rules);
   /// What `owner` holds: from the sets alone unless it has conditional rules.
   Result<TableState> ownedState(const std::string& owner);
   Error describeConflict(Error error, const AttachmentRules& rules);

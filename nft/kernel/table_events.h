@@ -19,9 +19,10 @@
 //   NEWGEN carries NFTA_GEN_PROC_PID: the kernel's task_pid_nr(current), the id of the *thread*
 //   that sent the batch (the commit runs in its sendmsg), in the initial pid namespace. So the
 //   interesting notifications are held until their NEWGEN and dropped when that thread is one of
-//   this process's (getpid(), or /proc/self/task/<tid> exists). That holds for libnftables'
-//   sockets too, whose port ids we never see, which is why the writer's port id (nlmsg_pid) is
-//   not used. It needs the agent in the host's pid namespace (the DaemonSet sets hostPID); in a
+//   this process's (getpid(), or /proc/self/task/<tid> exists). Our netlink sockets all count,
+//   whatever their port ids. The `nft` command that writes rules with conditions (nft_context.h)
+//   is another process: its changes are reported, and cost one compare that finds all well. It
+//   needs the agent in the host's pid namespace (the DaemonSet sets hostPID); in a
 //   pid namespace of its own, every change would look foreign: spurious checks, nothing missed.
 //   A thread that exits before its batch is read also looks foreign, with the same harmless cost.
 // - A change whose NEWGEN does not follow within kGenerationGrace (none ever seen; it would be a

@@ -72,58 +72,5 @@ TEST(CommandsTest, EmptyRulesProduceNoCommands) {
   EXPECT_EQ(removeCommands(TableState{}), "");
 }
 
-TEST(TableLayoutTest, CreatesFixedChainsAndLeavesElementsAlone) {
-  const std::string v4 = tableLayoutCommands(Family::kIPv4);
-  EXPECT_EQ(v4,
-            "add table ip hostport\n"
-            "add map ip hostport ports { type inet_proto . inet_service : ipv4_addr . "
-            "inet_service; }\n"
-            "add map ip hostport ipports { type ipv4_addr . inet_proto . inet_service : ipv4_addr "
-            ". inet_service; }\n"
-            "add set ip hostport snatpods { type ipv4_addr; }\n"
-            "add set ip hostport masqall { type ipv4_addr; }\n"
-            "add set ip hostport podnets { type ipv4_addr . ipv4_addr; flags interval; }\n"
-            "add chain ip hostport conditional\n"
-            "add chain ip hostport hostports\n"
-            "add chain ip hostport prerouting { type nat hook prerouting priority dstnat; policy "
-            "accept; }\n"
-            "add chain ip hostport output { type nat hook output priority -100; policy accept; }\n"
-            "add chain ip hostport postrouting { type nat hook postrouting priority srcnat; policy "
-            "accept; }\n"
-            "flush chain ip hostport hostports\n"
-            "flush chain ip hostport prerouting\n"
-            "flush chain ip hostport output\n"
-            "flush chain ip hostport postrouting\n"
-            "add rule ip hostport hostports jump conditional\n"
-            "add rule ip hostport hostports dnat ip to ip daddr . meta l4proto . th dport map "
-            "@ipports\n"
-            "add rule ip hostport hostports dnat ip to meta l4proto . th dport map @ports\n"
-            "add rule ip hostport prerouting fib daddr type local jump hostports\n"
-            "add rule ip hostport output fib daddr type local jump hostports\n"
-            "add rule ip hostport postrouting ct status dnat ip daddr @masqall masquerade\n"
-            "add rule ip hostport postrouting ct status dnat ip daddr @snatpods ip saddr . ip "
-            "daddr @podnets masquerade\n"
-            "add rule ip hostport postrouting ct status dnat ip daddr @snatpods ip saddr "
-            "127.0.0.0/8 masquerade\n");
-  // Never flushes what holds per-attachment state.
-  EXPECT_EQ(v4.find("flush map"), std::string::npos);
-  EXPECT_EQ(v4.find("flush set"), std::string::npos);
-  EXPECT_EQ(v4.find("flush chain ip hostport conditional"), std::string::npos);
-}
-
-TEST(TableLayoutTest, UsesIp6TypesForTheIp6Table) {
-  const std::string v6 = tableLayoutCommands(Family::kIPv6);
-  EXPECT_NE(v6.find("add map ip6 hostport ports { type inet_proto . inet_service : ipv6_addr . "
-                    "inet_service; }"),
-            std::string::npos);
-  EXPECT_NE(v6.find("dnat ip6 to ip6 daddr . meta l4proto . th dport map @ipports"),
-            std::string::npos);
-  EXPECT_EQ(v6.find("ipv4_addr"), std::string::npos);
-  EXPECT_NE(v6.find("ct status dnat ip6 daddr @snatpods ip6 saddr . ip6 daddr @podnets masquerade"),
-            std::string::npos);
-  // ::1 is never forwarded (no route_localnet in IPv6), so it is never masqueraded.
-  EXPECT_EQ(v6.find("saddr ::1"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace hostport::nft
