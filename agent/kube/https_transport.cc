@@ -1,0 +1,183 @@
+#include "agent/kube/https_transport.h"
+
+#include <openssl/ssl.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/version.hpp>
+#include <optional>
+
+namespace hostport::agent::kube {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+constexpr std::size_t kMaxResponseBody = 8 << 20;  // a Pod or Node object is kilobytes
+
+Error unavailable(const std::string& step, const boost::system::error_code& error) {
+  Error failure{ErrorCode::kUnavailable, "API server " + step + ": " + error.message(), {}, {}};
+  if (error.category() == boost::system::system_category() ||
+      error.category() == boost::system::generic_category()) {
+    failure.cause = std::error_code(error.value(), std::generic_category());
+  }
+  return failure;
+}
+
+bool isIpAddress(const std::string& host) {
+  boost::system::error_code error;
+  asio::ip::make_address(host, error);
+  return !error;
+}
+
+}  // namespace
+
+struct HttpsTransport::State {
+  ClusterConfig config;
+  asio::io_context io;
+  asio::ssl::context tls{asio::ssl::context::tls_client};
+  std::optional<beast::ssl_stream<beast::tcp_stream>> stream;
+  beast::flat_buffer buffer;
+  int connections = 0;
+
+  /// Runs the io_context until the queued operations finish or `deadline` passes; the stream's
+  /// own expiry turns the deadline into an error of the operation.
+  void run() {
+    io.restart();
+    io.run();
+  }
+
+  Result<void> connect(std::chrono::steady_clock::time_point deadline) {
+    stream.reset();
+    buffer.clear();
+    stream.emplace(io, tls);
+    auto& ssl = *stream;
+    ssl.set_verify_mode(asio::ssl::verify_peer);
+    ssl.set_verify_callback(asio::ssl::host_name_verification(config.host));
+    if (!isIpAddress(config.host)) {
+      // SNI, for servers behind a name-routed proxy.
+      SSL_set_tlsext_host_name(ssl.native_handle(), config.host.c_str());
+    }
+    boost::system::error_code failure;
+    tcp::resolver resolver(io);
+    resolver.async_resolve(config.host, std::to_string(config.port),
+                           [&](const boost::system::error_code& error, tcp::resolver::results_type found) {
+                             if (error) {
+                               failure = error;
+                               return;
+                             }
+                             beast::get_lowest_layer(ssl).expires_at(deadline);
+                             beast::get_lowest_layer(ssl).async_connect(
+                                 found, [&](const boost::system::error_code& connected, const tcp::endpoint&) {
+                                   if (connected) {
+                                     failure = connected;
+                                     return;
+                                   }
+                                   ssl.async_handshake(asio::ssl::stream_base::client,
+                                                       [&](const boost::system::error_code& shaken) {
+                                                         failure = shaken;
+                                                       });
+                                 });
+                           });
+    run();
+    if (failure) {
+      stream.reset();
+      return std::unexpected(unavailable("connect to " + config.server(), failure));
+    }
+    ++connections;
+    return {};
+  }
+};
+
+HttpsTransport::HttpsTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
+HttpsTransport::~HttpsTransport() = default;
+
+Result<std::unique_ptr<HttpsTransport>> HttpsTransport::create(const ClusterConfig& config) {
+  auto state = std::make_unique<State>();
+  state->config = config;
+  boost::system::error_code error;
+  state->tls.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                         asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                         asio::ssl::context::no_tlsv1_1);
+  if (config.caPem.empty()) {
+    state->tls.set_default_verify_paths(error);
+  } else {
+    state->tls.add_certificate_authority(asio::buffer(config.caPem), error);
+  }
+  if (error) {
+    return fail(ErrorCode::kInvalidArgument, "the cluster CA does not load: " + error.message());
+  }
+  const auto& credentials = config.credentials;
+  if (!credentials.clientCertificatePem.empty()) {
+    state->tls.use_certificate_chain(asio::buffer(credentials.clientCertificatePem), error);
+    if (!error) {
+      state->tls.use_private_key(asio::buffer(credentials.clientKeyPem), asio::ssl::context::pem,
+                                 error);
+    }
+    if (error) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "the client certificate or key does not load: " + error.message());
+    }
+  }
+  return std::unique_ptr<HttpsTransport>(new HttpsTransport(std::move(state)));
+}
+
+int HttpsTransport::connections() const { return state_->connections; }
+
+Result<HttpResponse> HttpsTransport::exchange(const HttpRequest& request, const std::string& token,
+                                              std::chrono::milliseconds timeout) {
+  auto& s = *state_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (!s.stream) HOSTPORT_TRY_VOID(s.connect(deadline));
+
+  http::request<http::string_body> message{http::string_to_verb(request.method), request.target,
+                                           11};
+  message.set(http::field::host, s.config.host);
+  message.set(http::field::user_agent, "hostport-agent");
+  message.set(http::field::accept, "application/json");
+  if (!token.empty()) message.set(http::field::authorization, "Bearer " + token);
+  if (!request.contentType.empty()) message.set(http::field::content_type, request.contentType);
+  message.body() = request.body;
+  message.prepare_payload();
+
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxResponseBody);
+  boost::system::error_code failure;
+  std::string step = "write";
+  beast::get_lowest_layer(*s.stream).expires_at(deadline);
+  http::async_write(*s.stream, message, [&](const boost::system::error_code& wrote, std::size_t) {
+    if (wrote) {
+      failure = wrote;
+      return;
+    }
+    step = "read";
+    http::async_read(*s.stream, s.buffer, parser,
+                     [&](const boost::system::error_code& read, std::size_t) { failure = read; });
+  });
+  s.run();
+  if (failure) {
+    s.stream.reset();  // a connection in an unknown state is never reused
+    return std::unexpected(unavailable(step + " " + request.method + " " + request.target, failure));
+  }
+  auto response = parser.release();
+  HttpResponse out;
+  out.status = static_cast<int>(response.result_int());
+  out.body = std::move(response.body());
+  for (const auto& field : response) {
+    std::string name(field.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers[name] = std::string(field.value());
+  }
+  if (!response.keep_alive()) s.stream.reset();
+  return out;
+}
+
+}  // namespace hostport::agent::kube

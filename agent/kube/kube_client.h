@@ -1,0 +1,84 @@
+#pragma once
+// The agent's Kubernetes API client: requests over HttpsTransport, paced by a RateLimiter,
+// retried with Backoff on what is worth retrying, authenticated with the current BearerToken.
+//
+// Design note: blocking, for one thread. The agent talks to the API server only from its
+// publisher thread, never on the ADD path (docs/design.md, "The cluster sees the ports"), so a
+// slow or absent API server delays publication and nothing else. Waiting (rate limit, backoff)
+// goes through `Wait`, which the agent cuts short at shutdown and tests replace.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "agent/kube/backoff.h"
+#include "agent/kube/bearer_token.h"
+#include "agent/kube/cluster_config.h"
+#include "agent/kube/https_transport.h"
+#include "agent/kube/rate_limiter.h"
+#include "common/error.h"
+
+namespace hostport::agent::kube {
+
+struct KubeClientOptions {
+  double qps = 5;  // client-go's defaults
+  int burst = 10;
+  std::chrono::milliseconds timeout{10'000};  // one attempt, connect included
+  int maxAttempts = 6;                       // then the caller's own retry (the outbox) takes over
+  BackoffPolicy backoff;
+};
+
+/// What one request came to after its retries: the last response the server gave.
+struct KubeResponse {
+  int status = 0;
+  std::string body;
+  int attempts = 0;
+  bool ok() const { return status >= 200 && status < 300; }
+};
+
+class KubeClient {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// Blocks until `until`; false when the wait was cut short (the agent is stopping).
+  using Wait = std::function<bool(Clock::time_point until)>;
+
+  static Result<std::unique_ptr<KubeClient>> create(const ClusterConfig& config,
+                                                    KubeClientOptions options, Wait wait);
+
+  /// Sends the request, retrying 429 (after at least its Retry-After), 5xx and transport errors
+  /// with backoff up to maxAttempts. Any other status is returned as is, for the caller to judge
+  /// (404, 409, 422 mean something to it). kUnavailable when the last attempt got no answer or
+  /// the wait was cut short; kInvalidArgument, kIo when the token cannot be read.
+  Result<KubeResponse> send(const HttpRequest& request);
+
+  /// Observed from every attempt that got an answer, for the metrics.
+  struct Stats {
+    uint64_t requests = 0;
+    uint64_t retries = 0;
+    std::chrono::nanoseconds lastLatency{0};
+  };
+  const Stats& stats() const { return stats_; }
+  const ClusterConfig& config() const { return config_; }
+
+ private:
+  KubeClient(ClusterConfig config, KubeClientOptions options, Wait wait,
+             std::unique_ptr<HttpsTransport> transport);
+
+  ClusterConfig config_;
+  KubeClientOptions options_;
+  Wait wait_;
+  std::unique_ptr<HttpsTransport> transport_;
+  BearerToken token_;
+  RateLimiter limiter_;
+  std::mt19937_64 random_;
+  Backoff backoff_;
+  Stats stats_;
+};
+
+/// True for the answers worth trying again: 429, 5xx.
+bool isRetryableStatus(int status);
+
+}  // namespace hostport::agent::kube
