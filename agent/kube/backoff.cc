@@ -7,7 +7,8 @@
 
 namespace hostport::agent::kube {
 
-std::chrono::milliseconds Backoff::delay(int attempt, std::optional<std::chrono::seconds> retryAfter) {
+std::chrono::milliseconds Backoff::delay(int attempt,
+                                         std::optional<std::chrono::seconds> retryAfter) {
   const double cap = std::min<double>(static_cast<double>(policy_.max.count()),
                                       static_cast<double>(policy_.initial.count()) *
                                           std::pow(policy_.factor, std::max(0, attempt - 1)));

@@ -25,7 +25,8 @@ Result<std::string> BearerToken::current() {
   const auto first = token.find_first_not_of(" \t\r\n");
   const auto last = token.find_last_not_of(" \t\r\n");
   token = first == std::string::npos ? std::string() : token.substr(first, last - first + 1);
-  if (token.empty()) return fail(ErrorCode::kInvalidArgument, "the token file " + path_ + " is empty");
+  if (token.empty())
+    return fail(ErrorCode::kInvalidArgument, "the token file " + path_ + " is empty");
   token_ = std::move(token);
   inode_ = info.st_ino;
   size_ = info.st_size;

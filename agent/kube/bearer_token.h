@@ -26,7 +26,8 @@ class BearerToken {
   int reads() const { return reads_; }
 
  private:
-  BearerToken(std::string token, std::string path) : token_(std::move(token)), path_(std::move(path)) {}
+  BearerToken(std::string token, std::string path)
+      : token_(std::move(token)), path_(std::move(path)) {}
 
   std::string token_;
   std::string path_;

@@ -16,7 +16,8 @@ constexpr std::size_t kMaxFileBytes = 1 << 20;  // a kubeconfig, a CA bundle, a 
 
 Result<std::string> readRequired(const std::filesystem::path& path, std::string_view what) {
   HOSTPORT_TRY(auto text, readSmallFile(path, kMaxFileBytes));
-  if (!text) return fail(ErrorCode::kNotFound, std::string(what) + " " + path.string() + " is missing");
+  if (!text)
+    return fail(ErrorCode::kNotFound, std::string(what) + " " + path.string() + " is missing");
   return std::move(*text);
 }
 
@@ -53,14 +54,15 @@ Result<YAML::Node> namedEntry(const YAML::Node& root, const char* list, const ch
       }
     }
   }
-  return fail(ErrorCode::kInvalidArgument,
-              std::string("kubeconfig has no ") + kind + " named " + quoteText(name) + " in " + list);
+  return fail(ErrorCode::kInvalidArgument, std::string("kubeconfig has no ") + kind + " named " +
+                                               quoteText(name) + " in " + list);
 }
 
 /// A PEM given inline as *-data (base64) or as a file path relative to the kubeconfig.
 Result<std::string> pemOf(const YAML::Node& node, const std::string& key,
                           const std::filesystem::path& baseDir) {
-  if (const auto data = node[key + "-data"]) return decodeBase64(data.as<std::string>(), key + "-data");
+  if (const auto data = node[key + "-data"])
+    return decodeBase64(data.as<std::string>(), key + "-data");
   if (const auto file = node[key]) {
     std::filesystem::path path = file.as<std::string>();
     if (path.is_relative()) path = baseDir / path;
@@ -92,7 +94,8 @@ Result<void> parseServer(std::string_view url, ClusterConfig& config) {
     }
     host = rest.substr(1, close - 1);
     if (rest.size() > close + 1) {
-      if (rest[close + 1] != ':') return fail(ErrorCode::kInvalidArgument, "server " + quoted + " is malformed");
+      if (rest[close + 1] != ':')
+        return fail(ErrorCode::kInvalidArgument, "server " + quoted + " is malformed");
       port = rest.substr(close + 2);
     }
   } else if (const auto colon = rest.rfind(':'); colon != std::string_view::npos) {
@@ -118,10 +121,10 @@ Result<std::optional<ClusterConfig>> inClusterConfig(const Getenv& getenv,
   const char* host = getenv("KUBERNETES_SERVICE_HOST");
   if (host == nullptr || *host == '\0') return std::nullopt;
   const char* port = getenv("KUBERNETES_SERVICE_PORT");
-  std::string url = std::string("https://") +
-                    (std::string_view(host).find(':') != std::string_view::npos
-                         ? "[" + std::string(host) + "]"
-                         : std::string(host));
+  std::string url =
+      std::string("https://") + (std::string_view(host).find(':') != std::string_view::npos
+                                     ? "[" + std::string(host) + "]"
+                                     : std::string(host));
   if (port != nullptr && *port != '\0') url += ":" + std::string(port);
   ClusterConfig config;
   if (auto parsed = parseServer(url, config); !parsed) {
@@ -147,19 +150,23 @@ Result<ClusterConfig> parseKubeconfig(std::string_view yaml, std::string_view pa
     const auto baseDir = std::filesystem::path(path).parent_path();
     const auto current = root["current-context"];
     if (!current || current.as<std::string>().empty()) {
-      return fail(ErrorCode::kInvalidArgument, "kubeconfig " + std::string(path) + " has no current-context");
+      return fail(ErrorCode::kInvalidArgument,
+                  "kubeconfig " + std::string(path) + " has no current-context");
     }
-    HOSTPORT_TRY(const YAML::Node context, namedEntry(root, "contexts", "context", current.as<std::string>()));
+    HOSTPORT_TRY(const YAML::Node context,
+                 namedEntry(root, "contexts", "context", current.as<std::string>()));
     HOSTPORT_TRY(const YAML::Node cluster,
                  namedEntry(root, "clusters", "cluster", context["cluster"].as<std::string>("")));
-    HOSTPORT_TRY(const YAML::Node user, namedEntry(root, "users", "user", context["user"].as<std::string>("")));
+    HOSTPORT_TRY(const YAML::Node user,
+                 namedEntry(root, "users", "user", context["user"].as<std::string>("")));
 
     ClusterConfig config;
     HOSTPORT_TRY_VOID(parseServer(cluster["server"].as<std::string>(""), config));
     if (cluster["proxy-url"]) {
       return fail(ErrorCode::kInvalidArgument, "kubeconfig proxy-url is not supported");
     }
-    if (cluster["insecure-skip-tls-verify"] && cluster["insecure-skip-tls-verify"].as<bool>(false)) {
+    if (cluster["insecure-skip-tls-verify"] &&
+        cluster["insecure-skip-tls-verify"].as<bool>(false)) {
       return fail(ErrorCode::kInvalidArgument,
                   "kubeconfig insecure-skip-tls-verify is refused: the agent verifies the server");
     }
@@ -177,9 +184,11 @@ Result<ClusterConfig> parseKubeconfig(std::string_view yaml, std::string_view pa
       if (tokenFile.is_relative()) tokenFile = baseDir / tokenFile;
       config.credentials.tokenFile = tokenFile.string();
     }
-    HOSTPORT_TRY(config.credentials.clientCertificatePem, pemOf(user, "client-certificate", baseDir));
+    HOSTPORT_TRY(config.credentials.clientCertificatePem,
+                 pemOf(user, "client-certificate", baseDir));
     HOSTPORT_TRY(config.credentials.clientKeyPem, pemOf(user, "client-key", baseDir));
-    if (config.credentials.clientCertificatePem.empty() != config.credentials.clientKeyPem.empty()) {
+    if (config.credentials.clientCertificatePem.empty() !=
+        config.credentials.clientKeyPem.empty()) {
       return fail(ErrorCode::kInvalidArgument,
                   "kubeconfig user needs both client-certificate and client-key, or neither");
     }
@@ -191,8 +200,7 @@ Result<ClusterConfig> parseKubeconfig(std::string_view yaml, std::string_view pa
     config.source = std::string(path);
     return config;
   } catch (const YAML::Exception& e) {
-    return fail(ErrorCode::kInvalidArgument,
-                "kubeconfig " + std::string(path) + ": " + e.what());
+    return fail(ErrorCode::kInvalidArgument, "kubeconfig " + std::string(path) + ": " + e.what());
   }
 }
 

@@ -14,7 +14,8 @@
 
 namespace hostport::agent::kube {
 
-inline constexpr std::string_view kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+inline constexpr std::string_view kServiceAccountDir =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// How requests are authenticated: a bearer token (inline, or a file read again when it changes:
 /// projected tokens rotate), a client certificate, or both.
@@ -40,9 +41,8 @@ using Getenv = std::function<const char*(const char*)>;
 
 /// The in-cluster config, or nullopt when KUBERNETES_SERVICE_HOST is unset (not in a pod). An
 /// error when the env says we are in a pod but the service account files cannot be read.
-Result<std::optional<ClusterConfig>> inClusterConfig(const Getenv& getenv,
-                                                     std::string_view serviceAccountDir =
-                                                         kServiceAccountDir);
+Result<std::optional<ClusterConfig>> inClusterConfig(
+    const Getenv& getenv, std::string_view serviceAccountDir = kServiceAccountDir);
 
 /// The config of a kubeconfig's current context. Paths in it are relative to the file's directory,
 /// as kubectl reads them. kInvalidArgument naming the key for anything missing or unsupported

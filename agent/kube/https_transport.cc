@@ -68,25 +68,25 @@ struct HttpsTransport::State {
     }
     boost::system::error_code failure;
     tcp::resolver resolver(io);
-    resolver.async_resolve(config.host, std::to_string(config.port),
-                           [&](const boost::system::error_code& error, tcp::resolver::results_type found) {
-                             if (error) {
-                               failure = error;
-                               return;
-                             }
-                             beast::get_lowest_layer(ssl).expires_at(deadline);
-                             beast::get_lowest_layer(ssl).async_connect(
-                                 found, [&](const boost::system::error_code& connected, const tcp::endpoint&) {
-                                   if (connected) {
-                                     failure = connected;
-                                     return;
-                                   }
-                                   ssl.async_handshake(asio::ssl::stream_base::client,
-                                                       [&](const boost::system::error_code& shaken) {
-                                                         failure = shaken;
-                                                       });
-                                 });
-                           });
+    resolver.async_resolve(
+        config.host, std::to_string(config.port),
+        [&](const boost::system::error_code& error, tcp::resolver::results_type found) {
+          if (error) {
+            failure = error;
+            return;
+          }
+          beast::get_lowest_layer(ssl).expires_at(deadline);
+          beast::get_lowest_layer(ssl).async_connect(
+              found, [&](const boost::system::error_code& connected, const tcp::endpoint&) {
+                if (connected) {
+                  failure = connected;
+                  return;
+                }
+                ssl.async_handshake(
+                    asio::ssl::stream_base::client,
+                    [&](const boost::system::error_code& shaken) { failure = shaken; });
+              });
+        });
     run();
     if (failure) {
       stream.reset();
@@ -165,7 +165,8 @@ Result<HttpResponse> HttpsTransport::exchange(const HttpRequest& request, const 
   s.run();
   if (failure) {
     s.stream.reset();  // a connection in an unknown state is never reused
-    return std::unexpected(unavailable(step + " " + request.method + " " + request.target, failure));
+    return std::unexpected(
+        unavailable(step + " " + request.method + " " + request.target, failure));
   }
   auto response = parser.release();
   HttpResponse out;

@@ -15,14 +15,14 @@ KubeClient::KubeClient(ClusterConfig config, KubeClientOptions options, Wait wai
                  : BearerToken::fromFile(config_.credentials.tokenFile)),
       limiter_(options.qps, options.burst, Clock::now()),
       random_(std::random_device{}()),
-      backoff_(options.backoff, [this] {
-        return std::uniform_real_distribution<double>(0.0, 1.0)(random_);
-      }) {}
+      backoff_(options.backoff,
+               [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(random_); }) {}
 
 Result<std::unique_ptr<KubeClient>> KubeClient::create(const ClusterConfig& config,
                                                        KubeClientOptions options, Wait wait) {
   if (options.qps <= 0 || options.burst < 1 || options.maxAttempts < 1) {
-    return fail(ErrorCode::kInvalidArgument, "the API client needs qps > 0, burst >= 1 and maxAttempts >= 1");
+    return fail(ErrorCode::kInvalidArgument,
+                "the API client needs qps > 0, burst >= 1 and maxAttempts >= 1");
   }
   HOSTPORT_TRY(auto transport, HttpsTransport::create(config));
   return std::unique_ptr<KubeClient>(
@@ -34,7 +34,8 @@ Result<KubeResponse> KubeClient::send(const HttpRequest& request) {
   KubeResponse last;
   for (int attempt = 1; attempt <= options_.maxAttempts; ++attempt) {
     if (!wait_(limiter_.reserve(Clock::now()))) {
-      return fail(ErrorCode::kUnavailable, "stopping: " + request.method + " " + request.target + " not sent");
+      return fail(ErrorCode::kUnavailable,
+                  "stopping: " + request.method + " " + request.target + " not sent");
     }
     HOSTPORT_TRY(const std::string token, token_.current());
     const auto started = Clock::now();
@@ -45,7 +46,8 @@ Result<KubeResponse> KubeClient::send(const HttpRequest& request) {
       stats_.lastLatency = Clock::now() - started;
       last = KubeResponse{answered->status, std::move(answered->body), attempt};
       if (!isRetryableStatus(last.status)) return last;
-      if (const auto header = answered->headers.find("retry-after"); header != answered->headers.end()) {
+      if (const auto header = answered->headers.find("retry-after");
+          header != answered->headers.end()) {
         retryAfter = parseRetryAfter(header->second);
       }
       lastError.reset();

@@ -27,7 +27,7 @@ struct KubeClientOptions {
   double qps = 5;  // client-go's defaults
   int burst = 10;
   std::chrono::milliseconds timeout{10'000};  // one attempt, connect included
-  int maxAttempts = 6;                       // then the caller's own retry (the outbox) takes over
+  int maxAttempts = 6;                        // then the caller's own retry (the outbox) takes over
   BackoffPolicy backoff;
 };
 

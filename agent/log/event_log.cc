@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::array<Component, kComponentCount> kComponents = {
     Component::kAgent, Component::kAlloc,  Component::kStore, Component::kSocket,
-    Component::kTable, Component::kServer, Component::kCni};
+    Component::kTable, Component::kServer, Component::kCni,   Component::kKube};
 constexpr std::array<std::string_view, 5> kLevelNames = {"trace", "debug", "info", "warn", "error"};
 
 spdlog::level::level_enum spdlogLevel(Level level) {
@@ -197,6 +197,8 @@ std::string_view componentName(Component component) {
       return "server";
     case Component::kCni:
       return "cni";
+    case Component::kKube:
+      return "kube";
   }
   return "agent";
 }
@@ -216,8 +218,12 @@ Result<Format> parseFormat(std::string_view text) {
 }
 
 namespace detail {
+// Every component at info until configure(): one initializer each (a missing one would be 0,
+// trace).
 constinit std::array<std::atomic<Level>, kComponentCount> componentLevels = {
-    Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo};
+    Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo,
+    Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo};
+static_assert(kComponentCount == 8, "one initializer per component above");
 }  // namespace detail
 
 void configure(Options options) {

@@ -32,9 +32,10 @@
 
 namespace hostport::agent::log {
 
-enum class Component : uint8_t { kAgent, kAlloc, kStore, kSocket, kTable, kServer, kCni };
-inline constexpr std::size_t kComponentCount = 7;
-/// "agent", "alloc", "store", "socket", "table", "server", "cni": the logger's name on each line.
+enum class Component : uint8_t { kAgent, kAlloc, kStore, kSocket, kTable, kServer, kCni, kKube };
+inline constexpr std::size_t kComponentCount = 8;
+/// "agent", "alloc", "store", "socket", "table", "server", "cni", "kube": the logger's name
+/// on each line.
 std::string_view componentName(Component component);
 
 enum class Level : uint8_t { kTrace, kDebug, kInfo, kWarn, kError };

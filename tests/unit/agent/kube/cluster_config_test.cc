@@ -116,7 +116,8 @@ TEST(ClusterConfigTest, RefusesWhatItCannotHonourNamingTheKey) {
 contexts: [{name: c, context: {cluster: k, user: u}}]
 )";
   const std::map<std::string, std::string> cases = {
-      {"clusters: [{name: k, cluster: {server: \"http://x\"}}]\nusers: [{name: u, user: {token: t}}]",
+      {"clusters: [{name: k, cluster: {server: \"http://x\"}}]\nusers: [{name: u, user: {token: "
+       "t}}]",
        "https://"},
       {"clusters: [{name: k, cluster: {server: \"https://x\", insecure-skip-tls-verify: true}}]\n"
        "users: [{name: u, user: {token: t}}]",

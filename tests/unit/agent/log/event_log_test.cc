@@ -42,7 +42,7 @@ TEST_F(EventLogTest, EachComponentLogsUnderItsOwnName) {
   LogCapture capture;
   for (const auto component :
        {Component::kAgent, Component::kAlloc, Component::kStore, Component::kSocket,
-        Component::kTable, Component::kServer, Component::kCni}) {
+        Component::kTable, Component::kServer, Component::kCni, Component::kKube}) {
     event(component, Level::kInfo, "x.y");
   }
   std::vector<std::string> names;
@@ -51,7 +51,8 @@ TEST_F(EventLogTest, EachComponentLogsUnderItsOwnName) {
     const auto start = line.rfind(' ', end) + 1;
     names.push_back(line.substr(start, end - start));
   }
-  EXPECT_THAT(names, ElementsAre("agent", "alloc", "store", "socket", "table", "server", "cni"));
+  EXPECT_THAT(names,
+              ElementsAre("agent", "alloc", "store", "socket", "table", "server", "cni", "kube"));
 }
 
 TEST_F(EventLogTest, WritesPlainValuesBareAndQuotesTheRest) {
@@ -170,7 +171,7 @@ TEST_F(EventLogTest, EnabledFollowsTheConfiguredLevelOfEveryComponent) {
     LogCapture capture(configured);
     for (const auto component :
          {Component::kAgent, Component::kAlloc, Component::kStore, Component::kSocket,
-          Component::kTable, Component::kServer, Component::kCni}) {
+          Component::kTable, Component::kServer, Component::kCni, Component::kKube}) {
       for (const Level level :
            {Level::kTrace, Level::kDebug, Level::kInfo, Level::kWarn, Level::kError}) {
         EXPECT_EQ(enabled(component, level), level >= configured)

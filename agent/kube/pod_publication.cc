@@ -1,0 +1,35 @@
+#include "agent/kube/pod_publication.h"
+
+#include <nlohmann/json.hpp>
+
+namespace hostport::agent::kube {
+
+std::string podPath(const PodIdentity& pod) {
+  return "/api/v1/namespaces/" + pod.namespaceName + "/pods/" + pod.name;
+}
+
+std::string publicationPatch(const Lease& lease, const std::string& nodeName) {
+  if (lease.pod.namespaceName.empty() || lease.pod.name.empty() || lease.pod.uid.empty()) return {};
+  nlohmann::json ports = nlohmann::json::object();
+  nlohmann::json annotations = nlohmann::json::object();
+  for (const PortGrant& grant : lease.ports) {
+    if (grant.name.empty()) continue;
+    nlohmann::json port = {{"hostPort", grant.hostPort},
+                           {"protocol", std::string(protocolName(grant.protocol))},
+                           {"containerPort", grant.containerPort}};
+    if (grant.count > 1) port["count"] = grant.count;
+    if (grant.hostIp) port["hostIP"] = grant.hostIp->str();
+    ports[grant.name] = std::move(port);
+    std::string value = std::to_string(grant.hostPort);
+    if (grant.count > 1) value += "-" + std::to_string(grant.hostPort + grant.count - 1);
+    annotations[std::string(kAllocatedAnnotationPrefix) + grant.name] = value;
+  }
+  if (ports.empty()) return {};
+  annotations[std::string(kAssignedAnnotation)] =
+      nlohmann::json{{"node", nodeName}, {"ports", std::move(ports)}}.dump();
+  const nlohmann::json patch = {
+      {"metadata", {{"uid", lease.pod.uid}, {"annotations", std::move(annotations)}}}};
+  return patch.dump();
+}
+
+}  // namespace hostport::agent::kube

@@ -1,0 +1,31 @@
+#pragma once
+// What the agent writes on a pod about its ports: the contract of issue 13 §2, documented in the
+// README ("Ports on the pod object"). Pure.
+//
+//   hostport.io/assigned: '{"node":"node-1","ports":{"web":{"hostPort":30001,"protocol":"tcp",
+//                          "containerPort":8080},"rtp":{"hostPort":20000,"protocol":"udp",
+//                          "containerPort":5000,"count":10}}}'
+//   hostport.io/allocated-web: "30001"
+//   hostport.io/allocated-rtp: "20000-20009"
+//
+// Only named (dynamic) grants appear; static hostPorts are in the pod spec already. The patch is
+// a JSON merge patch that carries the pod's UID: the API server refuses it (409) when the pod of
+// that name is another one, which is how kubelet's own status patches avoid a re-created pod.
+
+#include <string>
+
+#include "agent/lease.h"
+
+namespace hostport::agent::kube {
+
+inline constexpr std::string_view kAssignedAnnotation = "hostport.io/assigned";
+inline constexpr std::string_view kAllocatedAnnotationPrefix = "hostport.io/allocated-";
+
+/// The merge patch for the lease's pod, or an empty string when it has nothing to publish (no
+/// named grant, or no pod namespace, name and UID to aim at).
+std::string publicationPatch(const Lease& lease, const std::string& nodeName);
+
+/// "/api/v1/namespaces/<ns>/pods/<name>": the names are DNS labels/subdomains, nothing to escape.
+std::string podPath(const PodIdentity& pod);
+
+}  // namespace hostport::agent::kube

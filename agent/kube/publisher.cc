@@ -1,0 +1,234 @@
+#include "agent/kube/publisher.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "agent/kube/pod_publication.h"
+#include "agent/log/event_log.h"
+#include "common/atomic_file.h"
+
+namespace hostport::agent::kube {
+namespace {
+
+using log::Component;
+using log::Level;
+
+constexpr std::string_view kPublishedFile = "published.json";
+constexpr std::size_t kMaxPublishedBytes = 64 << 20;
+
+/// Why a status ends a publication for good; empty when it is worth trying again.
+std::string dropReason(int status) {
+  switch (status) {
+    case 404:
+      return "not_found";  // the pod is gone
+    case 409:
+      return "uid_mismatch";  // a pod of that name, but another UID: not ours to patch
+    case 422:
+      return "invalid";
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+std::string patchDigest(const std::string& patch) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const char c : patch) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ull;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+Publisher::Publisher(PublisherOptions options, PatchSender send)
+    : options_(std::move(options)), send_(std::move(send)) {}
+
+Publisher::~Publisher() { stop(); }
+
+void Publisher::recover(const std::vector<Lease>& leases) {
+  std::lock_guard lock(mutex_);
+  auto text = readSmallFile(std::filesystem::path(options_.stateDir) / kPublishedFile,
+                            kMaxPublishedBytes);
+  if (text && *text) {
+    const auto document = nlohmann::json::parse(**text, nullptr, false);
+    if (document.is_object() && document.contains("published") && document["published"].is_object()) {
+      for (const auto& [key, digest] : document["published"].items()) {
+        if (digest.is_string()) published_[key] = digest.get<std::string>();
+      }
+    } else {
+      log::event(Component::kKube, Level::kWarn, "publish.record_unreadable",
+                 {{"file", std::string(kPublishedFile)}, {"effect", "every lease is published again"}});
+    }
+  }
+  std::map<std::string, std::string> kept;
+  for (const Lease& lease : leases) {
+    const std::string patch = publicationPatch(lease, options_.nodeName);
+    if (patch.empty()) continue;
+    const std::string digest = patchDigest(patch);
+    const auto recorded = published_.find(lease.key.str());
+    if (recorded != published_.end() && recorded->second == digest) {
+      kept[lease.key.str()] = digest;
+      continue;
+    }
+    owed_[lease.key] = Owed{lease.pod, patch, digest, Clock::now()};
+  }
+  // Records of leases released while the agent was down go with them.
+  dirty_ = kept.size() != published_.size();
+  dirtySince_ = Clock::now();
+  published_ = std::move(kept);
+  counts_.pending = owed_.size();
+}
+
+void Publisher::start() {
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Publisher::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mutex_);
+  if (dirty_) persistLocked();
+}
+
+void Publisher::granted(const Lease& lease) {
+  const std::string patch = publicationPatch(lease, options_.nodeName);
+  if (patch.empty()) return;
+  {
+    std::lock_guard lock(mutex_);
+    owed_[lease.key] = Owed{lease.pod, patch, patchDigest(patch), Clock::now()};
+    counts_.pending = owed_.size();
+  }
+  wake_.notify_all();
+}
+
+void Publisher::released(const AttachmentKey& key) {
+  std::lock_guard lock(mutex_);
+  owed_.erase(key);
+  if (published_.erase(key.str()) > 0 && !dirty_) {
+    dirty_ = true;
+    dirtySince_ = Clock::now();
+  }
+  counts_.pending = owed_.size();
+}
+
+bool Publisher::waitUntil(Clock::time_point until) {
+  std::unique_lock lock(mutex_);
+  wake_.wait_until(lock, until, [&] { return stopping_; });
+  return !stopping_;
+}
+
+void Publisher::run() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    const auto now = Clock::now();
+    if (dirty_ && (now - dirtySince_ >= options_.persistDelay || owed_.empty())) persistLocked();
+    auto next = owed_.end();
+    for (auto it = owed_.begin(); it != owed_.end(); ++it) {
+      if (next == owed_.end() || it->second.notBefore < next->second.notBefore) next = it;
+    }
+    if (next == owed_.end() || next->second.notBefore > now) {
+      auto until = next == owed_.end() ? now + std::chrono::hours(1) : next->second.notBefore;
+      if (dirty_) until = std::min(until, dirtySince_ + options_.persistDelay);
+      wake_.wait_until(lock, until);
+      continue;
+    }
+    const AttachmentKey key = next->first;
+    Owed owed = next->second;
+    lock.unlock();
+    deliver(key, std::move(owed));
+    lock.lock();
+  }
+}
+
+void Publisher::deliver(const AttachmentKey& key, Owed owed) {
+  const std::string path = podPath(owed.pod);
+  auto sent = send_(path, owed.patch);
+  std::lock_guard lock(mutex_);
+  const auto current = owed_.find(key);
+  // Released, or granted again with other ports, while the patch was in flight: the newer state
+  // decides what is owed.
+  const bool stillOwed = current != owed_.end() && current->second.digest == owed.digest;
+  const std::string pod = owed.pod.namespaceName + "/" + owed.pod.name;
+  if (sent && *sent >= 200 && *sent < 300) {
+    ++counts_.delivered;
+    if (stillOwed) {
+      owed_.erase(current);
+      published_[key.str()] = owed.digest;
+      if (!dirty_) dirtySince_ = Clock::now();
+      dirty_ = true;
+    }
+    log::event(Component::kKube, Level::kInfo, "publish.done", {{"pod", pod}, {"key", key.str()}});
+  } else if (const std::string drop = sent ? dropReason(*sent) : std::string(); !drop.empty()) {
+    ++counts_.dropped[drop];
+    if (stillOwed) {
+      owed_.erase(current);
+      // Moot for good: not owed again after a restart either.
+      published_[key.str()] = owed.digest;
+      if (!dirty_) dirtySince_ = Clock::now();
+      dirty_ = true;
+    }
+    log::event(Component::kKube, Level::kWarn, "publish.dropped",
+               {{"pod", pod}, {"uid", owed.pod.uid}, {"key", key.str()}, {"reason", drop},
+                {"status", static_cast<int64_t>(*sent)}});
+  } else {
+    const std::string reason = sent ? "status_" + std::to_string(*sent) : "unavailable";
+    ++counts_.failed[reason];
+    if (stillOwed) current->second.notBefore = Clock::now() + options_.retryDelay;
+    log::event(Component::kKube, Level::kWarn, "publish.failed",
+               {{"pod", pod}, {"key", key.str()}, {"reason", reason},
+                {"cause", sent ? std::string() : sent.error().message},
+                {"retry_ms", static_cast<int64_t>(options_.retryDelay.count())}});
+  }
+  counts_.pending = owed_.size();
+}
+
+void Publisher::persistLocked() {
+  nlohmann::json published = nlohmann::json::object();
+  for (const auto& [key, digest] : published_) published[key] = digest;
+  const std::string text = nlohmann::json{{"version", 1}, {"published", published}}.dump();
+  if (auto written = writeFileAtomically(options_.stateDir, kPublishedFile, text, Durability::kCache);
+      !written) {
+    log::event(Component::kKube, Level::kWarn, "publish.record_failed",
+               {{"cause", written.error().message}});
+  }
+  dirty_ = false;
+}
+
+Publisher::Counts Publisher::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+std::string Publisher::metricsText() const {
+  const Counts now = counts();
+  std::string out;
+  out += "# HELP hostport_publications_pending Pod publications owed to the API server.\n";
+  out += "# TYPE hostport_publications_pending gauge\n";
+  out += "hostport_publications_pending " + std::to_string(now.pending) + "\n";
+  out += "# HELP hostport_publications_done_total Pod publications the API server accepted.\n";
+  out += "# TYPE hostport_publications_done_total counter\n";
+  out += "hostport_publications_done_total " + std::to_string(now.delivered) + "\n";
+  out += "# HELP hostport_publications_dropped_total Pod publications given up for good, by reason.\n";
+  out += "# TYPE hostport_publications_dropped_total counter\n";
+  for (const auto& [reason, count] : now.dropped) {
+    out += "hostport_publications_dropped_total{reason=\"" + reason + "\"} " + std::to_string(count) + "\n";
+  }
+  out += "# HELP hostport_publications_failed_total Failed attempts, to be tried again, by reason.\n";
+  out += "# TYPE hostport_publications_failed_total counter\n";
+  for (const auto& [reason, count] : now.failed) {
+    out += "hostport_publications_failed_total{reason=\"" + reason + "\"} " + std::to_string(count) + "\n";
+  }
+  return out;
+}
+
+}  // namespace hostport::agent::kube

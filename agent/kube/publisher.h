@@ -1,0 +1,96 @@
+#pragma once
+// The outbox of pod publications (issue 13 §2) and the thread that empties it.
+//
+// Design note: the lease journal is the durable part of the outbox. Every lease owes its pod the
+// patch publicationPatch() makes of it; what has been delivered is recorded by digest in
+// <stateDir>/published.json, written atomically a moment after deliveries (not fsynced: losing it
+// only repeats patches, which are idempotent). So a publication owed when the agent crashes is
+// still owed when it starts again: recover() compares every recovered lease with the record. A
+// released lease is forgotten at once, queued or not. 404 (the pod is gone), 409 (a pod of that
+// name with another UID) and 422 drop a publication for good; anything else is tried again later.
+// The thread is the only one that talks to the API server: ADD never waits for it.
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/lease.h"
+#include "common/error.h"
+
+namespace hostport::agent::kube {
+
+struct PublisherOptions {
+  std::string nodeName;
+  std::string stateDir;  // where published.json lives
+  std::chrono::milliseconds retryDelay{30'000};      // after a failure the client gave up on
+  std::chrono::milliseconds persistDelay{1'000};     // deliveries recorded together
+};
+
+class Publisher {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// Sends one merge patch to `path`; the HTTP status, or an error when no answer came.
+  using PatchSender = std::function<Result<int>(const std::string& path, const std::string& body)>;
+
+  Publisher(PublisherOptions options, PatchSender send);
+  ~Publisher();  // stops the thread; what is still owed stays owed, for the next start
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  /// Loads the record of deliveries and owes every lease whose patch is not recorded.
+  void recover(const std::vector<Lease>& leases);
+  void start();
+  void stop();
+
+  /// A lease granted (durably): its patch is owed.
+  void granted(const Lease& lease);
+  /// A lease released (durably): nothing more is sent for it.
+  void released(const AttachmentKey& key);
+
+  /// Waits until `until` unless stopped first; false when stopped. The API client waits with it,
+  /// so a stop cuts its backoff short.
+  bool waitUntil(Clock::time_point until);
+
+  struct Counts {
+    std::size_t pending = 0;
+    uint64_t delivered = 0;
+    std::map<std::string, uint64_t> dropped;  // by reason: not_found, uid_mismatch, invalid
+    std::map<std::string, uint64_t> failed;   // by reason: unavailable, status_<code>
+  };
+  Counts counts() const;
+  std::string metricsText() const;
+
+ private:
+  struct Owed {
+    PodIdentity pod;
+    std::string patch;
+    std::string digest;
+    Clock::time_point notBefore;
+  };
+
+  void run();
+  void deliver(const AttachmentKey& key, Owed owed);
+  void persistLocked();
+
+  PublisherOptions options_;
+  PatchSender send_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::map<AttachmentKey, Owed> owed_;
+  std::map<std::string, std::string> published_;  // key.str() -> digest of the delivered patch
+  bool dirty_ = false;
+  Clock::time_point dirtySince_{};
+  Counts counts_;
+  std::thread thread_;
+};
+
+/// A short stable digest of a patch (FNV-1a 64, hex): equal patches are equal deliveries.
+std::string patchDigest(const std::string& patch);
+
+}  // namespace hostport::agent::kube

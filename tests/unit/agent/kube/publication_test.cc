@@ -1,0 +1,182 @@
+// What the agent publishes on a pod and when: the patch's shape (the README's contract) and the
+// outbox's rules (delivered once, dropped for good on 404/409/422, retried otherwise, never after
+// a release, still owed after a restart).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "agent/kube/pod_publication.h"
+#include "agent/kube/publisher.h"
+#include "tests/support/result_assertions.h"
+#include "tests/support/temp_dir.h"
+
+namespace hostport::agent::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+
+Lease leaseOf(const std::string& container, const std::string& podName, const std::string& uid,
+              uint16_t webPort) {
+  Lease lease;
+  lease.key = {container, "eth0"};
+  lease.pod = {"games", podName, uid};
+  lease.pool = "default";
+  lease.ports.push_back({"web", PortProtocol::kTcp, webPort, 8080, 1, std::nullopt, false});
+  lease.ports.push_back({"rtp", PortProtocol::kUdp, 20000, 5000, 10, std::nullopt, false});
+  lease.ports.push_back({"", PortProtocol::kTcp, 8443, 443, 1, std::nullopt, true});  // static
+  return lease;
+}
+
+TEST(PodPublicationTest, PatchCarriesTheUidTheAssignedObjectAndOneAnnotationPerPort) {
+  const auto patch = nlohmann::json::parse(publicationPatch(leaseOf("c1", "gs-0", "u-1", 30001), "node-1"));
+  EXPECT_EQ(patch["metadata"]["uid"], "u-1");
+  const auto& annotations = patch["metadata"]["annotations"];
+  EXPECT_EQ(annotations["hostport.io/allocated-web"], "30001");
+  EXPECT_EQ(annotations["hostport.io/allocated-rtp"], "20000-20009");
+  EXPECT_EQ(annotations.size(), 3u) << "the static port is in the pod spec already";
+  const auto assigned = nlohmann::json::parse(annotations["hostport.io/assigned"].get<std::string>());
+  EXPECT_EQ(assigned, nlohmann::json::parse(R"({"node":"node-1","ports":{
+      "web":{"hostPort":30001,"protocol":"tcp","containerPort":8080},
+      "rtp":{"hostPort":20000,"protocol":"udp","containerPort":5000,"count":10}}})"));
+}
+
+TEST(PodPublicationTest, NothingToPublishWithoutANamedPortOrAPodToAimAt) {
+  Lease staticOnly = leaseOf("c1", "gs-0", "u-1", 30001);
+  staticOnly.ports.erase(staticOnly.ports.begin(), staticOnly.ports.begin() + 2);
+  EXPECT_EQ(publicationPatch(staticOnly, "n"), "");
+  Lease noUid = leaseOf("c1", "gs-0", "", 30001);
+  EXPECT_EQ(publicationPatch(noUid, "n"), "") << "without a UID the patch could hit another pod";
+  EXPECT_EQ(podPath(noUid.pod), "/api/v1/namespaces/games/pods/gs-0");
+}
+
+/// An API server stand-in for the sender: answers from a script, records what it got.
+class ScriptedServer {
+ public:
+  Publisher::PatchSender sender() {
+    return [this](const std::string& path, const std::string& body) -> Result<int> {
+      std::lock_guard lock(mutex_);
+      sent_.push_back({path, body});
+      if (script_.empty()) return 200;
+      const int status = script_.front();
+      script_.pop_front();
+      if (status == 0) return fail(ErrorCode::kUnavailable, "connection refused");
+      return status;
+    };
+  }
+  void answer(std::initializer_list<int> statuses) {
+    std::lock_guard lock(mutex_);
+    script_.insert(script_.end(), statuses);
+  }
+  std::vector<std::pair<std::string, std::string>> sent() {
+    std::lock_guard lock(mutex_);
+    return sent_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<int> script_;  // 0: no answer
+  std::vector<std::pair<std::string, std::string>> sent_;
+};
+
+bool eventually(const std::function<bool()>& condition) {
+  for (int i = 0; i < 500; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+class PublisherTest : public ::testing::Test {
+ protected:
+  PublisherOptions options() const { return {"node-1", dir_.path(), 50ms, 10ms}; }
+  test::TempDir dir_;
+  ScriptedServer server_;
+};
+
+TEST_F(PublisherTest, DeliversAGrantOnceAndRemembersItAcrossARestart) {
+  const Lease lease = leaseOf("c1", "gs-0", "u-1", 30001);
+  {
+    Publisher publisher(options(), server_.sender());
+    publisher.recover({});
+    publisher.start();
+    publisher.granted(lease);
+    ASSERT_TRUE(eventually([&] { return publisher.counts().delivered == 1; }));
+    EXPECT_THAT(server_.sent(), ElementsAre(std::pair{std::string("/api/v1/namespaces/games/pods/gs-0"),
+                                                      publicationPatch(lease, "node-1")}));
+  }
+  Publisher restarted(options(), server_.sender());
+  restarted.recover({lease});
+  EXPECT_EQ(restarted.counts().pending, 0u) << "delivered before the restart";
+  Lease moved = lease;
+  moved.ports[0].hostPort = 30002;
+  Publisher again(options(), server_.sender());
+  again.recover({moved});
+  EXPECT_EQ(again.counts().pending, 1u) << "a lease whose patch changed is owed again";
+}
+
+TEST_F(PublisherTest, AnUndeliveredPublicationIsStillOwedAfterARestart) {
+  const Lease lease = leaseOf("c1", "gs-0", "u-1", 30001);
+  {
+    Publisher publisher(options(), server_.sender());
+    publisher.recover({});
+    publisher.granted(lease);  // never started: the agent died before the thread sent it
+  }
+  Publisher restarted(options(), server_.sender());
+  restarted.recover({lease});
+  restarted.start();
+  ASSERT_TRUE(eventually([&] { return restarted.counts().delivered == 1; }));
+}
+
+TEST_F(PublisherTest, AnotherPodOfTheSameNameDropsThePublicationForGood) {
+  server_.answer({409});
+  const Lease lease = leaseOf("c1", "gs-0", "u-old", 30001);
+  {
+    Publisher publisher(options(), server_.sender());
+    publisher.recover({});
+    publisher.start();
+    publisher.granted(lease);
+    ASSERT_TRUE(eventually([&] { return publisher.counts().dropped.count("uid_mismatch") == 1; }));
+    std::this_thread::sleep_for(150ms);  // longer than the retry delay: no retry comes
+    EXPECT_EQ(server_.sent().size(), 1u);
+  }
+  Publisher restarted(options(), server_.sender());
+  restarted.recover({lease});
+  EXPECT_EQ(restarted.counts().pending, 0u) << "moot, not owed again";
+}
+
+TEST_F(PublisherTest, FailuresAreTriedAgainUntilDelivered) {
+  server_.answer({0, 503, 401});
+  Publisher publisher(options(), server_.sender());
+  publisher.recover({});
+  publisher.start();
+  publisher.granted(leaseOf("c1", "gs-0", "u-1", 30001));
+  ASSERT_TRUE(eventually([&] { return publisher.counts().delivered == 1; }));
+  const auto counts = publisher.counts();
+  EXPECT_EQ(counts.failed.at("unavailable"), 1u);
+  EXPECT_EQ(counts.failed.at("status_503"), 1u);
+  EXPECT_EQ(counts.failed.at("status_401"), 1u);
+  EXPECT_EQ(server_.sent().size(), 4u);
+  EXPECT_THAT(publisher.metricsText(), ::testing::HasSubstr("hostport_publications_done_total 1"));
+}
+
+TEST_F(PublisherTest, AReleasedLeasePublishesNothingFurther) {
+  server_.answer({0});
+  Publisher publisher(options(), server_.sender());
+  publisher.recover({});
+  publisher.start();
+  const Lease lease = leaseOf("c1", "gs-0", "u-1", 30001);
+  publisher.granted(lease);
+  ASSERT_TRUE(eventually([&] { return publisher.counts().failed.size() == 1; }));
+  publisher.released(lease.key);
+  std::this_thread::sleep_for(150ms);  // past the retry
+  EXPECT_EQ(server_.sent().size(), 1u);
+  EXPECT_EQ(publisher.counts().pending, 0u);
+}
+
+}  // namespace
+}  // namespace hostport::agent::kube
