@@ -102,8 +102,8 @@ Result<NetnsId> PeerProcess::netns() const {
     if (error == ENOENT || error == ESRCH) {
       return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
     }
-    return failSystem(ErrorCode::kIo,
-                      "cannot read the network namespace of " + processName(pid_), error);
+    return failSystem(ErrorCode::kIo, "cannot read the network namespace of " + processName(pid_),
+                      error);
   }
   return NetnsId{static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
 }

@@ -37,8 +37,8 @@ class PodServer {
   /// `router` on `io` and runs `io` on a thread of its own. `io` is the pod socket's alone, and
   /// it and `router` outlive the server (handlers may post to a stopped `io`: it is destroyed
   /// last). Logs server.listening.
-  static Result<std::unique_ptr<PodServer>> start(boost::asio::io_context& io,
-                                                  const Router& router, PodServerOptions options);
+  static Result<std::unique_ptr<PodServer>> start(boost::asio::io_context& io, const Router& router,
+                                                  PodServerOptions options);
   /// Stops `io`, joins the thread and closes the socket. Requests still held are dropped with
   /// `io`.
   ~PodServer();

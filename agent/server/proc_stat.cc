@@ -34,8 +34,8 @@ Result<ProcStat> parseProcStat(std::string_view text) {
   for (std::size_t field = kStateField; field <= kStartTimeField; ++field) {
     const auto value = nextField(rest);
     if (value.empty()) {
-      return fail(ErrorCode::kInvalidArgument, "/proc stat " + quoteText(text) +
-                                                   " ends before field " + std::to_string(field));
+      return fail(ErrorCode::kInvalidArgument,
+                  "/proc stat " + quoteText(text) + " ends before field " + std::to_string(field));
     }
     if (field == kStateField) {
       if (value.size() != 1) {

@@ -88,7 +88,8 @@ void PodApi::answer(const server::HttpRequest& request, const std::string& portN
           "unknown parameter " + quoteText(name) + " (the pod socket takes only wait)"));
     }
     auto parsed = api::parseWait(value);
-    if (!parsed) return respond(server::errorResponse(400, "invalid_argument", parsed.error().message));
+    if (!parsed)
+      return respond(server::errorResponse(400, "invalid_argument", parsed.error().message));
     wait = *parsed;
   }
   if (!request.peer) {  // a bug: this router is served only by the pod socket, which identifies
@@ -101,10 +102,10 @@ void PodApi::answer(const server::HttpRequest& request, const std::string& portN
                           pidText(peer)));
   }
   if (!peer.netns) {
-    return respond(refuse(kUnidentified,
-                          "cannot read the calling process's network namespace: " +
-                              peer.netns.error().message,
-                          pidText(peer)));
+    return respond(
+        refuse(kUnidentified,
+               "cannot read the calling process's network namespace: " + peer.netns.error().message,
+               pidText(peer)));
   }
   const NetnsId netns = *peer.netns;
   if (netns == nodeNetns_) {
@@ -155,10 +156,10 @@ bool PodApi::tryAnswer(const server::HttpRequest& request, const std::string& po
   } else if (const auto grant = api::namedPort(leases, portName)) {
     response = {200, "text/plain", api::portText(*grant)};
   } else {
-    response = server::errorResponse(404, "not_found",
-                                     "no port named " + quoteText(portName) +
-                                         " in this pod's lease (its named ports: " +
-                                         namedPorts(leases) + ")");
+    response = server::errorResponse(
+        404, "not_found",
+        "no port named " + quoteText(portName) +
+            " in this pod's lease (its named ports: " + namedPorts(leases) + ")");
   }
   // Last, right before the answer leaves: the process that connected must still be the one
   // there, or a recycled pid could read another pod's ports.
@@ -166,9 +167,8 @@ bool PodApi::tryAnswer(const server::HttpRequest& request, const std::string& po
   if (auto unchanged = peer.process->checkUnchanged(); !unchanged) {
     log::event(Component::kServer, Level::kInfo, "server.pod_caller_gone",
                {{"pid", pidText(peer)}, {"cause", unchanged.error().message}});
-    respond(server::errorResponse(403, kUnidentified,
-                                  "the process that connected is gone: " +
-                                      unchanged.error().message));
+    respond(server::errorResponse(
+        403, kUnidentified, "the process that connected is gone: " + unchanged.error().message));
     return true;
   }
   respond(std::move(response));

@@ -191,11 +191,14 @@ TEST_F(AgentPodSocketTest, ABadWaitNamesTheParameterAndTheValue) {
 TEST_F(AgentPodSocketTest, NothingButTheTwoReadsIsServed) {
   ASSERT_OK(lease(*podA_, "server-a", {"web"}));
   ASSERT_OK_AND_ASSIGN(PodCaller caller, PodCaller::connect(podA_->path(), podSocket()));
-  for (const auto& [method, target, status] :
-       {std::tuple{"POST", "/v1/self", 405u}, {"DELETE", "/v1/self", 405u},
-        {"DELETE", "/v1/self/ports/web", 405u}, {"GET", "/v1/attachments", 404u},
-        {"POST", "/v1/attachments", 404u}, {"GET", "/v1/pools", 404u}, {"GET", "/metrics", 404u},
-        {"GET", "/v1/self?namespace=x", 400u}}) {
+  for (const auto& [method, target, status] : {std::tuple{"POST", "/v1/self", 405u},
+                                               {"DELETE", "/v1/self", 405u},
+                                               {"DELETE", "/v1/self/ports/web", 405u},
+                                               {"GET", "/v1/attachments", 404u},
+                                               {"POST", "/v1/attachments", 404u},
+                                               {"GET", "/v1/pools", 404u},
+                                               {"GET", "/metrics", 404u},
+                                               {"GET", "/v1/self?namespace=x", 400u}}) {
     ASSERT_OK_AND_ASSIGN(const auto answer, httpRequest(caller.socket(), method, target));
     EXPECT_EQ(answer.status, status) << method << " " << target << ": " << answer.body;
   }

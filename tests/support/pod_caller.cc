@@ -201,7 +201,8 @@ Result<HttpAnswer> httpRequest(int socket, std::string_view method, std::string_
                   "connection closed before the answer to " + std::string(target));
     }
     received.append(buffer, static_cast<std::size_t>(n));
-    if (headerEnd == std::string::npos && (headerEnd = received.find("\r\n\r\n")) != received.npos) {
+    if (headerEnd == std::string::npos &&
+        (headerEnd = received.find("\r\n\r\n")) != received.npos) {
       const auto at = received.find("Content-Length: ");
       if (at == std::string::npos || at > headerEnd) {
         return fail(ErrorCode::kIo, "answer without Content-Length: " + received);

@@ -36,8 +36,8 @@ TEST(PodApiTest, WaitTakesSecondsMillisecondsOrABareNumberOfSeconds) {
 }
 
 TEST(PodApiTest, WaitRefusesValuesOutsideTheGrammarNamingTheParameterAndTheValue) {
-  for (const char* bad : {"", "s", "ms", "10m", "1h", "-1s", "1.5s", "10 s", "abc", "0x10",
-                          "61s", "60001ms", "9999999s"}) {
+  for (const char* bad : {"", "s", "ms", "10m", "1h", "-1s", "1.5s", "10 s", "abc", "0x10", "61s",
+                          "60001ms", "9999999s"}) {
     auto wait = parseWait(bad);
     ASSERT_FALSE(wait.has_value()) << bad;
     EXPECT_EQ(wait.error().code, ErrorCode::kInvalidArgument);
@@ -47,11 +47,11 @@ TEST(PodApiTest, WaitRefusesValuesOutsideTheGrammarNamingTheParameterAndTheValue
 }
 
 TEST(PodApiTest, SelfBodyHoldsThePodAndEveryPortOfItsLeases) {
-  PortGrant staticClaim{"", PortProtocol::kUdp, 8080, 80, 1, IpAddress::parse("10.0.0.1").value(),
+  PortGrant staticClaim{"",  PortProtocol::kUdp, 8080, 80, 1, IpAddress::parse("10.0.0.1").value(),
                         true};
-  const auto body = selfBody({leaseWith({named("web", 30000, 80), staticClaim}),
-                              leaseWith({named("rtp", 20000, 5000, 10, PortProtocol::kUdp)},
-                                        "net1")});
+  const auto body =
+      selfBody({leaseWith({named("web", 30000, 80), staticClaim}),
+                leaseWith({named("rtp", 20000, 5000, 10, PortProtocol::kUdp)}, "net1")});
   EXPECT_EQ(body["namespace"], "games");
   EXPECT_EQ(body["name"], "server-0");
   ASSERT_EQ(body["ports"].size(), 3u);

@@ -31,8 +31,7 @@ TEST(ProcStatTest, ReadsTheStateAndTheStartTime) {
 
 TEST(ProcStatTest, CountsFieldsFromTheLastParenthesisSoACommandCannotShiftThem) {
   // A process may name itself "a) R 1 2 3 ..." (prctl PR_SET_NAME allows 15 bytes of anything).
-  const std::string forged =
-      "77 (x) Z 1 2 3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5555 0 0\n";
+  const std::string forged = "77 (x) Z 1 2 3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5555 0 0\n";
   auto stat = parseProcStat(forged);
   ASSERT_TRUE(stat.has_value()) << stat.error().message;
   EXPECT_EQ(stat->state, 'S');
