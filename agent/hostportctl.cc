@@ -9,7 +9,10 @@
 
 #include "agent/api/agent_client.h"
 #include "agent/api/agent_probe.h"
+#include "agent/api/http_errors.h"
 #include "agent/api/json_codec.h"
+#include "agent/api/pod_api.h"
+#include "agent/api/unix_http_exchange.h"
 #include "agent/cni_config/chain_files.h"
 #include "agent/cni_config/plugin_install.h"
 
@@ -95,6 +98,30 @@ int installPlugin(const std::string& from, const std::string& binDir) {
   return 0;
 }
 
+/// `self`: the pod socket's answer for the calling process's own pod, as it comes (JSON, or one
+/// port as text). For a container image that holds hostportctl, instead of curl.
+int askSelf(const std::string& podSocket, const std::string& portName, unsigned waitSeconds) {
+  constexpr std::chrono::seconds kAnswerDeadline{5};  // on top of the wait the agent may take
+  const std::optional<std::chrono::seconds> wait =
+      waitSeconds > 0 ? std::optional(std::chrono::seconds(waitSeconds)) : std::nullopt;
+  const std::string target = api::selfTarget(portName, wait);
+  auto response = api::exchangeOverUnixSocket(
+      podSocket, {.method = "GET", .target = target, .contentType = {}, .body = {}},
+      std::chrono::seconds(waitSeconds) + kAnswerDeadline, 1 << 20);
+  if (!response) {
+    std::cerr << "hostportctl: " << response.error().message << "\n";
+    return 3;
+  }
+  if (response->status != 200) {
+    std::cerr << "hostportctl: GET " << target << " answered " << response->status << ": "
+              << api::errorFromBody(response->status, response->body).message << "\n";
+    return 1;
+  }
+  std::cout << response->body;
+  if (!response->body.ends_with('\n')) std::cout << "\n";
+  return 0;
+}
+
 int report(const Error& error) {
   std::cerr << "hostportctl: " << error.message << "\n";
   return error.code == ErrorCode::kUnavailable ? 3 : 1;
@@ -158,7 +185,20 @@ int main(int argc, char** argv) {
   auto* health = app.add_subcommand("health", "exit 0 when the agent's /healthz answers 200");
   auto* ready = app.add_subcommand("ready", "exit 0 when the agent's /readyz answers 200");
 
+  auto* self = app.add_subcommand(
+      "self",
+      "inside a pod: the pod's own ports from the agent's pod socket (JSON; with a port name, "
+      "that port's number alone); exit 1 when the agent refuses (no lease for this pod)");
+  std::string podSocket(api::kDefaultPodSocket), portName;
+  unsigned waitSeconds = 0;
+  self->add_option("--socket", podSocket, "the pod socket, as mounted in the pod")
+      ->capture_default_str();
+  self->add_option("--wait", waitSeconds, "seconds to wait for the pod's lease (at most 60)")
+      ->check(CLI::Range(0, static_cast<int>(api::kMaxPodWait.count())));
+  self->add_option("port", portName, "a port's name in hostport.io/ports: print its number only");
+
   CLI11_PARSE(app, argc, argv);
+  if (*self) return askSelf(podSocket, portName, waitSeconds);
   if (*uninstall) return uninstallCni(cniConfDir, cniBinDir, stateDir);
   if (*install) return installPlugin(pluginSource, cniBinDir);
   if (*health || *ready) {

@@ -13,12 +13,15 @@
 #include "agent/config/agent_config.h"
 #include "agent/config/listen_address.h"
 #include "agent/log/event_log.h"
+#include "agent/server/pod_server.h"
 #include "agent/server/tcp_http_server.h"
 #include "agent/server/unix_http_server.h"
 #include "agent/service/agent_service.h"
 #include "agent/service/api_handlers.h"
 #include "agent/service/forward_writer.h"
 #include "agent/service/lifecycle.h"
+#include "agent/service/netns_id.h"
+#include "agent/service/pod_api.h"
 #include "agent/service/pool_reservation.h"
 #include "agent/service/reconciler.h"
 #include "agent/service/recovery.h"
@@ -133,9 +136,27 @@ std::unique_ptr<server::TcpHttpServer> serveMetrics(boost::asio::io_context& io,
   return std::move(*listener);
 }
 
+/// The pod socket (config.podSocketPath), on `io` and a thread of its own, or nothing when the
+/// path is empty. Grants reach its waiting requests from here on.
+Result<std::unique_ptr<server::PodServer>> servePods(boost::asio::io_context& io,
+                                                     const AgentConfig& config,
+                                                     AgentService& service, Router& router,
+                                                     std::unique_ptr<PodApi>& api) {
+  if (config.podSocketPath.empty()) return nullptr;
+  // A caller in the agent's own netns (hostNetwork, as the DaemonSet runs it) is on the node.
+  api = std::make_unique<PodApi>(service, io, netnsIdOf("/proc/self/ns/net"));
+  api->registerRoutes(router);
+  server::PodServerOptions options;
+  options.path = config.podSocketPath;
+  HOSTPORT_TRY(auto pods, server::PodServer::start(io, router, std::move(options)));
+  service.watchGrants([pods = api.get()](const Lease& lease) { pods->leaseGranted(lease); });
+  return pods;
+}
+
 /// Serves until a signal or a store failure; the exit code, or why the agent could not start.
 Result<int> run(const AgentConfig& config) {
   boost::asio::io_context io(1);
+  boost::asio::io_context podIo(1);  // the pod socket's alone (server/pod_server.h)
   Lifecycle lifecycle(io, kStoreFailureGrace);
   store::StoreOptions storeOptions;
   storeOptions.onFailure = [&lifecycle](const Error& cause) { lifecycle.storeFailed(cause); };
@@ -171,6 +192,10 @@ Result<int> run(const AgentConfig& config) {
     if (!started) return withContext(started.error(), "cannot start the reconciler");
     reconciler = std::move(*started);
   }
+  // Before the control socket: a pod socket that cannot start stops the agent before any grant.
+  Router podRouter;
+  std::unique_ptr<PodApi> podApi;
+  HOSTPORT_TRY(auto podServer, servePods(podIo, config, service, podRouter, podApi));
   std::atomic<bool> ready{false};
   Router router;
   registerApiHandlers(router, service, metrics, ready);
@@ -183,7 +208,9 @@ Result<int> run(const AgentConfig& config) {
   ready = true;
   logPools(config.pools);
   log::event(log::Component::kAgent, log::Level::kInfo, "agent.serving",
-             {{"socket", config.socketPath}, {"pools", config.pools.size()}});
+             {{"socket", config.socketPath},
+              {"pod_socket", config.podSocketPath.empty() ? "off" : config.podSocketPath},
+              {"pools", config.pools.size()}});
   // Chained once the socket serves: the plugin's first ADD finds the agent.
   auto chainer = startCniChainer(config, ready);
   if (!chainer) return withContext(chainer.error(), "cannot watch the CNI configuration");
@@ -193,6 +220,7 @@ Result<int> run(const AgentConfig& config) {
   if (reconciler) reconciler->stop();
   // Drain the journal while the service its callbacks call into is still alive.
   metricsServer.reset();
+  podServer.reset();
   server.reset();
   recovered.store.reset();
   return lifecycle.exitCode();
@@ -236,6 +264,10 @@ int main(int argc, char** argv) {
                  "where the plugin leaves release notes for DELs made while the agent was down "
                  "(default " +
                      std::string(api::kDefaultReleaseSpool) + ")");
+  app.add_option("--pod-socket", flags.podSocketPath,
+                 "where pods ask for their own ports (GET /v1/self), mode 0666, alone in its "
+                 "directory, which pods mount read-only; \"\" turns it off (default " +
+                     std::string(api::kDefaultPodSocket) + ")");
   app.add_option("--metrics-address", flags.metricsAddress,
                  "host:port where GET /metrics alone is served over TCP, e.g. 0.0.0.0:9810 or "
                  "[::1]:9810; \"\" turns it off (default " +

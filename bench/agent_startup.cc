@@ -52,9 +52,15 @@ std::string readFile(const std::string& path) {
 }
 
 json runOnce(const Args& args, const std::string& logPath) {
-  std::vector<std::string> argv = {
-      args.get("agent"), "--state-dir", args.get("state-dir"), "--socket", args.get("socket"),
-      "--log-level",     "info"};
+  std::vector<std::string> argv = {args.get("agent"),
+                                   "--state-dir",
+                                   args.get("state-dir"),
+                                   "--socket",
+                                   args.get("socket"),
+                                   "--pod-socket",
+                                   "",  // a machine's /run/hostport/pod is not the benchmark's
+                                   "--log-level",
+                                   "info"};
   if (args.has("port-range")) {
     argv.push_back("--port-range");
     argv.push_back(args.get("port-range"));

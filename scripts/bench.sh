@@ -290,7 +290,8 @@ start_agent() {  # netns state-dir socket port-range log agent-flags...
   local netns=$1 state=$2 socket=$3 range=$4 log=$5 started=$EPOCHREALTIME i
   shift 5
   ip netns exec "$netns" env "${AGENT_ENV[@]}" "$AGENT_BIN" --state-dir "$state" \
-    --socket "$socket" --release-spool "$(dirname "$socket")/released" --port-range "$range" \
+    --socket "$socket" --pod-socket "" --release-spool "$(dirname "$socket")/released" \
+    --port-range "$range" \
     "$@" 2>"$log" &
   AGENT_PID=$!
   PIDS+=("$AGENT_PID")

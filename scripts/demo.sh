@@ -237,12 +237,12 @@ start_agent() {
   why "hostportctl on a Unix socket. Here: state and socket in a temp dir, pool $POOL_RANGE."
   SOCKET="$WORK/agent.sock"
   mkdir -p "$WORK/state"
-  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --release-spool %s --port-range %s --chain-cni false%s\n' \
-    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$WORK/released" "$POOL_RANGE" "$RESET"
+  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --pod-socket %s --release-spool %s --port-range %s --chain-cni false%s\n' \
+    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$WORK/pod/pod.sock" "$WORK/released" "$POOL_RANGE" "$RESET"
   # In the node netns, the agent's reserved-ports sysctl and socket checks are the node's. The
   # demo writes its own conflist: the agent must not edit this machine's /etc/cni/net.d.
   ip netns exec "$NODE_NS" "$AGENT_BIN" --state-dir "$WORK/state" --socket "$SOCKET" \
-    --release-spool "$WORK/released" --port-range "$POOL_RANGE" --log-level info \
+    --pod-socket "$WORK/pod/pod.sock" --release-spool "$WORK/released" --port-range "$POOL_RANGE" --log-level info \
     --chain-cni false \
     >"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!

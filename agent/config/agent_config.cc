@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -134,6 +135,32 @@ Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name
   return pool;
 }
 
+/// Pods mount the pod socket's directory: the control socket, which can release any lease, must
+/// be neither in it nor below it.
+Result<void> checkPodSocket(const AgentConfig& config) {
+  const std::string& path = config.podSocketPath;
+  if (path.empty()) return {};
+  if (path.front() != '/' || path.size() > 100 || path.back() == '/') {
+    return fail(ErrorCode::kInvalidArgument,
+                "podSocket: " + quoteText(path) +
+                    " must be an absolute path of at most 100 characters, naming a file");
+  }
+  const auto podDir = std::filesystem::path(path).lexically_normal().parent_path();
+  const auto controlDir = std::filesystem::path(config.socketPath).lexically_normal().parent_path();
+  const auto [podEnd, controlAt] =
+      std::mismatch(podDir.begin(), podDir.end(), controlDir.begin(), controlDir.end());
+  if (podEnd == podDir.end()) {
+    return fail(ErrorCode::kInvalidArgument,
+                "podSocket: " + quoteText(path) +
+                    " is in a directory that holds the control socket " +
+                    quoteText(config.socketPath) +
+                    ", and pods mount that directory: give the pod socket a directory of its own, "
+                    "such as " +
+                    std::string(api::kDefaultPodSocket));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::vector<PortRange>> parsePortRanges(std::string_view text) {
@@ -167,7 +194,7 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
         {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
          "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds", "releaseSpool",
          "allowEmptyGc", "emptyGcMaxLeases", "pools", "chainCni", "cniConfDir", "cniBinDir",
-         "replacePortmap", "metricsAddress", "procSysNet"}));
+         "replacePortmap", "metricsAddress", "procSysNet", "podSocket"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
@@ -177,7 +204,8 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
           {"cniConfDir", &config.cniConfDir},
           {"cniBinDir", &config.cniBinDir},
           {"metricsAddress", &config.metricsAddress},
-          {"procSysNet", &config.procSysNet}}) {
+          {"procSysNet", &config.procSysNet},
+          {"podSocket", &config.podSocketPath}}) {
       if (const auto node = root[key]) {
         HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
@@ -268,6 +296,7 @@ Result<void> finalizeConfig(AgentConfig& config) {
                 "socket: " + quoteText(config.socketPath) +
                     " must be an absolute path of at most 100 characters");
   }
+  HOSTPORT_TRY_VOID(checkPodSocket(config));
   for (const auto& [key, dir] : {std::pair{"cniConfDir", &config.cniConfDir},
                                  {"cniBinDir", &config.cniBinDir},
                                  {"procSysNet", &config.procSysNet}}) {
@@ -339,6 +368,7 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
   }
   if (commandLine.allowEmptyGc) config.allowEmptyGc = true;
   if (commandLine.metricsAddress) config.metricsAddress = *commandLine.metricsAddress;
+  if (commandLine.podSocketPath) config.podSocketPath = *commandLine.podSocketPath;
   HOSTPORT_TRY_VOID(finalizeConfig(config));
   return config;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/api/node_files.h"
+#include "agent/api/pod_api.h"
 #include "agent/api/routes.h"
 #include "agent/core/allocator.h"
 #include "common/error.h"
@@ -39,6 +40,9 @@ inline constexpr std::string_view kDefaultMetricsAddress = "127.0.0.1:9810";
 struct AgentConfig {
   std::string stateDir = std::string(kDefaultStateDir);
   std::string socketPath = std::string(api::kDefaultAgentSocket);
+  /// The pod socket (agent/api/pod_api.h), mode 0666, alone in its directory, which pods mount;
+  /// empty: not served. Never in (or above) the control socket's directory.
+  std::string podSocketPath = std::string(api::kDefaultPodSocket);
   bool reserveLocalPorts = true;  // add pool ranges to net.ipv4.ip_local_reserved_ports
   /// Where the agent reads and writes net sysctls (ip_local_reserved_ports, route_localnet): the
   /// node's /proc/sys/net mounted read-write elsewhere when /proc/sys is read-only (a container
@@ -94,6 +98,7 @@ struct CommandLine {
   std::string cniBinDir;
   std::string replacePortmap;                 // --replace-portmap true|false
   std::optional<std::string> metricsAddress;  // --metrics-address; "" turns the listener off
+  std::optional<std::string> podSocketPath;   // --pod-socket; "" turns the pod socket off
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors

@@ -36,11 +36,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
 
  public:
   HttpSession(typename Protocol::socket socket, const Router& router, const ServerLimits& limits,
-              std::atomic<std::size_t>& open)
-      : stream_(std::move(socket)), router_(router), limits_(limits), open_(open) {
-    ++open_;
+              std::shared_ptr<std::atomic<std::size_t>> open,
+              std::shared_ptr<const ConnectionPeer> peer)
+      : stream_(std::move(socket)),
+        router_(router),
+        limits_(limits),
+        open_(std::move(open)),
+        peer_(std::move(peer)) {
+    ++*open_;
   }
-  ~HttpSession() { --open_; }
+  // The count is shared: a session still held by the io_context's queue when its listener is
+  // gone (at shutdown) is destroyed with the io_context, after the listener.
+  ~HttpSession() { --*open_; }
 
   void start() { read(); }
 
@@ -83,6 +90,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
     request.segments = std::move(target->segments);
     request.query.insert(target->query.begin(), target->query.end());
     request.body = message.body();
+    request.peer = peer_;
     auto self = this->shared_from_this();
     router_.dispatch(request, [self](api::HttpResponse response) {
       asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
@@ -131,8 +139,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const Router& router_;
-  const ServerLimits& limits_;
-  std::atomic<std::size_t>& open_;
+  const ServerLimits limits_;
+  std::shared_ptr<std::atomic<std::size_t>> open_;
+  std::shared_ptr<const ConnectionPeer> peer_;
   bool keepAlive_ = true;
   // The request being answered, for the log.
   std::string method_;
@@ -148,32 +157,48 @@ struct HttpAcceptLoop {
       : io(io), acceptor(io), router(router), limits(limits) {}
 
   void accept() {
-    acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec,
-                                                        typename Protocol::socket socket) {
-      if (ec == asio::error::operation_aborted) return;
-      if (!ec) {
-        if (open.load() >= limits.maxConnections) {
-          // A flood sheds thousands a second: one line a second, counting them.
-          if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
-            log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
-                       {{"open", open.load()}, {"shed", *shed}});
+    acceptor.async_accept(
+        asio::make_strand(io), [this](beast::error_code ec, typename Protocol::socket socket) {
+          if (ec == asio::error::operation_aborted) return;
+          if (!ec) {
+            if (open->load() >= limits.maxConnections) {
+              // A flood sheds thousands a second: one line a second, counting them.
+              if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
+                log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
+                           {{"open", open->load()}, {"shed", *shed}});
+              }
+              beast::error_code ignored;
+              socket.close(ignored);  // shed load rather than queue without bound
+            } else {
+              serve(std::move(socket));
+            }
           }
-          beast::error_code ignored;
-          socket.close(ignored);  // shed load rather than queue without bound
-        } else {
-          std::make_shared<HttpSession<Protocol>>(std::move(socket), router, limits, open)->start();
-        }
+          accept();
+        });
+  }
+
+  void serve(typename Protocol::socket socket) {
+    std::shared_ptr<const ConnectionPeer> peer;
+    if (admit) {
+      peer = admit(socket.native_handle());
+      if (!peer) {
+        beast::error_code ignored;
+        socket.close(ignored);  // over its caller's cap: admit() logged it
+        return;
       }
-      accept();
-    });
+    }
+    std::make_shared<HttpSession<Protocol>>(std::move(socket), router, limits, open,
+                                            std::move(peer))
+        ->start();
   }
 
   asio::io_context& io;
   typename Protocol::acceptor acceptor;
   const Router& router;
   ServerLimits limits;
-  std::atomic<std::size_t> open{0};
+  std::shared_ptr<std::atomic<std::size_t>> open = std::make_shared<std::atomic<std::size_t>>(0);
   log::RateLimiter shedLog;  // only the accept handler uses it, one at a time
+  AdmitPeer admit;           // set before accept() starts
 };
 
 }  // namespace hostport::agent::server::detail

@@ -20,9 +20,11 @@ using Protocol = asio::local::stream_protocol;
 
 namespace {
 
-Result<UniqueFd> lockSocketPath(const std::string& path) {
-  const std::string lockPath = path + ".lock";
-  UniqueFd fd(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+Result<UniqueFd> lockSocketPath(const std::string& path, bool lockDirectory) {
+  const std::string lockPath =
+      lockDirectory ? std::filesystem::path(path).parent_path().string() : path + ".lock";
+  UniqueFd fd(lockDirectory ? ::open(lockPath.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                            : ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd.valid()) {
     return fail(ErrorCode::kIo, "cannot open " + lockPath + ": " + std::strerror(errno));
   }
@@ -51,17 +53,19 @@ UnixHttpServer::~UnixHttpServer() {
 Result<std::unique_ptr<UnixHttpServer>> UnixHttpServer::listen(asio::io_context& io,
                                                                const std::string& path,
                                                                unsigned mode, const Router& router,
-                                                               ServerLimits limits) {
+                                                               ServerLimits limits,
+                                                               UnixListenOptions options) {
   std::error_code dirError;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), dirError);
   if (dirError) {
     return fail(ErrorCode::kIo,
                 "cannot create the directory of " + path + ": " + dirError.message());
   }
-  HOSTPORT_TRY(UniqueFd lock, lockSocketPath(path));
+  HOSTPORT_TRY(UniqueFd lock, lockSocketPath(path, options.lockDirectory));
   ::unlink(path.c_str());  // stale: we hold the lock, so no live agent owns it
 
   auto impl = std::make_unique<Impl>(io, router, limits);
+  impl->admit = std::move(options.admit);
   beast::error_code ec;
   impl->acceptor.open(Protocol(), ec);
   if (!ec) impl->acceptor.bind(Protocol::endpoint(path), ec);

@@ -14,14 +14,24 @@
 
 namespace hostport::agent::server {
 
+/// How a socket is served beyond the defaults of the control socket.
+struct UnixListenOptions {
+  /// Lock the socket's directory itself instead of a "<path>.lock" file beside the socket: for a
+  /// socket that must be alone in its directory (the pod socket, whose directory pods mount).
+  bool lockDirectory = false;
+  /// Identify each caller at accept (the pod socket); empty: callers are not identified.
+  AdmitPeer admit;
+};
+
 class UnixHttpServer {
  public:
-  /// Takes an exclusive flock on "<path>.lock" before it unlinks a stale socket (so it never
-  /// unlinks a live agent's socket), binds, and sets `mode` on the socket file. kUnavailable when
-  /// another process holds the lock.
+  /// Takes an exclusive flock on "<path>.lock" (or the directory, options.lockDirectory) before
+  /// it unlinks a stale socket (so it never unlinks a live agent's socket), binds, and sets
+  /// `mode` on the socket file. kUnavailable when another process holds the lock.
   static Result<std::unique_ptr<UnixHttpServer>> listen(boost::asio::io_context& io,
                                                         const std::string& path, unsigned mode,
-                                                        const Router& router, ServerLimits limits);
+                                                        const Router& router, ServerLimits limits,
+                                                        UnixListenOptions options = {});
   ~UnixHttpServer();
   UnixHttpServer(const UnixHttpServer&) = delete;
   UnixHttpServer& operator=(const UnixHttpServer&) = delete;

@@ -229,6 +229,7 @@ void AgentService::allocate(const AllocationRequest& request,
                   }
                   metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
                   done(lease);
+                  if (grantObserver_) grantObserver_(lease);
                   log::event(Component::kAlloc, Level::kInfo, "alloc.granted",
                              {keyField(lease.key),
                               podField(lease.pod),
@@ -476,6 +477,16 @@ std::vector<Lease> AgentService::list(const std::string& namespaceName,
     if (!namespaceName.empty() && lease.pod.namespaceName != namespaceName) return;
     if (!podName.empty() && lease.pod.name != podName) return;
     out.push_back(lease);
+  });
+  return out;
+}
+
+std::vector<Lease> AgentService::leasesInNetns(const NetnsId& netns) const {
+  std::vector<Lease> out;
+  if (!netns.known()) return out;
+  std::lock_guard lock(mutex_);
+  allocator_.forEachLease([&](const Lease& lease) {
+    if (lease.netnsId == netns) out.push_back(lease);
   });
   return out;
 }

@@ -78,6 +78,16 @@ class AgentService {
   std::optional<Lease> get(const AttachmentKey& key) const;
   /// Leases of a namespace and/or pod name; empty filters match everything.
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
+  /// The leases whose sandbox is the network namespace `netns` (one per interface of a pod): what
+  /// the pod socket answers its caller with. Empty for an unknown NetnsId. A scan of every lease
+  /// under the lock (no index by netns yet; docs/design.md, "The pod socket").
+  std::vector<Lease> leasesInNetns(const NetnsId& netns) const;
+  /// Calls `observer` with each lease once its grant is durable and its forwards installed, after
+  /// the requester's answer, on the thread that completed it (the store's). Set it before the
+  /// sockets serve; one observer (the pod socket's waiters).
+  void watchGrants(std::function<void(const Lease&)> observer) {
+    grantObserver_ = std::move(observer);
+  }
   /// The sandbox of every lease whose netns identity is known: what liveness judges.
   std::vector<SandboxRef> sandboxes() const;
   /// Each pool's usage with its strategy and ranges, as of one moment (GET /v1/pools).
@@ -109,6 +119,7 @@ class AgentService {
   bool compactionQueued_ = false;
   std::atomic<bool> healthy_{true};
   std::atomic<uint64_t> staticConflicts_{0};
+  std::function<void(const Lease&)> grantObserver_;
 };
 
 }  // namespace hostport::agent::service

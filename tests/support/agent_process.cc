@@ -38,6 +38,7 @@ AgentProcess::AgentProcess(TempDir dir, std::string binaryPath, std::string netn
       netnsPath_(std::move(netnsPath)),
       options_(std::move(options)),
       socketPath_(dir_.path() + "/agent.sock"),
+      podSocketPath_(dir_.path() + "/pod/pod.sock"),
       stateDir_(dir_.path() + "/state"),
       releaseSpool_(dir_.path() + "/released"),
       logPath_(dir_.path() + "/agent.log") {}
@@ -88,7 +89,8 @@ Result<std::unique_ptr<AgentProcess>> AgentProcess::start(std::string binaryPath
 
 Result<void> AgentProcess::launch() {
   std::vector<std::string> args{binaryPath_, "--state-dir", stateDir_, "--socket", socketPath_,
-                                "--log-level", options_.logLevel, "--release-spool", releaseSpool_,
+                                "--pod-socket", podSocketPath_, "--log-level", options_.logLevel,
+                                "--release-spool", releaseSpool_,
                                 // Tests write their own conflists: never the machine's net.d.
                                 "--chain-cni", "false"};
   if (!options_.portRange.empty()) {

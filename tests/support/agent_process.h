@@ -3,14 +3,14 @@
 // sock_diag probe and net.ipv4.ip_local_reserved_ports see only that netns: a named one (the
 // node netns of a CniNode), or with AgentOptions::privateNetns one of its own per run (lo up).
 //
-// The agent gets a private state dir and control socket in its own temp dir, is started by the
-// same fork/exec step as the CNI plugin runner in subprocess.h (spawn.h), and counts as started
-// only once GET /readyz answers on its socket. Its stderr goes to a log file in the temp dir that
-// failure messages quote (describe()). It is stopped by its pid alone: SIGTERM, then SIGKILL after
-// a grace period, from the destructor at the latest. The child also gets PR_SET_PDEATHSIG
-// (spawn.h), so an agent never outlives a test process killed by a ctest timeout; start() and
-// restart() must therefore be called from a thread that lives as long as the agent should (a test's
-// own thread).
+// The agent gets a private state dir, control socket and pod socket in its own temp dir, is started
+// by the same fork/exec step as the CNI plugin runner in subprocess.h (spawn.h), and counts as
+// started only once GET /readyz answers on its socket. Its stderr goes to a log file in the temp
+// dir that failure messages quote (describe()). It is stopped by its pid alone: SIGTERM, then
+// SIGKILL after a grace period, from the destructor at the latest. The child also gets
+// PR_SET_PDEATHSIG (spawn.h), so an agent never outlives a test process killed by a ctest timeout;
+// start() and restart() must therefore be called from a thread that lives as long as the agent
+// should (a test's own thread).
 
 #include <sys/types.h>
 
@@ -54,6 +54,8 @@ class AgentProcess {
   ~AgentProcess();
 
   const std::string& socketPath() const { return socketPath_; }
+  /// The pod socket (--pod-socket), alone in a directory of the temp dir.
+  const std::string& podSocketPath() const { return podSocketPath_; }
   const std::string& stateDir() const { return stateDir_; }
   /// Where the agent reads release notes (--release-spool); a plugin talking to this agent must
   /// leave its notes here (its `releaseSpool` key).
@@ -107,6 +109,7 @@ class AgentProcess {
   std::string netnsPath_;  // empty with privateNetns: each run unshares its own
   AgentOptions options_;
   std::string socketPath_;
+  std::string podSocketPath_;
   std::string stateDir_;
   std::string releaseSpool_;
   std::string logPath_;

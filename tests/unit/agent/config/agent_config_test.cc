@@ -467,6 +467,35 @@ TEST(AgentConfigTest, MetricsAddressDefaultsToLoopbackAndEmptyTurnsItOff) {
   EXPECT_EQ(off->metricsAddress, "");
 }
 
+TEST(AgentConfigTest, PodSocketDefaultsToItsOwnDirectoryAndEmptyTurnsItOff) {
+  EXPECT_EQ(AgentConfig{}.podSocketPath, "/run/hostport/pod/pod.sock");
+  auto moved = loadFinal("podSocket: /run/hp-pods/self.sock\n");
+  ASSERT_TRUE(moved.has_value()) << moved.error().message;
+  EXPECT_EQ(moved->podSocketPath, "/run/hp-pods/self.sock");
+  auto off = loadFinal("podSocket: \"\"\n");
+  ASSERT_TRUE(off.has_value()) << off.error().message;
+  EXPECT_EQ(off->podSocketPath, "");
+}
+
+TEST(AgentConfigTest, PodSocketMayNotShareOrContainTheControlSocketsDirectory) {
+  // Pods mount the pod socket's directory: the control socket must not be reachable through it.
+  EXPECT_THAT(finalError("podSocket: /run/hostport/pod.sock\n"),
+              HasSubstr("podSocket: \"/run/hostport/pod.sock\" is in a directory that holds the "
+                        "control socket \"/run/hostport/agent.sock\""));
+  EXPECT_THAT(finalError("podSocket: /run/pod.sock\n"),
+              HasSubstr("podSocket: \"/run/pod.sock\" is in a directory that holds the control"));
+  EXPECT_THAT(finalError("podSocket: relative/pod.sock\n"),
+              HasSubstr("podSocket: \"relative/pod.sock\" must be an absolute path"));
+}
+
+TEST(AgentConfigTest, PodSocketFlagOverridesTheFile) {
+  CommandLine flags;
+  flags.podSocketPath = "";
+  auto config = resolveConfig(flags);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->podSocketPath, "");
+}
+
 TEST(AgentConfigTest, BadMetricsAddressNamesTheKeyAndTheValue) {
   EXPECT_THAT(finalError("metricsAddress: localhost:9810\n"),
               HasSubstr("metricsAddress: \"localhost:9810\" is not host:port"));

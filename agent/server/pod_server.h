@@ -1,0 +1,54 @@
+#pragma once
+// The pod socket's transport: the same HTTP sessions as the control socket (http_connections.h),
+// on an io_context and a thread of its own, so nothing a pod does (a flood of connections, a
+// trickle of bytes, a request that waits for its lease) can delay the control socket, which the
+// CNI plugin needs for every ADD and DEL. The socket is mode 0666: any process that can reach the
+// directory may connect, and who it is comes from the kernel (peer_process.h), never from file
+// permissions. Each caller is identified at accept, and at most maxConnectionsPerNetns
+// connections of one network namespace (one pod) are open at a time, so one pod cannot take the
+// others' slots; maxConnections bounds them all.
+
+#include <boost/asio/io_context.hpp>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "agent/server/router.h"
+#include "agent/server/server_limits.h"
+#include "common/error.h"
+
+namespace hostport::agent::server {
+
+struct PodServerOptions {
+  std::string path;  // the socket, alone in its directory
+  /// A pod sends a GET: small bodies and headers, a short read deadline. A request may still be
+  /// held by its handler (GET /v1/self?wait=) for up to a minute after it was read.
+  ServerLimits limits{.maxBodyBytes = 4 << 10,
+                      .maxHeaderBytes = 8 << 10,
+                      .readTimeout = std::chrono::milliseconds{5'000},
+                      .maxConnections = 512};
+  std::size_t maxConnectionsPerNetns = 16;
+};
+
+class PodServer {
+ public:
+  /// Binds `options.path` mode 0666 (its directory locked, created 0755 when missing), serves
+  /// `router` on `io` and runs `io` on a thread of its own. `io` is the pod socket's alone, and
+  /// it and `router` outlive the server (handlers may post to a stopped `io`: it is destroyed
+  /// last). Logs server.listening.
+  static Result<std::unique_ptr<PodServer>> start(boost::asio::io_context& io, const Router& router,
+                                                  PodServerOptions options);
+  /// Stops `io`, joins the thread and closes the socket. Requests still held are dropped with
+  /// `io`.
+  ~PodServer();
+  PodServer(const PodServer&) = delete;
+  PodServer& operator=(const PodServer&) = delete;
+
+ private:
+  struct State;
+  explicit PodServer(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace hostport::agent::server

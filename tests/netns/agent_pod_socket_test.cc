@@ -1,0 +1,253 @@
+// The built hostport-agent's pod socket (--pod-socket): each pod, a process in a netns of its own,
+// learns exactly its own ports and nothing else; the node's netns, a netns without a lease and a
+// caller that is gone are refused; ?wait= answers once the lease comes; and a flood of idle
+// connections stops neither another pod nor the control socket.
+//
+// A "pod" is a named netns whose path is the lease's netns, as CNI_NETNS is at ADD; the lease is
+// made through the control socket. The caller is a child process that joined that netns
+// (tests/support/pod_caller.h): the agent identifies the process, not the thread.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tests/support/agent_process.h"
+#include "tests/support/netns.h"
+#include "tests/support/pod_caller.h"
+#include "tests/support/result_assertions.h"
+
+#ifndef HOSTPORT_AGENT_PATH
+#error "HOSTPORT_AGENT_PATH must name the hostport-agent binary"
+#endif
+
+namespace hostport::test {
+namespace {
+
+using agent::AllocationRequest;
+using agent::PortProtocol;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class AgentPodSocketTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HOSTPORT_SKIP_UNLESS_ROOT();
+    // The pods' netns exist before the agent starts, as sandboxes exist before their ADD.
+    for (auto* pod : {&podA_, &podB_, &noLease_}) {
+      auto created = Netns::create();
+      ASSERT_OK(created);
+      pod->emplace(std::move(*created));
+    }
+    AgentOptions options{.portRange = "40000-40049",
+                         .reserveLocalPorts = false,
+                         .logLevel = "debug",
+                         .privateNetns = true};
+    auto started = AgentProcess::start(HOSTPORT_AGENT_PATH, options);
+    ASSERT_OK(started);
+    agent_ = std::move(*started);
+  }
+
+  /// A lease for `pod` in netns `netns`, with dynamic ports named as given.
+  Result<agent::Lease> lease(const Netns& netns, const std::string& pod,
+                             const std::vector<std::string>& portNames) {
+    AllocationRequest request;
+    request.key = {"c-" + netns.name(), "eth0"};
+    request.pod = {"games", pod, "uid-" + pod};
+    request.netns = netns.path();
+    uint16_t containerPort = 7000;
+    for (const auto& name : portNames) {
+      request.dynamics.push_back({name, containerPort++, 1, PortProtocol::kTcp});
+    }
+    return agent_->client().allocate(request);
+  }
+
+  std::string agentNetns() const { return "/proc/" + std::to_string(agent_->pid()) + "/ns/net"; }
+  const std::string& podSocket() const { return agent_->podSocketPath(); }
+
+  /// GET `target` from a fresh process in `netnsPath`.
+  Result<HttpAnswer> askFrom(const std::string& netnsPath, const std::string& target) {
+    HOSTPORT_TRY(PodCaller caller, PodCaller::connect(netnsPath, podSocket()));
+    return httpGet(caller.socket(), target);
+  }
+
+  std::optional<Netns> podA_, podB_, noLease_;
+  std::unique_ptr<AgentProcess> agent_;
+};
+
+nlohmann::json bodyJson(const HttpAnswer& answer) {
+  return nlohmann::json::parse(answer.body, nullptr, false);
+}
+
+TEST_F(AgentPodSocketTest, EachPodSeesExactlyItsOwnPorts) {
+  ASSERT_OK_AND_ASSIGN(const auto leaseA, lease(*podA_, "server-a", {"web", "game"}));
+  ASSERT_OK_AND_ASSIGN(const auto leaseB, lease(*podB_, "server-b", {"voice"}));
+
+  ASSERT_OK_AND_ASSIGN(const auto answerA, askFrom(podA_->path(), "/v1/self"));
+  ASSERT_EQ(answerA.status, 200u) << answerA.body << agent_->describe();
+  const auto a = bodyJson(answerA);
+  EXPECT_EQ(a["namespace"], "games");
+  EXPECT_EQ(a["name"], "server-a");
+  ASSERT_EQ(a["ports"].size(), 2u) << answerA.body;
+  EXPECT_EQ(a["ports"][0]["name"], "web");
+  EXPECT_EQ(a["ports"][0]["hostPort"], leaseA.ports[0].hostPort);
+  EXPECT_EQ(a["ports"][1]["name"], "game");
+  EXPECT_EQ(a["ports"][1]["hostPort"], leaseA.ports[1].hostPort);
+
+  ASSERT_OK_AND_ASSIGN(const auto answerB, askFrom(podB_->path(), "/v1/self"));
+  ASSERT_EQ(answerB.status, 200u) << answerB.body;
+  const auto b = bodyJson(answerB);
+  EXPECT_EQ(b["name"], "server-b");
+  ASSERT_EQ(b["ports"].size(), 1u) << answerB.body;
+  EXPECT_EQ(b["ports"][0]["name"], "voice");
+  EXPECT_EQ(b["ports"][0]["hostPort"], leaseB.ports[0].hostPort);
+  EXPECT_THAT(answerB.body, Not(HasSubstr("server-a")));
+
+  ASSERT_OK_AND_ASSIGN(const auto web, askFrom(podA_->path(), "/v1/self/ports/web"));
+  EXPECT_EQ(web.status, 200u) << web.body;
+  EXPECT_EQ(web.body, std::to_string(leaseA.ports[0].hostPort) + "\n");
+  // B has no port named web, and A's is not B's to see.
+  ASSERT_OK_AND_ASSIGN(const auto notB, askFrom(podB_->path(), "/v1/self/ports/web"));
+  EXPECT_EQ(notB.status, 404u) << notB.body;
+  EXPECT_THAT(notB.body, HasSubstr("its named ports: voice"));
+  EXPECT_THAT(notB.body, Not(HasSubstr(std::to_string(leaseA.ports[0].hostPort))));
+}
+
+TEST_F(AgentPodSocketTest, ACallerInTheNodesNetnsIsRefused) {
+  ASSERT_OK(lease(*podA_, "server-a", {"web"}));
+  ASSERT_OK_AND_ASSIGN(const auto answer, askFrom(agentNetns(), "/v1/self"));
+  EXPECT_EQ(answer.status, 403u) << answer.body;
+  EXPECT_EQ(bodyJson(answer)["code"], "node_network") << answer.body;
+  EXPECT_THAT(answer.body, HasSubstr("node's network namespace"));
+}
+
+TEST_F(AgentPodSocketTest, ACallerInANetnsWithoutALeaseIsRefused) {
+  ASSERT_OK(lease(*podA_, "server-a", {"web"}));
+  for (const std::string& netns : {noLease_->path(), std::string()}) {  // and the test's own
+    ASSERT_OK_AND_ASSIGN(const auto answer, askFrom(netns, "/v1/self"));
+    EXPECT_EQ(answer.status, 403u) << answer.body;
+    EXPECT_EQ(bodyJson(answer)["code"], "no_lease") << answer.body;
+    EXPECT_THAT(answer.body, HasSubstr("no hostport lease holds the caller's network namespace"));
+    EXPECT_THAT(answer.body, Not(HasSubstr("server-a")));
+  }
+}
+
+TEST_F(AgentPodSocketTest, AConnectionWhoseCallerDiedGetsNoAnswerForItsPod) {
+  ASSERT_OK(lease(*podA_, "server-a", {"web"}));
+  ASSERT_OK_AND_ASSIGN(PodCaller caller, PodCaller::connect(podA_->path(), podSocket()));
+  ASSERT_OK_AND_ASSIGN(const auto first, httpGet(caller.socket(), "/v1/self"));
+  ASSERT_EQ(first.status, 200u) << first.body;  // the connection was identified as pod A's
+  const pid_t pid = caller.pid();
+  // The process that connected exits and is reaped: its pid may now be anyone's. The test
+  // keeps the connection and asks again, as a process that inherited it would.
+  ASSERT_OK(caller.exit());
+  ASSERT_OK_AND_ASSIGN(const auto second, httpGet(caller.socket(), "/v1/self"));
+  EXPECT_EQ(second.status, 403u) << second.body;
+  EXPECT_EQ(bodyJson(second)["code"], "unidentified_caller") << second.body;
+  EXPECT_THAT(second.body, HasSubstr("process " + std::to_string(pid) + " has exited"));
+  EXPECT_THAT(second.body, Not(HasSubstr("server-a")));
+  EXPECT_THAT(second.body, Not(HasSubstr("hostPort")));
+}
+
+TEST_F(AgentPodSocketTest, WaitAnswersOnceTheLeaseIsGranted) {
+  ASSERT_OK_AND_ASSIGN(PodCaller caller, PodCaller::connect(podB_->path(), podSocket()));
+  std::optional<Result<HttpAnswer>> answer;
+  std::thread asker([&] { answer = httpGet(caller.socket(), "/v1/self/ports/voice?wait=60s"); });
+  // Granted only once the request is parked, so the grant's wake-up is what answers it.
+  bool parked = false;
+  for (int i = 0; i < 600 && !parked; ++i) {
+    parked = agent_->runLog().find("server.pod_waiting") != std::string::npos;
+    if (!parked) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto granted = lease(*podB_, "server-b", {"voice"});
+  asker.join();
+  ASSERT_TRUE(parked) << agent_->describe();
+  ASSERT_OK(granted);
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_OK(*answer);
+  EXPECT_EQ((*answer)->status, 200u) << (*answer)->body;
+  EXPECT_EQ((*answer)->body, std::to_string(granted->ports[0].hostPort) + "\n");
+}
+
+TEST_F(AgentPodSocketTest, AWaitThatEndsWithoutALeaseSaysSo) {
+  ASSERT_OK_AND_ASSIGN(const auto answer, askFrom(noLease_->path(), "/v1/self?wait=200ms"));
+  EXPECT_EQ(answer.status, 403u) << answer.body;
+  EXPECT_EQ(bodyJson(answer)["code"], "no_lease") << answer.body;
+  EXPECT_THAT(answer.body, HasSubstr("within wait=200ms"));
+}
+
+TEST_F(AgentPodSocketTest, ABadWaitNamesTheParameterAndTheValue) {
+  ASSERT_OK_AND_ASSIGN(const auto answer, askFrom(podA_->path(), "/v1/self?wait=10m"));
+  EXPECT_EQ(answer.status, 400u) << answer.body;
+  EXPECT_THAT(answer.body, HasSubstr(R"(wait: \"10m\" is not a duration)"));
+}
+
+TEST_F(AgentPodSocketTest, NothingButTheTwoReadsIsServed) {
+  ASSERT_OK(lease(*podA_, "server-a", {"web"}));
+  ASSERT_OK_AND_ASSIGN(PodCaller caller, PodCaller::connect(podA_->path(), podSocket()));
+  for (const auto& [method, target, status] : {std::tuple{"POST", "/v1/self", 405u},
+                                               {"DELETE", "/v1/self", 405u},
+                                               {"DELETE", "/v1/self/ports/web", 405u},
+                                               {"GET", "/v1/attachments", 404u},
+                                               {"POST", "/v1/attachments", 404u},
+                                               {"GET", "/v1/pools", 404u},
+                                               {"GET", "/metrics", 404u},
+                                               {"GET", "/v1/self?namespace=x", 400u}}) {
+    ASSERT_OK_AND_ASSIGN(const auto answer, httpRequest(caller.socket(), method, target));
+    EXPECT_EQ(answer.status, status) << method << " " << target << ": " << answer.body;
+  }
+  // Refusing released nothing.
+  ASSERT_OK_AND_ASSIGN(const auto leases, agent_->client().list("games", "server-a"));
+  EXPECT_EQ(leases.size(), 1u);
+}
+
+TEST_F(AgentPodSocketTest, TheSocketIsOpenToAllAndAloneInItsDirectory) {
+  struct stat info {};
+  ASSERT_EQ(::stat(podSocket().c_str(), &info), 0);
+  EXPECT_TRUE(S_ISSOCK(info.st_mode));
+  EXPECT_EQ(info.st_mode & 0777, 0666u);
+  std::set<std::string> entries;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(podSocket()).parent_path())) {
+    entries.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(entries, std::set<std::string>{"pod.sock"});
+}
+
+TEST_F(AgentPodSocketTest, AFloodOfIdleConnectionsStopsNeitherAnotherPodNorTheControlSocket) {
+  ASSERT_OK_AND_ASSIGN(const auto leaseA, lease(*podA_, "server-a", {"web"}));
+  ASSERT_OK(lease(*podB_, "server-b", {"voice"}));
+  // Pod B opens far more connections than its share and sends nothing on them; the test's own
+  // netns adds a trickler that never finishes its headers.
+  ASSERT_OK_AND_ASSIGN(PodCaller flood, PodCaller::connect(podB_->path(), podSocket(), 150));
+  std::vector<UniqueFd> tricklers;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_OK_AND_ASSIGN(UniqueFd fd, connectUnix(podSocket()));
+    const std::string partial = "GET /v1/self HTTP/1.1\r\nHost: p";
+    ASSERT_EQ(::send(fd.get(), partial.data(), partial.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(partial.size()));
+    tricklers.push_back(std::move(fd));
+  }
+  // The cap per netns sheds B's extra connections, and says so.
+  bool shed = false;
+  for (int i = 0; i < 600 && !shed; ++i) {
+    shed = agent_->runLog().find("server.pod_connection_shed") != std::string::npos;
+    if (!shed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(shed) << agent_->describe();
+
+  ASSERT_OK_AND_ASSIGN(const auto answer, askFrom(podA_->path(), "/v1/self/ports/web"));
+  EXPECT_EQ(answer.status, 200u) << answer.body;
+  EXPECT_EQ(answer.body, std::to_string(leaseA.ports[0].hostPort) + "\n");
+  ASSERT_OK_AND_ASSIGN(const auto pools, agent_->client().poolUsage());
+  EXPECT_EQ(pools.size(), 1u);
+}
+
+}  // namespace
+}  // namespace hostport::test
