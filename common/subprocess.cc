@@ -68,8 +68,8 @@ bool exchange(UniqueFd& input, std::string_view bytes, UniqueFd& out, UniqueFd& 
   if (input.valid()) fcntl(input.get(), F_SETFL, O_NONBLOCK);
   char buffer[16384];
   while (input.valid() || out.valid() || err.valid()) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd ready[3] = {{input.valid() ? input.get() : -1, POLLOUT, 0},
                        {out.valid() ? out.get() : -1, POLLIN, 0},
@@ -123,8 +123,8 @@ Result<ProgramOutcome> runProgram(const ProgramRun& run) {
   auto argv = pointers(run.argv);
   auto envp = pointers(run.env);
   pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(),
-                                    envp.data());
+  const int spawned =
+      ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return failSystem(ErrorCode::kIo, "cannot run " + program, spawned);
   input.read.reset();

@@ -120,16 +120,29 @@ std::vector<SetDefinition> setsOf(Family family) {
 
   const std::pair mapData{concatType({address.datatype, kInetServiceType}), address.length + port};
   return {
-      {kPortsMap, NFT_SET_MAP, concatType({kInetProtoType, kInetServiceType}), proto + port,
-       mapData, {}, mapUserdata()},
-      {kHostIpPortsMap, NFT_SET_MAP,
+      {kPortsMap,
+       NFT_SET_MAP,
+       concatType({kInetProtoType, kInetServiceType}),
+       proto + port,
+       mapData,
+       {},
+       mapUserdata()},
+      {kHostIpPortsMap,
+       NFT_SET_MAP,
        concatType({address.datatype, kInetProtoType, kInetServiceType}),
-       address.length + proto + port, mapData, {}, mapUserdata()},
+       address.length + proto + port,
+       mapData,
+       {},
+       mapUserdata()},
       {kSnatPodsSet, 0, address.datatype, address.length, std::nullopt, {}, addressUserdata},
       {kMasqAllSet, 0, address.datatype, address.length, std::nullopt, {}, addressUserdata},
-      {kPodSubnetsSet, NFT_SET_INTERVAL | NFT_SET_CONCAT,
-       concatType({address.datatype, address.datatype}), 2 * address.length, std::nullopt,
-       {address.length, address.length}, subnetUserdata},
+      {kPodSubnetsSet,
+       NFT_SET_INTERVAL | NFT_SET_CONCAT,
+       concatType({address.datatype, address.datatype}),
+       2 * address.length,
+       std::nullopt,
+       {address.length, address.length},
+       subnetUserdata},
   };
 }
 

@@ -50,17 +50,19 @@ Publisher::~Publisher() { stop(); }
 
 void Publisher::recover(const std::vector<Lease>& leases) {
   std::lock_guard lock(mutex_);
-  auto text = readSmallFile(std::filesystem::path(options_.stateDir) / kPublishedFile,
-                            kMaxPublishedBytes);
+  auto text =
+      readSmallFile(std::filesystem::path(options_.stateDir) / kPublishedFile, kMaxPublishedBytes);
   if (text && *text) {
     const auto document = nlohmann::json::parse(**text, nullptr, false);
-    if (document.is_object() && document.contains("published") && document["published"].is_object()) {
+    if (document.is_object() && document.contains("published") &&
+        document["published"].is_object()) {
       for (const auto& [key, digest] : document["published"].items()) {
         if (digest.is_string()) published_[key] = digest.get<std::string>();
       }
     } else {
-      log::event(Component::kKube, Level::kWarn, "publish.record_unreadable",
-                 {{"file", std::string(kPublishedFile)}, {"effect", "every lease is published again"}});
+      log::event(
+          Component::kKube, Level::kWarn, "publish.record_unreadable",
+          {{"file", std::string(kPublishedFile)}, {"effect", "every lease is published again"}});
     }
   }
   std::map<std::string, std::string> kept;
@@ -178,14 +180,19 @@ void Publisher::deliver(const AttachmentKey& key, Owed owed) {
       dirty_ = true;
     }
     log::event(Component::kKube, Level::kWarn, "publish.dropped",
-               {{"pod", pod}, {"uid", owed.pod.uid}, {"key", key.str()}, {"reason", drop},
+               {{"pod", pod},
+                {"uid", owed.pod.uid},
+                {"key", key.str()},
+                {"reason", drop},
                 {"status", static_cast<int64_t>(*sent)}});
   } else {
     const std::string reason = sent ? "status_" + std::to_string(*sent) : "unavailable";
     ++counts_.failed[reason];
     if (stillOwed) current->second.notBefore = Clock::now() + options_.retryDelay;
     log::event(Component::kKube, Level::kWarn, "publish.failed",
-               {{"pod", pod}, {"key", key.str()}, {"reason", reason},
+               {{"pod", pod},
+                {"key", key.str()},
+                {"reason", reason},
                 {"cause", sent ? std::string() : sent.error().message},
                 {"retry_ms", static_cast<int64_t>(options_.retryDelay.count())}});
   }
@@ -196,7 +203,8 @@ void Publisher::persistLocked() {
   nlohmann::json published = nlohmann::json::object();
   for (const auto& [key, digest] : published_) published[key] = digest;
   const std::string text = nlohmann::json{{"version", 1}, {"published", published}}.dump();
-  if (auto written = writeFileAtomically(options_.stateDir, kPublishedFile, text, Durability::kCache);
+  if (auto written =
+          writeFileAtomically(options_.stateDir, kPublishedFile, text, Durability::kCache);
       !written) {
     log::event(Component::kKube, Level::kWarn, "publish.record_failed",
                {{"cause", written.error().message}});
@@ -218,15 +226,19 @@ std::string Publisher::metricsText() const {
   out += "# HELP hostport_publications_done_total Pod publications the API server accepted.\n";
   out += "# TYPE hostport_publications_done_total counter\n";
   out += "hostport_publications_done_total " + std::to_string(now.delivered) + "\n";
-  out += "# HELP hostport_publications_dropped_total Pod publications given up for good, by reason.\n";
+  out +=
+      "# HELP hostport_publications_dropped_total Pod publications given up for good, by reason.\n";
   out += "# TYPE hostport_publications_dropped_total counter\n";
   for (const auto& [reason, count] : now.dropped) {
-    out += "hostport_publications_dropped_total{reason=\"" + reason + "\"} " + std::to_string(count) + "\n";
+    out += "hostport_publications_dropped_total{reason=\"" + reason + "\"} " +
+           std::to_string(count) + "\n";
   }
-  out += "# HELP hostport_publications_failed_total Failed attempts, to be tried again, by reason.\n";
+  out +=
+      "# HELP hostport_publications_failed_total Failed attempts, to be tried again, by reason.\n";
   out += "# TYPE hostport_publications_failed_total counter\n";
   for (const auto& [reason, count] : now.failed) {
-    out += "hostport_publications_failed_total{reason=\"" + reason + "\"} " + std::to_string(count) + "\n";
+    out += "hostport_publications_failed_total{reason=\"" + reason + "\"} " +
+           std::to_string(count) + "\n";
   }
   return out;
 }

@@ -26,9 +26,9 @@ namespace hostport::agent::kube {
 
 struct PublisherOptions {
   std::string nodeName;
-  std::string stateDir;  // where published.json lives
-  std::chrono::milliseconds retryDelay{30'000};      // after a failure the client gave up on
-  std::chrono::milliseconds persistDelay{1'000};     // deliveries recorded together
+  std::string stateDir;                           // where published.json lives
+  std::chrono::milliseconds retryDelay{30'000};   // after a failure the client gave up on
+  std::chrono::milliseconds persistDelay{1'000};  // deliveries recorded together
 };
 
 class Publisher {

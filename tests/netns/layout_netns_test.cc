@@ -125,9 +125,10 @@ TEST_F(LayoutTest, LaysOutAgainOverATableAnOlderHostportMadeThroughNft) {
     ASSERT_OK(nft);
     ASSERT_OK(nft->run(bothLayoutsAsText()));
     // Elements and a conditional rule that the relayout must leave alone.
-    ASSERT_OK(nft->run("add element ip hostport ports { tcp . 8080 : 10.88.0.5 . 80 }\n"
-                       "add rule ip hostport conditional ip saddr 10.0.0.0/8 meta l4proto tcp "
-                       "th dport 9090 dnat ip to 10.88.0.5:90 comment \"a/eth0\"\n"));
+    ASSERT_OK(
+        nft->run("add element ip hostport ports { tcp . 8080 : 10.88.0.5 . 80 }\n"
+                 "add rule ip hostport conditional ip saddr 10.0.0.0/8 meta l4proto tcp "
+                 "th dport 9090 dnat ip to 10.88.0.5:90 comment \"a/eth0\"\n"));
     const Listing before = listing();
     auto table = ElementTable::open();
     ASSERT_OK(table);

@@ -20,7 +20,6 @@
 namespace hostport::nft {
 namespace {
 
-
 struct Message {
   uint16_t type = 0;
   uint16_t flags = 0;
@@ -33,9 +32,9 @@ std::vector<Message> messagesOf(const ByteString& batch) {
     nlmsghdr header;
     std::memcpy(&header, batch.data() + offset, sizeof(header));
     Message message{header.nlmsg_type, header.nlmsg_flags, {}, {}, {}};
-    const auto body = netlink::Bytes(batch).subspan(offset + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)),
-                                                   header.nlmsg_len - NLMSG_HDRLEN -
-                                                       NLMSG_ALIGN(sizeof(nfgenmsg)));
+    const auto body = netlink::Bytes(batch).subspan(
+        offset + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)),
+        header.nlmsg_len - NLMSG_HDRLEN - NLMSG_ALIGN(sizeof(nfgenmsg)));
     const int kind = header.nlmsg_type & 0xff;
     netlink::forEachAttribute(body, [&](uint16_t type, netlink::Bytes payload) {
       const std::string text(reinterpret_cast<const char*>(payload.data()),
@@ -55,7 +54,9 @@ std::vector<Message> messagesOf(const ByteString& batch) {
   return out;
 }
 
-uint16_t nftables(int message) { return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | message); }
+uint16_t nftables(int message) {
+  return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | message);
+}
 
 TEST(LayoutMessagesTest, IsOneTransactionOfAcknowledgedCreations) {
   const auto messages = messagesOf(layoutBatch());
@@ -74,7 +75,7 @@ TEST(LayoutMessagesTest, IsOneTransactionOfAcknowledgedCreations) {
   EXPECT_EQ(count[nftables(NFT_MSG_NEWTABLE)], 2);
   EXPECT_EQ(count[nftables(NFT_MSG_NEWSET)], 10);
   EXPECT_EQ(count[nftables(NFT_MSG_NEWCHAIN)], 10);
-  EXPECT_EQ(count[nftables(NFT_MSG_DELRULE)], 8);  // four fixed chains flushed per family
+  EXPECT_EQ(count[nftables(NFT_MSG_DELRULE)], 8);      // four fixed chains flushed per family
   EXPECT_EQ(count[nftables(NFT_MSG_NEWRULE)], 8 + 7);  // IPv6 has no 127.0.0.0/8 rule
   EXPECT_EQ(count.size(), 5u) << "nothing but creations and the fixed chains' flushes";
 }
@@ -92,9 +93,9 @@ TEST(LayoutMessagesTest, NeverFlushesTheConditionalChainOrTouchesElements) {
 }
 
 TEST(LayoutMessagesTest, ElementsRideAfterTheLayoutInTheSameTransaction) {
-  const auto element = elementOf(
-      Forward{Protocol::kTcp, std::nullopt, 8080, *IpAddress::parse("10.88.0.5"), 80, ""},
-      "a/eth0");
+  const auto element =
+      elementOf(Forward{Protocol::kTcp, std::nullopt, 8080, *IpAddress::parse("10.88.0.5"), 80, ""},
+                "a/eth0");
   const auto messages = messagesOf(layoutBatch({element}));
   ASSERT_GE(messages.size(), 3u);
   EXPECT_EQ(messages.back().type, NFNL_MSG_BATCH_END);

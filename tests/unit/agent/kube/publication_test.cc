@@ -33,13 +33,15 @@ Lease leaseOf(const std::string& container, const std::string& podName, const st
 }
 
 TEST(PodPublicationTest, PatchCarriesTheUidTheAssignedObjectAndOneAnnotationPerPort) {
-  const auto patch = nlohmann::json::parse(publicationPatch(leaseOf("c1", "gs-0", "u-1", 30001), "node-1"));
+  const auto patch =
+      nlohmann::json::parse(publicationPatch(leaseOf("c1", "gs-0", "u-1", 30001), "node-1"));
   EXPECT_EQ(patch["metadata"]["uid"], "u-1");
   const auto& annotations = patch["metadata"]["annotations"];
   EXPECT_EQ(annotations["hostport.io/allocated-web"], "30001");
   EXPECT_EQ(annotations["hostport.io/allocated-rtp"], "20000-20009");
   EXPECT_EQ(annotations.size(), 3u) << "the static port is in the pod spec already";
-  const auto assigned = nlohmann::json::parse(annotations["hostport.io/assigned"].get<std::string>());
+  const auto assigned =
+      nlohmann::json::parse(annotations["hostport.io/assigned"].get<std::string>());
   EXPECT_EQ(assigned, nlohmann::json::parse(R"({"node":"node-1","ports":{
       "web":{"hostPort":30001,"protocol":"tcp","containerPort":8080},
       "rtp":{"hostPort":20000,"protocol":"udp","containerPort":5000,"count":10}}})"));
@@ -106,8 +108,9 @@ TEST_F(PublisherTest, DeliversAGrantOnceAndRemembersItAcrossARestart) {
     publisher.start();
     publisher.granted(lease);
     ASSERT_TRUE(eventually([&] { return publisher.counts().delivered == 1; }));
-    EXPECT_THAT(server_.sent(), ElementsAre(std::pair{std::string("/api/v1/namespaces/games/pods/gs-0"),
-                                                      publicationPatch(lease, "node-1")}));
+    EXPECT_THAT(server_.sent(),
+                ElementsAre(std::pair{std::string("/api/v1/namespaces/games/pods/gs-0"),
+                                      publicationPatch(lease, "node-1")}));
   }
   Publisher restarted(options(), server_.sender());
   restarted.recover({lease});
