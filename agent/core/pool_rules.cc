@@ -80,13 +80,12 @@ std::optional<RuleRefusal> checkRules(const PoolRules& rules, std::string_view p
   if (asked == 0) return std::nullopt;
   const std::string poolText = "pool " + quoteText(pool);
   if (!allowsNamespace(rules, pod.namespaceName)) {
-    const std::string who = pod.namespaceName.empty()
-                                ? std::string("a pod without a namespace")
-                                : "namespace " + quoteText(pod.namespaceName);
+    const std::string who = pod.namespaceName.empty() ? std::string("a pod without a namespace")
+                                                      : "namespace " + quoteText(pod.namespaceName);
     return RuleRefusal{Refusal::kNamespace,
                        Error{ErrorCode::kNotAllowed,
-                             poolText + " does not allow " + who + " (namespaces: " +
-                                 patternsText(rules.namespaces) + ")",
+                             poolText + " does not allow " + who +
+                                 " (namespaces: " + patternsText(rules.namespaces) + ")",
                              {}}};
   }
   const auto quota = [&](Refusal reason, uint32_t limit, uint32_t held, const std::string& per,

@@ -79,8 +79,11 @@ TEST_F(AllocatorRulesTest, CountsEveryAttachmentOfOnePodAgainstThePodQuota) {
 TEST_F(AllocatorRulesTest, CountsStaticClaimsOnlyInsideThePool) {
   auto allocator = make({{"games-*"}, {}, 1});
   // 8080 is outside the pool: the request takes nothing from it and is not judged.
-  EXPECT_OK(allocator.allocate(request("a", {"web", "nginx", "u"}, 0, {{8080, 80, PortProtocol::kTcp, std::nullopt}}), probe_));
-  const auto inside = allocator.allocate(request("b", {"web", "x", "u"}, 0, {{30050, 80, PortProtocol::kTcp, std::nullopt}}), probe_);
+  EXPECT_OK(allocator.allocate(
+      request("a", {"web", "nginx", "u"}, 0, {{8080, 80, PortProtocol::kTcp, std::nullopt}}),
+      probe_));
+  const auto inside = allocator.allocate(
+      request("b", {"web", "x", "u"}, 0, {{30050, 80, PortProtocol::kTcp, std::nullopt}}), probe_);
   ASSERT_FALSE(inside);
   EXPECT_EQ(inside.error().refusal, Refusal::kNamespace);
 }
