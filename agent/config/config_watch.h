@@ -24,10 +24,9 @@ class ConfigWatch {
 
   /// Starts watching the directory of `file`; `changed` runs on the watch's thread each time the
   /// file's text changes. Errors: inotify unavailable, or the directory cannot be watched.
-  static Result<std::unique_ptr<ConfigWatch>> start(std::filesystem::path file,
-                                                    std::function<void()> changed,
-                                                    std::chrono::milliseconds debounce =
-                                                        kDefaultDebounce);
+  static Result<std::unique_ptr<ConfigWatch>> start(
+      std::filesystem::path file, std::function<void()> changed,
+      std::chrono::milliseconds debounce = kDefaultDebounce);
   ConfigWatch(const ConfigWatch&) = delete;
   ConfigWatch& operator=(const ConfigWatch&) = delete;
   /// Stops the thread and waits for it (a callback in progress finishes first).
