@@ -26,9 +26,8 @@ std::string poolConfig(const std::string& rules) {
 class AgentPoolRulesTest : public AgentPluginTest {
  protected:
   void startWithConfig(const std::string& yaml) {
-    ASSERT_OK_AND_ASSIGN(agent_,
-                         AgentProcess::start(HOSTPORT_AGENT_PATH, nodeNetns(),
-                                             {.portRange = "", .configYaml = yaml}));
+    ASSERT_OK_AND_ASSIGN(agent_, AgentProcess::start(HOSTPORT_AGENT_PATH, nodeNetns(),
+                                                     {.portRange = "", .configYaml = yaml}));
   }
 
   /// The plugin's ADD for `pod` as pod `name` of `namespaceName` (a fresh UID each time), with
@@ -41,10 +40,10 @@ class AgentPoolRulesTest : public AgentPluginTest {
         {"runtimeConfig", {{"io.kubernetes.cri.pod-annotations", annotations}}}};
     const auto config = node().pluginConfig(defaultCniVersion(), keys, pod.bridgeResult, {});
     static int uid = 0;
-    return node().invokePlugin("ADD", pod, config.dump(),
-                               {{"CNI_ARGS", "K8S_POD_NAMESPACE=" + namespaceName +
-                                                 ";K8S_POD_NAME=" + name + ";K8S_POD_UID=uid-" +
-                                                 std::to_string(++uid)}});
+    return node().invokePlugin(
+        "ADD", pod, config.dump(),
+        {{"CNI_ARGS", "K8S_POD_NAMESPACE=" + namespaceName + ";K8S_POD_NAME=" + name +
+                          ";K8S_POD_UID=uid-" + std::to_string(++uid)}});
   }
 
   Result<CommandResult> delOf(const Pod& pod, const nlohmann::json& annotations) {
@@ -84,7 +83,9 @@ class AgentPoolRulesTest : public AgentPluginTest {
   std::string refusals(const std::string& reason) {
     auto page = client().getText("/metrics");
     EXPECT_OK(page);
-    const auto value = metricValue(page.value_or(""), "hostport_allocation_refusals_total{pool=\"default\",reason=\"" + reason + "\"}");
+    const auto value = metricValue(
+        page.value_or(""),
+        "hostport_allocation_refusals_total{pool=\"default\",reason=\"" + reason + "\"}");
     return value ? std::to_string(static_cast<int>(*value)) : "none";
   }
 };
@@ -126,8 +127,8 @@ TEST_F(AgentPoolRulesTest, RefusesAPodOverItsQuotaWithCode104NamingTheRule) {
   ASSERT_OK_AND_ASSIGN(auto fits,
                        addAs(*first, "games", "s-0", {{"hostport.io/ports", "rtp=5000-5003/udp"}}));
   EXPECT_THAT(fits, Succeeded());
-  ASSERT_OK_AND_ASSIGN(auto overNamespace,
-                       addAs(*second, "games", "s-1", {{"hostport.io/ports", "rtp=5000-5002/udp"}}));
+  ASSERT_OK_AND_ASSIGN(auto overNamespace, addAs(*second, "games", "s-1",
+                                                 {{"hostport.io/ports", "rtp=5000-5002/udp"}}));
   EXPECT_THAT(overNamespace, FailsWithCode(kCniQuotaExceeded));
   EXPECT_EQ(allLeases().size(), 1u);
   EXPECT_EQ(refusals("pod_quota"), "1");
