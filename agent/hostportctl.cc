@@ -127,6 +127,38 @@ int report(const Error& error) {
   return error.code == ErrorCode::kUnavailable ? 3 : 1;
 }
 
+/// The pools, then, for each pool with rules, what each namespace holds against the quotas.
+void printPools(const std::vector<api::PoolUsageRow>& rows) {
+  const auto quota = [](const std::optional<uint32_t>& limit) {
+    return limit ? std::to_string(*limit) : std::string("-");
+  };
+  std::vector<std::vector<std::string>> table = {
+      {"POOL", "STRATEGY", "RANGES", "SIZE", "USED", "FREE", "NAMESPACES", "PER-NS", "PER-POD"}};
+  std::vector<std::vector<std::string>> usage = {{"POOL", "NAMESPACE", "USED", "QUOTA"}};
+  for (const auto& row : rows) {
+    std::string ranges;
+    for (const auto& range : row.ranges) ranges += (ranges.empty() ? "" : ",") + range.str();
+    std::string namespaces;
+    for (const auto& pattern : row.namespaces)
+      namespaces += (namespaces.empty() ? "" : ",") + pattern;
+    table.push_back({row.name, row.strategy, ranges, std::to_string(row.size),
+                     std::to_string(row.used), std::to_string(row.free),
+                     namespaces.empty() ? "*" : namespaces, quota(row.maxPortsPerNamespace),
+                     quota(row.maxPortsPerPod)});
+    const bool ruled = !row.namespaces.empty() || row.maxPortsPerNamespace || row.maxPortsPerPod;
+    if (!ruled) continue;
+    for (const auto& entry : row.namespaceUsage) {
+      usage.push_back({row.name, entry.name.empty() ? "-" : entry.name, std::to_string(entry.used),
+                       quota(row.maxPortsPerNamespace)});
+    }
+  }
+  printTable(table);
+  if (usage.size() > 1) {
+    std::cout << "\n";
+    printTable(usage);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,15 +265,7 @@ int main(int argc, char** argv) {
       std::cout << api::dumpBody(api::poolsBody(*rows)) << "\n";
       return 0;
     }
-    std::vector<std::vector<std::string>> table = {
-        {"POOL", "STRATEGY", "RANGES", "SIZE", "USED", "FREE"}};
-    for (const auto& row : *rows) {
-      std::string ranges;
-      for (const auto& range : row.ranges) ranges += (ranges.empty() ? "" : ",") + range.str();
-      table.push_back({row.name, row.strategy, ranges, std::to_string(row.size),
-                       std::to_string(row.used), std::to_string(row.free)});
-    }
-    printTable(table);
+    printPools(*rows);
   } else if (*health || *ready) {
     auto probed = api::probeAgent(client, *health ? api::kHealthzPath : api::kReadyzPath);
     if (!probed) return report(probed.error());

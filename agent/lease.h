@@ -111,6 +111,9 @@ struct AllocationRequest {
   std::optional<Forwarding> forwarding;
   /// Not sent: the agent fills it in from the netns path when the request arrives.
   NetnsId netnsId;
+  /// False (annotation hostport.io/sticky: "false"): the pod is not offered the ports it had last
+  /// time, and what was remembered of it is forgotten (agent/core/sticky_memory.h).
+  bool sticky = true;
 };
 
 /// One granted row of a lease: hostPort..hostPort+count-1 forward to
@@ -138,6 +141,7 @@ struct Lease {
   std::vector<PortGrant> ports;
   std::optional<Forwarding> forwarding;  // absent: the plugin owns the forwards (see above)
   NetnsId netnsId;                       // unknown: liveness is not checked
+  bool sticky = true;                    // the request's: false, the pod opted out of sticky ports
 
   friend bool operator==(const Lease&, const Lease&) = default;
 };

@@ -11,6 +11,8 @@
 
 #include "agent/cni_config/chainer.h"
 #include "agent/config/agent_config.h"
+#include "agent/config/config_reloader.h"
+#include "agent/config/config_watch.h"
 #include "agent/config/listen_address.h"
 #include "agent/log/event_log.h"
 #include "agent/server/pod_server.h"
@@ -58,12 +60,19 @@ void logPools(const std::vector<core::PoolSpec>& pools) {
     for (const auto protocol : pool.protocols) {
       protocols += (protocols.empty() ? "" : ",") + std::string(protocolName(protocol));
     }
+    std::string namespaces;
+    for (const auto& pattern : pool.rules.namespaces) {
+      namespaces += (namespaces.empty() ? "" : ",") + pattern;
+    }
     log::event(log::Component::kAgent, log::Level::kInfo, "agent.pool",
                {{"name", pool.name},
                 {"ranges", ranges},
                 {"strategy", core::strategyName(pool.strategy)},
                 {"protocols", protocols.empty() ? "all" : protocols},
-                {"reuse_delay_seconds", pool.reuseDelaySeconds}});
+                {"reuse_delay_seconds", pool.reuseDelaySeconds},
+                {"namespaces", namespaces.empty() ? std::string("all") : namespaces},
+                {"max_ports_per_namespace", pool.rules.maxPortsPerNamespace.value_or(0)},
+                {"max_ports_per_pod", pool.rules.maxPortsPerPod.value_or(0)}});
   }
 }
 
@@ -154,7 +163,8 @@ Result<std::unique_ptr<server::PodServer>> servePods(boost::asio::io_context& io
 }
 
 /// Serves until a signal or a store failure; the exit code, or why the agent could not start.
-Result<int> run(const AgentConfig& config) {
+/// `flags` are read again, with the file, by a reload (SIGHUP or the file changing).
+Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
   boost::asio::io_context io(1);
   boost::asio::io_context podIo(1);  // the pod socket's alone (server/pod_server.h)
   Lifecycle lifecycle(io, kStoreFailureGrace);
@@ -205,6 +215,24 @@ Result<int> run(const AgentConfig& config) {
   registerMetricsHandler(metricsRouter, service);
   auto metricsServer = serveMetrics(io, config, metricsRouter);
   lifecycle.watchSignals();
+  // Pool rules follow the file without a restart (config_reload.h says what else does not).
+  config::ConfigReloader reloader(flags, config,
+                                  [&service](const std::string& pool, core::PoolRules rules) {
+                                    return service.setPoolRules(pool, std::move(rules));
+                                  });
+  lifecycle.watchReloadSignal([&reloader] { (void)reloader.reload("signal"); });
+  std::unique_ptr<config::ConfigWatch> configWatch;
+  if (!flags.configPath.empty()) {
+    auto watch = config::ConfigWatch::start(flags.configPath,
+                                            [&reloader] { (void)reloader.reload("file"); });
+    if (watch) {
+      configWatch = std::move(*watch);
+    } else {
+      log::event(
+          log::Component::kAgent, log::Level::kWarn, "agent.config_watch_unavailable",
+          {{"path", flags.configPath}, {"cause", watch.error().message}, {"fallback", "SIGHUP"}});
+    }
+  }
   ready = true;
   logPools(config.pools);
   log::event(log::Component::kAgent, log::Level::kInfo, "agent.serving",
@@ -215,7 +243,8 @@ Result<int> run(const AgentConfig& config) {
   auto chainer = startCniChainer(config, ready);
   if (!chainer) return withContext(chainer.error(), "cannot watch the CNI configuration");
   io.run();
-  chainer->reset();  // before `ready` goes down for good: the chainer may set it
+  chainer->reset();     // before `ready` goes down for good: the chainer may set it
+  configWatch.reset();  // no reload reaches the service from here on
   ready = false;
   if (reconciler) reconciler->stop();
   // Drain the journal while the service its callbacks call into is still alive.
@@ -310,7 +339,7 @@ int main(int argc, char** argv) {
   log::configure({.level = *log::parseLevel(config->logLevel),
                   .format = *log::parseFormat(config->logFormat),
                   .sink = {}});
-  auto exitCode = run(*config);
+  auto exitCode = run(*config, flags);
   if (!exitCode) {
     log::event(log::Component::kAgent, log::Level::kError, "agent.start_failed",
                {{"cause", exitCode.error().message}});

@@ -160,6 +160,16 @@ Result<PortAnnotations> parsePortAnnotations(const json& annotations) {
     }
     result.pool = std::string(*pool);
   }
+  HOSTPORT_TRY(const auto sticky, stringAnnotation(annotations, kStickyAnnotation));
+  if (sticky) {
+    // Exactly these two words: YAML's other booleans ("no", "off") would be accepted by some
+    // tools and not others, and a typo must not silently keep the default.
+    if (*sticky != "true" && *sticky != "false") {
+      return annotationError(kStickyAnnotation,
+                             quoteText(*sticky) + " is not \"true\" or \"false\"");
+    }
+    result.sticky = *sticky == "true";
+  }
   return result;
 }
 

@@ -15,11 +15,13 @@ namespace hostport::cni {
 
 inline constexpr std::string_view kPortsAnnotation = "hostport.io/ports";
 inline constexpr std::string_view kPoolAnnotation = "hostport.io/pool";
+inline constexpr std::string_view kStickyAnnotation = "hostport.io/sticky";
 inline constexpr std::size_t kMaxPortsAnnotationBytes = 4096;
 
 struct PortAnnotations {
   std::vector<agent::DynamicPortRequest> dynamics;  // in annotation order
   std::string pool;                                 // empty: the agent's default pool
+  bool sticky = true;  // hostport.io/sticky: "false" opts out of getting previous ports back
   friend bool operator==(const PortAnnotations&, const PortAnnotations&) = default;
 };
 
@@ -36,6 +38,8 @@ struct PortAnnotations {
 /// entry are ignored; one trailing comma is ignored; an empty or blank value asks for nothing.
 /// Blanks inside an entry, and empty entries elsewhere (",a=1", "a=1,,b=2"), are errors.
 /// hostport.io/pool: a DNS label; absent leaves `pool` empty.
+/// hostport.io/sticky: "true" (the default) or "false", exactly: a pod that opts out is not
+/// offered the ports its name had last time, and the agent forgets what it remembered of it.
 ///
 /// Errors are kInvalidArgument (CNI code 7) naming the annotation and the bad entry, quoted and
 /// cut: `annotation hostport.io/ports: bad entry "rtp=20000-19000/udp": range end 19000 is below

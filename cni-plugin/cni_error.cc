@@ -24,6 +24,10 @@ int cniCode(ErrorCode code) {
       return kCniPortConflict;
     case ErrorCode::kExhausted:
       return kCniPoolExhausted;
+    case ErrorCode::kNotAllowed:
+      return kCniInvalidConfig;
+    case ErrorCode::kQuotaExceeded:
+      return kCniQuotaExceeded;
     case ErrorCode::kNotFound:
       return kCniCheckFailed;
     case ErrorCode::kInternal:

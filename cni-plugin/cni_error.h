@@ -8,7 +8,9 @@
 
 namespace hostport::cni {
 
-/// Our codes above the spec's reserved range (1-99).
+/// The spec's codes we use (1-99 are reserved for it), and ours from 100. A pool's namespace
+/// rule refusing a pod is the spec's 7, "invalid network config", as a bad annotation is (the pod
+/// asks for what the node's config does not allow it); a full quota is ours, 104.
 enum CniCode : int {
   kCniIncompatibleVersion = 1,
   kCniInvalidEnvironment = 4,
@@ -21,6 +23,7 @@ enum CniCode : int {
   kCniPortConflict = 101,       // a host port is held by another attachment or process
   kCniPoolExhausted = 102,      // no free port in the pool
   kCniCheckFailed = 103,        // CHECK found an element missing or wrong
+  kCniQuotaExceeded = 104,      // a pool's quota (maxPortsPerNamespace, maxPortsPerPod) is full
   kCniInternal = 110,
 };
 

@@ -146,6 +146,7 @@ Result<Grant> Invocation::grantPorts(const PluginConfig& config, const Attachmen
   auto request =
       allocationRequestFor(env_, config, std::move(annotations.dynamics), annotations.pool);
   request.forwarding = forwardingOf(config, attachment.addresses);
+  request.sticky = annotations.sticky;
   HOSTPORT_TRY(const auto lease, authority(config).allocate(request));
   const bool installedByAgent = lease.forwarding.has_value();
   if (installedByAgent) {

@@ -27,6 +27,8 @@ enum class ErrorCode {
   kNotFound,             // the thing asked about is not there
   kConflict,             // a port is held by someone else
   kExhausted,            // a pool has no free port
+  kNotAllowed,           // a pool's rules refuse the request (namespaces)
+  kQuotaExceeded,        // a pool's quota (per namespace, per pod) would be exceeded
   kUnavailable,          // a peer (the agent) cannot be reached; retry later
   kKernel,               // nftables, netlink or sysctl refused
   kIo,                   // file system

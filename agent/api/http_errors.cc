@@ -22,6 +22,8 @@ constexpr std::array kTable = {
     Row{ErrorCode::kNotFound, 404, "not_found"},
     Row{ErrorCode::kConflict, 409, "port_conflict"},
     Row{ErrorCode::kExhausted, 409, "pool_exhausted"},
+    Row{ErrorCode::kNotAllowed, 403, "not_allowed"},
+    Row{ErrorCode::kQuotaExceeded, 409, "quota_exceeded"},
     Row{ErrorCode::kUnavailable, 503, "unavailable"},
     Row{ErrorCode::kIo, 500, "io_error"},
     Row{ErrorCode::kKernel, 500, "kernel_error"},
@@ -50,6 +52,8 @@ ErrorCode errorCodeFor(std::string_view machineCode, unsigned status) {
   switch (status) {
     case 400:
       return ErrorCode::kInvalidArgument;
+    case 403:
+      return ErrorCode::kNotAllowed;
     case 404:
       return ErrorCode::kNotFound;
     case 409:

@@ -224,7 +224,45 @@ Result<Lease> leaseAt(const json& value, std::string_view path) {
     lease.ports.push_back(std::move(grant));
   }
   HOSTPORT_TRY(lease.forwarding, optionalForwardingAt(value, path));
+  HOSTPORT_TRY(lease.sticky, readBool(jsonField(value, path, "sticky"), true));
   return lease;
+}
+
+/// A namespace in a pool's usage: a name, or "" for the leases of pods without one.
+Problem usageNamespaceProblem(std::string_view text) {
+  return text.empty() ? std::nullopt : dnsLabelProblem(text);
+}
+
+/// A pool's "rules" and "namespaceUsage" (both optional: an older agent sends neither).
+Result<void> poolRulesAt(const json& value, std::string_view path, PoolUsageRow& row) {
+  constexpr uint32_t kMaxCount = std::numeric_limits<uint32_t>::max();
+  constexpr std::size_t kMaxEntries = 4096;
+  if (const json* rules = jsonMember(value, "rules")) {
+    const std::string at = memberPath(path, "rules");
+    HOSTPORT_TRY_VOID(requireObject(*rules, at));
+    HOSTPORT_TRY(const json* patterns, arrayField(*rules, at, "namespaces", false, kMaxEntries));
+    for (std::size_t i = 0; i < patterns->size(); ++i) {
+      const JsonField entry{&(*patterns)[i], elementPath(memberPath(at, "namespaces"), i)};
+      HOSTPORT_TRY(std::string pattern, readString(entry));
+      row.namespaces.push_back(std::move(pattern));
+    }
+    for (const auto& [key, target] : {std::pair{"maxPortsPerNamespace", &row.maxPortsPerNamespace},
+                                      {"maxPortsPerPod", &row.maxPortsPerPod}}) {
+      if (jsonMember(*rules, key) == nullptr) continue;
+      HOSTPORT_TRY(*target, integerField(*rules, at, key, 1, kMaxCount));
+    }
+  }
+  HOSTPORT_TRY(const json* usage, arrayField(value, path, "namespaceUsage", false, kMaxEntries));
+  for (std::size_t i = 0; i < usage->size(); ++i) {
+    const std::string at = elementPath(memberPath(path, "namespaceUsage"), i);
+    HOSTPORT_TRY_VOID(requireObject((*usage)[i], at));
+    NamespaceUsageRow entry;
+    HOSTPORT_TRY(entry.name,
+                 stringField((*usage)[i], at, "namespace", false, usageNamespaceProblem));
+    HOSTPORT_TRY(entry.used, integerField((*usage)[i], at, "used", 0, kMaxCount));
+    row.namespaceUsage.push_back(std::move(entry));
+  }
+  return {};
 }
 
 Result<PoolUsageRow> poolUsageRowAt(const json& value, std::string_view path) {
@@ -244,6 +282,7 @@ Result<PoolUsageRow> poolUsageRowAt(const json& value, std::string_view path) {
     if (!range) return invalidValue(entry, "must be a port range like 30000-32767");
     row.ranges.push_back(*range);
   }
+  HOSTPORT_TRY_VOID(poolRulesAt(value, path, row));
   return row;
 }
 
@@ -305,6 +344,7 @@ json toJson(const AllocationRequest& request) {
   body["static"] = std::move(statics);
   body["dynamic"] = std::move(dynamics);
   if (request.forwarding) body["forwarding"] = toJson(*request.forwarding);
+  if (!request.sticky) body["sticky"] = false;  // only then: an older agent knows no such key
   return body;
 }
 
@@ -339,6 +379,7 @@ Result<AllocationRequest> allocationRequestFromJson(const json& value) {
     request.dynamics.push_back(std::move(dynamic));
   }
   HOSTPORT_TRY(request.forwarding, optionalForwardingAt(value, ""));
+  HOSTPORT_TRY(request.sticky, readBool(jsonField(value, "", "sticky"), true));
   return request;
 }
 
@@ -357,6 +398,7 @@ json toJson(const Lease& lease) {
   for (const PortGrant& grant : lease.ports) ports.push_back(toJson(grant));
   body["ports"] = std::move(ports);
   if (lease.forwarding) body["forwarding"] = toJson(*lease.forwarding);
+  if (!lease.sticky) body["sticky"] = false;
   return body;
 }
 
@@ -365,8 +407,19 @@ Result<Lease> leaseFromJson(const json& value) { return leaseAt(value, ""); }
 json toJson(const PoolUsageRow& row) {
   json ranges = json::array();
   for (const PortRange& range : row.ranges) ranges.push_back(range.str());
-  return {{"name", row.name}, {"size", row.size},         {"used", row.used},
-          {"free", row.free}, {"strategy", row.strategy}, {"ranges", std::move(ranges)}};
+  json body = {{"name", row.name}, {"size", row.size},         {"used", row.used},
+               {"free", row.free}, {"strategy", row.strategy}, {"ranges", std::move(ranges)}};
+  json rules = json::object();
+  if (!row.namespaces.empty()) rules["namespaces"] = row.namespaces;
+  if (row.maxPortsPerNamespace) rules["maxPortsPerNamespace"] = *row.maxPortsPerNamespace;
+  if (row.maxPortsPerPod) rules["maxPortsPerPod"] = *row.maxPortsPerPod;
+  if (!rules.empty()) body["rules"] = std::move(rules);
+  json usage = json::array();
+  for (const auto& entry : row.namespaceUsage) {
+    usage.push_back({{"namespace", entry.name}, {"used", entry.used}});
+  }
+  body["namespaceUsage"] = std::move(usage);
+  return body;
 }
 
 Result<PoolUsageRow> poolUsageRowFromJson(const json& value) { return poolUsageRowAt(value, ""); }

@@ -27,6 +27,15 @@ inline constexpr std::size_t kMaxGcKeys = 65536;
 inline constexpr std::size_t kMaxPoolRanges = 1024;
 
 /// One row of GET /v1/pools.
+/// Ports of a pool that one namespace's leases hold ("" for pods without a namespace).
+struct NamespaceUsageRow {
+  std::string name;
+  uint32_t used = 0;
+  friend bool operator==(const NamespaceUsageRow&, const NamespaceUsageRow&) = default;
+};
+
+/// A pool in GET /v1/pools: usage, and the rules of agent/core/pool_rules.h under "rules"
+/// (absent when the pool has none), with the usage per namespace they count.
 struct PoolUsageRow {
   std::string name;
   uint32_t size = 0;
@@ -34,6 +43,10 @@ struct PoolUsageRow {
   uint32_t free = 0;
   std::string strategy;  // "lowest", "random", "round-robin"
   std::vector<PortRange> ranges;
+  std::vector<std::string> namespaces;  // the allow list; empty: every namespace
+  std::optional<uint32_t> maxPortsPerNamespace;
+  std::optional<uint32_t> maxPortsPerPod;
+  std::vector<NamespaceUsageRow> namespaceUsage;  // by name
   friend bool operator==(const PoolUsageRow&, const PoolUsageRow&) = default;
 };
 

@@ -91,11 +91,45 @@ class YamlReader {
   std::string_view source_;
 };
 
+/// namespaces, maxPortsPerNamespace and maxPortsPerPod of one pool (agent/core/pool_rules.h).
+Result<core::PoolRules> parsePoolRules(const YamlReader& yaml, const std::string& prefix,
+                                       const YAML::Node& node) {
+  core::PoolRules rules;
+  if (const auto namespaces = node["namespaces"]) {
+    const std::string key = prefix + ".namespaces";
+    // An empty list would read as "every namespace" (the absent key's meaning) or as "none";
+    // neither is what a writer of [] can be trusted to mean, so it is refused.
+    if (!namespaces.IsSequence() || namespaces.size() == 0) {
+      return yaml.error(key,
+                        "must be a non-empty list such as [\"games-*\", \"media\"] (leave it out "
+                        "to allow every namespace)");
+    }
+    for (std::size_t i = 0; i < namespaces.size(); ++i) {
+      const auto entry = key + "[" + std::to_string(i) + "]";
+      HOSTPORT_TRY(std::string pattern, yaml.scalar(namespaces[i], entry));
+      if (const Problem problem = core::namespacePatternProblem(pattern)) {
+        return yaml.error(entry, quoteText(pattern) + " " + std::string(*problem));
+      }
+      rules.namespaces.push_back(std::move(pattern));
+    }
+  }
+  for (const auto& [name, target] : {std::pair{"maxPortsPerNamespace", &rules.maxPortsPerNamespace},
+                                     {"maxPortsPerPod", &rules.maxPortsPerPod}}) {
+    if (const auto quota = node[name]) {
+      // At least 1: a quota of 0 would be a namespace rule in disguise; `namespaces` says it.
+      HOSTPORT_TRY(const uint64_t ports, yaml.count(quota, prefix + "." + name, 1, 65535));
+      *target = static_cast<uint32_t>(ports);
+    }
+  }
+  return rules;
+}
+
 Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name,
                                  const YAML::Node& node) {
   const std::string prefix = "pools." + name;
-  HOSTPORT_TRY_VOID(
-      yaml.checkKeys(node, prefix, {"ranges", "protocols", "strategy", "reuseDelaySeconds"}));
+  HOSTPORT_TRY_VOID(yaml.checkKeys(node, prefix,
+                                   {"ranges", "protocols", "strategy", "reuseDelaySeconds",
+                                    "namespaces", "maxPortsPerNamespace", "maxPortsPerPod"}));
   core::PoolSpec pool{name, {}, {}, core::Strategy::kLowest};
   const auto ranges = node["ranges"];
   if (!ranges || !ranges.IsSequence() || ranges.size() == 0) {
@@ -132,6 +166,7 @@ Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name
                  yaml.count(delay, prefix + ".reuseDelaySeconds", 0, core::kMaxReuseDelaySeconds));
     pool.reuseDelaySeconds = static_cast<uint32_t>(seconds);
   }
+  HOSTPORT_TRY(pool.rules, parsePoolRules(yaml, prefix, node));
   return pool;
 }
 

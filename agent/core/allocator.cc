@@ -19,8 +19,14 @@
 // Leases are held packed (packed_lease.h), one small heap block each, in a slot table; the key
 // index is a hash set of slot numbers hashed through the packed key bytes, so each key is kept
 // once. A Lease is unpacked only to answer a call or to report a conflict.
+//
+// Pool rules (pool_rules.h) are judged on counts kept as leases come and go: ports per namespace
+// for every pool (a handful of namespaces, and `hostportctl pools` shows them), ports per pod only
+// for a pool with maxPortsPerPod (one entry per pod would cost ~100 bytes a lease), rebuilt from
+// the leases when a reload sets that quota.
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <unordered_map>
 
@@ -121,6 +127,10 @@ struct Allocator::State {
     uint32_t used = 0;                           // ports of the pool held by some lease
     std::unique_ptr<PortPicker> picker;
     Quarantine quarantine;
+    PoolRules rules;
+    std::unordered_map<std::string, uint32_t> namespaceUse;  // ports held, by namespace
+    /// Ports held, by podQuotaKey(); kept only while the pool has maxPortsPerPod.
+    std::optional<std::unordered_map<std::string, uint32_t>> podUse;
   };
   struct StaticHold {
     uint32_t lease;
@@ -310,7 +320,67 @@ struct Allocator::State {
     slots[slot] = std::move(packed);
     index.insert(slot, hashOfBytes(slots[slot].keyBytes()));
     apply(slot, lease);
-    sticky.remember(lease.pod, pool, lease.ports);
+    if (const auto poolIndex = findPool(pool)) account(*poolIndex, lease, true);
+    if (lease.sticky) {
+      sticky.remember(lease.pod, pool, lease.ports);
+    } else {
+      sticky.forget(lease.pod);
+    }
+  }
+
+  // The ports of a lease's rows (or a request's) that lie in pool `poolIndex`: what its rules
+  // count (pool_rules.h).
+  uint32_t portsInPool(const std::vector<PortGrant>& ports, std::size_t poolIndex) const {
+    uint32_t count = 0;
+    for (const auto& grant : ports) {
+      for (uint32_t port = grant.hostPort; port < grant.hostPort + uint32_t{grant.count}; ++port) {
+        count += poolOf[port] == poolIndex ? 1 : 0;
+      }
+    }
+    return count;
+  }
+
+  uint32_t askedOf(const AllocationRequest& request, std::size_t poolIndex) const {
+    uint32_t asked = 0;
+    for (const auto& row : request.dynamics) asked += row.count;  // all from the pool
+    for (const auto& claim : request.statics) asked += poolOf[claim.hostPort] == poolIndex ? 1 : 0;
+    return asked;
+  }
+
+  // Adds (or takes away) what `lease` holds in the pool to its namespace's and pod's counts.
+  void account(std::size_t poolIndex, const Lease& lease, bool add) {
+    Pool& pool = pools[poolIndex];
+    const uint32_t ports = portsInPool(lease.ports, poolIndex);
+    if (ports == 0) return;
+    const auto change = [&](std::unordered_map<std::string, uint32_t>& counts,
+                            const std::string& key) {
+      if (add) {
+        counts[key] += ports;
+        return;
+      }
+      const auto found = counts.find(key);
+      if (found == counts.end()) return;
+      found->second -= std::min(found->second, ports);
+      if (found->second == 0) counts.erase(found);
+    };
+    change(pool.namespaceUse, lease.pod.namespaceName);
+    if (pool.podUse) {
+      if (const std::string key = podQuotaKey(lease.pod); !key.empty()) change(*pool.podUse, key);
+    }
+  }
+
+  RuleUsage usageOf(const Pool& pool, const PodIdentity& pod) const {
+    RuleUsage usage;
+    if (const auto found = pool.namespaceUse.find(pod.namespaceName);
+        found != pool.namespaceUse.end()) {
+      usage.namespaceHeld = found->second;
+    }
+    if (pool.podUse) {
+      if (const auto found = pool.podUse->find(podQuotaKey(pod)); found != pool.podUse->end()) {
+        usage.podHeld = found->second;
+      }
+    }
+    return usage;
   }
 
   Result<std::size_t> resolvePool(const std::string& name) const {
@@ -464,7 +534,8 @@ Result<void> Allocator::State::pickDynamics(const AllocationRequest& request, st
     std::optional<uint16_t> chosen;
     // A returning pod may have its ports back while they are quarantined: the delay protects
     // other pods from its traffic, not the pod itself.
-    if (const auto previous = sticky.previous(request.pod, pool.name, row)) {
+    if (const auto previous =
+            request.sticky ? sticky.previous(request.pod, pool.name, row) : std::nullopt) {
       const PortRange* range = layout.rangeOf(*previous);
       if (range != nullptr && *previous + uint32_t{row.count} - 1 <= range->last &&
           anyFree.isRunFree(*previous, row.count) && freeOnHost(*previous)) {
@@ -547,8 +618,9 @@ Result<void> Allocator::State::checkRestore(const Lease& lease) {
 }
 
 Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<uint64_t()> random,
-                                    Clock clock) {
+                                    Clock clock, std::size_t stickyCapacity) {
   auto state = std::make_unique<State>();
+  state->sticky = StickyMemory(stickyCapacity);
   if (!random) {
     random = [engine = std::mt19937_64(std::random_device{}())]() mutable { return engine(); };
   }
@@ -595,8 +667,22 @@ Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<u
     }
     PoolLayout layout(spec.ranges);
     State::Pool pool{
-        spec.name, ProtocolSet::all(), 0, nullptr,
-        Quarantine(layout, std::chrono::seconds(spec.reuseDelaySeconds), state->quarantined)};
+        spec.name,
+        ProtocolSet::all(),
+        0,
+        nullptr,
+        Quarantine(layout, std::chrono::seconds(spec.reuseDelaySeconds), state->quarantined),
+        spec.rules,
+        {},
+        std::nullopt};
+    for (const auto& pattern : spec.rules.namespaces) {
+      if (const Problem problem = namespacePatternProblem(pattern)) {
+        return fail(
+            ErrorCode::kInvalidArgument,
+            "pool " + name + " namespace " + quoteText(pattern) + " " + std::string(*problem));
+      }
+    }
+    if (spec.rules.maxPortsPerPod) pool.podUse.emplace();
     if (!spec.protocols.empty()) {
       pool.protocols = {};
       for (const auto protocol : spec.protocols) pool.protocols |= protocolsOf(protocol);
@@ -632,14 +718,22 @@ std::expected<Lease, AllocationError> Allocator::allocate(const AllocationReques
 
   HOSTPORT_TRY(const std::size_t poolIndex, state.resolvePool(request.pool));
   HOSTPORT_TRY_VOID(state.validate(request, state.pools[poolIndex]));
+  {
+    const State::Pool& pool = state.pools[poolIndex];
+    if (auto refused =
+            checkRules(pool.rules, pool.name, request.pod, state.askedOf(request, poolIndex),
+                       state.usageOf(pool, request.pod))) {
+      return std::unexpected(AllocationError(std::move(*refused)));
+    }
+  }
 
   const State::Scratch scratch(state);
   std::vector<PortGrant> grants;
   grants.reserve(request.statics.size() + request.dynamics.size());
   HOSTPORT_TRY_VOID(state.claimStatics(request, probe, grants));
   HOSTPORT_TRY_VOID(state.pickDynamics(request, poolIndex, probe, grants));
-  Lease lease{request.key,       request.pod,        request.netns,  state.pools[poolIndex].name,
-              std::move(grants), request.forwarding, request.netnsId};
+  Lease lease{request.key,       request.pod,        request.netns,   state.pools[poolIndex].name,
+              std::move(grants), request.forwarding, request.netnsId, request.sticky};
   state.commit(PackedLease::pack(lease, lease.pool, state.strings), lease, lease.pool);
   return lease;
 }
@@ -653,6 +747,7 @@ std::optional<Lease> Allocator::release(const AttachmentKey& key) {
   // While the packed key, which the index hashes, is still there.
   state.index.erase(hashOfBytes(packed.keyBytes()), [&](uint32_t at) { return at == *slot; });
   state.unapply(*slot, lease, state.clock());
+  if (const auto poolIndex = state.findPool(lease.pool)) state.account(*poolIndex, lease, false);
   packed.release(state.strings);
   state.freeSlots.push_back(*slot);
   return lease;
@@ -681,6 +776,44 @@ Result<void> Allocator::restore(const Lease& lease) {
     if (auto checked = state.checkRestore(lease); !checked) return refuse(checked.error());
   }
   state.commit(std::move(packed), lease, pool);
+  return {};
+}
+
+void Allocator::recallSticky(const std::vector<StickyEntry>& entries) {
+  for (const auto& entry : entries) state_->sticky.apply(entry);
+}
+
+std::vector<StickyEntry> Allocator::stickyEntries() const { return state_->sticky.entries(); }
+
+std::size_t Allocator::stickyPods() const { return state_->sticky.size(); }
+
+Result<void> Allocator::setRules(std::string_view pool, PoolRules rules) {
+  State& state = *state_;
+  const auto poolIndex = state.findPool(pool);
+  if (!poolIndex) return fail(ErrorCode::kNotFound, "unknown pool " + quoteText(pool));
+  for (const auto& pattern : rules.namespaces) {
+    if (const Problem problem = namespacePatternProblem(pattern)) {
+      return fail(ErrorCode::kInvalidArgument, "pool " + quoteText(pool) + " namespace " +
+                                                   quoteText(pattern) + " " +
+                                                   std::string(*problem));
+    }
+  }
+  State::Pool& target = state.pools[*poolIndex];
+  const bool countPods = rules.maxPortsPerPod.has_value();
+  if (countPods && !target.podUse) {
+    // The pod counts were not kept without the quota: count the pool's leases once now.
+    target.podUse.emplace();
+    for (const auto& lease : leases()) {
+      if (lease.pool != target.name) continue;
+      const std::string key = podQuotaKey(lease.pod);
+      const uint32_t ports = state.portsInPool(lease.ports, *poolIndex);
+      if (!key.empty() && ports > 0) (*target.podUse)[key] += ports;
+    }
+  } else if (!countPods) {
+    target.podUse.reset();
+  }
+  target.rules = rules;
+  state.specs[*poolIndex].rules = std::move(rules);
   return {};
 }
 
@@ -717,7 +850,14 @@ std::vector<PoolUsage> Allocator::usage() const {
       if (!now) now = state_->clock();
       pool.quarantine.retire(*now);  // so the count is what a request would see now
     }
-    out.push_back({pool.name, pool.picker->layout().size(), pool.used, pool.quarantine.size()});
+    // Sorted by name, so the answer does not depend on the hash map's order.
+    const std::map<std::string_view, uint32_t> byName(pool.namespaceUse.begin(),
+                                                      pool.namespaceUse.end());
+    std::vector<NamespaceUsage> namespaces;
+    namespaces.reserve(byName.size());
+    for (const auto& [name, used] : byName) namespaces.push_back({std::string(name), used});
+    out.push_back({pool.name, pool.picker->layout().size(), pool.used, pool.quarantine.size(),
+                   std::move(namespaces)});
   }
   return out;
 }

@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "agent/core/pool_rules.h"
+#include "agent/core/sticky_memory.h"
 #include "agent/lease.h"
+#include "agent/sticky_entry.h"
 
 namespace hostport::agent::core {
 
@@ -30,6 +33,8 @@ struct PoolSpec {
   std::vector<PortProtocol> protocols;  // allowed; empty: all
   Strategy strategy = Strategy::kLowest;
   uint32_t reuseDelaySeconds = kDefaultReuseDelaySeconds;  // 0: no quarantine
+  PoolRules rules =
+      {};  // who may use the pool, and how much (pool_rules.h); a reload may change them
 };
 
 /// The engine's time, for quarantine: steady_clock::now in production, a fake in tests.
@@ -65,7 +70,17 @@ struct Conflict {
 struct AllocationError : Error {
   AllocationError(Error error, std::optional<Conflict> conflict = std::nullopt)  // NOLINT
       : Error(std::move(error)), conflict(std::move(conflict)) {}
+  AllocationError(RuleRefusal refused)  // NOLINT
+      : Error(std::move(refused.error)), refusal(refused.reason) {}
   std::optional<Conflict> conflict;
+  std::optional<Refusal> refusal;  // set: the pool's rules refused (kNotAllowed, kQuotaExceeded)
+};
+
+/// Ports of a pool that one namespace's leases hold.
+struct NamespaceUsage {
+  std::string name;
+  uint32_t used = 0;
+  friend bool operator==(const NamespaceUsage&, const NamespaceUsage&) = default;
 };
 
 struct PoolUsage {
@@ -73,6 +88,9 @@ struct PoolUsage {
   uint32_t size = 0;         // ports in the pool
   uint32_t used = 0;         // ports held by a lease
   uint32_t quarantined = 0;  // free ports still within their reuse delay (not counted in used)
+  /// Ports held per namespace, as the pool's quotas count them (pool_rules.h), by name; a lease
+  /// without a namespace counts under "".
+  std::vector<NamespaceUsage> namespaces;
 };
 
 class Allocator {
@@ -81,7 +99,8 @@ class Allocator {
   /// above kMaxReuseDelaySeconds. `random` feeds the random strategy and `clock` the quarantine
   /// of released ports (empty: steady_clock); inject both in tests.
   static Result<Allocator> create(std::vector<PoolSpec> pools, std::function<uint64_t()> random,
-                                  Clock clock = {});
+                                  Clock clock = {},
+                                  std::size_t stickyCapacity = StickyMemory::kDefaultCapacity);
 
   Allocator(Allocator&&) noexcept;
   Allocator& operator=(Allocator&&) noexcept;
@@ -93,7 +112,11 @@ class Allocator {
   ///    wider than the pool, too many rows;
   ///  - kConflict: a static claim held by another lease (named) or bound on the host (port,
   ///    protocol, pid and command where known), with that holder as its Conflict;
-  ///  - kExhausted: no free port in the pool (named, with its size).
+  ///  - kExhausted: no free port in the pool (named, with its size);
+  ///  - kNotAllowed, kQuotaExceeded: the pool's rules refuse it, with the Refusal; judged before
+  ///    any port is picked or probed.
+  /// A request with sticky set is offered the ports its pod (namespace/name) had last time in
+  /// this pool; one without is not, and its grant makes the memory forget the pod.
   std::expected<Lease, AllocationError> allocate(const AllocationRequest& request,
                                                  PortProbe& probe);
 
@@ -102,10 +125,21 @@ class Allocator {
   /// sooner when nothing else is free (oldest release first), or by the same pod (sticky).
   std::optional<Lease> release(const AttachmentKey& key);
 
-  /// Puts back a lease read from storage, unchecked against the host. kConflict if it overlaps
-  /// a lease already held (storage corruption), kInvalidArgument for an unknown pool. Restoring
-  /// quarantines nothing: quarantine lives in memory and a restart forgets it.
+  /// Puts back a lease read from storage, unchecked against the host and the pool's rules (a
+  /// lease is never revoked). kConflict if it overlaps a lease already held (storage corruption),
+  /// kInvalidArgument for an unknown pool. Restoring quarantines nothing: quarantine lives in
+  /// memory and a restart forgets it. The sticky memory records it as a grant.
   Result<void> restore(const Lease& lease);
+  /// Replays sticky memory read from storage, oldest first (after the leases are restored), so a
+  /// pod that comes back after a restart is offered its previous ports.
+  void recallSticky(const std::vector<StickyEntry>& entries);
+  /// The sticky memory, oldest first: what a snapshot keeps.
+  std::vector<StickyEntry> stickyEntries() const;
+  std::size_t stickyPods() const;  // pods remembered
+  /// Replaces the rules of pool `pool` (a config reload). Leases are never revoked: a pool whose
+  /// rules now exclude some holder keeps its leases and refuses new requests. kNotFound for an
+  /// unknown pool.
+  Result<void> setRules(std::string_view pool, PoolRules rules);
   /// Makes room for `leases` in all, so restoring that many does not grow the tables on the way.
   void reserve(std::size_t leases);
 

@@ -31,6 +31,7 @@ constexpr uint8_t kPodV4 = 0x08;
 constexpr uint8_t kPodV6 = 0x10;
 constexpr uint8_t kConditions = 0x20;
 constexpr uint8_t kNetnsId = 0x40;
+constexpr uint8_t kNotSticky = 0x80;  // the pod opted out of sticky ports
 
 // Where the interned head of a pod name ends (see the header).
 std::size_t podNameSplit(std::string_view name) {
@@ -96,7 +97,7 @@ IpPrefix readPrefix(ByteReader& in, bool v4) {
 // The network name is interned: every lease of a node names one or two networks.
 void putForwarding(std::string& out, const Lease& lease, StringTable& strings) {
   const auto& forwarding = lease.forwarding;
-  uint8_t flags = lease.netnsId.known() ? kNetnsId : 0;
+  uint8_t flags = (lease.netnsId.known() ? kNetnsId : 0) | (lease.sticky ? 0 : kNotSticky);
   if (forwarding) {
     flags |=
         kForwarding | (forwarding->snat ? kSnat : 0) | (forwarding->masqAll ? kMasqAll : 0) |
@@ -143,6 +144,7 @@ void readForwarding(ByteReader& in, const StringTable* strings, Lease* lease,
     const uint64_t inode = in.varint();
     if (lease != nullptr) lease->netnsId = {device, inode};
   }
+  if (lease != nullptr) lease->sticky = (flags & kNotSticky) == 0;
 }
 
 PortGrant readGrant(ByteReader& in) {

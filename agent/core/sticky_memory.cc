@@ -28,12 +28,17 @@ void StickyMemory::makeNewest(uint32_t at) {
 
 void StickyMemory::remember(const PodIdentity& pod, std::string_view pool,
                             const std::vector<PortGrant>& ports) {
-  if (pod.namespaceName.empty() || pod.name.empty() || capacity_ == 0) return;
+  remember(pod.namespaceName, pod.name, pool, ports);
+}
+
+void StickyMemory::remember(std::string_view namespaceName, std::string_view name,
+                            std::string_view pool, const std::vector<PortGrant>& ports) {
+  if (namespaceName.empty() || name.empty() || capacity_ == 0) return;
   uint64_t rows = 0;
   for (const auto& grant : ports) rows += grant.isStatic ? 0 : 1;
   if (rows == 0) return;
 
-  const std::string key = podKey(pod);
+  const std::string key = podKey(namespaceName, name);
   const uint64_t hash = hashOfBytes(key);
   uint32_t at;
   if (const auto found = find(key, hash)) {
@@ -44,6 +49,9 @@ void StickyMemory::remember(const PodIdentity& pod, std::string_view pool,
       at = oldest_;  // forgotten; its slot and string buffer take the new pod
       index_.erase(hashOfBytes(keyOf(entries_[at])), [at](uint32_t other) { return other == at; });
       unlink(at);
+    } else if (!freeSlots_.empty()) {
+      at = freeSlots_.back();
+      freeSlots_.pop_back();
     } else {
       at = static_cast<uint32_t>(entries_.size());
       entries_.emplace_back();
@@ -65,10 +73,69 @@ void StickyMemory::remember(const PodIdentity& pod, std::string_view pool,
   makeNewest(at);
 }
 
+void StickyMemory::forget(const PodIdentity& pod) {
+  if (pod.namespaceName.empty() || pod.name.empty()) return;
+  forget(podKey(pod.namespaceName, pod.name));
+}
+
+void StickyMemory::forget(std::string_view key) {
+  const uint64_t hash = hashOfBytes(key);
+  const auto found = find(key, hash);
+  if (!found) return;
+  const uint32_t at = *found;
+  index_.erase(hash, [at](uint32_t other) { return other == at; });
+  unlink(at);
+  entries_[at].packed.clear();
+  freeSlots_.push_back(at);
+}
+
+void StickyMemory::record(const Lease& lease) {
+  if (lease.sticky) {
+    remember(lease.pod, lease.pool, lease.ports);
+  } else {
+    forget(lease.pod);
+  }
+}
+
+void StickyMemory::apply(const StickyEntry& entry) {
+  if (entry.forget) {
+    if (!entry.namespaceName.empty() && !entry.name.empty()) {
+      forget(podKey(entry.namespaceName, entry.name));
+    }
+    return;
+  }
+  remember(entry.namespaceName, entry.name, entry.pool, entry.ports);
+}
+
+std::vector<StickyEntry> StickyMemory::entries() const {
+  std::vector<StickyEntry> out;
+  out.reserve(index_.size());
+  for (uint32_t at = oldest_; at != kNone; at = entries_[at].newer) {
+    packed::ByteReader in(reinterpret_cast<const uint8_t*>(entries_[at].packed.data()));
+    const std::string_view key = in.bytes();
+    const std::size_t slash = key.find('/');  // neither a namespace nor a pod name holds one
+    StickyEntry entry{std::string(key.substr(0, slash)),
+                      std::string(key.substr(slash + 1)),
+                      std::string(in.bytes()),
+                      {},
+                      false};
+    for (uint64_t rows = in.varint(); rows > 0; --rows) {
+      PortGrant grant;
+      grant.name = std::string(in.bytes());
+      grant.protocol = static_cast<PortProtocol>(in.u8());
+      grant.count = in.u16();
+      grant.hostPort = in.u16();
+      entry.ports.push_back(std::move(grant));
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 std::optional<uint16_t> StickyMemory::previous(const PodIdentity& pod, std::string_view pool,
                                                const DynamicPortRequest& request) const {
   if (pod.namespaceName.empty() || pod.name.empty()) return std::nullopt;
-  const std::string key = podKey(pod);
+  const std::string key = podKey(pod.namespaceName, pod.name);
   const auto found = find(key, hashOfBytes(key));
   if (!found) return std::nullopt;
   packed::ByteReader in(reinterpret_cast<const uint8_t*>(entries_[*found].packed.data()));

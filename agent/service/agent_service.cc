@@ -126,6 +126,16 @@ PendingEvent refusalEvent(const core::Allocator& allocator, const AllocationRequ
       return conflictEvent(request, error);
     case ErrorCode::kExhausted:
       return exhaustedEvent(allocator, request, error);
+    case ErrorCode::kNotAllowed:
+    case ErrorCode::kQuotaExceeded:
+      return {Component::kAlloc,
+              Level::kInfo,
+              "alloc.rule_refused",
+              {keyField(request.key),
+               podField(request.pod),
+               {"pool", request.pool.empty() ? std::string(kDefaultPool) : request.pool},
+               {"reason", error.refusal ? core::refusalName(*error.refusal) : "unknown"},
+               {"cause", error.message}}};
     default:
       return {Component::kAlloc,
               Level::kInfo,
@@ -199,6 +209,10 @@ void AgentService::allocate(const AllocationRequest& request,
   auto lease = allocator_.allocate(identified, recording);
   if (!lease) {
     if (lease.error().code == ErrorCode::kConflict) ++staticConflicts_;
+    if (lease.error().refusal) {
+      metrics_.countRefusal(request.pool.empty() ? std::string(kDefaultPool) : request.pool,
+                            *lease.error().refusal);
+    }
     const PendingEvent refusal = refusalEvent(allocator_, request, lease.error());
     lock.unlock();
     done(std::unexpected(std::move(lease.error())));
@@ -443,25 +457,33 @@ void AgentService::maybeCompact() {
   compactionQueued_ = true;
   auto leases = allocator_.leases();
   const std::size_t count = leases.size();
-  store_.submitCompaction(std::move(leases), [this, count](Result<void> written) {
-    {
-      std::lock_guard lock(mutex_);
-      compactionQueued_ = false;
-    }
-    if (written) {
-      log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});
-      return;
-    }
-    // Failed before its rename, a compaction leaves the old snapshot and journal live and the
-    // store working; only one that failed the store (lease_store.h) makes the agent unhealthy.
-    const bool storeFailed = store_.stats().failed;
-    if (storeFailed) {
-      if (onStoreFailure()) logUnhealthy(written.error());
-    }
-    log::event(Component::kStore, storeFailed ? Level::kError : Level::kWarn,
-               "store.compaction_failed",
-               {{"cause", written.error().message}, {"store_failed", storeFailed}});
-  });
+  store_.submitCompaction(
+      std::move(leases),
+      [this, count](Result<void> written) {
+        {
+          std::lock_guard lock(mutex_);
+          compactionQueued_ = false;
+        }
+        if (written) {
+          log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});
+          return;
+        }
+        // Failed before its rename, a compaction leaves the old snapshot and journal live and the
+        // store working; only one that failed the store (lease_store.h) makes the agent unhealthy.
+        const bool storeFailed = store_.stats().failed;
+        if (storeFailed) {
+          if (onStoreFailure()) logUnhealthy(written.error());
+        }
+        log::event(Component::kStore, storeFailed ? Level::kError : Level::kWarn,
+                   "store.compaction_failed",
+                   {{"cause", written.error().message}, {"store_failed", storeFailed}});
+      },
+      allocator_.stickyEntries());
+}
+
+Result<void> AgentService::setPoolRules(const std::string& pool, core::PoolRules rules) {
+  std::lock_guard lock(mutex_);
+  return allocator_.setRules(pool, std::move(rules));
 }
 
 std::optional<Lease> AgentService::get(const AttachmentKey& key) const {
@@ -505,12 +527,21 @@ std::vector<api::PoolUsageRow> AgentService::poolRows() const {
   const auto& specs = allocator_.pools();
   std::vector<api::PoolUsageRow> rows;
   for (const auto& usage : allocator_.usage()) {
-    api::PoolUsageRow row{usage.name, usage.size, usage.used, usage.size - usage.used, {}, {}};
+    api::PoolUsageRow row;
+    row.name = usage.name;
+    row.size = usage.size;
+    row.used = usage.used;
+    row.free = usage.size - usage.used;
     for (const auto& spec : specs) {
       if (spec.name != usage.name) continue;
       row.strategy = std::string(core::strategyName(spec.strategy));
       row.ranges = spec.ranges;
+      row.namespaces = spec.rules.namespaces;
+      row.maxPortsPerNamespace = spec.rules.maxPortsPerNamespace;
+      row.maxPortsPerPod = spec.rules.maxPortsPerPod;
     }
+    for (const auto& entry : usage.namespaces)
+      row.namespaceUsage.push_back({entry.name, entry.used});
     rows.push_back(std::move(row));
   }
   return rows;

@@ -90,8 +90,12 @@ class AgentService {
   }
   /// The sandbox of every lease whose netns identity is known: what liveness judges.
   std::vector<SandboxRef> sandboxes() const;
-  /// Each pool's usage with its strategy and ranges, as of one moment (GET /v1/pools).
+  /// Each pool's usage with its strategy, ranges, rules and usage per namespace, as of one
+  /// moment (GET /v1/pools).
   std::vector<api::PoolUsageRow> poolRows() const;
+  /// A reload's new rules for `pool` (core::Allocator::setRules): later requests are judged by
+  /// them, and no lease is revoked.
+  Result<void> setPoolRules(const std::string& pool, core::PoolRules rules);
   std::string metricsText() const;
 
   /// False once a journal write failed: memory may be ahead of disk, so the agent must restart

@@ -8,7 +8,21 @@
 namespace hostport::agent::service {
 
 Lifecycle::Lifecycle(boost::asio::io_context& io, std::chrono::milliseconds storeFailureGrace)
-    : io_(io), grace_(storeFailureGrace), signals_(io), graceTimer_(io) {}
+    : io_(io), grace_(storeFailureGrace), signals_(io), reloadSignals_(io), graceTimer_(io) {}
+
+void Lifecycle::watchReloadSignal(std::function<void()> reload) {
+  reload_ = std::move(reload);
+  reloadSignals_.add(SIGHUP);
+  awaitReloadSignal();
+}
+
+void Lifecycle::awaitReloadSignal() {
+  reloadSignals_.async_wait([this](const boost::system::error_code& error, int) {
+    if (error) return;  // cancelled: the io_context is going away
+    reload_();
+    awaitReloadSignal();
+  });
+}
 
 void Lifecycle::watchSignals() {
   signals_.add(SIGINT);

@@ -10,6 +10,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <functional>
 
 #include "common/error.h"
 
@@ -28,6 +29,8 @@ class Lifecycle {
 
   /// From now on SIGINT and SIGTERM stop the io_context (agent.stopping).
   void watchSignals();
+  /// From now on each SIGHUP calls `reload` on the io_context's thread (a config reload).
+  void watchReloadSignal(std::function<void()> reload);
   /// The lease store's onFailure (any thread; the first call counts): logs store.failed with the
   /// cause and stops the io_context after the grace (agent.exiting).
   void storeFailed(const Error& cause);
@@ -39,7 +42,11 @@ class Lifecycle {
 
   boost::asio::io_context& io_;
   std::chrono::milliseconds grace_;
+  void awaitReloadSignal();
+
   boost::asio::signal_set signals_;
+  boost::asio::signal_set reloadSignals_;
+  std::function<void()> reload_;
   boost::asio::steady_timer graceTimer_;
   std::atomic<bool> storeFailed_{false};
 };

@@ -18,6 +18,11 @@ void Metrics::countError(const std::string& code) {
   ++errors_[code];
 }
 
+void Metrics::countRefusal(const std::string& pool, core::Refusal reason) {
+  std::lock_guard lock(errorsMutex_);
+  ++refusals_[{pool, reason}];
+}
+
 void Metrics::observeReconcile(std::chrono::nanoseconds took, bool compared) {
   reconciles_.fetch_add(1, std::memory_order_relaxed);
   const auto nanos = static_cast<uint64_t>(took.count());
@@ -101,6 +106,16 @@ std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsag
     std::lock_guard lock(errorsMutex_);
     for (const auto& [code, n] : errors_) {
       out << "hostport_errors_total{code=\"" << code << "\"} " << n << "\n";
+    }
+  }
+  family("hostport_allocation_refusals_total", "counter",
+         "Requests a pool's rules refused, by pool and reason: namespace (not in the pool's "
+         "namespaces), namespace_quota (maxPortsPerNamespace), pod_quota (maxPortsPerPod).");
+  {
+    std::lock_guard lock(errorsMutex_);
+    for (const auto& [key, n] : refusals_) {
+      out << "hostport_allocation_refusals_total{pool=\"" << key.first << "\",reason=\""
+          << core::refusalName(key.second) << "\"} " << n << "\n";
     }
   }
   family("hostport_journal_records_total", "counter", "Records written to the lease journal.");

@@ -26,6 +26,8 @@ class Metrics {
   void observeAllocation(std::chrono::nanoseconds latency);
   void countError(const std::string& code);
   void countRelease() { releases_.fetch_add(1, std::memory_order_relaxed); }
+  /// A request a pool's rules refused (hostport_allocation_refusals_total{pool,reason}).
+  void countRefusal(const std::string& pool, core::Refusal reason);
 
   /// What the reconciler repaired (reconciler.h).
   enum class Repair : uint8_t { kLayout, kMissing, kStray };
@@ -57,6 +59,7 @@ class Metrics {
   std::atomic<uint64_t> vanished_{0};
   mutable std::mutex errorsMutex_;
   std::map<std::string, uint64_t> errors_;
+  std::map<std::pair<std::string, core::Refusal>, uint64_t> refusals_;  // under errorsMutex_
 };
 
 }  // namespace hostport::agent::service

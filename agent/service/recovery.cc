@@ -36,12 +36,18 @@ class RecoveryHeap {
 
 // The allocator of `store`'s leases. The decoded leases live only in this function, so they are
 // freed (inside the caller's RecoveryHeap) before the agent serves.
+//
+// The sticky memory is read into a memory of its own as the store replays (bounded as the
+// allocator's, so a long journal costs no more), and replayed onto the allocator after the leases:
+// restoring a lease records it as a grant, and the journal's order, newest last, must win.
 Result<core::Allocator> restoreLeases(store::LeaseStore& store,
                                       const std::vector<core::PoolSpec>& pools,
-                                      std::function<uint64_t()> random) {
-  auto leases = store.recover();
+                                      std::function<uint64_t()> random,
+                                      std::size_t stickyCapacity) {
+  core::StickyMemory recalled(stickyCapacity);
+  auto leases = store.recover([&recalled](const StickyEntry& entry) { recalled.apply(entry); });
   if (!leases) return withContext(leases.error(), "cannot recover leases");
-  auto allocator = core::Allocator::create(pools, std::move(random));
+  auto allocator = core::Allocator::create(pools, std::move(random), {}, stickyCapacity);
   if (!allocator) return withContext(allocator.error(), "invalid pools");
   allocator->reserve(leases->size());
   for (const auto& lease : *leases) {
@@ -49,6 +55,7 @@ Result<core::Allocator> restoreLeases(store::LeaseStore& store,
       return withContext(restored.error(), "cannot restore a recovered lease");
     }
   }
+  allocator->recallSticky(recalled.entries());
   return std::move(*allocator);
 }
 
@@ -56,13 +63,14 @@ Result<core::Allocator> restoreLeases(store::LeaseStore& store,
 
 Result<RecoveredState> recoverState(const std::filesystem::path& stateDir,
                                     const std::vector<core::PoolSpec>& pools,
-                                    std::function<uint64_t()> random, store::StoreOptions options) {
+                                    std::function<uint64_t()> random, store::StoreOptions options,
+                                    std::size_t stickyCapacity) {
   const auto started = std::chrono::steady_clock::now();
   auto store = store::LeaseStore::open(stateDir, std::move(options));
   if (!store) return withContext(store.error(), "cannot open the state dir");
   Result<core::Allocator> allocator = [&] {
     const RecoveryHeap heap;
-    return restoreLeases(**store, pools, std::move(random));
+    return restoreLeases(**store, pools, std::move(random), stickyCapacity);
   }();
   HOSTPORT_TRY(core::Allocator restored, std::move(allocator));
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -77,6 +85,7 @@ Result<RecoveredState> recoverState(const std::filesystem::path& stateDir,
               {"torn_tail", found.tornTailDropped},
               {"torn_bytes", found.tornBytes},
               {"stale_files", found.staleFilesRemoved},
+              {"sticky_pods", restored.stickyPods()},
               {"dir", stateDir.string()}});
   return RecoveredState{std::move(*store), std::move(restored)};
 }

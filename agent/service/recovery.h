@@ -27,10 +27,10 @@ struct RecoveredState {
 /// over `pools` (whose random strategy draws from `random`), and logs store.recovered. Errors: the
 /// store's (a dir another agent holds, a journal that does not replay), invalid pools, and a lease
 /// that does not fit the pools: losing track of it could hand its ports out twice, so the agent
-/// refuses to serve instead.
-Result<RecoveredState> recoverState(const std::filesystem::path& stateDir,
-                                    const std::vector<core::PoolSpec>& pools,
-                                    std::function<uint64_t()> random,
-                                    store::StoreOptions options = {});
+/// refuses to serve instead. The sticky memory comes back too, at most `stickyCapacity` pods.
+Result<RecoveredState> recoverState(
+    const std::filesystem::path& stateDir, const std::vector<core::PoolSpec>& pools,
+    std::function<uint64_t()> random, store::StoreOptions options = {},
+    std::size_t stickyCapacity = core::StickyMemory::kDefaultCapacity);
 
 }  // namespace hostport::agent::service

@@ -19,7 +19,9 @@ constexpr uint8_t kMasqAll = 0x04;
 constexpr uint8_t kPodV4 = 0x08;
 constexpr uint8_t kPodV6 = 0x10;
 constexpr uint8_t kHasNetnsId = 0x20;
-constexpr uint8_t kKnownLeaseFlags = 0x3f;
+constexpr uint8_t kNotSticky = 0x40;  // version 3
+
+uint8_t knownLeaseFlags(uint8_t version) { return version >= 3 ? 0x7f : 0x3f; }
 
 /// A port range base..base+count-1 must stay inside 0..65535.
 bool rangeFits(uint16_t base, uint16_t count) {
@@ -52,7 +54,7 @@ void putPrefix(std::string& out, const IpPrefix& prefix) {
 
 Result<void> putForwarding(std::string& out, const Lease& lease) {
   const auto& forwarding = lease.forwarding;
-  uint8_t flags = lease.netnsId.known() ? kHasNetnsId : 0;
+  uint8_t flags = (lease.netnsId.known() ? kHasNetnsId : 0) | (lease.sticky ? 0 : kNotSticky);
   if (forwarding) {
     flags |= kHasForwarding | (forwarding->snat ? kSnat : 0) |
              (forwarding->masqAll ? kMasqAll : 0) | (forwarding->podV4 ? kPodV4 : 0) |
@@ -211,15 +213,16 @@ std::optional<IpPrefix> readPrefix(Reader& in, Family family) {
       length};
 }
 
-void readForwarding(Reader& in, Lease& lease) {
+void readForwarding(Reader& in, Lease& lease, uint8_t version) {
   const size_t at = in.offset();
   const auto flags = in.integer<uint8_t>();
   if (!in.ok()) return;
-  if ((flags & ~kKnownLeaseFlags) != 0 ||
-      ((flags & kHasForwarding) == 0 && (flags & ~kHasNetnsId) != 0)) {
+  if ((flags & ~knownLeaseFlags(version)) != 0 ||
+      ((flags & kHasForwarding) == 0 && (flags & ~(kHasNetnsId | kNotSticky)) != 0)) {
     in.setError("invalid lease flags " + std::to_string(flags), at);
     return;
   }
+  lease.sticky = (flags & kNotSticky) == 0;
   if ((flags & kHasForwarding) != 0) {
     Forwarding forwarding;
     forwarding.network = in.string(kMaxStringBytes);
@@ -279,7 +282,7 @@ void readLease(Reader& in, Lease& lease, uint8_t version) {
     }
     lease.ports.push_back(std::move(grant));
   }
-  if (version >= 2 && in.ok()) readForwarding(in, lease);
+  if (version >= 2 && in.ok()) readForwarding(in, lease, version);
 }
 
 }  // namespace
@@ -301,6 +304,70 @@ Result<Lease> decodeLease(std::string_view data, uint8_t version) {
   if (in.ok() && !in.atEnd()) in.setError("trailing bytes", in.offset());
   if (!in.ok()) return in.failure("lease");
   return lease;
+}
+
+Result<void> encodeStickyEntry(const StickyEntry& entry, std::string& out) {
+  const size_t mark = out.size();
+  const auto refuse = [&](const std::string& why) {
+    out.resize(mark);
+    return fail(ErrorCode::kInvalidArgument,
+                "sticky entry of " + entry.namespaceName + "/" + entry.name + ": " + why);
+  };
+  if (entry.forget) return refuse("a forgotten pod is not kept");
+  if (entry.ports.empty() || entry.ports.size() > kMaxPortsPerRequest) {
+    return refuse(std::to_string(entry.ports.size()) + " rows");
+  }
+  for (const auto& [field, value] : {std::pair{"namespace", &entry.namespaceName},
+                                     {"name", &entry.name},
+                                     {"pool", &entry.pool}}) {
+    if (auto ok = putString(out, field, *value, kMaxStringBytes); !ok)
+      return refuse(ok.error().message);
+  }
+  bytes::put<uint16_t>(out, static_cast<uint16_t>(entry.ports.size()));
+  for (const auto& grant : entry.ports) {
+    if (auto ok = putString(out, "ports.name", grant.name, kMaxGrantNameBytes); !ok) {
+      return refuse(ok.error().message);
+    }
+    const auto protocol = static_cast<uint8_t>(grant.protocol);
+    if (protocol > kMaxProtocol || grant.hostPort == 0 || !rangeFits(grant.hostPort, grant.count)) {
+      return refuse("invalid row at host port " + std::to_string(grant.hostPort));
+    }
+    out.push_back(static_cast<char>(protocol));
+    bytes::put<uint16_t>(out, grant.hostPort);
+    bytes::put<uint16_t>(out, grant.count);
+  }
+  return {};
+}
+
+Result<StickyEntry> decodeStickyEntry(std::string_view data) {
+  Reader in(data);
+  StickyEntry entry;
+  entry.namespaceName = in.string(kMaxStringBytes);
+  entry.name = in.string(kMaxStringBytes);
+  entry.pool = in.string(kMaxStringBytes);
+  const size_t countAt = in.offset();
+  const auto count = in.integer<uint16_t>();
+  if (in.ok() && (count == 0 || count > kMaxPortsPerRequest)) {
+    in.setError("row count " + std::to_string(count) + " out of bounds", countAt);
+  }
+  for (uint16_t i = 0; i < count && in.ok(); ++i) {
+    PortGrant grant;
+    grant.name = in.string(kMaxGrantNameBytes);
+    const size_t rowAt = in.offset();
+    const auto protocol = in.integer<uint8_t>();
+    grant.hostPort = in.integer<uint16_t>();
+    grant.count = in.integer<uint16_t>();
+    if (!in.ok()) break;
+    if (protocol > kMaxProtocol || grant.hostPort == 0 || !rangeFits(grant.hostPort, grant.count)) {
+      in.setError("invalid row", rowAt);
+      break;
+    }
+    grant.protocol = static_cast<PortProtocol>(protocol);
+    entry.ports.push_back(std::move(grant));
+  }
+  if (in.ok() && !in.atEnd()) in.setError("trailing bytes", in.offset());
+  if (!in.ok()) return in.failure("sticky entry");
+  return entry;
 }
 
 Result<void> encodeRecord(const JournalRecord& record, std::string& out) {

@@ -22,11 +22,15 @@
 //   [str network, [u8 prefix length, 4 bytes], [u8 prefix length, 16 bytes], str conditionsV4,
 //    str conditionsV6]
 //   [u64 netns device, u64 netns inode (not 0)]
+// Lease, version 3: version 2, with bit6 of its flags byte "not sticky" (the pod opted out of
+//   sticky ports, hostport.io/sticky: "false"); that bit is an error in versions 1 and 2.
 // A version 1 lease decodes with no forwarding and an unknown netns: the agent that wrote it left
-// the forwards to the plugin.
-// Journal record payload: u8 version (1 or 2), u8 kind (1 grant, 2 release), then a lease (grant)
+// the forwards to the plugin. Versions 1 and 2 decode as sticky (there was no opting out).
+// Journal record payload: u8 version (1 to 3), u8 kind (1 grant, 2 release), then a lease (grant)
 // or
 //   str containerId, str ifname (release: only the key matters).
+// Sticky entry (snapshot format 3, snapshot.h): str namespace, str name, str pool, u16 row count
+//   (<= kMaxPortsPerRequest, >= 1), then per row: str name, u8 protocol, u16 hostPort, u16 count.
 
 #include <cstddef>
 #include <cstdint>
@@ -34,11 +38,12 @@
 #include <string_view>
 
 #include "agent/lease.h"
+#include "agent/sticky_entry.h"
 #include "common/error.h"
 
 namespace hostport::agent::store {
 
-inline constexpr uint8_t kCodecVersion = 2;        // what this agent writes
+inline constexpr uint8_t kCodecVersion = 3;        // what this agent writes
 inline constexpr uint8_t kOldestCodecVersion = 1;  // and the oldest it reads
 inline constexpr size_t kMaxStringBytes = 4096;    // PATH_MAX: a netns path is the longest field
 inline constexpr size_t kMaxGrantNameBytes = 255;
@@ -58,6 +63,12 @@ struct JournalRecord {
 Result<void> encodeLease(const Lease& lease, std::string& out);
 /// Decodes exactly one lease occupying all of `bytes`, encoded by codec `version`.
 Result<Lease> decodeLease(std::string_view bytes, uint8_t version = kCodecVersion);
+
+/// Appends the encoding of a sticky entry (forget must be false: a snapshot keeps only what is
+/// remembered); on error `out` is left as it was.
+Result<void> encodeStickyEntry(const StickyEntry& entry, std::string& out);
+/// Decodes exactly one sticky entry occupying all of `bytes`.
+Result<StickyEntry> decodeStickyEntry(std::string_view bytes);
 
 /// Appends a journal record payload (version, kind, body) to `out`; on error `out` is unchanged.
 Result<void> encodeRecord(const JournalRecord& record, std::string& out);

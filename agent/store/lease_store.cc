@@ -29,7 +29,8 @@ Result<void> makeDirs(FileOps& fs, const std::filesystem::path& dir) {
 
 /// Adopts <dir>/snapshot into `state`; its generation, or nullopt when there is none.
 Result<std::optional<uint64_t>> adoptSnapshot(FileOps& fs, const std::filesystem::path& dir,
-                                              ReplayState& state, RecoveryStats& recovery) {
+                                              ReplayState& state, RecoveryStats& recovery,
+                                              const StickySink& sticky) {
   auto snapshot = readSnapshot(fs, dir);
   if (!snapshot) {
     if (snapshot.error().code == ErrorCode::kNotFound) return std::nullopt;
@@ -38,6 +39,9 @@ Result<std::optional<uint64_t>> adoptSnapshot(FileOps& fs, const std::filesystem
   recovery.generation = snapshot->generation;
   recovery.snapshotLeases = snapshot->leases.size();
   state.adopt(std::move(snapshot->leases));
+  if (sticky) {
+    for (const auto& entry : snapshot->sticky) sticky(entry);
+  }
   return snapshot->generation;
 }
 
@@ -45,7 +49,7 @@ Result<std::optional<uint64_t>> adoptSnapshot(FileOps& fs, const std::filesystem
 /// appends.
 Result<JournalFile> replayJournal(const std::shared_ptr<FileOps>& fs,
                                   const std::filesystem::path& path, ReplayState& state,
-                                  RecoveryStats& recovery) {
+                                  RecoveryStats& recovery, const StickySink& sticky) {
   // Sizing the table up front saves rehashing and moving every lease as it grows; records are
   // rarely smaller than ~100 bytes, so this over-reserves a little at most.
   if (auto fd = fs->open(path, O_RDONLY, 0)) {
@@ -57,6 +61,8 @@ Result<JournalFile> replayJournal(const std::shared_ptr<FileOps>& fs,
     // A reference into the decoded Result: the lease is moved once, into the state.
     HOSTPORT_TRY(auto&& record, decodeRecord(payload));
     if (record.kind == JournalRecord::Kind::kGrant) {
+      // Every grant, even of a lease released later: the memory of released pods is the point.
+      if (sticky) sticky(stickyEntryOf(record.lease));
       state.grant(std::move(record.lease));
     } else if (!state.release(record.lease.key)) {
       ++recovery.releasesOfUnknownKeys;
@@ -147,7 +153,7 @@ LeaseStore::~LeaseStore() {
   }
 }
 
-Result<std::vector<Lease>> LeaseStore::recover() {
+Result<std::vector<Lease>> LeaseStore::recover(const StickySink& sticky) {
   if (recovered_) return fail(ErrorCode::kInternal, "lease store: recover() called twice");
   const auto started = std::chrono::steady_clock::now();
   const std::string where = "lease store " + dir_.string();
@@ -156,7 +162,7 @@ Result<std::vector<Lease>> LeaseStore::recover() {
 
   auto names = fs_->listDir(dir_);
   if (!names) return withContext(names.error(), where);
-  auto snapshotGeneration = adoptSnapshot(*fs_, dir_, state, recovery);
+  auto snapshotGeneration = adoptSnapshot(*fs_, dir_, state, recovery, sticky);
   if (!snapshotGeneration) return withContext(snapshotGeneration.error(), where);
   const StateDirPlan plan = classifyStateDir(dir_, *names, *snapshotGeneration);
   if (plan.nextJournal) {
@@ -166,7 +172,7 @@ Result<std::vector<Lease>> LeaseStore::recover() {
   if (plan.refusal) return withContext(*plan.refusal, where);
   // Nothing on disk has changed up to here, so each refusal above leaves every file as it was.
   auto journal = plan.liveJournalExists
-                     ? replayJournal(fs_, plan.liveJournal, state, recovery)
+                     ? replayJournal(fs_, plan.liveJournal, state, recovery, sticky)
                      : createJournal(fs_, dir_, plan.liveJournal, recovery.generation);
   if (!journal) return withContext(journal.error(), where);
   journal_.emplace(std::move(*journal));
@@ -209,9 +215,9 @@ void LeaseStore::submit(JournalRecord record, std::function<void(Result<void>)> 
   enqueue(Item{std::move(item), std::move(done)});
 }
 
-void LeaseStore::submitCompaction(std::vector<Lease> leases,
-                                  std::function<void(Result<void>)> done) {
-  enqueue(Item{CompactionItem{std::move(leases)}, std::move(done)});
+void LeaseStore::submitCompaction(std::vector<Lease> leases, std::function<void(Result<void>)> done,
+                                  std::vector<StickyEntry> sticky) {
+  enqueue(Item{CompactionItem{std::move(leases), std::move(sticky)}, std::move(done)});
 }
 
 void LeaseStore::enqueue(Item item) {
@@ -338,9 +344,9 @@ void LeaseStore::runCompaction(Item& item) {
     item.done(std::unexpected(failedError()));
     return;
   }
-  auto& leases = std::get<CompactionItem>(item.work).leases;
+  const auto& compaction = std::get<CompactionItem>(item.work);
   const uint64_t next = journal_->generation() + 1;
-  auto journal = compact(fs_, dir_, next, leases);
+  auto journal = compact(fs_, dir_, next, compaction.leases, compaction.sticky);
   if (!journal) {
     if (journal.error().switchUncertain) markFailed(journal.error().error);
     item.done(std::unexpected(journal.error().error));

@@ -53,6 +53,11 @@
 
 namespace hostport::agent::store {
 
+/// Receives the sticky memory as recovery reads it, in the order it was recorded: the snapshot's
+/// entries (oldest first), then what each replayed grant did (stickyEntryOf). Applying them in
+/// order to a sticky memory rebuilds it (agent/core/sticky_memory.h), bounded as it is.
+using StickySink = std::function<void(const StickyEntry&)>;
+
 struct StoreOptions {
   /// fdatasync every batch. Never turn off outside benchmarks.
   bool sync = true;
@@ -104,16 +109,19 @@ class LeaseStore {
   ~LeaseStore();
 
   /// Leases as of the last durable record (snapshot + journal replay), sorted by key. Call once,
-  /// before relying on submit(); details of what was found are in stats().recovery.
-  Result<std::vector<Lease>> recover();
+  /// before relying on submit(); details of what was found are in stats().recovery. `sticky`,
+  /// when given, receives the sticky memory (see StickySink).
+  Result<std::vector<Lease>> recover(const StickySink& sticky = {});
 
   /// Group commit: queues the record; `done` gets success once it is durable, or the error.
   void submit(JournalRecord record, std::function<void(Result<void>)> done);
 
   /// Queues a compaction with the full state as of this point in the submission order: records
-  /// before it go to the old journal, `leases` become the new snapshot, later records go to the
-  /// new journal. Call under the same lock as submit() so `leases` matches the order.
-  void submitCompaction(std::vector<Lease> leases, std::function<void(Result<void>)> done);
+  /// before it go to the old journal, `leases` and `sticky` (the sticky memory, oldest first)
+  /// become the new snapshot, later records go to the new journal. Call under the same lock as
+  /// submit() so both match the order.
+  void submitCompaction(std::vector<Lease> leases, std::function<void(Result<void>)> done,
+                        std::vector<StickyEntry> sticky = {});
 
   /// Record bytes in the live journal, for the caller's compaction policy.
   uint64_t journalBytes() const;
@@ -127,6 +135,7 @@ class LeaseStore {
   };
   struct CompactionItem {
     std::vector<Lease> leases;
+    std::vector<StickyEntry> sticky;
   };
   struct Item {
     std::variant<RecordItem, CompactionItem> work;

@@ -37,7 +37,8 @@ std::optional<uint64_t> parseJournalName(std::string_view name) {
   return generation;
 }
 
-Result<std::string> encodeSnapshot(uint64_t generation, const std::vector<Lease>& leases) {
+Result<std::string> encodeSnapshot(uint64_t generation, const std::vector<Lease>& leases,
+                                   const std::vector<StickyEntry>& sticky) {
   if (leases.size() > UINT32_MAX) return fail(ErrorCode::kInvalidArgument, "too many leases");
   std::string image(kSnapshotMagic);
   bytes::put<uint32_t>(image, kSnapshotFormatVersion);
@@ -53,6 +54,17 @@ Result<std::string> encodeSnapshot(uint64_t generation, const std::vector<Lease>
     }
     bytes::put<uint32_t>(image, static_cast<uint32_t>(lease.size()));
     image += lease;
+  }
+  if (sticky.size() > UINT32_MAX) return fail(ErrorCode::kInvalidArgument, "too many pods");
+  bytes::put<uint32_t>(image, static_cast<uint32_t>(sticky.size()));
+  std::string entry;
+  for (const StickyEntry& each : sticky) {
+    entry.clear();
+    if (auto ok = encodeStickyEntry(each, entry); !ok) {
+      return withContext(ok.error(), "snapshot of the sticky memory");
+    }
+    bytes::put<uint32_t>(image, static_cast<uint32_t>(entry.size()));
+    image += entry;
   }
   std::string length;
   bytes::put<uint64_t>(length, image.size() - kSnapshotHeaderBytes);
@@ -103,6 +115,30 @@ Result<Snapshot> decodeSnapshot(std::string_view image) {
     snapshot.leases.push_back(std::move(*lease));
     at += length;
   }
+  if (version >= 3) {
+    if (crcAt - at < 4) return corrupt("truncated before the sticky memory");
+    const auto entries = bytes::get<uint32_t>(image, at);
+    at += 4;
+    if (entries > (crcAt - at) / 4) {
+      return corrupt("sticky entry count " + std::to_string(entries) + " too big");
+    }
+    snapshot.sticky.reserve(entries);
+    for (uint32_t i = 0; i < entries; ++i) {
+      if (crcAt - at < 4) return corrupt("truncated at sticky entry " + std::to_string(i));
+      const auto length = bytes::get<uint32_t>(image, at);
+      at += 4;
+      if (length > crcAt - at) {
+        return corrupt("sticky entry " + std::to_string(i) + " runs past the end");
+      }
+      auto entry = decodeStickyEntry(image.substr(at, length));
+      if (!entry) {
+        return corrupt("sticky entry " + std::to_string(i) + " at byte offset " +
+                       std::to_string(at - 4) + ": " + entry.error().message);
+      }
+      snapshot.sticky.push_back(std::move(*entry));
+      at += length;
+    }
+  }
   if (at != crcAt) return corrupt("trailing bytes after " + std::to_string(count) + " leases");
   return snapshot;
 }
@@ -124,7 +160,8 @@ Result<Snapshot> readSnapshot(FileOps& fs, const std::filesystem::path& dir) {
 std::expected<JournalFile, CompactionError> compact(std::shared_ptr<FileOps> fs,
                                                     const std::filesystem::path& dir,
                                                     uint64_t newGeneration,
-                                                    const std::vector<Lease>& leases) {
+                                                    const std::vector<Lease>& leases,
+                                                    const std::vector<StickyEntry>& sticky) {
   const auto tmpPath = dir / kSnapshotTmpName;
   const auto newJournalPath = journalPath(dir, newGeneration);
   // Before the rename nothing live has changed: clean up and keep the old generation.
@@ -136,7 +173,7 @@ std::expected<JournalFile, CompactionError> compact(std::shared_ptr<FileOps> fs,
     return std::unexpected(CompactionError{std::move(error), false});
   };
 
-  auto image = encodeSnapshot(newGeneration, leases);
+  auto image = encodeSnapshot(newGeneration, leases, sticky);
   if (!image) return abandon(image.error(), "encoding the snapshot");
   {
     auto fd = fs->open(tmpPath, O_WRONLY | O_CREAT | O_TRUNC, 0600);

@@ -5,6 +5,10 @@
 //   no leases.
 // - Snapshot file: "HPSN", u32 format version, u64 generation, u32 lease count, u64 body length,
 //   body = per lease [u32 length][lease encoding], then u32 CRC-32C of everything before it.
+//   Format 3 adds to the body, after the leases: u32 sticky entry count, per entry [u32 length]
+//   [sticky entry encoding] (lease_codec.h), oldest first: the sticky memory, which the journal's
+//   grants rebuild between snapshots but which compaction would otherwise drop with the released
+//   leases. Formats 1 and 2 have no such section and still load.
 //   A snapshot only ever appears through rename, so any defect in it is loud corruption.
 // - Compaction to G+1 is ordered so that a crash after any step leaves either (snapshot G,
 //   journal.G) or (snapshot G+1, journal.G+1) complete on disk:
@@ -46,10 +50,12 @@ std::optional<uint64_t> parseJournalName(std::string_view name);
 struct Snapshot {
   uint64_t generation = 0;
   std::vector<Lease> leases;
+  std::vector<StickyEntry> sticky;  // oldest first; empty in formats 1 and 2
 };
 
 /// The whole snapshot file image; kInvalidArgument when a lease exceeds the codec's bounds.
-Result<std::string> encodeSnapshot(uint64_t generation, const std::vector<Lease>& leases);
+Result<std::string> encodeSnapshot(uint64_t generation, const std::vector<Lease>& leases,
+                                   const std::vector<StickyEntry>& sticky = {});
 /// Parses a snapshot file image; kDecode naming what is wrong.
 Result<Snapshot> decodeSnapshot(std::string_view image);
 
@@ -68,6 +74,7 @@ struct CompactionError {
 std::expected<JournalFile, CompactionError> compact(std::shared_ptr<FileOps> fs,
                                                     const std::filesystem::path& dir,
                                                     uint64_t newGeneration,
-                                                    const std::vector<Lease>& leases);
+                                                    const std::vector<Lease>& leases,
+                                                    const std::vector<StickyEntry>& sticky = {});
 
 }  // namespace hostport::agent::store

@@ -61,6 +61,8 @@ class AgentProcess {
   /// leave its notes here (its `releaseSpool` key).
   const std::string& releaseSpool() const { return releaseSpool_; }
   const std::string& logPath() const { return logPath_; }
+  /// The --config file (empty without options.configYaml); a test may rewrite it.
+  const std::string& configPath() const { return configPath_; }
   /// The running agent's pid; 0 once it has exited and been reaped.
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }

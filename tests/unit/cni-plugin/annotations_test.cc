@@ -251,11 +251,29 @@ TEST(PortAnnotationsTest, RejectsAnnotationsThatAreNotAnObject) {
   EXPECT_THAT(errorOf(parsePortAnnotations(json("x"))), HasSubstr("must be a JSON object"));
 }
 
+TEST(PortAnnotationsTest, ReadsTheStickyOptOutExactly) {
+  EXPECT_TRUE(parsePortAnnotations(json::object()).value().sticky);
+  EXPECT_TRUE(parsePortAnnotations(json{{"hostport.io/sticky", "true"}}).value().sticky);
+  EXPECT_FALSE(parsePortAnnotations(json{{"hostport.io/sticky", "false"}}).value().sticky);
+  for (const char* bad : {"no", "False", "0", ""}) {
+    EXPECT_THAT(errorOf(parsePortAnnotations(json{{"hostport.io/sticky", bad}})),
+                HasSubstr("annotation hostport.io/sticky: "))
+        << bad;
+  }
+  EXPECT_FALSE(parsePortAnnotations(json{{"hostport.io/sticky", false}}).has_value());
+}
+
 TEST(PortAnnotationsTest, ErrorsBecomeCniCodeSeven) {
   const auto result = parsePorts("bad");
   ASSERT_FALSE(result.has_value());
   EXPECT_EQ(cniCode(result.error().code), kCniInvalidConfig);
   EXPECT_EQ(kCniInvalidConfig, 7);
+}
+
+TEST(PortAnnotationsTest, PoolRulesRefusalsHaveTheirOwnCodes) {
+  EXPECT_EQ(cniCode(ErrorCode::kNotAllowed), 7);
+  EXPECT_EQ(cniCode(ErrorCode::kQuotaExceeded), 104);
+  EXPECT_EQ(kCniQuotaExceeded, 104);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ constexpr ErrorCode kAllCodes[] = {
     ErrorCode::kNotFound,
     ErrorCode::kConflict,
     ErrorCode::kExhausted,
+    ErrorCode::kNotAllowed,
+    ErrorCode::kQuotaExceeded,
     ErrorCode::kUnavailable,
     ErrorCode::kKernel,
     ErrorCode::kIo,
@@ -30,6 +32,8 @@ TEST(HttpErrorsTest, MapsTheDocumentedCodes) {
       {ErrorCode::kNotFound, 404, "not_found"},
       {ErrorCode::kConflict, 409, "port_conflict"},
       {ErrorCode::kExhausted, 409, "pool_exhausted"},
+      {ErrorCode::kNotAllowed, 403, "not_allowed"},
+      {ErrorCode::kQuotaExceeded, 409, "quota_exceeded"},
       {ErrorCode::kUnavailable, 503, "unavailable"},
       {ErrorCode::kIo, 500, "io_error"},
       {ErrorCode::kKernel, 500, "kernel_error"},
@@ -61,6 +65,7 @@ TEST(HttpErrorsTest, WritesDetailsOnlyWhenPresent) {
 
 TEST(HttpErrorsTest, FallsBackOnTheStatusForUnknownCodes) {
   EXPECT_EQ(errorCodeFor("brand_new_code", 400), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(errorCodeFor("brand_new_code", 403), ErrorCode::kNotAllowed);
   EXPECT_EQ(errorCodeFor("brand_new_code", 404), ErrorCode::kNotFound);
   EXPECT_EQ(errorCodeFor("brand_new_code", 409), ErrorCode::kConflict);
   EXPECT_EQ(errorCodeFor("", 503), ErrorCode::kUnavailable);

@@ -143,6 +143,38 @@ TEST(JsonCodecTest, RoundTripsALease) {
   EXPECT_EQ(*decoded, sampleLease());
 }
 
+TEST(JsonCodecTest, RoundTripsPoolRulesAndNamespaceUsage) {
+  PoolUsageRow row{"games", 100, 12, 88, "lowest", {{40000, 40099}}};
+  row.namespaces = {"games-*", "media"};
+  row.maxPortsPerNamespace = 50;
+  row.maxPortsPerPod = 4;
+  row.namespaceUsage = {{"", 2}, {"games-a", 10}};
+  const auto body = toJson(row);
+  EXPECT_EQ(body["rules"]["namespaces"], nlohmann::json::array({"games-*", "media"}));
+  EXPECT_EQ(body["namespaceUsage"][1], nlohmann::json({{"namespace", "games-a"}, {"used", 10}}));
+  EXPECT_EQ(poolUsageRowFromJson(wire(body)).value(), row);
+  // An older agent's row: no rules, no usage.
+  const PoolUsageRow plain{"default", 10, 1, 9, "lowest", {{1, 10}}};
+  auto older = toJson(plain);
+  older.erase("namespaceUsage");
+  EXPECT_FALSE(older.contains("rules"));
+  EXPECT_EQ(poolUsageRowFromJson(wire(older)).value(), plain);
+  auto zero = body;
+  zero["rules"]["maxPortsPerPod"] = 0;
+  EXPECT_FALSE(poolUsageRowFromJson(wire(zero)).has_value());
+}
+
+TEST(JsonCodecTest, CarriesAnOptOutOfStickyPortsOnlyWhenSet) {
+  AllocationRequest request;
+  request.key = {"c0ffee", "eth0"};
+  EXPECT_FALSE(toJson(request).contains("sticky"));  // an older agent knows no such key
+  request.sticky = false;
+  EXPECT_EQ(toJson(request)["sticky"], false);
+  const auto decoded = allocationRequestFromJson(wire(toJson(request)));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+  EXPECT_FALSE(decoded->sticky);
+}
+
 TEST(JsonCodecTest, RoundTripsKeysPodsAndPoolRows) {
   const AttachmentKey key{"abc", "eth0"};
   EXPECT_EQ(attachmentKeyFromJson(wire(toJson(key))).value(), key);

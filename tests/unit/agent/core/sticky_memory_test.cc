@@ -100,5 +100,55 @@ TEST(StickyMemoryTest, TellsPodsApartByNamespaceAndNameWithAnyText) {
   EXPECT_FALSE(memory.previous({binary, std::string(4999, 'p'), ""}, "default", x));
 }
 
+TEST(StickyMemoryTest, ForgetsAPodThatOptedOut) {
+  StickyMemory memory;
+  const PodIdentity pod{"db", "pg-0", ""};
+  memory.remember(pod, "default", {dynamic("sql", 30001)});
+  memory.remember({"db", "pg-1", ""}, "default", {dynamic("sql", 30002)});
+  Lease optedOut;
+  optedOut.pod = pod;
+  optedOut.pool = "default";
+  optedOut.ports = {dynamic("sql", 30005)};
+  optedOut.sticky = false;
+  memory.record(optedOut);
+  EXPECT_FALSE(memory.previous(pod, "default", {"sql", 1, 1, PortProtocol::kTcp}));
+  EXPECT_EQ(memory.size(), 1u);
+  // Its slot is reused, and the memory still works.
+  memory.remember({"db", "pg-2", ""}, "default", {dynamic("sql", 30003)});
+  EXPECT_EQ(memory.previous({"db", "pg-2", ""}, "default", {"sql", 1, 1, PortProtocol::kTcp}),
+            30003);
+  EXPECT_EQ(memory.size(), 2u);
+}
+
+TEST(StickyMemoryTest, GivesItselfBackThroughItsEntriesOldestFirst) {
+  StickyMemory memory(3);
+  for (int i = 0; i < 5; ++i) {
+    memory.remember({"ns", "pod-" + std::to_string(i), ""}, "default",
+                    {dynamic("a", static_cast<uint16_t>(30000 + i)),
+                     dynamic("b", static_cast<uint16_t>(31000 + i), 4, PortProtocol::kUdp)});
+  }
+  memory.remember({"ns", "pod-2", ""}, "default", {dynamic("a", 30022)});  // newest now
+  const auto entries = memory.entries();
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].name, "pod-3");
+  EXPECT_EQ(entries[1].name, "pod-4");
+  EXPECT_EQ(entries[2].name, "pod-2");
+  EXPECT_EQ(entries[1].namespaceName, "ns");
+  EXPECT_EQ(entries[1].pool, "default");
+  ASSERT_EQ(entries[1].ports.size(), 2u);
+  EXPECT_EQ(entries[1].ports[1].hostPort, 31004);
+  EXPECT_EQ(entries[1].ports[1].count, 4);
+  EXPECT_EQ(entries[1].ports[1].protocol, PortProtocol::kUdp);
+
+  StickyMemory copy(3);
+  for (const auto& entry : entries) copy.apply(entry);
+  EXPECT_EQ(copy.entries(), entries);
+  // Applied to a smaller memory, the newest survive.
+  StickyMemory small(1);
+  for (const auto& entry : entries) small.apply(entry);
+  ASSERT_EQ(small.entries().size(), 1u);
+  EXPECT_EQ(small.entries()[0].name, "pod-2");
+}
+
 }  // namespace
 }  // namespace hostport::agent::core

@@ -407,9 +407,28 @@ TEST_F(AgentServiceTest, PoolRowsJoinUsageToEachPoolsStrategyAndRanges) {
   Agent agent(dir_, probe_);
   ASSERT_TRUE(agent.allocate(request("c1", "ns", "p1")));
   ASSERT_TRUE(agent.allocate(request("c2", "ns", "p2")));
-  EXPECT_THAT(agent.service().poolRows(),
-              ElementsAre(api::PoolUsageRow{"default", 10, 2, 8, "lowest", {{30000, 30009}}},
-                          api::PoolUsageRow{"media", 100, 0, 100, "lowest", {{20000, 20099}}}));
+  api::PoolUsageRow used{"default", 10, 2, 8, "lowest", {{30000, 30009}}};
+  used.namespaceUsage = {{"ns", 2}};
+  EXPECT_THAT(
+      agent.service().poolRows(),
+      ElementsAre(used, api::PoolUsageRow{"media", 100, 0, 100, "lowest", {{20000, 20099}}}));
+}
+
+TEST_F(AgentServiceTest, PoolRowsCarryTheRulesAndCountRefusalsByReason) {
+  Agent agent(dir_, probe_);
+  ASSERT_OK(agent.service().setPoolRules("default", {{"games-*"}, 5, {}}));
+  const auto refused = agent.allocate(request("c1", "web", "p1"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kNotAllowed);
+  ASSERT_TRUE(agent.allocate(request("c2", "games-a", "p2")));
+  const auto rows = agent.service().poolRows();
+  EXPECT_EQ(rows.at(0).namespaces, std::vector<std::string>{"games-*"});
+  EXPECT_EQ(rows.at(0).maxPortsPerNamespace, 5u);
+  EXPECT_EQ(rows.at(0).namespaceUsage, (std::vector<api::NamespaceUsageRow>{{"games-a", 1}}));
+  EXPECT_THAT(
+      agent.service().metricsText(),
+      HasSubstr("hostport_allocation_refusals_total{pool=\"default\",reason=\"namespace\"} 1\n"));
+  EXPECT_EQ(agent.service().setPoolRules("nope", {}).error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(AgentServiceTest, HostSocketsAreSkippedAndStaticClaimsChecked) {

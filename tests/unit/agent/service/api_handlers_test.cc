@@ -90,9 +90,10 @@ TEST_F(ApiHandlersTest, PoolsAnswersTheRowsTheServiceComputes) {
   ASSERT_EQ(pools.status, 200u);
   EXPECT_EQ(jsonOf(pools), api::poolsBody(agent_.service().poolRows()));
   ASSERT_OK_AND_ASSIGN(auto rows, api::poolsFromJson(jsonOf(pools)));
-  EXPECT_EQ(rows,
-            (std::vector<api::PoolUsageRow>{{"default", 10, 1, 9, "lowest", {{30000, 30009}}},
-                                            {"media", 100, 0, 100, "random", {{20000, 20099}}}}));
+  api::PoolUsageRow used{"default", 10, 1, 9, "lowest", {{30000, 30009}}};
+  used.namespaceUsage = {{"ns", 1}};
+  EXPECT_EQ(rows, (std::vector<api::PoolUsageRow>{
+                      used, {"media", 100, 0, 100, "random", {{20000, 20099}}}}));
 }
 
 TEST_F(ApiHandlersTest, RefusesMalformedKeysAndBodiesThroughTheErrorTable) {

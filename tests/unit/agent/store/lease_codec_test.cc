@@ -5,6 +5,7 @@
 #include <random>
 
 #include "store_test_util.h"
+#include "tests/support/result_assertions.h"
 
 namespace hostport::agent::store {
 namespace {
@@ -132,11 +133,16 @@ TEST(LeaseCodecTest, EncodesTheForwardingRecordToStableBytes) {
 TEST(LeaseCodecTest, RejectsForwardingFlagsWithoutForwardingAndANetnsInodeOfZero) {
   Lease lease;
   const std::string base = encoded(lease);
-  for (const char flags : {'\x02', '\x40', '\x80'}) {
+  for (const char flags : {'\x02', '\x80', '\x42'}) {
     std::string bad = base;
     bad.back() = flags;
     EXPECT_FALSE(decodeLease(bad).has_value()) << int(flags);
   }
+  std::string notSticky = base;
+  notSticky.back() = '\x40';  // version 3's "not sticky", unknown to version 2
+  EXPECT_FALSE(decodeLease(notSticky, 2).has_value());
+  ASSERT_TRUE(decodeLease(notSticky).has_value());
+  EXPECT_FALSE(decodeLease(notSticky)->sticky);
   std::string zeroInode = base;
   zeroInode.back() = '\x20';
   zeroInode += std::string(16, '\0');
@@ -159,6 +165,55 @@ TEST(LeaseCodecTest, DecodesAVersion1RecordWithoutForwarding) {
   auto decoded = decodeRecord(record);
   ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
   EXPECT_EQ(decoded->lease, lease);
+}
+
+TEST(LeaseCodecTest, DecodesAVersion2RecordAsSticky) {
+  // What an agent before sticky opt-out wrote: the same bytes under version 2.
+  Lease lease = sampleLease(4);
+  std::string record = encodedRecord({JournalRecord::Kind::kGrant, lease});
+  ASSERT_EQ(record[0], 3);
+  record[0] = 2;
+  auto decoded = decodeRecord(record);
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+  EXPECT_EQ(decoded->lease, lease);
+  EXPECT_TRUE(decoded->lease.sticky);
+}
+
+TEST(LeaseCodecTest, RoundTripsALeaseThatOptedOutOfStickyPorts) {
+  for (const int i : {3, 4}) {  // without and with forwarding
+    Lease lease = sampleLease(i);
+    lease.sticky = false;
+    auto decoded = decodeRecord(encodedRecord({JournalRecord::Kind::kGrant, lease}));
+    ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+    EXPECT_EQ(decoded->lease, lease);
+  }
+}
+
+TEST(LeaseCodecTest, RoundTripsStickyEntriesAndRejectsBadOnes) {
+  const StickyEntry entry{"db",
+                          "pg-0",
+                          "media",
+                          {{"sql", PortProtocol::kTcp, 30001, 0, 1, std::nullopt, false},
+                           {"rtp", PortProtocol::kUdp, 31000, 0, 16, std::nullopt, false}},
+                          false};
+  std::string bytes;
+  ASSERT_OK(encodeStickyEntry(entry, bytes));
+  auto decoded = decodeStickyEntry(bytes);
+  ASSERT_OK(decoded);
+  EXPECT_EQ(*decoded, entry);
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_FALSE(decodeStickyEntry(bytes.substr(0, cut)).has_value()) << cut;
+  }
+  EXPECT_FALSE(decodeStickyEntry(bytes + "x").has_value());
+
+  std::string out = "kept";
+  StickyEntry forgotten = entry;
+  forgotten.forget = true;
+  EXPECT_FALSE(encodeStickyEntry(forgotten, out).has_value());
+  StickyEntry empty = entry;
+  empty.ports.clear();
+  EXPECT_FALSE(encodeStickyEntry(empty, out).has_value());
+  EXPECT_EQ(out, "kept");
 }
 
 TEST(LeaseCodecTest, RoundTripsGrantAndReleaseRecords) {
@@ -235,8 +290,8 @@ TEST(LeaseCodecTest, RejectsTrailingBytes) {
 TEST(LeaseCodecTest, RejectsUnknownVersionKindProtocolFlagsAndFamily) {
   std::string record = encodedRecord({JournalRecord::Kind::kGrant, sampleLease(0)});
   std::string badVersion = record;
-  badVersion[0] = 3;
-  EXPECT_NE(decodeRecord(badVersion).error().message.find("version 3"), std::string::npos);
+  badVersion[0] = 4;
+  EXPECT_NE(decodeRecord(badVersion).error().message.find("version 4"), std::string::npos);
   badVersion[0] = 0;
   EXPECT_NE(decodeRecord(badVersion).error().message.find("version 0"), std::string::npos);
   std::string badKind = record;

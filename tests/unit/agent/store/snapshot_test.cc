@@ -37,6 +37,47 @@ TEST(SnapshotTest, RoundTripsGenerationAndLeases) {
   }
 }
 
+TEST(SnapshotTest, RoundTripsTheStickyMemoryOldestFirst) {
+  const std::vector<StickyEntry> sticky = {
+      {"db",
+       "pg-0",
+       "default",
+       {{"sql", PortProtocol::kTcp, 30001, 0, 1, std::nullopt, false}},
+       false},
+      {"db",
+       "pg-1",
+       "media",
+       {{"rtp", PortProtocol::kUdp, 31000, 0, 4, std::nullopt, false}},
+       false}};
+  auto image = encodeSnapshot(7, sampleLeases(3), sticky);
+  ASSERT_OK(image);
+  auto snapshot = decodeSnapshot(*image);
+  ASSERT_OK(snapshot);
+  EXPECT_EQ(snapshot->leases, sampleLeases(3));
+  EXPECT_EQ(snapshot->sticky, sticky);
+}
+
+/// A snapshot as an agent of format `version` (1 or 2) wrote it: no sticky section, leases of
+/// that codec version (what a version 2 lease is, a version 3 one is too when it is sticky).
+std::string olderSnapshot(uint32_t version, const std::vector<Lease>& leases) {
+  std::string image = *encodeSnapshot(9, leases);
+  image.resize(image.size() - 4 - 4);  // the CRC, then the empty sticky section's count
+  std::memcpy(image.data() + 4, &version, 4);
+  const uint64_t body = image.size() - 28;
+  std::memcpy(image.data() + 20, &body, 8);
+  const uint32_t crc = crc32c(image);
+  image.append(reinterpret_cast<const char*>(&crc), 4);
+  return image;
+}
+
+TEST(SnapshotTest, StillReadsAFormat2SnapshotWithoutStickyMemory) {
+  auto snapshot = decodeSnapshot(olderSnapshot(2, sampleLeases(5)));
+  ASSERT_OK(snapshot);
+  EXPECT_EQ(snapshot->generation, 9u);
+  EXPECT_EQ(snapshot->leases, sampleLeases(5));
+  EXPECT_TRUE(snapshot->sticky.empty());
+}
+
 TEST(SnapshotTest, RejectsEveryTruncationAndEverySingleByteFlip) {
   const std::string image = encodeSnapshot(3, sampleLeases(4)).value();
   for (size_t length = 0; length < image.size(); ++length) {
