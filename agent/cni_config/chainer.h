@@ -53,7 +53,8 @@ class Chainer {
 
   /// True while a fight stops the writes; set after the pass that found it is counted.
   bool flapping() const { return flapping_.load(); }
-  /// Config writes made so far (tests wait on it).
+  /// Config writes made so far (tests wait on it). Counted once durable: the file shows a write
+  /// a little earlier (at the rename, before the dir's fsync).
   uint64_t writes() const { return writes_.load(); }
   /// Passes completed so far (tests wait on it).
   uint64_t passes() const { return passes_.load(); }

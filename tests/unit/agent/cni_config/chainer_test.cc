@@ -41,6 +41,12 @@ class ChainerTest : public ::testing::Test {
     const auto target = chainer_->passes() + more;
     return waitUntil([&] { return chainer_->passes() >= target; });
   }
+  /// Waits until the chainer has counted `count` config writes in all. Not the file: it shows a
+  /// write at the rename, the count goes up only after the dir's fsync, and a rewrite made in
+  /// between is read in the same pass as the next one (one removal, not two).
+  bool waitForWrites(uint64_t count) {
+    return waitUntil([&] { return chainer_->writes() >= count; });
+  }
 
   log::testing::LogCapture log_;
   test::ConfDirs dirs_;
@@ -89,14 +95,16 @@ TEST_F(ChainerTest, ATornWriteIsNotOverwrittenAndIsChainedOnceThePrimaryFinishes
 TEST_F(ChainerTest, AFightStopsTheWritesAndFailsReadiness) {
   test::writeInPlace(dirs_.conf("05-cilium.conflist"), test::kCilium);
   start({.maxRemovals = 3, .window = 60s, .quietPeriod = 1h});
-  ASSERT_TRUE(waitUntil([&] { return chained("05-cilium.conflist"); }));
-  // Cilium with cni.exclusive=true puts its own file back at every edit of ours.
-  for (int removal = 1; removal < 3; ++removal) {
-    const auto writes = chainer_->writes();
+  ASSERT_TRUE(waitForWrites(1));
+  ASSERT_TRUE(chained("05-cilium.conflist"));
+  // Cilium with cni.exclusive=true puts its own file back at every edit of ours, each time only
+  // after our edit (counted) is there.
+  for (uint64_t removal = 1; removal < 3; ++removal) {
     test::writeInPlace(dirs_.conf("05-cilium.conflist"), test::kCilium);
-    ASSERT_TRUE(waitUntil([&] { return chainer_->writes() > writes; })) << removal;
+    ASSERT_TRUE(waitForWrites(1 + removal)) << removal;
   }
   const auto writes = chainer_->writes();
+  ASSERT_EQ(writes, 3u) << log_.text();
   test::writeInPlace(dirs_.conf("05-cilium.conflist"), test::kCilium);
   ASSERT_TRUE(waitUntil([&] { return chainer_->flapping(); })) << log_.text();
   EXPECT_FALSE(ready_);
