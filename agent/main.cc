@@ -158,7 +158,8 @@ Result<std::unique_ptr<server::PodServer>> servePods(boost::asio::io_context& io
   server::PodServerOptions options;
   options.path = config.podSocketPath;
   HOSTPORT_TRY(auto pods, server::PodServer::start(io, router, std::move(options)));
-  service.watchGrants([pods = api.get()](const Lease& lease) { pods->leaseGranted(lease); });
+  service.watchLeases(
+      {.granted = [pods = api.get()](const Lease& lease) { pods->leaseGranted(lease); }});
   return pods;
 }
 

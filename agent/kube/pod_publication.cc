@@ -8,6 +8,19 @@ std::string podPath(const PodIdentity& pod) {
   return "/api/v1/namespaces/" + pod.namespaceName + "/pods/" + pod.name;
 }
 
+std::string nodeStatusPath(const std::string& nodeName) {
+  return "/api/v1/nodes/" + nodeName + "/status";
+}
+
+std::string nodeCapacityPatch(const std::map<std::string, uint64_t>& capacities) {
+  nlohmann::json resources = nlohmann::json::object();
+  // Quantities are strings in the API.
+  for (const auto& [pool, free] : capacities) {
+    resources[std::string(kResourcePrefix) + pool] = std::to_string(free);
+  }
+  return nlohmann::json{{"status", {{"capacity", resources}, {"allocatable", resources}}}}.dump();
+}
+
 std::string publicationPatch(const Lease& lease, const std::string& nodeName) {
   if (lease.pod.namespaceName.empty() || lease.pod.name.empty() || lease.pod.uid.empty()) return {};
   nlohmann::json ports = nlohmann::json::object();

@@ -12,6 +12,8 @@
 // a JSON merge patch that carries the pod's UID: the API server refuses it (409) when the pod of
 // that name is another one, which is how kubelet's own status patches avoid a re-created pod.
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "agent/lease.h"
@@ -27,5 +29,11 @@ std::string publicationPatch(const Lease& lease, const std::string& nodeName);
 
 /// "/api/v1/namespaces/<ns>/pods/<name>": the names are DNS labels/subdomains, nothing to escape.
 std::string podPath(const PodIdentity& pod);
+
+/// One extended resource per pool, `hostport.io/<pool>`, in the Node's status.capacity and
+/// status.allocatable (issue 13 §3): a merge patch for "/api/v1/nodes/<node>/status".
+inline constexpr std::string_view kResourcePrefix = "hostport.io/";
+std::string nodeCapacityPatch(const std::map<std::string, uint64_t>& capacities);
+std::string nodeStatusPath(const std::string& nodeName);
 
 }  // namespace hostport::agent::kube

@@ -123,6 +123,17 @@ void Publisher::released(const AttachmentKey& key) {
   counts_.pending = owed_.size();
 }
 
+void Publisher::nodeCapacity(std::map<std::string, uint64_t> capacities) {
+  if (options_.nodeName.empty()) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (wantedCapacity_ == capacities) return;
+    wantedCapacity_ = std::move(capacities);
+    capacityNotBefore_ = Clock::now();
+  }
+  wake_.notify_all();
+}
+
 bool Publisher::waitUntil(Clock::time_point until) {
   std::unique_lock lock(mutex_);
   wake_.wait_until(lock, until, [&] { return stopping_; });
@@ -134,6 +145,13 @@ void Publisher::run() {
   while (!stopping_) {
     const auto now = Clock::now();
     if (dirty_ && (now - dirtySince_ >= options_.persistDelay || owed_.empty())) persistLocked();
+    if (wantedCapacity_ && wantedCapacity_ != deliveredCapacity_ && capacityNotBefore_ <= now) {
+      auto capacities = *wantedCapacity_;
+      lock.unlock();
+      deliverCapacity(std::move(capacities));
+      lock.lock();
+      continue;
+    }
     auto next = owed_.end();
     for (auto it = owed_.begin(); it != owed_.end(); ++it) {
       if (next == owed_.end() || it->second.notBefore < next->second.notBefore) next = it;
@@ -141,6 +159,9 @@ void Publisher::run() {
     if (next == owed_.end() || next->second.notBefore > now) {
       auto until = next == owed_.end() ? now + std::chrono::hours(1) : next->second.notBefore;
       if (dirty_) until = std::min(until, dirtySince_ + options_.persistDelay);
+      if (wantedCapacity_ && wantedCapacity_ != deliveredCapacity_) {
+        until = std::min(until, capacityNotBefore_);
+      }
       wake_.wait_until(lock, until);
       continue;
     }
@@ -197,6 +218,31 @@ void Publisher::deliver(const AttachmentKey& key, Owed owed) {
                 {"retry_ms", static_cast<int64_t>(options_.retryDelay.count())}});
   }
   counts_.pending = owed_.size();
+}
+
+void Publisher::deliverCapacity(std::map<std::string, uint64_t> capacities) {
+  auto sent = send_(nodeStatusPath(options_.nodeName), nodeCapacityPatch(capacities));
+  std::lock_guard lock(mutex_);
+  if (sent && *sent >= 200 && *sent < 300) {
+    ++counts_.capacityPatches;
+    deliveredCapacity_ = std::move(capacities);
+    std::string resources;
+    for (const auto& [pool, free] : *deliveredCapacity_) {
+      resources += (resources.empty() ? "" : ",") + std::string(kResourcePrefix) + pool + "=" +
+                   std::to_string(free);
+    }
+    log::event(Component::kKube, Level::kInfo, "capacity.patched",
+               {{"node", options_.nodeName}, {"resources", resources}});
+    return;
+  }
+  const std::string reason = sent ? "status_" + std::to_string(*sent) : "unavailable";
+  ++counts_.failed["capacity_" + reason];
+  capacityNotBefore_ = Clock::now() + options_.retryDelay;
+  log::event(Component::kKube, Level::kWarn, "capacity.failed",
+             {{"node", options_.nodeName},
+              {"reason", reason},
+              {"cause", sent ? std::string() : sent.error().message},
+              {"retry_ms", static_cast<int64_t>(options_.retryDelay.count())}});
 }
 
 void Publisher::persistLocked() {

@@ -8,13 +8,15 @@
 // still owed when it starts again: recover() compares every recovered lease with the record. A
 // released lease is forgotten at once, queued or not. 404 (the pod is gone), 409 (a pod of that
 // name with another UID) and 422 drop a publication for good; anything else is tried again later.
-// The thread is the only one that talks to the API server: ADD never waits for it.
+// The same thread keeps the Node's extended resources (nodeCapacity) as the agent last counted
+// them. It is the only one that talks to the API server: ADD never waits for it.
 
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,6 +53,9 @@ class Publisher {
   void granted(const Lease& lease);
   /// A lease released (durably): nothing more is sent for it.
   void released(const AttachmentKey& key);
+  /// The pools' capacities as last counted (pool_capacity.h): patched on the Node's status when
+  /// they differ from what was delivered last, tried again after a failure.
+  void nodeCapacity(std::map<std::string, uint64_t> capacities);
 
   /// Waits until `until` unless stopped first; false when stopped. The API client waits with it,
   /// so a stop cuts its backoff short.
@@ -59,6 +64,7 @@ class Publisher {
   struct Counts {
     std::size_t pending = 0;
     uint64_t delivered = 0;
+    uint64_t capacityPatches = 0;             // Node status patches the API server accepted
     std::map<std::string, uint64_t> dropped;  // by reason: not_found, uid_mismatch, invalid
     std::map<std::string, uint64_t> failed;   // by reason: unavailable, status_<code>
   };
@@ -75,6 +81,7 @@ class Publisher {
 
   void run();
   void deliver(const AttachmentKey& key, Owed owed);
+  void deliverCapacity(std::map<std::string, uint64_t> capacities);
   void persistLocked();
 
   PublisherOptions options_;
@@ -84,6 +91,9 @@ class Publisher {
   bool stopping_ = false;
   std::map<AttachmentKey, Owed> owed_;
   std::map<std::string, std::string> published_;  // key.str() -> digest of the delivered patch
+  std::optional<std::map<std::string, uint64_t>> wantedCapacity_;
+  std::optional<std::map<std::string, uint64_t>> deliveredCapacity_;
+  Clock::time_point capacityNotBefore_{};
   bool dirty_ = false;
   Clock::time_point dirtySince_{};
   Counts counts_;

@@ -243,7 +243,9 @@ void AgentService::allocate(const AllocationRequest& request,
                   }
                   metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
                   done(lease);
-                  if (grantObserver_) grantObserver_(lease);
+                  for (const auto& observer : observers_) {
+                    if (observer.granted) observer.granted(lease);
+                  }
                   log::event(Component::kAlloc, Level::kInfo, "alloc.granted",
                              {keyField(lease.key),
                               podField(lease.pod),
@@ -300,6 +302,9 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
                   if (released) metrics_.countRelease();
                   done(written);
                   if (!released) return;
+                  for (const auto& observer : observers_) {
+                    if (observer.released) observer.released(lease);
+                  }
                   if (notRemoved) {
                     // The reconciler removes what carries our owner tag and has no lease.
                     log::event(Component::kTable, Level::kWarn, "table.remove_failed",

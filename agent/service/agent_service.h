@@ -82,12 +82,16 @@ class AgentService {
   /// the pod socket answers its caller with. Empty for an unknown NetnsId. A scan of every lease
   /// under the lock (no index by netns yet; docs/design.md, "The pod socket").
   std::vector<Lease> leasesInNetns(const NetnsId& netns) const;
-  /// Calls `observer` with each lease once its grant is durable and its forwards installed, after
-  /// the requester's answer, on the thread that completed it (the store's). Set it before the
-  /// sockets serve; one observer (the pod socket's waiters).
-  void watchGrants(std::function<void(const Lease&)> observer) {
-    grantObserver_ = std::move(observer);
-  }
+  /// Who hears of durable lease changes: `granted` with each lease once its grant is durable and
+  /// its forwards installed, `released` once its release is durable; after the requester's
+  /// answer, on the thread that completed it (the store's). Either may be empty.
+  struct LeaseObserver {
+    std::function<void(const Lease&)> granted;
+    std::function<void(const Lease&)> released;
+  };
+  /// Added before the sockets serve (the pod socket's waiters, the cluster publisher): the list
+  /// is read without the lock.
+  void watchLeases(LeaseObserver observer) { observers_.push_back(std::move(observer)); }
   /// The sandbox of every lease whose netns identity is known: what liveness judges.
   std::vector<SandboxRef> sandboxes() const;
   /// Each pool's usage with its strategy, ranges, rules and usage per namespace, as of one
@@ -123,7 +127,7 @@ class AgentService {
   bool compactionQueued_ = false;
   std::atomic<bool> healthy_{true};
   std::atomic<uint64_t> staticConflicts_{0};
-  std::function<void(const Lease&)> grantObserver_;
+  std::vector<LeaseObserver> observers_;
 };
 
 }  // namespace hostport::agent::service

@@ -11,7 +11,7 @@
 // request arrived.
 //
 // Waiting: a request whose netns holds no lease yet parks as a Waiter on the pod socket's
-// io_context with a timer; AgentService::watchGrants() posts each durable grant there, which
+// io_context with a timer; AgentService::watchLeases() posts each durable grant there, which
 // wakes the waiters of its netns. Lookups and wake-ups run on that io_context's one thread, so a
 // grant can neither slip between a lookup and the park nor wake a waiter twice.
 
@@ -35,8 +35,8 @@ class PodApi {
   /// GET /v1/self and GET /v1/self/ports/{name}, and nothing else.
   void registerRoutes(server::Router& router);
 
-  /// AgentService::watchGrants()'s observer, from any thread: wakes the requests waiting for
-  /// `lease`'s netns.
+  /// AgentService::watchLeases()' `granted` observer, from any thread: wakes the requests waiting
+  /// for `lease`'s netns.
   void leaseGranted(const Lease& lease);
 
  private:

@@ -181,5 +181,30 @@ TEST_F(PublisherTest, AReleasedLeasePublishesNothingFurther) {
   EXPECT_EQ(publisher.counts().pending, 0u);
 }
 
+TEST(PodPublicationTest, NodeCapacityIsOneExtendedResourcePerPoolInCapacityAndAllocatable) {
+  const auto patch = nlohmann::json::parse(nodeCapacityPatch({{"default", 2768}, {"games", 10}}));
+  const auto expected =
+      nlohmann::json::parse(R"({"hostport.io/default":"2768","hostport.io/games":"10"})");
+  EXPECT_EQ(patch["status"]["capacity"], expected);
+  EXPECT_EQ(patch["status"]["allocatable"], expected);
+  EXPECT_EQ(nodeStatusPath("node-1"), "/api/v1/nodes/node-1/status");
+}
+
+TEST_F(PublisherTest, PatchesTheNodeWhenTheCapacityChangesAndRetriesAFailure) {
+  server_.answer({500});
+  Publisher publisher(options(), server_.sender());
+  publisher.recover({});
+  publisher.start();
+  publisher.nodeCapacity({{"default", 10}});
+  ASSERT_TRUE(eventually([&] { return publisher.counts().capacityPatches == 1; }));
+  publisher.nodeCapacity({{"default", 10}});  // unchanged: nothing sent
+  publisher.nodeCapacity({{"default", 9}});
+  ASSERT_TRUE(eventually([&] { return publisher.counts().capacityPatches == 2; }));
+  const auto sent = server_.sent();
+  ASSERT_EQ(sent.size(), 3u);  // the failed one, then 10, then 9
+  EXPECT_EQ(sent[1].first, "/api/v1/nodes/node-1/status");
+  EXPECT_EQ(sent[2].second, nodeCapacityPatch({{"default", 9}}));
+}
+
 }  // namespace
 }  // namespace hostport::agent::kube
