@@ -1,19 +1,25 @@
 // hostport-agent: owns this node's port pools. Wiring only: config, logs, recovery, socket
 // checks, service, socket and lifecycle. Everything it wires is a library with its own tests.
 
+#include <linux/netlink.h>
+
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "agent/cni_config/chainer.h"
 #include "agent/config/agent_config.h"
 #include "agent/config/config_reloader.h"
 #include "agent/config/config_watch.h"
 #include "agent/config/listen_address.h"
+#include "agent/kube/kube_client.h"
+#include "agent/kube/publisher.h"
 #include "agent/log/event_log.h"
 #include "agent/server/pod_server.h"
 #include "agent/server/tcp_http_server.h"
@@ -24,11 +30,13 @@
 #include "agent/service/lifecycle.h"
 #include "agent/service/netns_id.h"
 #include "agent/service/pod_api.h"
+#include "agent/service/pool_capacity.h"
 #include "agent/service/pool_reservation.h"
 #include "agent/service/reconciler.h"
 #include "agent/service/recovery.h"
 #include "agent/service/socket_probe.h"
 #include "hostnet/netlink_host_network.h"
+#include "netlink/socket_pool.h"
 #include "nft/kernel/nft_ruleset.h"
 
 namespace {
@@ -159,8 +167,87 @@ Result<std::unique_ptr<server::PodServer>> servePods(boost::asio::io_context& io
   options.path = config.podSocketPath;
   HOSTPORT_TRY(auto pods, server::PodServer::start(io, router, std::move(options)));
   service.watchLeases(
-      {.granted = [pods = api.get()](const Lease& lease) { pods->leaseGranted(lease); }});
+      {.granted = [pods = api.get()](const Lease& lease) { pods->leaseGranted(lease); },
+       .released = {}});
   return pods;
+}
+
+/// The cluster the agent publishes to: --kubeconfig, else the in-cluster config; nullopt (and
+/// one log line saying publication is off) with neither, or without a node name.
+std::optional<std::pair<kube::ClusterConfig, std::string>> clusterOf(const AgentConfig& config) {
+  const auto off = [](const std::string& reason, const std::string& cause = {}) {
+    log::event(log::Component::kKube, cause.empty() ? log::Level::kInfo : log::Level::kWarn,
+               "kube.publication_off", {{"reason", reason}, {"cause", cause}});
+    return std::nullopt;
+  };
+  Result<std::optional<kube::ClusterConfig>> found =
+      config.kubeconfig.empty()
+          ? kube::inClusterConfig([](const char* name) { return std::getenv(name); })
+          : Result<std::optional<kube::ClusterConfig>>(kube::loadKubeconfig(config.kubeconfig));
+  if (!found) return off("no_usable_config", found.error().message);
+  if (!*found) return off("not_in_a_cluster");
+  std::string node = config.nodeName;
+  if (node.empty() && std::getenv("NODE_NAME") != nullptr) node = std::getenv("NODE_NAME");
+  if (node.empty()) return off("no_node_name", "set --node-name or env NODE_NAME");
+  return std::pair{std::move(**found), std::move(node)};
+}
+
+/// Publication on the pods and capacity on the Node (issue 13) from a thread of their own: the
+/// API server is never on the ADD path. Nothing when the agent knows no cluster.
+Result<std::unique_ptr<kube::Publisher>> startPublisher(const AgentConfig& config,
+                                                        AgentService& service, Metrics& metrics,
+                                                        std::unique_ptr<kube::KubeClient>& client) {
+  auto cluster = clusterOf(config);
+  if (!cluster) return nullptr;
+  auto& [clusterConfig, node] = *cluster;
+  kube::Publisher* publisherRef = nullptr;
+  auto publisher = std::make_unique<kube::Publisher>(
+      kube::PublisherOptions{node, config.stateDir},
+      [&client](const std::string& path, const std::string& body) -> Result<int> {
+        HOSTPORT_TRY(const auto response,
+                     client->send({"PATCH", path, "application/merge-patch+json", body}));
+        return response.status;
+      });
+  publisherRef = publisher.get();
+  kube::KubeClientOptions options;
+  options.qps = config.apiQps;
+  options.burst = static_cast<int>(config.apiBurst);
+  HOSTPORT_TRY(client, kube::KubeClient::create(clusterConfig, options, [publisherRef](auto until) {
+                 return publisherRef->waitUntil(until);
+               }));
+  publisher->recover(service.list("", ""));
+  service.watchLeases(
+      {.granted = [publisherRef](const Lease& lease) { publisherRef->granted(lease); },
+       .released = [publisherRef](const Lease& lease) { publisherRef->released(lease.key); }});
+  metrics.addSource([publisherRef] { return publisherRef->metricsText(); });
+  publisher->start();
+  log::event(log::Component::kKube, log::Level::kInfo, "kube.publication_on",
+             {{"server", clusterConfig.server()},
+              {"source", clusterConfig.source},
+              {"node", node},
+              {"qps", config.apiQps},
+              {"burst", config.apiBurst}});
+  return publisher;
+}
+
+/// Counts the pools' capacity every config.capacitySeconds for the Node's extended resources
+/// (agent/service/pool_capacity.h); the publisher patches only a change.
+std::jthread watchCapacity(const AgentConfig& config, kube::Publisher& publisher) {
+  if (config.capacitySeconds == 0) return {};
+  const auto period = std::chrono::seconds(config.capacitySeconds);
+  return std::jthread([&config, &publisher, period](std::stop_token stop) {
+    auto sockets = netlink::NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
+    const ProbeScope scope{{Protocol::kTcp, Protocol::kUdp, Protocol::kSctp},
+                           poolSpans(config.pools)};
+    while (!stop.stop_requested()) {
+      if (sockets) {
+        if (auto probe = SocketTableProbe::snapshot(*sockets, scope)) {
+          publisher.nodeCapacity(poolCapacities(config.pools, **probe));
+        }
+      }
+      if (!publisher.waitUntil(std::chrono::steady_clock::now() + period)) return;
+    }
+  });
 }
 
 /// Serves until a signal or a store failure; the exit code, or why the agent could not start.
@@ -214,6 +301,10 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
                UnixHttpServer::listen(io, config.socketPath, 0600, router, ServerLimits{}));
   Router metricsRouter;  // GET /metrics and nothing else: TCP never reaches a control endpoint
   registerMetricsHandler(metricsRouter, service);
+  std::unique_ptr<kube::KubeClient> kubeClient;
+  HOSTPORT_TRY(auto publisher, startPublisher(config, service, metrics, kubeClient));
+  std::jthread capacity;
+  if (publisher) capacity = watchCapacity(config, *publisher);
   auto metricsServer = serveMetrics(io, config, metricsRouter);
   lifecycle.watchSignals();
   // Pool rules follow the file without a restart (config_reload.h says what else does not).
@@ -248,6 +339,8 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
   configWatch.reset();  // no reload reaches the service from here on
   ready = false;
   if (reconciler) reconciler->stop();
+  if (publisher) publisher->stop();  // the capacity thread's wait ends with it
+  capacity = {};
   // Drain the journal while the service its callbacks call into is still alive.
   metricsServer.reset();
   podServer.reset();
@@ -327,6 +420,12 @@ int main(int argc, char** argv) {
   app.add_option("--replace-portmap", flags.replacePortmap,
                  "true (default): hostport takes portmap's place in the chain; false: portmap "
                  "keeps static hostPorts and hostport serves annotation ports only");
+  app.add_option("--kubeconfig", flags.kubeconfig,
+                 "kubeconfig of the cluster to publish pods' ports and the node's capacity to "
+                 "(default: the in-cluster config when running in a pod; neither: no publication)");
+  app.add_option("--node-name", flags.nodeName,
+                 "this node's name in the cluster (default: env NODE_NAME, which the DaemonSet "
+                 "sets from spec.nodeName)");
   CLI11_PARSE(app, argc, argv);
 
   log::configure(flagLogOptions(flags));

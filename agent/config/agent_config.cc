@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "agent/config/listen_address.h"
 #include "agent/log/event_log.h"
@@ -224,12 +225,18 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   }
   if (root.IsNull()) return {};
   try {
-    HOSTPORT_TRY_VOID(yaml.checkKeys(
-        root, "",
-        {"stateDir", "socket", "reserveLocalPorts", "logLevel", "logFormat",
-         "compactAfterJournalBytes", "tableRepairSeconds", "vanishedGraceSeconds", "releaseSpool",
-         "allowEmptyGc", "emptyGcMaxLeases", "pools", "chainCni", "cniConfDir", "cniBinDir",
-         "replacePortmap", "metricsAddress", "procSysNet", "podSocket"}));
+    HOSTPORT_TRY_VOID(yaml.checkKeys(root, "", {"stateDir",           "socket",
+                                                "reserveLocalPorts",  "logLevel",
+                                                "logFormat",          "compactAfterJournalBytes",
+                                                "tableRepairSeconds", "vanishedGraceSeconds",
+                                                "releaseSpool",       "allowEmptyGc",
+                                                "emptyGcMaxLeases",   "pools",
+                                                "chainCni",           "cniConfDir",
+                                                "cniBinDir",          "replacePortmap",
+                                                "metricsAddress",     "procSysNet",
+                                                "podSocket",          "kubeconfig",
+                                                "nodeName",           "apiQps",
+                                                "apiBurst",           "capacitySeconds"}));
     for (const auto& [key, target] :
          {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
           {"socket", &config.socketPath},
@@ -240,7 +247,9 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
           {"cniBinDir", &config.cniBinDir},
           {"metricsAddress", &config.metricsAddress},
           {"procSysNet", &config.procSysNet},
-          {"podSocket", &config.podSocketPath}}) {
+          {"podSocket", &config.podSocketPath},
+          {"kubeconfig", &config.kubeconfig},
+          {"nodeName", &config.nodeName}}) {
       if (const auto node = root[key]) {
         HOSTPORT_TRY(*target, yaml.scalar(node, key));
       }
@@ -265,6 +274,15 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
       auto chain = parseChainCni(text);
       if (!chain) return yaml.error("chainCni", chain.error().message);
       config.chainCni = *chain;
+    }
+    for (const auto& [key, target, min, max] :
+         {std::tuple<const char*, uint32_t*, uint64_t, uint64_t>{"apiQps", &config.apiQps, 1, 1000},
+          {"apiBurst", &config.apiBurst, 1, 10000},
+          {"capacitySeconds", &config.capacitySeconds, 0, 86400}}) {
+      if (const auto node = root[key]) {
+        HOSTPORT_TRY(const uint64_t value, yaml.count(node, key, min, max));
+        *target = static_cast<uint32_t>(value);
+      }
     }
     if (const auto node = root["replacePortmap"]) {
       HOSTPORT_TRY(config.replacePortmap, yaml.boolean(node, "replacePortmap"));
@@ -332,6 +350,16 @@ Result<void> finalizeConfig(AgentConfig& config) {
                     " must be an absolute path of at most 100 characters");
   }
   HOSTPORT_TRY_VOID(checkPodSocket(config));
+  if (!config.kubeconfig.empty() && config.kubeconfig.front() != '/') {
+    return fail(ErrorCode::kInvalidArgument,
+                "kubeconfig: " + quoteText(config.kubeconfig) + " must be an absolute path");
+  }
+  if (!config.nodeName.empty()) {
+    if (const Problem problem = dnsSubdomainProblem(config.nodeName)) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "nodeName: " + quoteText(config.nodeName) + " " + std::string(*problem));
+    }
+  }
   for (const auto& [key, dir] : {std::pair{"cniConfDir", &config.cniConfDir},
                                  {"cniBinDir", &config.cniBinDir},
                                  {"procSysNet", &config.procSysNet}}) {
@@ -380,7 +408,9 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
                                      {&commandLine.releaseSpool, &config.releaseSpool},
                                      {&commandLine.cniConfDir, &config.cniConfDir},
                                      {&commandLine.cniBinDir, &config.cniBinDir},
-                                     {&commandLine.procSysNet, &config.procSysNet}}) {
+                                     {&commandLine.procSysNet, &config.procSysNet},
+                                     {&commandLine.kubeconfig, &config.kubeconfig},
+                                     {&commandLine.nodeName, &config.nodeName}}) {
     if (!flag->empty()) *target = *flag;
   }
   if (!commandLine.chainCni.empty()) {

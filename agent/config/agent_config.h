@@ -73,6 +73,14 @@ struct AgentConfig {
   /// true: hostport takes portmap's place in the chain; false: portmap keeps the static hostPorts
   /// and hostport follows it for annotation ports only (`"staticPorts": false`).
   bool replacePortmap = true;
+  /// The cluster (issue 13): a kubeconfig file, or empty for the in-cluster config when the agent
+  /// runs in a pod; neither: no publication. The Node is nodeName, or env NODE_NAME when empty.
+  std::string kubeconfig;
+  std::string nodeName;
+  uint32_t apiQps = 5;  // client-side limit of API requests, as client-go's --kube-api-qps
+  uint32_t apiBurst = 10;
+  /// How often the pools' capacity is counted for the Node's extended resources; 0: never.
+  uint32_t capacitySeconds = 10;
 };
 
 /// chainCni resolved: kAuto is on only when `inCluster` (the agent runs in a pod).
@@ -99,6 +107,8 @@ struct CommandLine {
   std::string replacePortmap;                 // --replace-portmap true|false
   std::optional<std::string> metricsAddress;  // --metrics-address; "" turns the listener off
   std::optional<std::string> podSocketPath;   // --pod-socket; "" turns the pod socket off
+  std::string kubeconfig;                     // --kubeconfig
+  std::string nodeName;                       // --node-name
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors

@@ -124,6 +124,7 @@ std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsag
   out << "hostport_journal_fsyncs_total " << store.fsyncs << "\n";
   family("hostport_journal_bytes", "gauge", "Journal bytes since the last snapshot.");
   out << "hostport_journal_bytes " << store.journalBytes << "\n";
+  for (const auto& source : sources_) out << source();
   return out.str();
 }
 

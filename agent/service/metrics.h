@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -39,6 +40,10 @@ class Metrics {
   }
   void countVanished(uint64_t count) { vanished_.fetch_add(count, std::memory_order_relaxed); }
 
+  /// Families another part of the agent renders (the cluster publisher's), appended to the
+  /// exposition. Added before anything serves /metrics.
+  void addSource(std::function<std::string()> render) { sources_.push_back(std::move(render)); }
+
   /// The whole exposition. `hostConflicts` comes from the allocator, which counts them.
   std::string render(std::size_t leases, const std::vector<core::PoolUsage>& pools,
                      uint64_t hostConflicts, uint64_t staticConflicts,
@@ -57,6 +62,7 @@ class Metrics {
   std::atomic<uint64_t> lastCompareNanos_{0};
   std::array<std::atomic<uint64_t>, 3> repairs_{};
   std::atomic<uint64_t> vanished_{0};
+  std::vector<std::function<std::string()>> sources_;
   mutable std::mutex errorsMutex_;
   std::map<std::string, uint64_t> errors_;
   std::map<std::pair<std::string, core::Refusal>, uint64_t> refusals_;  // under errorsMutex_
