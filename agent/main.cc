@@ -236,6 +236,8 @@ std::jthread watchCapacity(const AgentConfig& config, kube::Publisher& publisher
   if (config.capacitySeconds == 0) return {};
   const auto period = std::chrono::seconds(config.capacitySeconds);
   return std::jthread([&config, &publisher, period](std::stop_token stop) {
+    // Stopping this thread stops the publisher, whose wait this thread sleeps in.
+    const std::stop_callback stopPublisher(stop, [&publisher] { publisher.stop(); });
     auto sockets = netlink::NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
     const ProbeScope scope{{Protocol::kTcp, Protocol::kUdp, Protocol::kSctp},
                            poolSpans(config.pools)};
@@ -339,8 +341,8 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
   configWatch.reset();  // no reload reaches the service from here on
   ready = false;
   if (reconciler) reconciler->stop();
-  if (publisher) publisher->stop();  // the capacity thread's wait ends with it
-  capacity = {};
+  capacity = {};  // stops the publisher too
+  if (publisher) publisher->stop();
   // Drain the journal while the service its callbacks call into is still alive.
   metricsServer.reset();
   podServer.reset();
