@@ -165,7 +165,11 @@ Result<Pod*> CniNode::createPod(const std::string& label) {
   HOSTPORT_TRY(Netns netns, Netns::create());
   HOSTPORT_TRY_VOID(disableDad(netns));
   auto pod = std::unique_ptr<Pod>(
-      new Pod{.label = label, .netns = std::move(netns), .containerId = "hpt" + randomHex(61)});
+      new Pod{.label = label,
+              .netns = std::move(netns),
+              .containerId = "hpt" + randomHex(61),
+              .uid = randomHex(8) + "-" + randomHex(4) + "-" + randomHex(4) + "-" + randomHex(4) +
+                     "-" + randomHex(12)});
   pods_.push_back(std::move(pod));
   return pods_.back().get();
 }
@@ -231,7 +235,7 @@ Result<CommandResult> CniNode::invoke(const std::string& path, const std::string
               {"CNI_IFNAME", pod.ifname},
               {"CNI_PATH", kReferencePluginDir},
               {"CNI_ARGS",
-               "K8S_POD_INFRA_CONTAINER_ID=" + pod.containerId + ";K8S_POD_UID=" + randomHex(8) +
+               "K8S_POD_INFRA_CONTAINER_ID=" + pod.containerId + ";K8S_POD_UID=" + pod.uid +
                    ";IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=" + pod.label}},
       .stdinData = stdinText,
       .netnsPath = node_.path(),

@@ -1,0 +1,219 @@
+// The cluster sees the ports (issue 13), with the real plugin and agent on a simulated node and the
+// fake Kubernetes API server (tests/fakes/fake_kube_apiserver.h) listening in the node's netns:
+// the annotation's documented shape, a re-created pod of the same name left alone, a publication
+// owed across a SIGKILL, 429/500 storms under the configured QPS, the Node's capacity following a
+// host process, and ADD going on while the API server does not answer.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/fakes/fake_kube_apiserver.h"
+#include "tests/netns/agent_plugin_fixture.h"
+#include "tests/support/temp_dir.h"
+
+namespace hostport::test {
+namespace {
+
+using namespace std::chrono_literals;
+using agent::kube::FakeKubeApiServer;
+using agent::kube::FakeKubeFault;
+using ::testing::HasSubstr;
+
+constexpr const char* kNode = "node-1";
+constexpr const char* kNamespace = "default";  // cni_node.cc's K8S_POD_NAMESPACE
+
+class AgentPublicationTest : public AgentPluginTest {
+ protected:
+  /// The fake API server, listening in the node's netns, where the agent reaches it.
+  void startApiServer() {
+    ASSERT_OK(runInNetnsPath(nodeNetns().path(), [&] {
+      auto started = FakeKubeApiServer::start();
+      ASSERT_OK(started);
+      api_ = std::move(*started);
+    }));
+    ASSERT_NE(api_, nullptr);
+    api_->putNode(kNode);
+    auto kubeconfig = api_->writeKubeconfig(kubeDir_.path());
+    ASSERT_OK(kubeconfig);
+    kubeconfig_ = kubeconfig->string();
+  }
+
+  /// The agent with `yaml` as its config file, publishing to the fake as node-1.
+  void startPublishingAgent(const std::string& yaml = "capacitySeconds: 1\n") {
+    ASSERT_OK_AND_ASSIGN(agent_,
+                         AgentProcess::start(HOSTPORT_AGENT_PATH, nodeNetns(),
+                                             {.portRange = kSmallPool,
+                                              .configYaml = yaml,
+                                              .extraArgs = {"--kubeconfig", kubeconfig_,
+                                                            "--node-name", kNode}}));
+  }
+
+  /// A pod object for the pod the plugin is about to add, with the UID its ADD carries.
+  Pod* podInCluster(const std::string& label) {
+    auto pod = node().createPod(label);
+    if (!pod) {
+      ADD_FAILURE() << pod.error().message;
+      return nullptr;
+    }
+    api_->putPod(kNamespace, label, (*pod)->uid);
+    return *pod;
+  }
+
+  std::string podPath(const std::string& label) const {
+    return std::string("/api/v1/namespaces/") + kNamespace + "/pods/" + label;
+  }
+
+  /// The pod's annotations once `key` is among them (waiting up to 10 s), or null.
+  nlohmann::json annotationsOnceSet(const std::string& label, const std::string& key) {
+    for (int i = 0; i < 1000; ++i) {
+      const auto pod = api_->object(podPath(label));
+      if (pod && pod->contains("metadata") && (*pod)["metadata"].contains("annotations") &&
+          (*pod)["metadata"]["annotations"].contains(key)) {
+        return (*pod)["metadata"]["annotations"];
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return nullptr;
+  }
+
+  std::unique_ptr<FakeKubeApiServer> api_;
+  TempDir kubeDir_;
+  std::string kubeconfig_;
+};
+
+TEST_F(AgentPublicationTest, AGrantIsPublishedOnThePodInTheDocumentedShape) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent());
+  Pod* pod = podInCluster("gs-0");
+  ASSERT_NE(pod, nullptr);
+  ASSERT_OK(node().add(*pod, withAgent("web=8080, voice=5000/udp")));
+  const uint16_t web = grantedPort(*pod, "web", agent::PortProtocol::kTcp);
+  const uint16_t voice = grantedPort(*pod, "voice", agent::PortProtocol::kUdp);
+
+  const auto annotations = annotationsOnceSet("gs-0", "hostport.io/assigned");
+  ASSERT_FALSE(annotations.is_null()) << agent_->log();
+  EXPECT_EQ(annotations["hostport.io/allocated-web"], std::to_string(web));
+  EXPECT_EQ(annotations["hostport.io/allocated-voice"], std::to_string(voice));
+  const auto assigned =
+      nlohmann::json::parse(annotations["hostport.io/assigned"].get<std::string>());
+  EXPECT_EQ(assigned["node"], kNode);
+  EXPECT_EQ(assigned["ports"]["web"],
+            (nlohmann::json{{"hostPort", web}, {"protocol", "tcp"}, {"containerPort", 8080}}));
+  EXPECT_EQ(assigned["ports"]["voice"],
+            (nlohmann::json{{"hostPort", voice}, {"protocol", "udp"}, {"containerPort", 5000}}));
+  // One merge patch, with the pod's UID as its precondition.
+  const auto requests = api_->requests();
+  const auto patch = std::ranges::find_if(requests, [](const auto& request) {
+    return request.method == "PATCH" && request.target.find("/pods/gs-0") != std::string::npos;
+  });
+  ASSERT_NE(patch, requests.end());
+  EXPECT_EQ(patch->contentType, "application/merge-patch+json");
+  EXPECT_EQ(nlohmann::json::parse(patch->body)["metadata"]["uid"], pod->uid);
+}
+
+TEST_F(AgentPublicationTest, AnotherPodOfTheSameNameIsNeverPatched) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent());
+  Pod* pod = podInCluster("gs-1");
+  ASSERT_NE(pod, nullptr);
+  // The pod object was deleted and re-created (a new UID) before the old sandbox's ADD published.
+  api_->putPod(kNamespace, "gs-1", "00000000-0000-4000-8000-0000000000aa");
+  ASSERT_OK(node().add(*pod, withAgent("web=8080")));
+  ASSERT_TRUE(api_->waitForRequests(1, 10s)) << agent_->log();
+  const auto dropped = [&] { return agent_->log().find("publish.dropped") != std::string::npos; };
+  for (int i = 0; i < 1000 && !dropped(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_THAT(agent_->log(), HasSubstr("reason=uid_mismatch"));
+  const auto stored = api_->object(podPath("gs-1"));
+  ASSERT_TRUE(stored);
+  EXPECT_FALSE((*stored)["metadata"].contains("annotations") &&
+               (*stored)["metadata"]["annotations"].contains("hostport.io/assigned"))
+      << stored->dump();
+}
+
+TEST_F(AgentPublicationTest, APublicationOwedWhenTheAgentIsKilledIsSentAfterItsRestart) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  // Every PATCH fails until the faults run out: the publication stays owed.
+  api_->injectFault(FakeKubeFault::answer(503).forMethod("PATCH").repeated(1000));
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent());
+  Pod* pod = podInCluster("gs-2");
+  ASSERT_NE(pod, nullptr);
+  ASSERT_OK(node().add(*pod, withAgent("web=8080")));
+  ASSERT_TRUE(api_->waitForRequests(1, 10s)) << agent_->log();
+  ASSERT_OK(agent_->kill(SIGKILL));
+  api_->clearFaults();
+  api_->clearRequests();
+  ASSERT_OK(agent_->restart());
+  EXPECT_FALSE(annotationsOnceSet("gs-2", "hostport.io/allocated-web").is_null()) << agent_->log();
+}
+
+TEST_F(AgentPublicationTest, StormsOf429And500AreRiddenOutAtTheConfiguredRate) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  api_->injectFault(FakeKubeFault::answer(429, 1).forMethod("PATCH").repeated(2));
+  api_->injectFault(FakeKubeFault::answer(500).forMethod("PATCH").repeated(2));
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\napiQps: 2\napiBurst: 1\n"));
+  Pod* pod = podInCluster("gs-3");
+  ASSERT_NE(pod, nullptr);
+  ASSERT_OK(node().add(*pod, withAgent("web=8080")));
+  EXPECT_FALSE(annotationsOnceSet("gs-3", "hostport.io/allocated-web").is_null()) << agent_->log();
+  // Five PATCHes in all, never two closer than the rate allows (2 a second, burst 1), and the
+  // retries after a 429 not before its Retry-After.
+  std::vector<agent::kube::FakeKubeRequest> patches;
+  for (const auto& request : api_->requests()) {
+    if (request.method == "PATCH") patches.push_back(request);
+  }
+  ASSERT_EQ(patches.size(), 5u);
+  for (std::size_t i = 1; i < patches.size(); ++i) {
+    EXPECT_GE(patches[i].received - patches[i - 1].received, 450ms) << i;
+  }
+  EXPECT_GE(patches[1].received - patches[0].received, 950ms) << "Retry-After: 1";
+}
+
+TEST_F(AgentPublicationTest, TheNodesCapacityFollowsAHostProcessBindingAPoolPort) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent());
+  const auto capacity = [&]() -> std::string {
+    const auto stored = api_->object("/api/v1/nodes/node-1");
+    if (!stored) return "";
+    return (*stored)["status"]["capacity"].value("hostport.io/default", "");
+  };
+  const auto becomes = [&](const std::string& wanted) {
+    for (int i = 0; i < 1000 && capacity() != wanted; ++i) std::this_thread::sleep_for(10ms);
+    return capacity();
+  };
+  EXPECT_EQ(becomes("20"), "20") << agent_->log();  // kSmallPool: 41000-41019
+  auto held = holdPortOnHost(nodeNetns(), Transport::kTcp, 41005);
+  ASSERT_OK(held);
+  EXPECT_EQ(becomes("19"), "19") << agent_->log();
+  const auto node = api_->object("/api/v1/nodes/node-1");
+  ASSERT_TRUE(node);
+  EXPECT_EQ((*node)["status"]["allocatable"]["hostport.io/default"], "19");
+  held->reset();
+  EXPECT_EQ(becomes("20"), "20");
+}
+
+TEST_F(AgentPublicationTest, AddGoesOnWhileTheApiServerDoesNotAnswer) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  // The pod's PATCH hangs for 20 s: ADD must not wait for it.
+  api_->injectFault(FakeKubeFault::slow(20s).on("/api/v1/namespaces/").forMethod("PATCH"));
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  Pod* pod = podInCluster("gs-4");
+  ASSERT_NE(pod, nullptr);
+  ASSERT_OK(node().add(*pod, withAgent("web=8080")));
+  EXPECT_NE(grantedPort(*pod, "web", agent::PortProtocol::kTcp), 0);
+  // ADD has returned. Once the PATCH has reached the fake, it is still unanswered: ADD did not
+  // wait for the publication.
+  const auto patch = [&]() -> std::optional<agent::kube::FakeKubeRequest> {
+    for (const auto& request : api_->requests()) {
+      if (request.method == "PATCH") return request;
+    }
+    return std::nullopt;
+  };
+  for (int i = 0; i < 1000 && !patch(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(patch()) << agent_->log();
+  EXPECT_EQ(patch()->status, 0u) << "answered before ADD returned";
+}
+
+}  // namespace
+}  // namespace hostport::test
