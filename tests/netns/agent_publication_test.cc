@@ -42,12 +42,12 @@ class AgentPublicationTest : public AgentPluginTest {
 
   /// The agent with `yaml` as its config file, publishing to the fake as node-1.
   void startPublishingAgent(const std::string& yaml = "capacitySeconds: 1\n") {
-    ASSERT_OK_AND_ASSIGN(agent_,
-                         AgentProcess::start(HOSTPORT_AGENT_PATH, nodeNetns(),
-                                             {.portRange = kSmallPool,
-                                              .configYaml = yaml,
-                                              .extraArgs = {"--kubeconfig", kubeconfig_,
-                                                            "--node-name", kNode}}));
+    ASSERT_OK_AND_ASSIGN(
+        agent_,
+        AgentProcess::start(HOSTPORT_AGENT_PATH, nodeNetns(),
+                            {.portRange = kSmallPool,
+                             .configYaml = yaml,
+                             .extraArgs = {"--kubeconfig", kubeconfig_, "--node-name", kNode}}));
   }
 
   /// A pod object for the pod the plugin is about to add, with the UID its ADD carries.

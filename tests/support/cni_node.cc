@@ -164,12 +164,12 @@ Result<void> CniNode::setUp() {
 Result<Pod*> CniNode::createPod(const std::string& label) {
   HOSTPORT_TRY(Netns netns, Netns::create());
   HOSTPORT_TRY_VOID(disableDad(netns));
-  auto pod = std::unique_ptr<Pod>(
-      new Pod{.label = label,
-              .netns = std::move(netns),
-              .containerId = "hpt" + randomHex(61),
-              .uid = randomHex(8) + "-" + randomHex(4) + "-" + randomHex(4) + "-" + randomHex(4) +
-                     "-" + randomHex(12)});
+  auto pod =
+      std::unique_ptr<Pod>(new Pod{.label = label,
+                                   .netns = std::move(netns),
+                                   .containerId = "hpt" + randomHex(61),
+                                   .uid = randomHex(8) + "-" + randomHex(4) + "-" + randomHex(4) +
+                                          "-" + randomHex(4) + "-" + randomHex(12)});
   pods_.push_back(std::move(pod));
   return pods_.back().get();
 }

@@ -86,7 +86,7 @@ struct Pod {
   Netns netns;
   std::string containerId;  // 64 hex characters, like containerd's
   std::string ifname = "eth0";
-  std::string uid;    // K8S_POD_UID: fixed for the pod's life, as the kubelet's
+  std::string uid;   // K8S_POD_UID: fixed for the pod's life, as the kubelet's
   std::string ipv4;  // from bridge's result, without the prefix length
   std::string ipv6;
   nlohmann::json bridgeResult;  // prevResult for the plugin under test
