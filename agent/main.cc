@@ -51,6 +51,9 @@ using namespace hostport::agent::service;
 
 /// Long enough for the requests in flight to get their error answers once the store failed.
 constexpr std::chrono::milliseconds kStoreFailureGrace{1'000};
+/// The Node's capacity is patched again, changed or not, every this many counts (5 minutes at the
+/// default capacitySeconds: 10).
+constexpr uint64_t kCapacityResendEvery = 30;
 
 /// The logs as the flags ask, before the config is read (so its errors are logged that way).
 log::Options flagLogOptions(const config::CommandLine& flags) {
@@ -219,7 +222,9 @@ Result<std::unique_ptr<kube::Publisher>> startPublisher(const AgentConfig& confi
   service.watchLeases(
       {.granted = [publisherRef](const Lease& lease) { publisherRef->granted(lease); },
        .released = [publisherRef](const Lease& lease) { publisherRef->released(lease.key); }});
-  metrics.addSource([publisherRef] { return publisherRef->metricsText(); });
+  metrics.addSource([publisherRef, api = client.get()] {
+    return publisherRef->metricsText() + api->metricsText();
+  });
   publisher->start();
   log::event(log::Component::kKube, log::Level::kInfo, "kube.publication_on",
              {{"server", clusterConfig.server()},
@@ -231,7 +236,8 @@ Result<std::unique_ptr<kube::Publisher>> startPublisher(const AgentConfig& confi
 }
 
 /// Counts the pools' capacity every config.capacitySeconds for the Node's extended resources
-/// (agent/service/pool_capacity.h); the publisher patches only a change.
+/// (agent/service/pool_capacity.h); the publisher patches a change, and every kCapacityResendEvery
+/// counts the value as it stands, should someone have edited the Node.
 std::jthread watchCapacity(const AgentConfig& config, kube::Publisher& publisher) {
   if (config.capacitySeconds == 0) return {};
   const auto period = std::chrono::seconds(config.capacitySeconds);
@@ -241,10 +247,11 @@ std::jthread watchCapacity(const AgentConfig& config, kube::Publisher& publisher
     auto sockets = netlink::NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
     const ProbeScope scope{{Protocol::kTcp, Protocol::kUdp, Protocol::kSctp},
                            poolSpans(config.pools)};
-    while (!stop.stop_requested()) {
+    for (uint64_t count = 1; !stop.stop_requested(); ++count) {
       if (sockets) {
         if (auto probe = SocketTableProbe::snapshot(*sockets, scope)) {
-          publisher.nodeCapacity(poolCapacities(config.pools, **probe));
+          publisher.nodeCapacity(poolCapacities(config.pools, **probe),
+                                 count % kCapacityResendEvery == 0);
         }
       }
       if (!publisher.waitUntil(std::chrono::steady_clock::now() + period)) return;

@@ -40,10 +40,14 @@ Result<KubeResponse> KubeClient::send(const HttpRequest& request) {
     HOSTPORT_TRY(const std::string token, token_.current());
     const auto started = Clock::now();
     auto answered = transport_->exchange(request, token, options_.timeout);
-    ++stats_.requests;
+    requests_.fetch_add(1, std::memory_order_relaxed);
     std::optional<std::chrono::seconds> retryAfter;
     if (answered) {
-      stats_.lastLatency = Clock::now() - started;
+      const auto took = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
+      answered_.fetch_add(1, std::memory_order_relaxed);
+      latencyNanos_.fetch_add(took, std::memory_order_relaxed);
+      lastLatencyNanos_.store(took, std::memory_order_relaxed);
       last = KubeResponse{answered->status, std::move(answered->body), attempt};
       if (!isRetryableStatus(last.status)) return last;
       if (const auto header = answered->headers.find("retry-after");
@@ -55,11 +59,34 @@ Result<KubeResponse> KubeClient::send(const HttpRequest& request) {
       lastError = std::move(answered.error());
     }
     if (attempt == options_.maxAttempts) break;
-    ++stats_.retries;
+    retries_.fetch_add(1, std::memory_order_relaxed);
     if (!wait_(Clock::now() + backoff_.delay(attempt, retryAfter))) break;
   }
   if (lastError) return std::unexpected(std::move(*lastError));
   return last;
+}
+
+std::string KubeClient::metricsText() const {
+  const auto seconds = [](uint64_t nanos) {
+    return std::to_string(static_cast<double>(nanos) / 1e9);
+  };
+  std::string out;
+  out += "# HELP hostport_kube_requests_total API server requests sent (attempts).\n";
+  out += "# TYPE hostport_kube_requests_total counter\n";
+  out += "hostport_kube_requests_total " + std::to_string(requests_.load()) + "\n";
+  out +=
+      "# HELP hostport_kube_retries_total API server requests sent again after 429, 5xx or no "
+      "answer.\n";
+  out += "# TYPE hostport_kube_retries_total counter\n";
+  out += "hostport_kube_retries_total " + std::to_string(retries_.load()) + "\n";
+  out += "# HELP hostport_kube_request_duration_seconds Time to the API server's answer.\n";
+  out += "# TYPE hostport_kube_request_duration_seconds summary\n";
+  out += "hostport_kube_request_duration_seconds_sum " + seconds(latencyNanos_.load()) + "\n";
+  out += "hostport_kube_request_duration_seconds_count " + std::to_string(answered_.load()) + "\n";
+  out += "# HELP hostport_kube_last_request_duration_seconds The last answer's time.\n";
+  out += "# TYPE hostport_kube_last_request_duration_seconds gauge\n";
+  out += "hostport_kube_last_request_duration_seconds " + seconds(lastLatencyNanos_.load()) + "\n";
+  return out;
 }
 
 }  // namespace hostport::agent::kube

@@ -7,6 +7,7 @@
 // slow or absent API server delays publication and nothing else. Waiting (rate limit, backoff)
 // goes through `Wait`, which the agent cuts short at shutdown and tests replace.
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -54,13 +55,8 @@ class KubeClient {
   /// the wait was cut short; kInvalidArgument, kIo when the token cannot be read.
   Result<KubeResponse> send(const HttpRequest& request);
 
-  /// Observed from every attempt that got an answer, for the metrics.
-  struct Stats {
-    uint64_t requests = 0;
-    uint64_t retries = 0;
-    std::chrono::nanoseconds lastLatency{0};
-  };
-  const Stats& stats() const { return stats_; }
+  /// The client's figures for /metrics: read from any thread while the client works.
+  std::string metricsText() const;
   const ClusterConfig& config() const { return config_; }
 
  private:
@@ -75,7 +71,11 @@ class KubeClient {
   RateLimiter limiter_;
   std::mt19937_64 random_;
   Backoff backoff_;
-  Stats stats_;
+  std::atomic<uint64_t> requests_{0};  // attempts sent
+  std::atomic<uint64_t> retries_{0};
+  std::atomic<uint64_t> answered_{0};      // attempts that got an HTTP answer
+  std::atomic<uint64_t> latencyNanos_{0};  // their summed latency
+  std::atomic<uint64_t> lastLatencyNanos_{0};
 };
 
 /// True for the answers worth trying again: 429, 5xx.

@@ -123,11 +123,12 @@ void Publisher::released(const AttachmentKey& key) {
   counts_.pending = owed_.size();
 }
 
-void Publisher::nodeCapacity(std::map<std::string, uint64_t> capacities) {
+void Publisher::nodeCapacity(std::map<std::string, uint64_t> capacities, bool resend) {
   if (options_.nodeName.empty()) return;
   {
     std::lock_guard lock(mutex_);
-    if (wantedCapacity_ == capacities) return;
+    if (resend) deliveredCapacity_.reset();
+    if (wantedCapacity_ == capacities && !resend) return;
     wantedCapacity_ = std::move(capacities);
     capacityNotBefore_ = Clock::now();
   }

@@ -54,8 +54,9 @@ class Publisher {
   /// A lease released (durably): nothing more is sent for it.
   void released(const AttachmentKey& key);
   /// The pools' capacities as last counted (pool_capacity.h): patched on the Node's status when
-  /// they differ from what was delivered last, tried again after a failure.
-  void nodeCapacity(std::map<std::string, uint64_t> capacities);
+  /// they differ from what was delivered last, or with `resend` (the slow backstop: someone may
+  /// have edited the Node), tried again after a failure.
+  void nodeCapacity(std::map<std::string, uint64_t> capacities, bool resend = false);
 
   /// Waits until `until` unless stopped first; false when stopped. The API client waits with it,
   /// so a stop cuts its backoff short.

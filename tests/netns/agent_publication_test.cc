@@ -215,5 +215,17 @@ TEST_F(AgentPublicationTest, AddGoesOnWhileTheApiServerDoesNotAnswer) {
   EXPECT_EQ(patch()->status, 0u) << "answered before ADD returned";
 }
 
+TEST_F(AgentPublicationTest, AddSucceedsWhileTheApiServerIsDown) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  api_.reset();  // nothing listens on its port any more
+  Pod* pod = addAgentPod("gs-5", "web=8080");
+  ASSERT_NE(pod, nullptr);
+  EXPECT_NE(grantedPort(*pod, "web", agent::PortProtocol::kTcp), 0);
+  const auto failed = [&] { return agent_->log().find("publish.failed") != std::string::npos; };
+  for (int i = 0; i < 1000 && !failed(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_THAT(agent_->log(), HasSubstr("reason=unavailable"));
+}
+
 }  // namespace
 }  // namespace hostport::test

@@ -204,6 +204,8 @@ TEST_F(PublisherTest, PatchesTheNodeWhenTheCapacityChangesAndRetriesAFailure) {
   ASSERT_EQ(sent.size(), 3u);  // the failed one, then 10, then 9
   EXPECT_EQ(sent[1].first, "/api/v1/nodes/node-1/status");
   EXPECT_EQ(sent[2].second, nodeCapacityPatch({{"default", 9}}));
+  publisher.nodeCapacity({{"default", 9}}, /*resend=*/true);  // the backstop
+  ASSERT_TRUE(eventually([&] { return publisher.counts().capacityPatches == 3; }));
 }
 
 }  // namespace
