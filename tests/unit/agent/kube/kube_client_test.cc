@@ -84,9 +84,9 @@ TEST_F(KubeClientTest, RetriesA429AfterItsRetryAfterThenA500ThenADroppedConnecti
   api_->injectFault(FakeKubeFault::dropConnection());
   auto kube = client();
   ASSERT_NE(kube, nullptr);
-  auto response = kube->send({"PATCH", "/api/v1/namespaces/games/pods/gs-0",
-                              "application/merge-patch+json",
-                              R"({"metadata":{"annotations":{"a":"b"}}})"});
+  auto response =
+      kube->send({"PATCH", "/api/v1/namespaces/games/pods/gs-0", "application/merge-patch+json",
+                  R"({"metadata":{"annotations":{"a":"b"}}})"});
   ASSERT_OK(response);
   EXPECT_EQ(response->status, 200) << response->body;
   EXPECT_EQ(response->attempts, 4);
@@ -99,8 +99,9 @@ TEST_F(KubeClientTest, RetriesA429AfterItsRetryAfterThenA500ThenADroppedConnecti
   ASSERT_FALSE(backoffs.empty());
   EXPECT_GE(backoffs.front(), 1900ms);
   EXPECT_THAT(kube->metricsText(), HasSubstr("hostport_kube_retries_total 3"));
-  EXPECT_EQ(api_->object("/api/v1/namespaces/games/pods/gs-0")->at("metadata").at("annotations").at("a"),
-            "b");
+  EXPECT_EQ(
+      api_->object("/api/v1/namespaces/games/pods/gs-0")->at("metadata").at("annotations").at("a"),
+      "b");
 }
 
 TEST_F(KubeClientTest, GivesUpAfterMaxAttemptsWithTheLastAnswer) {
