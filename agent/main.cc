@@ -35,6 +35,7 @@
 #include "agent/service/reconciler.h"
 #include "agent/service/recovery.h"
 #include "agent/service/socket_probe.h"
+#include "common/scope_exit.h"
 #include "hostnet/netlink_host_network.h"
 #include "netlink/socket_pool.h"
 #include "nft/kernel/nft_ruleset.h"
@@ -292,6 +293,20 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
                                       .writer = writer->get(),
                                       .emptyGcMaxLeases = config.emptyGcMaxLeases,
                                       .allowEmptyGc = config.allowEmptyGc});
+  // Before the control socket: a pod socket that cannot start stops the agent before any grant.
+  Router podRouter;
+  std::unique_ptr<PodApi> podApi;
+  HOSTPORT_TRY(auto podServer, servePods(podIo, config, service, podRouter, podApi));
+  // Every lease observer (the pod socket's above, the publisher's here) is registered before the
+  // first thread that can grant or release starts: the reconciler's, then the sockets'.
+  std::unique_ptr<kube::KubeClient> kubeClient;
+  HOSTPORT_TRY(auto publisher, startPublisher(config, service, metrics, kubeClient));
+  std::jthread capacity;
+  if (publisher) capacity = watchCapacity(config, *publisher);
+  // On every way out, early error returns included, the journal drains while what its callbacks
+  // reach is alive: the service and the lease observers above. What is declared below (the
+  // reconciler, the sockets) is gone by then.
+  const ScopeExit drainJournal([&recovered] { recovered.store.reset(); });
   // Before the socket serves: release notes first, then the table brought to the leases.
   std::unique_ptr<Reconciler> reconciler;
   if (config.tableRepairSeconds > 0) {
@@ -299,10 +314,6 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
     if (!started) return withContext(started.error(), "cannot start the reconciler");
     reconciler = std::move(*started);
   }
-  // Before the control socket: a pod socket that cannot start stops the agent before any grant.
-  Router podRouter;
-  std::unique_ptr<PodApi> podApi;
-  HOSTPORT_TRY(auto podServer, servePods(podIo, config, service, podRouter, podApi));
   std::atomic<bool> ready{false};
   Router router;
   registerApiHandlers(router, service, metrics, ready);
@@ -310,10 +321,6 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
                UnixHttpServer::listen(io, config.socketPath, 0600, router, ServerLimits{}));
   Router metricsRouter;  // GET /metrics and nothing else: TCP never reaches a control endpoint
   registerMetricsHandler(metricsRouter, service);
-  std::unique_ptr<kube::KubeClient> kubeClient;
-  HOSTPORT_TRY(auto publisher, startPublisher(config, service, metrics, kubeClient));
-  std::jthread capacity;
-  if (publisher) capacity = watchCapacity(config, *publisher);
   auto metricsServer = serveMetrics(io, config, metricsRouter);
   lifecycle.watchSignals();
   // Pool rules follow the file without a restart (config_reload.h says what else does not).

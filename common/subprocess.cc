@@ -75,7 +75,7 @@ bool exchange(UniqueFd& input, std::string_view bytes, UniqueFd& out, UniqueFd& 
                        {out.valid() ? out.get() : -1, POLLIN, 0},
                        {err.valid() ? err.get() : -1, POLLIN, 0}};
     const int polled = ::poll(ready, 3, static_cast<int>(left.count()));
-    if (polled < 0 && errno != EINTR) return true;  // cannot wait: let waitpid decide
+    if (polled < 0 && errno != EINTR) return false;  // cannot wait: the caller kills it
     if (polled <= 0) continue;
     if (ready[0].revents != 0) {
       const ssize_t wrote = ::write(input.get(), bytes.data(), bytes.size());
@@ -120,12 +120,23 @@ Result<ProgramOutcome> runProgram(const ProgramRun& run) {
   posix_spawn_file_actions_adddup2(&actions, input.read.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, output.write.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, errors.write.get(), STDERR_FILENO);
+  // The program starts with no signal blocked and every one at its default, whatever this
+  // thread's mask or the process's dispositions are.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &all);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   auto argv = pointers(run.argv);
   auto envp = pointers(run.env);
   pid_t pid = 0;
   const int spawned =
-      ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+      ::posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (spawned != 0) return failSystem(ErrorCode::kIo, "cannot run " + program, spawned);
   input.read.reset();
   output.write.reset();

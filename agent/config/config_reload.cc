@@ -33,6 +33,12 @@ std::vector<std::string> changedTopLevelKeys(const AgentConfig& a, const AgentCo
   check("cniConfDir", a.cniConfDir != b.cniConfDir);
   check("cniBinDir", a.cniBinDir != b.cniBinDir);
   check("replacePortmap", a.replacePortmap != b.replacePortmap);
+  check("podSocket", a.podSocketPath != b.podSocketPath);
+  check("kubeconfig", a.kubeconfig != b.kubeconfig);
+  check("nodeName", a.nodeName != b.nodeName);
+  check("apiQps", a.apiQps != b.apiQps);
+  check("apiBurst", a.apiBurst != b.apiBurst);
+  check("capacitySeconds", a.capacitySeconds != b.capacitySeconds);
   return keys;
 }
 

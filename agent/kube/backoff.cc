@@ -13,7 +13,12 @@ std::chrono::milliseconds Backoff::delay(int attempt,
                                       static_cast<double>(policy_.initial.count()) *
                                           std::pow(policy_.factor, std::max(0, attempt - 1)));
   auto wait = std::chrono::milliseconds(static_cast<int64_t>(cap * random_()));
-  if (retryAfter) wait = std::max<std::chrono::milliseconds>(wait, *retryAfter);
+  // A Retry-After longer than the cap is cut to it: one pod's 429 must not hold the publisher's
+  // only thread for an hour; the outbox tries that pod again later anyway.
+  if (retryAfter) {
+    const std::chrono::milliseconds asked = *retryAfter;
+    wait = std::max(wait, std::min(asked, policy_.max));
+  }
   return wait;
 }
 

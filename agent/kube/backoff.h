@@ -24,7 +24,8 @@ class Backoff {
   Backoff(BackoffPolicy policy, std::function<double()> random)
       : policy_(policy), random_(std::move(random)) {}
 
-  /// The wait before retry number `attempt` (1 for the first retry), at least `retryAfter`.
+  /// The wait before retry number `attempt` (1 for the first retry), at least `retryAfter` up to
+  /// the policy's max.
   std::chrono::milliseconds delay(int attempt, std::optional<std::chrono::seconds> retryAfter = {});
 
  private:

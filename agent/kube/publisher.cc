@@ -98,8 +98,8 @@ void Publisher::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mutex_);
-  if (dirty_) persistLocked();
+  std::unique_lock lock(mutex_);
+  if (dirty_) persist(lock);
 }
 
 void Publisher::granted(const Lease& lease) {
@@ -114,13 +114,16 @@ void Publisher::granted(const Lease& lease) {
 }
 
 void Publisher::released(const AttachmentKey& key) {
-  std::lock_guard lock(mutex_);
-  owed_.erase(key);
-  if (published_.erase(key.str()) > 0 && !dirty_) {
-    dirty_ = true;
-    dirtySince_ = Clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    owed_.erase(key);
+    if (published_.erase(key.str()) > 0 && !dirty_) {
+      dirty_ = true;
+      dirtySince_ = Clock::now();
+    }
+    counts_.pending = owed_.size();
   }
-  counts_.pending = owed_.size();
+  wake_.notify_all();  // the record is written a persistDelay from now, not an hour
 }
 
 void Publisher::nodeCapacity(std::map<std::string, uint64_t> capacities, bool resend) {
@@ -129,8 +132,8 @@ void Publisher::nodeCapacity(std::map<std::string, uint64_t> capacities, bool re
     std::lock_guard lock(mutex_);
     if (resend) deliveredCapacity_.reset();
     if (wantedCapacity_ == capacities && !resend) return;
+    // capacityNotBefore_ stays: a change does not cut short the wait after a failure.
     wantedCapacity_ = std::move(capacities);
-    capacityNotBefore_ = Clock::now();
   }
   wake_.notify_all();
 }
@@ -145,7 +148,10 @@ void Publisher::run() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     const auto now = Clock::now();
-    if (dirty_ && (now - dirtySince_ >= options_.persistDelay || owed_.empty())) persistLocked();
+    if (dirty_ && (now - dirtySince_ >= options_.persistDelay || owed_.empty())) {
+      persist(lock);
+      continue;
+    }
     if (wantedCapacity_ && wantedCapacity_ != deliveredCapacity_ && capacityNotBefore_ <= now) {
       auto capacities = *wantedCapacity_;
       lock.unlock();
@@ -246,9 +252,13 @@ void Publisher::deliverCapacity(std::map<std::string, uint64_t> capacities) {
               {"retry_ms", static_cast<int64_t>(options_.retryDelay.count())}});
 }
 
-void Publisher::persistLocked() {
+void Publisher::persist(std::unique_lock<std::mutex>& lock) {
   nlohmann::json published = nlohmann::json::object();
   for (const auto& [key, digest] : published_) published[key] = digest;
+  dirty_ = false;
+  lock.unlock();
+  // Written without the lock: the store's thread calls granted() and released(), and must not
+  // wait on this disk write.
   const std::string text = nlohmann::json{{"version", 1}, {"published", published}}.dump();
   if (auto written =
           writeFileAtomically(options_.stateDir, kPublishedFile, text, Durability::kCache);
@@ -256,7 +266,7 @@ void Publisher::persistLocked() {
     log::event(Component::kKube, Level::kWarn, "publish.record_failed",
                {{"cause", written.error().message}});
   }
-  dirty_ = false;
+  lock.lock();
 }
 
 Publisher::Counts Publisher::counts() const {

@@ -83,7 +83,8 @@ class Publisher {
   void run();
   void deliver(const AttachmentKey& key, Owed owed);
   void deliverCapacity(std::map<std::string, uint64_t> capacities);
-  void persistLocked();
+  /// Writes published.json from a copy taken under `lock`, which is released meanwhile.
+  void persist(std::unique_lock<std::mutex>& lock);
 
   PublisherOptions options_;
   PatchSender send_;

@@ -19,12 +19,19 @@ constexpr int SO_PEERPIDFD = 77;  // Linux 6.5; glibc 2.36's headers predate it
 
 std::string processName(pid_t pid) { return "process " + std::to_string(pid); }
 
-/// The caller's pidfd, or an invalid fd when the kernel has no SO_PEERPIDFD.
-UniqueFd peerPidfd(int socketFd) {
+/// The caller's pidfd; an invalid fd when the kernel has no SO_PEERPIDFD (ENOPROTOOPT). Any other
+/// failure is an error: kernels 6.5 to 6.15 answer EINVAL once the peer has been reaped, which is
+/// the very case the pidfd is there to catch (a pid reused by another process).
+Result<UniqueFd> peerPidfd(int socketFd, pid_t pid) {
   int pidfd = -1;
   socklen_t length = sizeof pidfd;
-  if (::getsockopt(socketFd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) != 0) return {};
-  return UniqueFd(pidfd);
+  if (::getsockopt(socketFd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) == 0) {
+    return UniqueFd(pidfd);
+  }
+  if (errno == ENOPROTOOPT) return UniqueFd();
+  return failSystem(ErrorCode::kUnavailable,
+                    processName(pid) + " exited before it could be identified (SO_PEERPIDFD)",
+                    errno);
 }
 
 /// True unless the process behind `pidfd` has exited (a zombie counts as alive here: it keeps its
@@ -46,7 +53,7 @@ Result<PeerProcess> PeerProcess::ofSocket(int socketFd) {
                 "the kernel names no process for this connection (a pid namespace the agent "
                 "does not see; the agent needs hostPID)");
   }
-  const UniqueFd pidfd = peerPidfd(socketFd);
+  HOSTPORT_TRY(const UniqueFd pidfd, peerPidfd(socketFd, credentials.pid));
   HOSTPORT_TRY(PeerProcess process, open(credentials.pid));
   if (pidfd.valid() && !pidfdAlive(pidfd.get())) {
     return fail(ErrorCode::kUnavailable, processName(credentials.pid) +

@@ -89,6 +89,21 @@ pools:
   EXPECT_EQ(applied.socketPath, running.socketPath);
 }
 
+TEST(ConfigReloadTest, TheClusterAndPodSocketKeysNeedARestart) {
+  ASSERT_OK_AND_ASSIGN(const AgentConfig running, loadFinal(kGames));
+  ASSERT_OK_AND_ASSIGN(const AgentConfig next, loadFinal(std::string(kGames) + R"(
+podSocket: /run/other/pod.sock
+kubeconfig: /etc/kubeconfig
+nodeName: node-2
+apiQps: 7
+apiBurst: 20
+capacitySeconds: 0
+)"));
+  EXPECT_EQ(planReload(running, next).needRestart,
+            (std::vector<std::string>{"podSocket", "kubeconfig", "nodeName", "apiQps", "apiBurst",
+                                      "capacitySeconds"}));
+}
+
 TEST(ConfigReloadTest, FindsNothingToDoInTheSameConfig) {
   ASSERT_OK_AND_ASSIGN(const AgentConfig running, loadFinal(kGames));
   EXPECT_TRUE(planReload(running, running).empty());

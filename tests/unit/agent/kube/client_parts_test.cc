@@ -68,6 +68,7 @@ TEST(BackoffTest, GrowsExponentiallyUpToTheCapWithFullJitter) {
 TEST(BackoffTest, NeverWaitsLessThanRetryAfter) {
   Backoff backoff({200ms, 5s, 2.0}, [] { return 0.5; });
   EXPECT_EQ(backoff.delay(1, 3s), 3000ms);
+  EXPECT_EQ(backoff.delay(1, 600s), 5000ms) << "capped at the policy's max";
   EXPECT_EQ(parseRetryAfter(" 7 "), 7s);
   EXPECT_EQ(parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT"), std::nullopt);
   EXPECT_EQ(parseRetryAfter("-1"), std::nullopt);
