@@ -42,7 +42,8 @@ Result<void> ensureDirectory(const std::filesystem::path& dir) {
 /// file here is replaced.
 Result<void> replaceThroughTemp(
     const std::filesystem::path& dir, std::string_view name, Durability durability, mode_t mode,
-    const std::function<Result<void>(int, const std::filesystem::path&)>& fill) {
+    const std::function<Result<void>(int, const std::filesystem::path&)>& fill,
+    const std::function<Result<void>()>& beforeRename = {}) {
   HOSTPORT_TRY_VOID(ensureDirectory(dir));
   const auto tmp = dir / ("." + std::string(name) + ".tmp-" + std::to_string(::getpid()));
   const auto path = dir / name;
@@ -56,6 +57,7 @@ Result<void> replaceThroughTemp(
   if (written && durability == Durability::kDurable && ::fsync(fd.get()) != 0) {
     written = failSystem(ErrorCode::kIo, "fsync " + tmp.string(), errno);
   }
+  if (written && beforeRename) written = beforeRename();
   if (written && ::rename(tmp.c_str(), path.c_str()) != 0) {
     written = failSystem(ErrorCode::kIo, "rename " + tmp.string() + " to " + path.string(), errno);
   }
@@ -70,10 +72,12 @@ Result<void> replaceThroughTemp(
 }  // namespace
 
 Result<void> writeFileAtomically(const std::filesystem::path& dir, std::string_view name,
-                                 std::string_view bytes, Durability durability, mode_t mode) {
+                                 std::string_view bytes, Durability durability, mode_t mode,
+                                 const std::function<Result<void>()>& beforeRename) {
   return replaceThroughTemp(
       dir, name, durability, mode,
-      [bytes](int fd, const std::filesystem::path& tmp) { return writeAll(fd, bytes, tmp); });
+      [bytes](int fd, const std::filesystem::path& tmp) { return writeAll(fd, bytes, tmp); },
+      beforeRename);
 }
 
 Result<void> copyFileAtomically(const std::filesystem::path& source,

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,9 +23,12 @@ enum class Durability {
 
 /// Writes `bytes` as dir/name, replacing what was there. `dir` is created (mode 0700) when
 /// missing. The temporary file is dir/.name.tmp-<pid>, which readers skip (a leading dot; and
-/// its suffix is no CNI config's). The file gets exactly `mode`, whatever the umask.
+/// its suffix is no CNI config's). The file gets exactly `mode`, whatever the umask. A failed
+/// `beforeRename` (run once the temp file is complete, just before the rename) leaves dir/name as
+/// it was, removes the temp file and is returned.
 Result<void> writeFileAtomically(const std::filesystem::path& dir, std::string_view name,
-                                 std::string_view bytes, Durability durability, mode_t mode = 0600);
+                                 std::string_view bytes, Durability durability, mode_t mode = 0600,
+                                 const std::function<Result<void>()>& beforeRename = {});
 
 /// Copies `source` to dir/name the same way: a reader (a runtime exec'ing a plugin) sees the old
 /// file or the whole new one, never a partial copy.

@@ -52,6 +52,7 @@ Result<ChainPlan> planChain(const ChainPaths& paths, const ChainOptions& options
   plan.source = chosen.path;
   plan.target = chosen.path;
   plan.mode = confModeOf(chosen.path);
+  plan.sourceVersion = chosen.version;
   std::optional<ConvertedConf> converted;
   Json conflist;
   if (chosen.format == ConfFormat::kConf) {
@@ -81,14 +82,37 @@ Result<ChainPlan> planChain(const ChainPaths& paths, const ChainOptions& options
   return plan;
 }
 
-Result<void> applyChain(const ChainPaths& paths, const ChainPlan& plan) {
-  if (plan.kind != ChainPlan::Kind::kWrite) return {};
+Result<Applied> applyChain(const ChainPaths& paths, const ChainPlan& plan,
+                           const std::function<void()>& beforeSourceCheck) {
+  if (plan.kind != ChainPlan::Kind::kWrite) return Applied::kWritten;
+  // A primary rewrites its file when it likes (Calico's install-cni, flannel's cp -f, Cilium); a
+  // rewrite that lands while we write would vanish under our rename, or with the `.conf` we
+  // unlink. So `source` is compared with the version planned from at the last moment. A rewrite
+  // between that check and rename(2) or unlink(2) is still lost: CNI installers share no lock.
+  bool changed = false;
+  const auto sourceUnchanged = [&]() -> Result<void> {
+    if (beforeSourceCheck) beforeSourceCheck();
+    HOSTPORT_TRY(const auto now, readConfVersion(plan.source));
+    changed = now != plan.sourceVersion;
+    if (changed) return fail(ErrorCode::kConflict, plan.source.string() + " changed meanwhile");
+    return {};
+  };
   if (auto recorded = writeChainRecord(paths.stateDir, plan.record); !recorded) {
     return withContext(recorded.error(), "cannot keep the record of the chaining");
   }
-  HOSTPORT_TRY_VOID(writeConf(plan.target, plan.document, plan.mode));
-  if (plan.source != plan.target) HOSTPORT_TRY_VOID(removeFile(plan.source));
-  return {};
+  if (auto written = writeConf(plan.target, plan.document, plan.mode, sourceUnchanged); !written) {
+    if (changed) return Applied::kSourceChanged;
+    return std::unexpected(written.error());
+  }
+  if (plan.source != plan.target) {
+    // Our conflist is in place, but the `.conf` sorts first: while it stays, the runtime uses it.
+    if (auto unchanged = sourceUnchanged(); !unchanged) {
+      if (changed) return Applied::kSourceChanged;
+      return std::unexpected(unchanged.error());
+    }
+    HOSTPORT_TRY_VOID(removeFile(plan.source));
+  }
+  return Applied::kWritten;
 }
 
 Result<UnchainReport> unchain(const ChainPaths& paths) {

@@ -5,9 +5,11 @@
 // Design note, the order of a chain write: the record first (so uninstall knows about a portmap
 // entry before it leaves the file), then the conflist (atomically), then, for a converted `.conf`,
 // the unlink of the `.conf` (the runtime never lacks a config: for a moment it sees the `.conf`,
-// which sorts first, and then the conflist of the same name).
+// which sorts first, and then the conflist of the same name). The primary's file is replaced or
+// unlinked only while it is still the version the plan was made from (applyChain).
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -38,14 +40,24 @@ struct ChainPlan {
   bool inserted = false;  // our entry was missing from `source`
   ChainRecord record;     // the record once `document` is written
   mode_t mode = 0644;
+  ConfVersion sourceVersion;  // `source` as read: what `document` was made from
 };
 
 /// Looks at the conf dir and decides; writes nothing. kConflict when a `.conf` would be converted
 /// onto an existing conflist that is not ours; kIo when the dir or the record cannot be read.
 Result<ChainPlan> planChain(const ChainPaths& paths, const ChainOptions& options);
 
-/// Carries out a kWrite plan (nothing for the others).
-Result<void> applyChain(const ChainPaths& paths, const ChainPlan& plan);
+enum class Applied {
+  kWritten,        // done (or nothing to do: not a kWrite plan)
+  kSourceChanged,  // `source` is no longer the version planned from: left alone; plan again
+};
+
+/// Carries out a kWrite plan (nothing for the others). Just before `source` is replaced (the
+/// rename) or unlinked (a converted `.conf`), it must still be `sourceVersion`; otherwise the temp
+/// file is dropped and the answer is kSourceChanged. `beforeSourceCheck` is for tests: it runs
+/// just before each of those checks, where a primary's write races ours.
+Result<Applied> applyChain(const ChainPaths& paths, const ChainPlan& plan,
+                           const std::function<void()>& beforeSourceCheck = {});
 
 struct UnchainReport {
   std::optional<std::filesystem::path> file;  // the config edited; nullopt: nothing to undo

@@ -88,7 +88,7 @@ Clock::time_point Chainer::pass() {
   const auto now = Clock::now();
   auto due = now + options_.backstop;
   if (flap_.tick(now) == FlapDetector::Change::kEnded) {
-    resumingAfterFight_ = true;
+    removalCounted_ = true;
     log::event(Component::kCni, Level::kInfo, "cni.flapping_over",
                {{"quiet_seconds", seconds(options_.flap.quietPeriod)}});
     if (options_.onFlapping) options_.onFlapping(false);
@@ -147,8 +147,7 @@ Clock::time_point Chainer::writePlan(const ChainPlan& plan, Clock::time_point no
   }
   pluginMissingLogged_ = false;
   const bool removal = plan.inserted && chainedThisRun_;
-  // The removal that this write answers after a fight was counted in that fight.
-  const bool countsAsRemoval = removal && !std::exchange(resumingAfterFight_, false);
+  const bool countsAsRemoval = removal && !std::exchange(removalCounted_, false);
   if (countsAsRemoval && flap_.removalSeen(now) == FlapDetector::Change::kStarted) {
     log::event(Component::kCni, Level::kError, "cni.flapping",
                {{"file", plan.source.string()},
@@ -161,13 +160,21 @@ Clock::time_point Chainer::writePlan(const ChainPlan& plan, Clock::time_point no
     if (options_.onFlapping) options_.onFlapping(true);
   }
   if (flap_.flapping()) return *flap_.quietEnds();
-  if (auto applied = applyChain(options_.paths, plan); !applied) {
+  const auto applied = applyChain(options_.paths, plan, options_.beforeSourceCheck);
+  if (!applied) {
     if (applied.error().message != lastFailure_) {
       log::event(Component::kCni, Level::kError, "cni.write_failed",
                  {{"file", plan.target.string()}, {"cause", applied.error().message}});
     }
     lastFailure_ = applied.error().message;
     return now + options_.debounce;  // a full disk or a racing writer: soon, not in 30 s
+  }
+  if (*applied == Applied::kSourceChanged) {
+    log::event(Component::kCni, Level::kInfo, "cni.source_changed",
+               {{"file", plan.source.string()},
+                {"retry_ms", static_cast<int64_t>(options_.debounce.count())}});
+    if (removal) removalCounted_ = true;  // the next pass answers the same removal
+    return now + options_.debounce;
   }
   writes_.fetch_add(1);
   const bool converted = plan.source != plan.target;

@@ -11,6 +11,9 @@
 //   re-inserted at once (cni.rechained), unless the FlapDetector sees a fight; then no writes,
 //   onFlapping(true) (the agent's /readyz fails) and one cni.flapping naming the fix, until the
 //   quiet period is over.
+// - A primary's rewrite that lands while we write (after the plan, before our rename) is never
+//   written over: applyChain() leaves it, and a pass after the debounce plans from it
+//   (cni.source_changed). The removal that pass answers is the one already counted.
 // - The plugin binary must be in cniBinDir first: a chain naming a plugin the runtime cannot find
 //   fails every pod's ADD.
 // - Stopping never unchains (SIGTERM must not take networking away from pods; uninstall is
@@ -38,6 +41,8 @@ struct ChainerOptions {
   FlapPolicy flap;
   /// Called on the chainer's thread when a fight starts (true) and ends (false).
   std::function<void(bool flapping)> onFlapping;
+  /// Tests only: applyChain()'s beforeSourceCheck, on the chainer's thread.
+  std::function<void()> beforeSourceCheck;
 };
 
 class Chainer {
@@ -71,7 +76,9 @@ class Chainer {
   DirWatch watch_;
   FlapDetector flap_;
   bool chainedThisRun_ = false;
-  bool resumingAfterFight_ = false;
+  // The removal the next write answers is counted already: in the fight that just ended, or by
+  // a pass whose write found the source changed.
+  bool removalCounted_ = false;
   bool watchWarned_ = false;
   // One event per episode, not per pass.
   bool tornLogged_ = false;

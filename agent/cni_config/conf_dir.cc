@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "common/atomic_file.h"
 #include "common/bounded_json.h"
@@ -60,26 +61,41 @@ Result<ConfDirScan> scanConfDir(const std::filesystem::path& dir) {
   std::ranges::sort(files, [](const auto& a, const auto& b) { return a.string() < b.string(); });
   for (const auto& path : files) {
     const ConfFormat format = *confFormatOf(path);
-    auto text = readSmallFile(path, kMaxConfBytes);
-    if (!text) {
-      scan.unparseable.push_back({path, text.error().message});
+    auto version = readConfVersion(path);
+    if (!version) {
+      scan.unparseable.push_back({path, version.error().message});
       continue;
     }
-    if (!*text) continue;  // gone since the listing
-    auto document = parseConf(**text, format);
+    if (!*version) continue;  // gone since the listing
+    auto document = parseConf((*version)->bytes, format);
     if (!document) {
       scan.unparseable.push_back({path, document.error().message});
       continue;
     }
-    scan.chosen = ConfFile{path, format, std::move(*document)};
+    scan.chosen = ConfFile{path, format, std::move(*document), std::move(**version)};
     break;
   }
   return scan;
 }
 
-Result<void> writeConf(const std::filesystem::path& path, const Json& document, mode_t mode) {
+Result<std::optional<ConfVersion>> readConfVersion(const std::filesystem::path& path) {
+  // The bytes decide; the identity is read first, so a write in between costs a retry at most.
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) {
+    if (errno == ENOENT) return std::nullopt;
+    return failSystem(ErrorCode::kIo, "stat " + path.string(), errno);
+  }
+  HOSTPORT_TRY(auto bytes, readSmallFile(path, kMaxConfBytes));
+  if (!bytes) return std::nullopt;
+  return ConfVersion{status.st_dev, status.st_ino, status.st_size,
+                     status.st_mtim.tv_sec * 1'000'000'000LL + status.st_mtim.tv_nsec,
+                     std::move(*bytes)};
+}
+
+Result<void> writeConf(const std::filesystem::path& path, const Json& document, mode_t mode,
+                       const std::function<Result<void>()>& beforeRename) {
   return writeFileAtomically(path.parent_path(), path.filename().string(), document.dump(2) + "\n",
-                             Durability::kDurable, mode);
+                             Durability::kDurable, mode, beforeRename);
 }
 
 mode_t confModeOf(const std::filesystem::path& path) {

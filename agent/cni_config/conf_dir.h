@@ -7,7 +7,11 @@
 // a primary's write in progress (Calico's install-cni and flannel's `cp -f` rewrite in place), so
 // it is reported, and the caller waits instead of chaining into the wrong file.
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,10 +23,24 @@ namespace hostport::agent::cni_config {
 
 enum class ConfFormat { kConf, kConflist };
 
+/// A config file as read: which file it was and its bytes. A plan made from it holds only while
+/// the file is still this one. The bytes are compared too: an in-place rewrite of the same size
+/// within one tick of the kernel's coarse file clock leaves inode, size and mtime as they were.
+struct ConfVersion {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  int64_t mtimeNs = 0;
+  std::string bytes;
+
+  bool operator==(const ConfVersion&) const = default;
+};
+
 struct ConfFile {
   std::filesystem::path path;
   ConfFormat format = ConfFormat::kConflist;
   Json document;
+  ConfVersion version;  // what `document` was parsed from
 };
 
 struct UnparseableFile {
@@ -49,9 +67,15 @@ Result<Json> parseConf(std::string_view text, ConfFormat format);
 /// an empty scan (the primary has not installed yet).
 Result<ConfDirScan> scanConfDir(const std::filesystem::path& dir);
 
+/// `path` as it is now; nullopt when it does not exist. kDecode when it is too large to be a
+/// config.
+Result<std::optional<ConfVersion>> readConfVersion(const std::filesystem::path& path);
+
 /// Writes `document` as `path` atomically and durably (temp file in the same dir, fsync, rename,
 /// fsync of the dir), with `mode`: the runtime reloads on the rename and never sees half a file.
-Result<void> writeConf(const std::filesystem::path& path, const Json& document, mode_t mode);
+/// A failed `beforeRename` leaves `path` as it was (writeFileAtomically).
+Result<void> writeConf(const std::filesystem::path& path, const Json& document, mode_t mode,
+                       const std::function<Result<void>()>& beforeRename = {});
 
 /// The permission bits of `path`, or 0644 (what installers write) when it cannot be read.
 mode_t confModeOf(const std::filesystem::path& path);

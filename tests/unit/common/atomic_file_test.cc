@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <string>
 
 #include "tests/support/temp_dir.h"
 
@@ -29,6 +31,25 @@ TEST(AtomicFileTest, WritesReadsReplacesAndRemoves) {
   ASSERT_TRUE(removeFile(nested / "f").has_value());
   EXPECT_EQ(readSmallFile(nested / "f", 100).value(), std::nullopt);
   EXPECT_TRUE(removeFile(nested / "f").has_value()) << "removing what is gone succeeds";
+}
+
+TEST(AtomicFileTest, AFailedBeforeRenameLeavesTheFileAndNoTempFile) {
+  test::TempDir dir;
+  ASSERT_TRUE(writeFileAtomically(dir.path(), "f", "one", Durability::kDurable));
+  bool tempComplete = false;
+  const auto written = writeFileAtomically(
+      dir.path(), "f", "two", Durability::kDurable, 0600, [&]() -> Result<void> {
+        const auto temp = dir / (".f.tmp-" + std::to_string(::getpid()));
+        tempComplete = readSmallFile(temp, 100).value() == "two";
+        return fail(ErrorCode::kConflict, "changed");
+      });
+  ASSERT_FALSE(written.has_value());
+  EXPECT_EQ(written.error().message, "changed");
+  EXPECT_TRUE(tempComplete) << "runs once the temp file is written";
+  EXPECT_EQ(readSmallFile(dir / "f", 100).value(), "one");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()),
+                          std::filesystem::directory_iterator()),
+            1);
 }
 
 TEST(AtomicFileTest, RefusesAFileLargerThanTheBound) {

@@ -24,7 +24,26 @@ class ChainFilesTest : public ::testing::Test {
     if (!plan) return {};
     auto applied = applyChain(dirs_.paths(), *plan);
     EXPECT_TRUE(applied.has_value()) << applied.error().message;
+    EXPECT_EQ(applied.value_or(Applied::kSourceChanged), Applied::kWritten);
     return *plan;
+  }
+
+  /// Plans, then applies with the primary writing `text` to `file` at the `nth` check that the
+  /// source is unchanged (1: after our temp file is written, before its rename; 2: before a
+  /// converted `.conf` is unlinked).
+  Applied applyWhileThePrimaryWrites(const std::filesystem::path& file, const std::string& text,
+                                     int nth = 1) {
+    auto plan = planChain(dirs_.paths(), {});
+    EXPECT_TRUE(plan.has_value()) << plan.error().message;
+    if (!plan) return Applied::kWritten;
+    EXPECT_EQ(plan->kind, ChainPlan::Kind::kWrite);
+    int checks = 0;
+    auto applied = applyChain(dirs_.paths(), *plan, [&] {
+      if (++checks == nth) test::writeInPlace(file, text);
+    });
+    EXPECT_TRUE(applied.has_value()) << applied.error().message;
+    EXPECT_EQ(checks, nth) << "no check after the primary's write";
+    return applied.value_or(Applied::kWritten);
   }
 
   test::ConfDirs dirs_;
@@ -80,6 +99,72 @@ TEST_F(ChainFilesTest, KeepsTheFilesModeAndLeavesNoTempFile) {
     names.push_back(entry.path().filename().string());
   }
   EXPECT_THAT(names, ::testing::ElementsAre("10-calico.conflist"));
+}
+
+// The lost update: the primary rewrites its file after our plan and before our rename. Same size
+// and likely the same mtime tick: only the bytes tell the versions apart.
+TEST_F(ChainFilesTest, APrimaryRewriteDuringOurWriteIsKeptAndChainedByTheNextPass) {
+  const auto file = dirs_.conf("10-calico.conflist");
+  test::writeInPlace(file, test::kCalico);
+  const auto restarted = test::sameSizeEdit(test::kCalico, "node-1", "node-2");
+
+  EXPECT_EQ(applyWhileThePrimaryWrites(file, restarted), Applied::kSourceChanged);
+
+  EXPECT_EQ(readText(file), restarted);
+  EXPECT_THAT(test::namesIn(dirs_.confDir), ::testing::ElementsAre("10-calico.conflist"));
+  EXPECT_EQ(chainNow().kind, ChainPlan::Kind::kWrite);
+  const Json chained = readJson(file);
+  EXPECT_TRUE(isChained(chained));
+  EXPECT_EQ(chained["plugins"][0]["nodename"], "node-2");
+}
+
+TEST_F(ChainFilesTest, AConfigReplacedByRenameDuringOurWriteIsKept) {
+  const auto file = dirs_.conf("10-flannel.conflist");
+  test::writeInPlace(file, test::kFlannel);
+  auto plan = planChain(dirs_.paths(), {});
+  ASSERT_TRUE(plan.has_value()) << plan.error().message;
+  const auto applied = applyChain(dirs_.paths(), *plan, [&] {
+    test::writeByRename(file, test::kFlannel);  // the same bytes, another file
+  });
+  ASSERT_TRUE(applied.has_value()) << applied.error().message;
+  EXPECT_EQ(*applied, Applied::kSourceChanged);
+  EXPECT_EQ(readText(file), test::kFlannel);
+  EXPECT_THAT(test::namesIn(dirs_.confDir), ::testing::ElementsAre("10-flannel.conflist"));
+}
+
+TEST_F(ChainFilesTest, AConfRewrittenBeforeOurConflistIsRenamedIsConvertedByTheNextPass) {
+  const auto conf = dirs_.conf("10-mynet.conf");
+  test::writeInPlace(conf, test::kSingleConf);
+  const auto restarted = test::sameSizeEdit(test::kSingleConf, "cni0", "cni1");
+
+  EXPECT_EQ(applyWhileThePrimaryWrites(conf, restarted), Applied::kSourceChanged);
+
+  EXPECT_EQ(readText(conf), restarted);
+  EXPECT_THAT(test::namesIn(dirs_.confDir), ::testing::ElementsAre("10-mynet.conf"));
+  chainNow();
+  EXPECT_FALSE(std::filesystem::exists(conf));
+  const Json conflist = readJson(dirs_.conf("10-mynet.conflist"));
+  EXPECT_TRUE(isChained(conflist));
+  EXPECT_EQ(conflist["plugins"][0]["bridge"], "cni1");
+}
+
+// Our conflist is in place, the `.conf` (which sorts first, so the runtime still uses it) changed:
+// it stays, and uninstall after the next pass brings back its newest content.
+TEST_F(ChainFilesTest, AConfRewrittenBeforeItIsUnlinkedIsKeptAndConvertedByTheNextPass) {
+  const auto conf = dirs_.conf("10-mynet.conf");
+  test::writeInPlace(conf, test::kSingleConf);
+  const auto restarted = test::sameSizeEdit(test::kSingleConf, "cni0", "cni1");
+
+  EXPECT_EQ(applyWhileThePrimaryWrites(conf, restarted, 2), Applied::kSourceChanged);
+
+  EXPECT_EQ(readText(conf), restarted);
+  EXPECT_THAT(test::namesIn(dirs_.confDir),
+              ::testing::ElementsAre("10-mynet.conf", "10-mynet.conflist"));
+  EXPECT_EQ(chainNow().kind, ChainPlan::Kind::kWrite);
+  EXPECT_FALSE(std::filesystem::exists(conf));
+  EXPECT_EQ(readJson(dirs_.conf("10-mynet.conflist"))["plugins"][0]["bridge"], "cni1");
+  ASSERT_TRUE(unchain(dirs_.paths()).has_value());
+  EXPECT_EQ(readJson(conf).dump(), Json::parse(restarted).dump());
 }
 
 TEST_F(ChainFilesTest, AConfIsConvertedAndUninstallBringsItBack) {

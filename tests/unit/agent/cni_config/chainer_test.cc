@@ -31,6 +31,7 @@ class ChainerTest : public ::testing::Test {
     options.backstop = 1h;  // only inotify can wake it in time
     options.flap = flap;
     options.onFlapping = [this](bool flapping) { ready_ = !flapping; };
+    options.beforeSourceCheck = beforeSourceCheck_;
     auto chainer = Chainer::start(std::move(options));
     ASSERT_TRUE(chainer.has_value()) << chainer.error().message;
     chainer_ = std::move(*chainer);
@@ -51,6 +52,7 @@ class ChainerTest : public ::testing::Test {
   log::testing::LogCapture log_;
   test::ConfDirs dirs_;
   std::atomic<bool> ready_{true};
+  std::function<void()> beforeSourceCheck_;
   std::unique_ptr<Chainer> chainer_;
 };
 
@@ -127,6 +129,36 @@ TEST_F(ChainerTest, AFightEndsAfterTheQuietPeriod) {
   ASSERT_TRUE(waitUntil([&] { return !chainer_->flapping() && chained("05-cilium.conflist"); }));
   EXPECT_TRUE(ready_);
   EXPECT_EQ(log_.eventsOnce("cni.flapping_over", 1).size(), 1u);
+}
+
+// Calico restarts (a removal) and writes again while we answer: its second version is not written
+// over but chained by the next pass, and the two writes are one removal, not a fight.
+TEST_F(ChainerTest, APrimaryRewriteDuringOurWriteIsChainedNextAsTheSameRemoval) {
+  const auto file = dirs_.conf("10-calico.conflist");
+  const auto restarted = test::sameSizeEdit(test::kCalico, "node-1", "node-2");
+  std::atomic<bool> armed{false};
+  beforeSourceCheck_ = [&] {
+    if (armed.exchange(false)) test::writeInPlace(file, restarted);
+  };
+  test::writeInPlace(file, test::kCalico);
+  start({.maxRemovals = 2, .window = 60s, .quietPeriod = 1h});
+  ASSERT_TRUE(waitForWrites(1));
+
+  armed = true;
+  test::writeInPlace(file, test::kCalico);
+  ASSERT_TRUE(waitForWrites(2)) << log_.text();
+
+  const Json chained = readJson(file);
+  EXPECT_TRUE(isChained(chained));
+  EXPECT_EQ(chained["plugins"][0]["nodename"], "node-2");
+  EXPECT_FALSE(armed);
+  EXPECT_THAT(log_.eventsOnce("cni.source_changed", 1),
+              ::testing::ElementsAre(::testing::HasSubstr("10-calico.conflist")));
+  EXPECT_EQ(log_.eventsOnce("cni.rechained", 1).size(), 1u);
+  EXPECT_TRUE(log_.events("cni.write_failed").empty());
+  EXPECT_FALSE(chainer_->flapping());
+  EXPECT_TRUE(ready_);
+  EXPECT_THAT(test::namesIn(dirs_.confDir), ::testing::ElementsAre("10-calico.conflist"));
 }
 
 TEST_F(ChainerTest, WaitsForThePluginBinaryBeforeChaining) {

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/cni_config/chain_files.h"
 #include "tests/support/temp_dir.h"
@@ -54,6 +56,28 @@ inline void writeByRename(const std::filesystem::path& path, std::string_view te
   const auto tmp = path.parent_path() / ".primary.tmp";
   writeInPlace(tmp, text);
   std::filesystem::rename(tmp, path);
+}
+
+/// `text` with `from` replaced by `to` of the same length: a primary's next version of its file,
+/// which an in-place rewrite can leave with the same inode, size and mtime.
+inline std::string sameSizeEdit(std::string_view text, std::string_view from, std::string_view to) {
+  std::string edited(text);
+  const auto at = edited.find(from);
+  if (at == std::string::npos || from.size() != to.size()) {
+    ADD_FAILURE() << "no same-size edit of " << from;
+    return edited;
+  }
+  return edited.replace(at, from.size(), to);
+}
+
+/// The names in `dir`, sorted: temp files included.
+inline std::vector<std::string> namesIn(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 /// The document in `path`, or null when it does not exist or does not parse.
