@@ -1,11 +1,13 @@
 #include "agent/service/pod_api.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "agent/api/json_codec.h"
 #include "agent/api/pod_api.h"
 #include "agent/log/event_log.h"
+#include "agent/service/netns_id.h"
 #include "common/quote.h"
 
 namespace hostport::agent::service {
@@ -148,8 +150,25 @@ void PodApi::answer(const server::HttpRequest& request, const std::string& portN
 
 bool PodApi::tryAnswer(const server::HttpRequest& request, const std::string& portName,
                        const NetnsId& netns, const server::Responder& respond) {
-  const std::vector<Lease> leases = service_.leasesInNetns(netns);
+  std::vector<Lease> leases = service_.leasesInNetns(netns);
+  // The kernel hands a freed namespace's inode to the next namespace made, and a lease outlives
+  // its sandbox until the reconciler's grace has passed (or the agent, down, saw no DEL). Only a
+  // lease whose recorded netns path still names this namespace is the caller's.
+  std::erase_if(leases, [](const Lease& lease) {
+    return netnsLiveness(sandboxOf(lease)) != NetnsLiveness::kAlive;
+  });
   if (leases.empty()) return false;
+  const bool onePod = std::ranges::all_of(
+      leases, [&](const Lease& lease) { return lease.pod.uid == leases.front().pod.uid; });
+  if (!onePod) {
+    // Never another pod's data: two pods cannot share a live namespace, so this is state to
+    // repair, not an answer to give.
+    log::event(Component::kServer, Level::kWarn, "server.pod_ambiguous_network",
+               {{"pid", pidText(*request.peer)}, {"leases", leases.size()}});
+    respond(server::errorResponse(403, kNoLease,
+                                  "this network namespace holds leases of more than one pod"));
+    return true;
+  }
   HttpResponse response;
   if (portName.empty()) {
     response = {200, "application/json", api::dumpBody(api::selfBody(leases))};

@@ -7,21 +7,26 @@
 // made through the control socket. The caller is a child process that joined that netns
 // (tests/support/pod_caller.h): the agent identifies the process, not the thread.
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "common/unique_fd.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/netns.h"
 #include "tests/support/pod_caller.h"
 #include "tests/support/result_assertions.h"
+#include "tests/support/temp_dir.h"
 
 #ifndef HOSTPORT_AGENT_PATH
 #error "HOSTPORT_AGENT_PATH must name the hostport-agent binary"
@@ -136,6 +141,26 @@ TEST_F(AgentPodSocketTest, ACallerInANetnsWithoutALeaseIsRefused) {
     EXPECT_THAT(answer.body, HasSubstr("no hostport lease holds the caller's network namespace"));
     EXPECT_THAT(answer.body, Not(HasSubstr("server-a")));
   }
+}
+
+TEST_F(AgentPodSocketTest, ALeaseWhoseSandboxPathIsGoneAnswersNobody) {
+  // The kernel gives a freed namespace's inode to a later namespace, and a lease outlives its
+  // sandbox until the reconciler's grace has passed: the inode alone must not name the caller.
+  // Reuse cannot be forced, so the same view is made by hand: pod A's namespace stays alive (an
+  // fd holds it) under another path, while the path its lease recorded is gone.
+  ASSERT_OK(lease(*podA_, "server-a", {"web"}));
+  const UniqueFd held(::open(podA_->path().c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(held.valid());
+  podA_.reset();  // the sandbox's path is gone, without a DEL
+  TempDir dir;
+  const std::string other = (dir / "netns").string();
+  { std::ofstream touch(other); }
+  const std::string source = "/proc/self/fd/" + std::to_string(held.get());
+  ASSERT_EQ(::mount(source.c_str(), other.c_str(), nullptr, MS_BIND, nullptr), 0) << errno;
+  ASSERT_OK_AND_ASSIGN(const auto answer, askFrom(other, "/v1/self"));
+  ::umount2(other.c_str(), MNT_DETACH);
+  EXPECT_EQ(answer.status, 403u) << answer.body;
+  EXPECT_THAT(answer.body, Not(HasSubstr("server-a")));
 }
 
 TEST_F(AgentPodSocketTest, AConnectionWhoseCallerDiedGetsNoAnswerForItsPod) {
