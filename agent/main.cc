@@ -2,6 +2,7 @@
 // checks, service, socket and lifecycle. Everything it wires is a library with its own tests.
 
 #include <linux/netlink.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -262,7 +263,23 @@ std::jthread watchCapacity(const AgentConfig& config, kube::Publisher& publisher
 
 /// Serves until a signal or a store failure; the exit code, or why the agent could not start.
 /// `flags` are read again, with the file, by a reload (SIGHUP or the file changing).
+/// The soft limit of open files raised to the hard one: every pod socket connection holds two
+/// (the socket and its caller's /proc dir), 512 of them alone would reach a default soft limit of
+/// 1024, and EMFILE is process-wide (the journal, netlink and the control socket too).
+void raiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t was = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    log::event(
+        log::Component::kAgent, log::Level::kDebug, "agent.open_files_raised",
+        {{"from", static_cast<uint64_t>(was)}, {"to", static_cast<uint64_t>(limit.rlim_cur)}});
+  }
+}
+
 Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
+  raiseOpenFileLimit();
   boost::asio::io_context io(1);
   boost::asio::io_context podIo(1);  // the pod socket's alone (server/pod_server.h)
   Lifecycle lifecycle(io, kStoreFailureGrace);
