@@ -320,7 +320,8 @@ struct Allocator::State {
     slots[slot] = std::move(packed);
     index.insert(slot, hashOfBytes(slots[slot].keyBytes()));
     apply(slot, lease);
-    if (const auto poolIndex = findPool(pool)) account(*poolIndex, lease, true);
+    // Every pool its ports are in: a static claim may lie in another pool than the lease's.
+    for (std::size_t i = 0; i < pools.size(); ++i) account(i, lease, true);
     if (lease.sticky) {
       sticky.remember(lease.pod, pool, lease.ports);
     } else {
@@ -340,10 +341,23 @@ struct Allocator::State {
     return count;
   }
 
-  uint32_t askedOf(const AllocationRequest& request, std::size_t poolIndex) const {
+  // What `request` asks of pool `poolIndex`: its dynamic rows when that is the request's pool,
+  // and its static claims in that pool's ranges, whichever pool the request names (a static
+  // hostPort takes the port from the pool whose range holds it). A claim repeated is one, as
+  // claimStatics() counts it.
+  uint32_t askedOf(const AllocationRequest& request, std::size_t poolIndex,
+                   std::size_t requestPool) const {
     uint32_t asked = 0;
-    for (const auto& row : request.dynamics) asked += row.count;  // all from the pool
-    for (const auto& claim : request.statics) asked += poolOf[claim.hostPort] == poolIndex ? 1 : 0;
+    if (poolIndex == requestPool) {
+      for (const auto& row : request.dynamics) asked += row.count;
+    }
+    for (std::size_t i = 0; i < request.statics.size(); ++i) {
+      const auto& claim = request.statics[i];
+      const bool repeated =
+          std::any_of(request.statics.begin(), request.statics.begin() + static_cast<long>(i),
+                      [&](const StaticPortClaim& earlier) { return earlier == claim; });
+      if (!repeated && poolOf[claim.hostPort] == poolIndex) ++asked;
+    }
     return asked;
   }
 
@@ -718,11 +732,14 @@ std::expected<Lease, AllocationError> Allocator::allocate(const AllocationReques
 
   HOSTPORT_TRY(const std::size_t poolIndex, state.resolvePool(request.pool));
   HOSTPORT_TRY_VOID(state.validate(request, state.pools[poolIndex]));
-  {
-    const State::Pool& pool = state.pools[poolIndex];
-    if (auto refused =
-            checkRules(pool.rules, pool.name, request.pod, state.askedOf(request, poolIndex),
-                       state.usageOf(pool, request.pod))) {
+  // The rules of every pool the request takes ports from: its own, and any whose range holds one
+  // of its static claims.
+  for (std::size_t i = 0; i < state.pools.size(); ++i) {
+    const uint32_t asked = state.askedOf(request, i, poolIndex);
+    if (i != poolIndex && asked == 0) continue;
+    const State::Pool& pool = state.pools[i];
+    if (auto refused = checkRules(pool.rules, pool.name, request.pod, asked,
+                                  state.usageOf(pool, request.pod))) {
       return std::unexpected(AllocationError(std::move(*refused)));
     }
   }
@@ -747,7 +764,7 @@ std::optional<Lease> Allocator::release(const AttachmentKey& key) {
   // While the packed key, which the index hashes, is still there.
   state.index.erase(hashOfBytes(packed.keyBytes()), [&](uint32_t at) { return at == *slot; });
   state.unapply(*slot, lease, state.clock());
-  if (const auto poolIndex = state.findPool(lease.pool)) state.account(*poolIndex, lease, false);
+  for (std::size_t i = 0; i < state.pools.size(); ++i) state.account(i, lease, false);
   packed.release(state.strings);
   state.freeSlots.push_back(*slot);
   return lease;

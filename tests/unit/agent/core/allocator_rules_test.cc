@@ -172,5 +172,32 @@ TEST_F(AllocatorRulesTest, ReplaysStickyEntriesOldestFirst) {
   EXPECT_EQ(allocator.stickyPods(), 0u);
 }
 
+TEST_F(AllocatorRulesTest, AStaticClaimInAnotherPoolsRangeAnswersToThatPoolsRules) {
+  // "games" allows games-* only; "default" anyone. A pod of another namespace that names the
+  // default pool must not take a games port as a static hostPort.
+  PoolSpec games{"games", {{30000, 30099}}, {}, Strategy::kLowest, 0, {{"games-*"}, {}, {}}};
+  PoolSpec open{"default", {{31000, 31099}}, {}, Strategy::kLowest, 0, {}};
+  auto created = Allocator::create({std::move(games), std::move(open)}, [] { return uint64_t{0}; });
+  ASSERT_OK(created);
+  Allocator allocator = std::move(*created);
+  auto web = request("a", {"web", "nginx", "u1"}, 0, {{30005, 80, PortProtocol::kTcp, {}}});
+  web.pool = "default";
+  const auto refused = allocator.allocate(web, probe_);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().refusal, Refusal::kNamespace);
+  EXPECT_NE(refused.error().message.find("games"), std::string::npos) << refused.error().message;
+  // An allowed namespace may, and the port counts toward games' usage.
+  auto game = request("b", {"games-eu", "s-0", "u2"}, 0, {{30006, 80, PortProtocol::kTcp, {}}});
+  game.pool = "default";
+  ASSERT_OK(allocator.allocate(game, probe_));
+  EXPECT_EQ(allocator.usage().at(0).namespaces, (std::vector<NamespaceUsage>{{"games-eu", 1}}));
+}
+
+TEST_F(AllocatorRulesTest, ARepeatedStaticClaimCountsOnceAgainstThePodQuota) {
+  auto allocator = make({{}, {}, 1});
+  const StaticPortClaim claim{30010, 80, PortProtocol::kTcp, {}};
+  ASSERT_OK(allocator.allocate(request("a", {"games-a", "s-0", "u0"}, 0, {claim, claim}), probe_));
+}
+
 }  // namespace
 }  // namespace hostport::agent::core
