@@ -2,7 +2,7 @@
 // Builds the nft text commands for one attachment. Every interpolated value is typed and
 // validated (addresses canonical, ports numeric, owner and conditions checked by forward.h), so
 // nothing here needs escaping. Text rather than JSON because conditions are nft syntax and one
-// libnftables call is one transaction: an attachment's rules and elements must share it.
+// `nft -f` run is one transaction: an attachment's rules and elements must share it.
 
 #include <string>
 

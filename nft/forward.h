@@ -59,7 +59,7 @@ struct AttachmentRules {
 
   bool empty() const { return forwards.empty() && masquerades.empty(); }
   /// True when a forward has conditions: it is a rule of the conditional chain, not an element,
-  /// and only a libnftables listing shows it.
+  /// and only an nft listing shows it.
   bool hasConditions() const {
     return std::ranges::any_of(forwards,
                                [](const Forward& forward) { return !forward.conditions.empty(); });

@@ -1,6 +1,6 @@
 #pragma once
 // The table API the plugin and the agent use. `Ruleset` is the seam tests fake; NftRuleset
-// (nft_ruleset.h) is the libnftables implementation.
+// (nft_ruleset.h) is the kernel's: netlink, and the nft command for rules with conditions.
 
 #include "nft/forward.h"
 #include "nft/table_state.h"

@@ -1,5 +1,5 @@
 #pragma once
-// What our tables hold, read back from libnftables' JSON listing, and how that compares with what
+// What our tables hold, read back from nft's JSON listing, and how that compares with what
 // was planned (matchesInstalled, diff). The text listing prints comments unescaped, so JSON is the
 // only faithful way to learn each element's owner.
 
