@@ -42,9 +42,15 @@ std::string_view nftFamily(Family family);  // "ip" / "ip6"
 //     dnat ip to meta l4proto . th dport map @ports
 //   }
 //   # Only traffic addressed to this node is ours: the lesson of portmap's CVE-2025-67499.
-//   chain prerouting { type nat hook prerouting priority dstnat; fib daddr type local jump
-//   hostports } chain output { type nat hook output priority -100; fib daddr type local jump
-//   hostports } chain postrouting {
+//   chain prerouting {
+//     type nat hook prerouting priority dstnat;
+//     fib daddr type local jump hostports
+//   }
+//   chain output {
+//     type nat hook output priority -100;
+//     fib daddr type local jump hostports
+//   }
+//   chain postrouting {
 //     type nat hook postrouting priority srcnat;
 //     ct status dnat ip daddr @masqall masquerade
 //     # Hairpin and same-bridge peers, whose replies would otherwise bypass the host: the source
