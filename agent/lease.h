@@ -99,6 +99,8 @@ struct NetnsId {
   friend bool operator==(const NetnsId&, const NetnsId&) = default;
 };
 
+inline constexpr std::string_view kDefaultPool = "default";
+
 struct AllocationRequest {
   AttachmentKey key;
   PodIdentity pod;
@@ -111,6 +113,9 @@ struct AllocationRequest {
   std::optional<Forwarding> forwarding;
   /// Not sent: the agent fills it in from the netns path when the request arrives.
   NetnsId netnsId;
+
+  /// The pool asked for, "default" when none was named.
+  std::string_view poolName() const { return pool.empty() ? kDefaultPool : std::string_view(pool); }
   /// False (annotation hostport.io/sticky: "false"): the pod is not offered the ports it had last
   /// time, and what was remembered of it is forgotten (agent/core/sticky_memory.h).
   bool sticky = true;
@@ -146,7 +151,6 @@ struct Lease {
   friend bool operator==(const Lease&, const Lease&) = default;
 };
 
-inline constexpr std::string_view kDefaultPool = "default";
 inline constexpr std::size_t kMaxPortsPerRequest = 256;  // rows, static and dynamic together
 inline constexpr uint16_t kMaxRangeWidth = 1024;         // ports in one contiguous request
 

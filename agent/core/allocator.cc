@@ -397,8 +397,9 @@ struct Allocator::State {
     return usage;
   }
 
-  Result<std::size_t> resolvePool(const std::string& name) const {
-    const std::string_view wanted = name.empty() ? kDefaultPool : std::string_view(name);
+  /// The pool named `name`, "default" for an empty name.
+  Result<std::size_t> resolvePool(std::string_view name) const {
+    const std::string_view wanted = name.empty() ? kDefaultPool : name;
     if (const auto pool = findPool(wanted)) return *pool;
     return fail(ErrorCode::kInvalidArgument, "unknown pool " + quoteText(wanted));
   }
@@ -689,13 +690,7 @@ Result<Allocator> Allocator::create(std::vector<PoolSpec> pools, std::function<u
         spec.rules,
         {},
         std::nullopt};
-    for (const auto& pattern : spec.rules.namespaces) {
-      if (const Problem problem = namespacePatternProblem(pattern)) {
-        return fail(
-            ErrorCode::kInvalidArgument,
-            "pool " + name + " namespace " + quoteText(pattern) + " " + std::string(*problem));
-      }
-    }
+    HOSTPORT_TRY_VOID(validatePoolRules(name, spec.rules));
     if (spec.rules.maxPortsPerPod) pool.podUse.emplace();
     if (!spec.protocols.empty()) {
       pool.protocols = {};
@@ -730,7 +725,7 @@ std::expected<Lease, AllocationError> Allocator::allocate(const AllocationReques
   State& state = *state_;
   if (const auto slot = state.findSlot(request.key)) return state.leaseAt(*slot);
 
-  HOSTPORT_TRY(const std::size_t poolIndex, state.resolvePool(request.pool));
+  HOSTPORT_TRY(const std::size_t poolIndex, state.resolvePool(request.poolName()));
   HOSTPORT_TRY_VOID(state.validate(request, state.pools[poolIndex]));
   // The rules of every pool the request takes ports from: its own, and any whose range holds one
   // of its static claims.
@@ -808,13 +803,7 @@ Result<void> Allocator::setRules(std::string_view pool, PoolRules rules) {
   State& state = *state_;
   const auto poolIndex = state.findPool(pool);
   if (!poolIndex) return fail(ErrorCode::kNotFound, "unknown pool " + quoteText(pool));
-  for (const auto& pattern : rules.namespaces) {
-    if (const Problem problem = namespacePatternProblem(pattern)) {
-      return fail(ErrorCode::kInvalidArgument, "pool " + quoteText(pool) + " namespace " +
-                                                   quoteText(pattern) + " " +
-                                                   std::string(*problem));
-    }
-  }
+  HOSTPORT_TRY_VOID(validatePoolRules(pool, rules));
   State::Pool& target = state.pools[*poolIndex];
   const bool countPods = rules.maxPortsPerPod.has_value();
   if (countPods && !target.podUse) {

@@ -67,6 +67,17 @@ Problem namespacePatternProblem(std::string_view pattern) {
   return "must be a namespace name (a DNS label) in which '*' may stand for any characters";
 }
 
+Result<void> validatePoolRules(std::string_view pool, const PoolRules& rules) {
+  for (const auto& pattern : rules.namespaces) {
+    if (const Problem problem = namespacePatternProblem(pattern)) {
+      return fail(ErrorCode::kInvalidArgument, "pool " + quoteText(pool) + " namespace " +
+                                                   quoteText(pattern) + " " +
+                                                   std::string(*problem));
+    }
+  }
+  return {};
+}
+
 bool allowsNamespace(const PoolRules& rules, std::string_view namespaceName) {
   if (rules.namespaces.empty()) return true;
   return std::ranges::any_of(rules.namespaces, [&](const std::string& pattern) {

@@ -43,6 +43,10 @@ bool globMatches(std::string_view pattern, std::string_view text);
 /// stand for any run of characters; at most 63 characters. std::nullopt when it can.
 Problem namespacePatternProblem(std::string_view pattern);
 
+/// kInvalidArgument naming `pool` and the first namespaces entry that is not a pattern: what the
+/// allocator checks of rules at start and at a reload.
+Result<void> validatePoolRules(std::string_view pool, const PoolRules& rules);
+
 /// True when the pool's allow list admits `namespaceName` (an empty list admits every one).
 bool allowsNamespace(const PoolRules& rules, std::string_view namespaceName);
 

@@ -7,6 +7,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -68,23 +69,28 @@ struct HttpsTransport::State {
     }
     boost::system::error_code failure;
     tcp::resolver resolver(io);
+    // The stream's expiry covers connect and handshake; the resolve (a DNS name in a kubeconfig)
+    // gets the same deadline from this timer.
+    asio::steady_timer resolveDeadline(io);
+    resolveDeadline.expires_at(deadline);
+    resolveDeadline.async_wait([&](const boost::system::error_code& expired) {
+      if (!expired) resolver.cancel();
+    });
+    const auto finish = [&](const boost::system::error_code& error) {
+      failure = error;
+      resolveDeadline.cancel();
+    };
     resolver.async_resolve(
         config.host, std::to_string(config.port),
         [&](const boost::system::error_code& error, tcp::resolver::results_type found) {
-          if (error) {
-            failure = error;
-            return;
-          }
+          if (error) return finish(error);
           beast::get_lowest_layer(ssl).expires_at(deadline);
           beast::get_lowest_layer(ssl).async_connect(
               found, [&](const boost::system::error_code& connected, const tcp::endpoint&) {
-                if (connected) {
-                  failure = connected;
-                  return;
-                }
+                if (connected) return finish(connected);
                 ssl.async_handshake(
                     asio::ssl::stream_base::client,
-                    [&](const boost::system::error_code& shaken) { failure = shaken; });
+                    [&](const boost::system::error_code& shaken) { finish(shaken); });
               });
         });
     run();
@@ -132,8 +138,8 @@ Result<std::unique_ptr<HttpsTransport>> HttpsTransport::create(const ClusterConf
 
 int HttpsTransport::connections() const { return state_->connections; }
 
-Result<HttpResponse> HttpsTransport::exchange(const HttpRequest& request, const std::string& token,
-                                              std::chrono::milliseconds timeout) {
+Result<ApiResponse> HttpsTransport::exchange(const ApiRequest& request, const std::string& token,
+                                             std::chrono::milliseconds timeout) {
   auto& s = *state_;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   if (!s.stream) HOSTPORT_TRY_VOID(s.connect(deadline));
@@ -169,7 +175,7 @@ Result<HttpResponse> HttpsTransport::exchange(const HttpRequest& request, const 
         unavailable(step + " " + request.method + " " + request.target, failure));
   }
   auto response = parser.release();
-  HttpResponse out;
+  ApiResponse out;
   out.status = static_cast<int>(response.result_int());
   out.body = std::move(response.body());
   for (const auto& field : response) {

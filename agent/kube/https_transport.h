@@ -14,14 +14,14 @@
 
 namespace hostport::agent::kube {
 
-struct HttpRequest {
+struct ApiRequest {
   std::string method;  // GET, PATCH, ...
   std::string target;  // "/api/v1/namespaces/default/pods/web-0"
   std::string contentType;
   std::string body;
 };
 
-struct HttpResponse {
+struct ApiResponse {
   int status = 0;
   std::string body;
   std::map<std::string, std::string> headers;  // names in lower case
@@ -41,8 +41,8 @@ class HttpsTransport {
   /// for anything that kept an answer from coming (resolve, connect, TLS, I/O, the deadline); the
   /// connection is dropped then, and the next call opens a new one. Any HTTP status is a
   /// response, not an error.
-  Result<HttpResponse> exchange(const HttpRequest& request, const std::string& token,
-                                std::chrono::milliseconds timeout);
+  Result<ApiResponse> exchange(const ApiRequest& request, const std::string& token,
+                               std::chrono::milliseconds timeout);
 
   /// How many TLS connections were opened: tests check keep-alive with it.
   int connections() const;

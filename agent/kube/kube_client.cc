@@ -29,7 +29,7 @@ Result<std::unique_ptr<KubeClient>> KubeClient::create(const ClusterConfig& conf
       new KubeClient(config, options, std::move(wait), std::move(transport)));
 }
 
-Result<KubeResponse> KubeClient::send(const HttpRequest& request) {
+Result<KubeResponse> KubeClient::send(const ApiRequest& request) {
   std::optional<Error> lastError;
   KubeResponse last;
   for (int attempt = 1; attempt <= options_.maxAttempts; ++attempt) {

@@ -53,7 +53,7 @@ class KubeClient {
   /// with backoff up to maxAttempts. Any other status is returned as is, for the caller to judge
   /// (404, 409, 422 mean something to it). kUnavailable when the last attempt got no answer or
   /// the wait was cut short; kInvalidArgument, kIo when the token cannot be read.
-  Result<KubeResponse> send(const HttpRequest& request);
+  Result<KubeResponse> send(const ApiRequest& request);
 
   /// The client's figures for /metrics: read from any thread while the client works.
   std::string metricsText() const;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -160,7 +161,20 @@ struct HttpAcceptLoop {
     acceptor.async_accept(
         asio::make_strand(io), [this](beast::error_code ec, typename Protocol::socket socket) {
           if (ec == asio::error::operation_aborted) return;
-          if (!ec) {
+          if (ec) {
+            // EMFILE, ENFILE, ENOBUFS: accepting again at once fails again at once, a busy loop
+            // that starves everything else. Wait a moment; sessions closing free descriptors.
+            if (const auto failed = acceptFailedLog.admit(log::RateLimiter::Clock::now())) {
+              log::event(log::Component::kServer, log::Level::kWarn, "server.accept_failed",
+                         {{"cause", ec.message()}, {"failures", *failed}});
+            }
+            retry.expires_after(kAcceptRetryDelay);
+            retry.async_wait([this](beast::error_code waited) {
+              if (!waited) accept();
+            });
+            return;
+          }
+          {
             if (open->load() >= limits.maxConnections) {
               // A flood sheds thousands a second: one line a second, counting them.
               if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
@@ -198,7 +212,10 @@ struct HttpAcceptLoop {
   ServerLimits limits;
   std::shared_ptr<std::atomic<std::size_t>> open = std::make_shared<std::atomic<std::size_t>>(0);
   log::RateLimiter shedLog;  // only the accept handler uses it, one at a time
-  AdmitPeer admit;           // set before accept() starts
+  log::RateLimiter acceptFailedLog;
+  static constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
+  asio::steady_timer retry{io};
+  AdmitPeer admit;  // set before accept() starts
 };
 
 }  // namespace hostport::agent::server::detail

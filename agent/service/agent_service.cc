@@ -103,7 +103,7 @@ PendingEvent conflictEvent(const AllocationRequest& request, const core::Allocat
 /// alloc.exhausted: the pool, its size and how much of it leases hold.
 PendingEvent exhaustedEvent(const core::Allocator& allocator, const AllocationRequest& request,
                             const Error& error) {
-  const std::string pool = request.pool.empty() ? std::string(kDefaultPool) : request.pool;
+  const std::string pool(request.poolName());
   PendingEvent event{Component::kAlloc,
                      Level::kWarn,
                      "alloc.exhausted",
@@ -133,7 +133,7 @@ PendingEvent refusalEvent(const core::Allocator& allocator, const AllocationRequ
               "alloc.rule_refused",
               {keyField(request.key),
                podField(request.pod),
-               {"pool", request.pool.empty() ? std::string(kDefaultPool) : request.pool},
+               {"pool", std::string(request.poolName())},
                {"reason", error.refusal ? core::refusalName(*error.refusal) : "unknown"},
                {"cause", error.message}}};
     default:
@@ -210,8 +210,7 @@ void AgentService::allocate(const AllocationRequest& request,
   if (!lease) {
     if (lease.error().code == ErrorCode::kConflict) ++staticConflicts_;
     if (lease.error().refusal) {
-      metrics_.countRefusal(request.pool.empty() ? std::string(kDefaultPool) : request.pool,
-                            *lease.error().refusal);
+      metrics_.countRefusal(std::string(request.poolName()), *lease.error().refusal);
     }
     const PendingEvent refusal = refusalEvent(allocator_, request, lease.error());
     lock.unlock();

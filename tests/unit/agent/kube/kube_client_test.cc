@@ -20,6 +20,14 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
+/// The defaults with `attempts` and `timeout`.
+KubeClientOptions optionsWith(int attempts, std::chrono::milliseconds timeout = 10s) {
+  KubeClientOptions options;
+  options.maxAttempts = attempts;
+  options.timeout = timeout;
+  return options;
+}
+
 class KubeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -43,7 +51,7 @@ class KubeClientTest : public ::testing::Test {
     return made ? std::move(*made) : nullptr;
   }
 
-  static HttpRequest getPod() { return {"GET", "/api/v1/namespaces/games/pods/gs-0", "", ""}; }
+  static ApiRequest getPod() { return {"GET", "/api/v1/namespaces/games/pods/gs-0", "", ""}; }
 
   std::unique_ptr<FakeKubeApiServer> api_;
   test::TempDir dir_;
@@ -106,7 +114,7 @@ TEST_F(KubeClientTest, RetriesA429AfterItsRetryAfterThenA500ThenADroppedConnecti
 
 TEST_F(KubeClientTest, GivesUpAfterMaxAttemptsWithTheLastAnswer) {
   api_->injectFault(FakeKubeFault::answer(503).repeated(10));
-  auto kube = client({}, {.maxAttempts = 3});
+  auto kube = client({}, optionsWith(3));
   ASSERT_NE(kube, nullptr);
   auto response = kube->send(getPod());
   ASSERT_OK(response);
@@ -116,7 +124,7 @@ TEST_F(KubeClientTest, GivesUpAfterMaxAttemptsWithTheLastAnswer) {
 
 TEST_F(KubeClientTest, ASlowAnswerMissesItsDeadline) {
   api_->injectFault(FakeKubeFault::slow(5s));
-  auto kube = client({}, {.timeout = 300ms, .maxAttempts = 1});
+  auto kube = client({}, optionsWith(1, 300ms));
   ASSERT_NE(kube, nullptr);
   auto response = kube->send(getPod());
   ASSERT_FALSE(response);
@@ -131,7 +139,7 @@ TEST_F(KubeClientTest, AServerItsCaDidNotSignIsRefused) {
   auto other = test::TestCertificateAuthority::create("another CA");
   ASSERT_OK(other);
   config->caPem = other->certificatePem();
-  auto kube = KubeClient::create(*config, {.maxAttempts = 1}, [](auto) { return true; });
+  auto kube = KubeClient::create(*config, optionsWith(1), [](auto) { return true; });
   ASSERT_OK(kube);
   auto response = (*kube)->send(getPod());
   ASSERT_FALSE(response);
