@@ -158,6 +158,34 @@ Error kernelError(const std::string& context, int errnum, const std::string& ext
   return error;
 }
 
+/// One datagram read into `buffer`: its size (-1 with `error` set when recvmsg failed), whether
+/// it was cut to the buffer, and the port id that sent it (0: the kernel).
+struct Datagram {
+  ssize_t size = -1;
+  int error = 0;
+  bool truncated = false;
+  uint32_t sender = 0;
+};
+
+Datagram receiveDatagram(int fd, std::span<std::byte> buffer, int flags) {
+  sockaddr_nl from{};
+  iovec io{buffer.data(), buffer.size()};
+  msghdr header{};
+  header.msg_name = &from;
+  header.msg_namelen = sizeof(from);
+  header.msg_iov = &io;
+  header.msg_iovlen = 1;
+  Datagram datagram;
+  datagram.size = ::recvmsg(fd, &header, flags);
+  if (datagram.size < 0) {
+    datagram.error = errno;
+    return datagram;
+  }
+  datagram.truncated = (header.msg_flags & MSG_TRUNC) != 0;
+  datagram.sender = from.nl_pid;
+  return datagram;
+}
+
 }  // namespace
 
 Result<NetlinkSocket> NetlinkSocket::open(int bus, std::chrono::milliseconds timeout) {
@@ -220,25 +248,18 @@ Result<std::optional<Bytes>> NetlinkSocket::receive(std::span<std::byte> buffer,
       if (Clock::now() >= deadline) return std::nullopt;
       continue;  // EINTR
     }
-    sockaddr_nl from{};
-    iovec io{buffer.data(), buffer.size()};
-    msghdr header{};
-    header.msg_name = &from;
-    header.msg_namelen = sizeof(from);
-    header.msg_iov = &io;
-    header.msg_iovlen = 1;
-    const ssize_t received = ::recvmsg(fd(), &header, MSG_DONTWAIT);
-    if (received < 0) {
-      const int error = errno;
+    const Datagram datagram = receiveDatagram(fd(), buffer, MSG_DONTWAIT);
+    if (datagram.size < 0) {
+      const int error = datagram.error;
       if (error == EAGAIN || error == EWOULDBLOCK || error == EINTR) continue;
       return failSystem(ErrorCode::kKernel, "cannot receive netlink message", error);
     }
-    if (header.msg_flags & MSG_TRUNC) {
+    if (datagram.truncated) {
       return failSystem(ErrorCode::kKernel, "netlink message larger than the receive buffer",
                         ENOSPC);
     }
-    if (from.nl_pid != 0) continue;  // not the kernel's
-    return Bytes(buffer).first(static_cast<size_t>(received));
+    if (datagram.sender != 0) continue;  // not the kernel's
+    return Bytes(buffer).first(static_cast<size_t>(datagram.size));
   }
 }
 
@@ -272,22 +293,17 @@ Result<void> NetlinkSocket::send(std::span<const std::byte> bytes, const std::st
 Result<std::span<const std::byte>> NetlinkSocket::receiveOnce(std::vector<std::byte>& buffer,
                                                               const std::string& context) {
   for (;;) {
-    sockaddr_nl from{};
-    iovec io{buffer.data(), buffer.size()};
-    msghdr header{};
-    header.msg_name = &from;
-    header.msg_namelen = sizeof(from);
-    header.msg_iov = &io;
-    header.msg_iovlen = 1;
-    const ssize_t received = ::recvmsg(fd(), &header, 0);
-    if (received >= 0 && (header.msg_flags & MSG_TRUNC)) {
-      poisoned_ = true;
-      return failSystem(ErrorCode::kKernel, context + ": netlink reply larger than the buffer",
-                        ENOSPC);
+    const Datagram datagram = receiveDatagram(fd(), buffer, 0);
+    if (datagram.size >= 0) {
+      if (datagram.truncated) {
+        poisoned_ = true;
+        return failSystem(ErrorCode::kKernel, context + ": netlink reply larger than the buffer",
+                          ENOSPC);
+      }
+      if (datagram.sender != 0) continue;  // not the kernel's: a local process's
+      return Bytes(buffer).first(static_cast<size_t>(datagram.size));
     }
-    if (received >= 0 && from.nl_pid != 0) continue;  // not the kernel's: a local process's
-    if (received >= 0) return Bytes(buffer).first(static_cast<size_t>(received));
-    const int error = errno;
+    const int error = datagram.error;
     if (error == EINTR) continue;
     poisoned_ = true;
     if (error == EAGAIN || error == EWOULDBLOCK) {
