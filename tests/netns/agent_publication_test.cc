@@ -12,6 +12,7 @@
 #include "tests/fakes/fake_kube_apiserver.h"
 #include "tests/netns/agent_plugin_fixture.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace hostport::test {
 namespace {
@@ -67,15 +68,16 @@ class AgentPublicationTest : public AgentPluginTest {
 
   /// The pod's annotations once `key` is among them (waiting up to 10 s), or null.
   nlohmann::json annotationsOnceSet(const std::string& label, const std::string& key) {
-    for (int i = 0; i < 1000; ++i) {
+    nlohmann::json annotations;
+    waitUntil([&] {
       const auto pod = api_->object(podPath(label));
       if (pod && pod->contains("metadata") && (*pod)["metadata"].contains("annotations") &&
           (*pod)["metadata"]["annotations"].contains(key)) {
-        return (*pod)["metadata"]["annotations"];
+        annotations = (*pod)["metadata"]["annotations"];
       }
-      std::this_thread::sleep_for(10ms);
-    }
-    return nullptr;
+      return !annotations.is_null();
+    });
+    return annotations;
   }
 
   std::unique_ptr<FakeKubeApiServer> api_;
@@ -123,7 +125,7 @@ TEST_F(AgentPublicationTest, AnotherPodOfTheSameNameIsNeverPatched) {
   ASSERT_OK(node().add(*pod, withAgent("web=8080")));
   ASSERT_TRUE(api_->waitForRequests(1, 10s)) << agent_->log();
   const auto dropped = [&] { return agent_->log().find("publish.dropped") != std::string::npos; };
-  for (int i = 0; i < 1000 && !dropped(); ++i) std::this_thread::sleep_for(10ms);
+  waitUntil(dropped);
   EXPECT_THAT(agent_->log(), HasSubstr("reason=uid_mismatch"));
   const auto stored = api_->object(podPath("gs-1"));
   ASSERT_TRUE(stored);
@@ -179,7 +181,7 @@ TEST_F(AgentPublicationTest, TheNodesCapacityFollowsAHostProcessBindingAPoolPort
     return (*stored)["status"]["capacity"].value("hostport.io/default", "");
   };
   const auto becomes = [&](const std::string& wanted) {
-    for (int i = 0; i < 1000 && capacity() != wanted; ++i) std::this_thread::sleep_for(10ms);
+    waitUntil([&] { return capacity() == wanted; });
     return capacity();
   };
   EXPECT_EQ(becomes("20"), "20") << agent_->log();  // kSmallPool: 41000-41019
@@ -210,7 +212,7 @@ TEST_F(AgentPublicationTest, AddGoesOnWhileTheApiServerDoesNotAnswer) {
     }
     return std::nullopt;
   };
-  for (int i = 0; i < 1000 && !patch(); ++i) std::this_thread::sleep_for(10ms);
+  waitUntil([&] { return patch().has_value(); });
   ASSERT_TRUE(patch()) << agent_->log();
   EXPECT_EQ(patch()->status, 0u) << "answered before ADD returned";
 }
@@ -223,7 +225,7 @@ TEST_F(AgentPublicationTest, AddSucceedsWhileTheApiServerIsDown) {
   ASSERT_NE(pod, nullptr);
   EXPECT_NE(grantedPort(*pod, "web", agent::PortProtocol::kTcp), 0);
   const auto failed = [&] { return agent_->log().find("publish.failed") != std::string::npos; };
-  for (int i = 0; i < 1000 && !failed(); ++i) std::this_thread::sleep_for(10ms);
+  waitUntil(failed);
   EXPECT_THAT(agent_->log(), HasSubstr("reason=unavailable"));
 }
 

@@ -17,6 +17,7 @@
 
 #include "agent/cni_config/chain_files.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace hostport::agent::cni_config::test {
 
@@ -85,15 +86,6 @@ inline Json readJson(const std::filesystem::path& path) {
   return Json::parse(readText(path), nullptr, /*allow_exceptions=*/false);
 }
 
-/// Polls `condition` until it holds or `timeout` passes; its last answer.
-inline bool waitUntil(const std::function<bool()>& condition,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return condition();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
+using hostport::test::waitUntil;
 
 }  // namespace hostport::agent::cni_config::test

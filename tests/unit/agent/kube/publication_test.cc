@@ -13,6 +13,7 @@
 #include "agent/kube/publisher.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace hostport::agent::kube {
 namespace {
@@ -85,13 +86,8 @@ class ScriptedServer {
   std::vector<std::pair<std::string, std::string>> sent_;
 };
 
-bool eventually(const std::function<bool()>& condition) {
-  for (int i = 0; i < 500; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
+/// Up to 5 s, as these tests have always waited.
+bool eventually(const std::function<bool()>& condition) { return test::waitUntil(condition, 5s); }
 
 class PublisherTest : public ::testing::Test {
  protected:
