@@ -205,7 +205,6 @@ Result<std::unique_ptr<kube::Publisher>> startPublisher(const AgentConfig& confi
   auto cluster = clusterOf(config);
   if (!cluster) return nullptr;
   auto& [clusterConfig, node] = *cluster;
-  kube::Publisher* publisherRef = nullptr;
   auto publisher = std::make_unique<kube::Publisher>(
       kube::PublisherOptions{node, config.stateDir},
       [&client](const std::string& path, const std::string& body) -> Result<int> {
@@ -213,7 +212,7 @@ Result<std::unique_ptr<kube::Publisher>> startPublisher(const AgentConfig& confi
                      client->send({"PATCH", path, "application/merge-patch+json", body}));
         return response.status;
       });
-  publisherRef = publisher.get();
+  kube::Publisher* const publisherRef = publisher.get();
   kube::KubeClientOptions options;
   options.qps = config.apiQps;
   options.burst = static_cast<int>(config.apiBurst);

@@ -117,10 +117,7 @@ void Publisher::released(const AttachmentKey& key) {
   {
     std::lock_guard lock(mutex_);
     owed_.erase(key);
-    if (published_.erase(key.str()) > 0 && !dirty_) {
-      dirty_ = true;
-      dirtySince_ = Clock::now();
-    }
+    if (published_.erase(key.str()) > 0) markDirtyLocked();
     counts_.pending = owed_.size();
   }
   wake_.notify_all();  // the record is written a persistDelay from now, not an hour
@@ -191,22 +188,11 @@ void Publisher::deliver(const AttachmentKey& key, Owed owed) {
   const std::string pod = owed.pod.namespaceName + "/" + owed.pod.name;
   if (sent && *sent >= 200 && *sent < 300) {
     ++counts_.delivered;
-    if (stillOwed) {
-      owed_.erase(current);
-      published_[key.str()] = owed.digest;
-      if (!dirty_) dirtySince_ = Clock::now();
-      dirty_ = true;
-    }
+    if (stillOwed) settleLocked(current, owed.digest);
     log::event(Component::kKube, Level::kInfo, "publish.done", {{"pod", pod}, {"key", key.str()}});
   } else if (const std::string drop = sent ? dropReason(*sent) : std::string(); !drop.empty()) {
     ++counts_.dropped[drop];
-    if (stillOwed) {
-      owed_.erase(current);
-      // Moot for good: not owed again after a restart either.
-      published_[key.str()] = owed.digest;
-      if (!dirty_) dirtySince_ = Clock::now();
-      dirty_ = true;
-    }
+    if (stillOwed) settleLocked(current, owed.digest);  // moot: not owed after a restart either
     log::event(Component::kKube, Level::kWarn, "publish.dropped",
                {{"pod", pod},
                 {"uid", owed.pod.uid},
@@ -250,6 +236,18 @@ void Publisher::deliverCapacity(std::map<std::string, uint64_t> capacities) {
               {"reason", reason},
               {"cause", sent ? std::string() : sent.error().message},
               {"retry_ms", static_cast<int64_t>(options_.retryDelay.count())}});
+}
+
+void Publisher::markDirtyLocked() {
+  if (!dirty_) dirtySince_ = Clock::now();
+  dirty_ = true;
+}
+
+void Publisher::settleLocked(std::map<AttachmentKey, Owed>::iterator owed,
+                             const std::string& digest) {
+  published_[owed->first.str()] = digest;
+  owed_.erase(owed);
+  markDirtyLocked();
 }
 
 void Publisher::persist(std::unique_lock<std::mutex>& lock) {

@@ -83,6 +83,10 @@ class Publisher {
   void run();
   void deliver(const AttachmentKey& key, Owed owed);
   void deliverCapacity(std::map<std::string, uint64_t> capacities);
+  /// The record changed: it is written a persistDelay after the first unwritten change.
+  void markDirtyLocked();
+  /// `owed` is owed no more (delivered, or moot): recorded as published by `digest`.
+  void settleLocked(std::map<AttachmentKey, Owed>::iterator owed, const std::string& digest);
   /// Writes published.json from a copy taken under `lock`, which is released meanwhile.
   void persist(std::unique_lock<std::mutex>& lock);
 
