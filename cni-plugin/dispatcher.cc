@@ -54,6 +54,9 @@ class Invocation : public agent::forwards::WriteReport {
   Result<void> status(const PluginConfig& config);
   Result<void> gc(const PluginConfig& config);
 
+  /// True once the table's handle was opened (and may have deleted elements).
+  bool openedTable() const { return ruleset_ != nullptr; }
+
  private:
   struct Attachment {
     std::string owner;
@@ -72,9 +75,15 @@ class Invocation : public agent::forwards::WriteReport {
   /// record ADD kept; by listing the owner's elements when there is none), then leave a durable
   /// release note, so the agent releases the lease at its next pass and never lays them out again.
   Result<void> removeWithoutAgent(const PluginConfig& config, const Error& why);
-  /// Removes whatever carries this attachment's owner tag (a listing): standalone, and the last
-  /// resort.
+  /// Removes whatever carries this attachment's owner tag (a listing): the last resort.
   Result<void> removeOwned();
+  /// Standalone DEL. CNI hands DEL the config and prevResult ADD had, so the forwards ADD
+  /// installed are planned again and removed by key where they carry this owner
+  /// (Ruleset::removeIfOwned): the attachment's own elements at any N, where a listing walks all
+  /// of them. Without a prevResult or port mappings to plan from, it lists (removeOwned). A
+  /// config whose mappings changed since ADD would leave the old ones behind; the runtime passes
+  /// the cached one.
+  Result<void> removeStandalone(const PluginConfig& config);
   PortAuthority& authority(const PluginConfig& config);
   Result<nft::Ruleset*> ruleset();
   Result<hostnet::HostNetwork*> hostNetwork();
@@ -237,6 +246,19 @@ Result<void> Invocation::removeOwned() {
   return {};
 }
 
+Result<void> Invocation::removeStandalone(const PluginConfig& config) {
+  auto target = attachment(config, "DEL");
+  if (!target || config.portMappings.empty()) return removeOwned();
+  auto planned =
+      nft::planAttachment(target->owner, config.portMappings, podTarget(config, target->addresses));
+  if (!planned) return removeOwned();
+  HOSTPORT_TRY(auto* tables, ruleset());
+  HOSTPORT_TRY(const auto removed, tables->removeIfOwned(planned->rules));
+  agent::forwards::flushUdpConntrack(nft::udpHostPorts(removed.forwards), network(), *this);
+  if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
+  return {};
+}
+
 Result<void> Invocation::removeWithoutAgent(const PluginConfig& config, const Error& why) {
   log("warning: hostport-agent cannot release the lease (" + why.message +
       "): removing the forwards here and leaving a release note in " + config.releaseSpool);
@@ -265,7 +287,7 @@ Result<void> Invocation::del(const Result<PluginConfig>& config) {
     log("warning: ignoring unusable config at DEL: " + config.error().message);
     return removeOwned();
   }
-  if (config->agentSocket.empty()) return removeOwned();
+  if (config->agentSocket.empty()) return removeStandalone(*config);
   auto released = authority(*config).release(key());
   if (!released) return removeWithoutAgent(*config, released.error());
   (void)agent::api::removeAttachmentRecord(config->stateDir, key());
@@ -382,7 +404,11 @@ int runPlugin(const PluginIo& io, const PluginBackends& backends) {
   Invocation invocation(io, backends, *env);
   if (env->verb == Verb::kDel) {
     const auto done = invocation.del(config);
-    return done ? 0 : report(io, versionOf(config), done.error());
+    const int code = done ? 0 : report(io, versionOf(config), done.error());
+    if (invocation.openedTable() && backends.exitBeforeTeardown) {
+      backends.exitBeforeTeardown(code);
+    }
+    return code;
   }
   if (!config) return report(io, versionOf(config), config.error());
   if (auto supported = requireVersion(*config, env->verb); !supported) {

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "cni-plugin/detached_teardown.h"
 #include "cni-plugin/dispatcher.h"
 #include "hostnet/netlink_host_network.h"
 #include "nft/kernel/nft_ruleset.h"
@@ -31,7 +32,7 @@ int main() {
   const std::string input = readStdin();
   const cni::PluginIo io{[](const char* name) { return std::getenv(name); }, input, std::cout,
                          std::cerr};
-  const cni::PluginBackends backends{
+  cni::PluginBackends backends{
       []() -> Result<std::unique_ptr<nft::Ruleset>> {
         HOSTPORT_TRY(auto ruleset, nft::kernel::NftRuleset::create());
         return std::unique_ptr<nft::Ruleset>(std::move(ruleset));
@@ -41,5 +42,8 @@ int main() {
         return std::unique_ptr<hostnet::HostNetwork>(std::move(network));
       },
       [](const std::string& socketPath) { return cni::agentPortAuthority(socketPath); }};
+  backends.exitBeforeTeardown = [](int exitCode) {
+    cni::exitLeavingTeardownToChild(exitCode, std::cout, std::cerr);
+  };
   return cni::runPlugin(io, backends);
 }

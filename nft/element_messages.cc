@@ -139,6 +139,21 @@ ByteString elementDumpRequest(Family family, std::string_view set) {
                      set);
 }
 
+ByteString elementGetRequest(const SetElement& element) {
+  NetlinkWriter writer;
+  beginRequest(writer, nftablesType(NFT_MSG_GETSETELEM), NLM_F_ACK,
+               netfilterFamily(element.family));
+  writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
+  writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, element.set);
+  const size_t list = writer.beginNest(NFTA_SET_ELEM_LIST_ELEMENTS);
+  const size_t item = writer.beginNest(NFTA_LIST_ELEM);
+  dataValue(writer, NFTA_SET_ELEM_KEY, element.key);
+  writer.endNest(item);
+  writer.endNest(list);
+  writer.endMessage();
+  return writer.take();
+}
+
 ByteString ruleDumpRequest(Family family, std::string_view chain) {
   return dumpRequest(NFT_MSG_GETRULE, NFTA_RULE_TABLE, NFTA_RULE_CHAIN, family, chain);
 }

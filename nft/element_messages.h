@@ -30,6 +30,11 @@ void appendElementChange(netlink::NetlinkWriter& writer, ElementChange change,
 
 /// A dump request for every element of `set` in our table of `family`.
 ByteString elementDumpRequest(Family family, std::string_view set);
+/// A request for the element of `element.set` (in `element.family`) whose key is `element.key`:
+/// NFT_MSG_GETSETELEM without NLM_F_DUMP, so the kernel looks the key up in its hash and answers
+/// with that element alone (a NEWSETELEM message, parseElementReply), or with ENOENT. It asks for
+/// an ACK, which ends the answer.
+ByteString elementGetRequest(const SetElement& element);
 /// A dump request for the rules of `chain` in our table of `family`.
 ByteString ruleDumpRequest(Family family, std::string_view chain);
 

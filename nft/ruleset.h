@@ -28,6 +28,13 @@ class Ruleset {
   /// the map) or a forward has conditions (its rule's handle needs a listing), it falls back to
   /// remove(rules.owner).
   virtual Result<void> removeExact(const AttachmentRules& rules) = 0;
+  /// Deletes those of `planned`'s forwards and masquerades that the kernel holds under
+  /// `planned.owner`, each found by its key, in one transaction, and returns what it deleted:
+  /// the DEL of a writer that knows what it may have installed but not whether it did (a DEL
+  /// after a failed ADD must not take a key another owner holds). Costs the attachment's own
+  /// elements at any N, where remove() lists every element. Forwards with conditions (rules,
+  /// found only by a listing) go through remove(planned.owner).
+  virtual Result<AttachmentRules> removeIfOwned(const AttachmentRules& planned) = 0;
   /// Every owner's elements in both families' maps and sets (not the conditional chain's rules):
   /// what the agent's reconciler compares with its leases. A missing table reads as empty.
   virtual Result<TableState> readElements() = 0;

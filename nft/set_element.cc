@@ -187,4 +187,16 @@ std::optional<IpPrefix> podSubnetOf(const SetElement& element) {
   return prefixSpanning(*first, *last);
 }
 
+TableState stateOf(const std::vector<SetElement>& elements) {
+  TableState state;
+  for (const auto& element : elements) {
+    if (auto forward = forwardOf(element)) state.forwards.push_back(std::move(*forward));
+    if (auto masquerade = masqueradeOf(element)) {
+      state.masquerades.push_back(std::move(*masquerade));
+    }
+    if (auto subnet = podSubnetOf(element)) state.podSubnets.push_back(*subnet);
+  }
+  return state;
+}
+
 }  // namespace hostport::nft

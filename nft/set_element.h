@@ -50,5 +50,8 @@ ByteString commentUserdata(std::string_view comment);
 std::optional<InstalledForward> forwardOf(const SetElement& element);
 std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element);
 std::optional<IpPrefix> podSubnetOf(const SetElement& element);
+/// The forwards, masquerades and pod subnets that `elements` hold, read back with the three
+/// functions above; elements none of them reads are left out.
+TableState stateOf(const std::vector<SetElement>& elements);
 
 }  // namespace hostport::nft

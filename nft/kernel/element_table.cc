@@ -2,7 +2,9 @@
 
 #include <linux/netlink.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 
 #include "nft/layout_messages.h"
 #include "nft/table_layout.h"
@@ -45,16 +47,24 @@ Result<TableState> ElementTable::read(const std::string* owner) {
                                                    return parseElementReply(message, elements,
                                                                             ownerFilter);
                                                  }));
-      for (const auto& element : elements) {
-        if (auto forward = forwardOf(element)) state.forwards.push_back(std::move(*forward));
-        if (auto masquerade = masqueradeOf(element)) {
-          state.masquerades.push_back(std::move(*masquerade));
-        }
-        if (auto subnet = podSubnetOf(element)) state.podSubnets.push_back(*subnet);
-      }
+      TableState read = stateOf(elements);
+      std::ranges::move(read.forwards, std::back_inserter(state.forwards));
+      std::ranges::move(read.masquerades, std::back_inserter(state.masquerades));
+      std::ranges::move(read.podSubnets, std::back_inserter(state.podSubnets));
     }
   }
   return state;
+}
+
+Result<std::vector<SetElement>> ElementTable::lookUp(const std::vector<SetElement>& elements) {
+  std::vector<SetElement> held;
+  for (const SetElement& wanted : elements) {
+    ByteString request = elementGetRequest(wanted);
+    HOSTPORT_TRY_VOID(socket_.requestAccepting(
+        request, "looking up an element of set " + wanted.set, {ENOENT},
+        [&](std::span<const std::byte> message) { return parseElementReply(message, held); }));
+  }
+  return held;
 }
 
 Result<uint32_t> ElementTable::generation() {

@@ -31,6 +31,12 @@ class ElementTable {
   /// cannot decode are not ours and are left out.
   Result<TableState> read(const std::string* owner = nullptr);
 
+  /// Those of `elements` the kernel holds, as it holds them (data and comment), each looked up by
+  /// its key (elementGetRequest): a few messages per element at any set size, where read() walks
+  /// whole sets. Keys the kernel does not hold, or whose set or table is missing, are left out.
+  /// Hash sets and maps only: a key in an interval set would match any range holding it.
+  Result<std::vector<SetElement>> lookUp(const std::vector<SetElement>& elements);
+
   /// The netns's nf_tables generation (element_messages.h, generationRequest).
   Result<uint32_t> generation();
 

@@ -189,6 +189,25 @@ Result<void> NftRuleset::removeExact(const AttachmentRules& rules) {
   return {};
 }
 
+Result<AttachmentRules> NftRuleset::removeIfOwned(const AttachmentRules& planned) {
+  if (planned.hasConditions()) return remove(planned.owner);
+  for (int attempt = 1;; ++attempt) {
+    HOSTPORT_TRY(std::vector<SetElement> held,
+                 elements_.lookUp(elementsOf(planned, Subnets::kWithout)));
+    std::erase_if(held, [&](const SetElement& element) {
+      return commentOf(element.userdata) != planned.owner;
+    });
+    const TableState owned = stateOf(held);
+    if (held.empty()) return owned.rulesOf(planned.owner);
+    auto deleted = elements_.change(ElementChange::kDelete, held);
+    if (deleted) return owned.rulesOf(planned.owner);
+    // Gone between the look-up and the delete: look again.
+    if (!isNotFound(deleted.error()) || attempt == kRemoveAttempts) {
+      return withContext(deleted.error(), "removing the forwards of " + planned.owner);
+    }
+  }
+}
+
 Result<AttachmentRules> NftRuleset::listOwned(const std::string& owner) {
   HOSTPORT_TRY(const TableState owned, ownedState(owner));
   AttachmentRules rules = owned.rulesOf(owner);

@@ -21,6 +21,7 @@ class NftRuleset : public Ruleset {
   Result<void> install(const AttachmentRules& rules) override;
   Result<AttachmentRules> remove(const std::string& owner) override;
   Result<void> removeExact(const AttachmentRules& rules) override;
+  Result<AttachmentRules> removeIfOwned(const AttachmentRules& planned) override;
   Result<TableState> readElements() override { return elements_.read(); }
   Result<std::optional<uint32_t>> generation() override;
   Result<AttachmentRules> listOwned(const std::string& owner) override;

@@ -42,6 +42,22 @@ class FakeRuleset : public Ruleset {
     HOSTPORT_TRY_VOID(remove(rules.owner));
     return {};
   }
+  /// Removes the owner's forwards and masquerades that `planned` names; another owner's stay.
+  Result<AttachmentRules> removeIfOwned(const AttachmentRules& planned) override {
+    ++removeIfOwnedCalls;
+    AttachmentRules removed{planned.owner, {}, {}};
+    auto found = installed.find(planned.owner);
+    if (found == installed.end()) return removed;
+    auto& held = found->second;
+    for (const auto& forward : planned.forwards) {
+      if (std::erase(held.forwards, forward) > 0) removed.forwards.push_back(forward);
+    }
+    for (const auto& masquerade : planned.masquerades) {
+      if (std::erase(held.masquerades, masquerade) > 0) removed.masquerades.push_back(masquerade);
+    }
+    if (held.forwards.empty() && held.masquerades.empty()) installed.erase(found);
+    return removed;
+  }
   Result<TableState> readElements() override {
     TableState state;
     for (const auto& [owner, rules] : installed) {
@@ -75,6 +91,7 @@ class FakeRuleset : public Ruleset {
   std::vector<IpPrefix> podSubnets;                  // shared, as the kernel's podnets set
   int ensureCalls = 0;
   int removeExactCalls = 0;
+  int removeIfOwnedCalls = 0;
   bool conflict = false;
 };
 

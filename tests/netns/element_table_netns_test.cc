@@ -3,6 +3,7 @@
 // (test::inPrivateNetns).
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <linux/netfilter/nfnetlink.h>
 
@@ -87,6 +88,36 @@ TEST_F(ElementTableTest, WhatWasAddedIsDeletedByTheSameKeys) {
     ASSERT_OK(elements.change(ElementChange::kAdd, planned));
     ASSERT_OK(elements.change(ElementChange::kDelete, planned));
     EXPECT_TRUE(elements.read()->empty());
+  }));
+}
+
+// A look-up by key finds the element as the kernel holds it, whoever owns it, and leaves out
+// keys nobody holds; removeIfOwned deletes only what carries its owner.
+TEST_F(ElementTableTest, LooksElementsUpByKeyAndRemovesOnlyTheOwners) {
+  ASSERT_OK(test::inPrivateNetns([] {
+    ASSERT_NO_FATAL_FAILURE(layOut());
+    auto elements = table();
+    const SetElement ours = forward(8080, "a/eth0");
+    const SetElement theirs = forward(9090, "b/eth0");
+    const SetElement masquerade = elementOf(Masquerade{ip("10.88.0.5")}, "a/eth0");
+    ASSERT_OK(elements.change(ElementChange::kAdd, {ours, theirs, masquerade}));
+
+    ASSERT_OK_AND_ASSIGN(auto found, elements.lookUp({forward(9090, "a/eth0"), ours,
+                                                      forward(7070, "a/eth0"), masquerade}));
+    EXPECT_THAT(found, ::testing::ElementsAre(theirs, ours, masquerade));
+
+    ASSERT_OK_AND_ASSIGN(auto ruleset, NftRuleset::create());
+    const AttachmentRules planned{
+        "a/eth0",
+        {forwardOf(ours)->forward, forwardOf(forward(9090, "a/eth0"))->forward},
+        {Masquerade{ip("10.88.0.5")}}};
+    ASSERT_OK_AND_ASSIGN(const auto removed, ruleset->removeIfOwned(planned));
+    EXPECT_EQ(removed.forwards.size(), 1u);
+    EXPECT_EQ(removed.masquerades.size(), 1u);
+    ASSERT_OK_AND_ASSIGN(auto left, elements.read());
+    ASSERT_EQ(left.forwards.size(), 1u);
+    EXPECT_EQ(left.forwards.front().owner, "b/eth0") << "another owner's key stays";
+    EXPECT_TRUE(left.masquerades.empty());
   }));
 }
 

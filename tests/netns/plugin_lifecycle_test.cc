@@ -3,10 +3,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include <fstream>
 
+#include "common/scope_exit.h"
 #include "tests/support/plugin_fixture.h"
+#include "tests/support/wait.h"
 
 namespace hostport::test {
 namespace {
@@ -196,6 +200,31 @@ TEST_F(PluginLifecycleTest, DelRemovesEveryElementOfTheAttachmentAndNoOther) {
   EXPECT_THAT(withoutPodSubnets(after), SizeIs(ofB.size()))
       << "elements without the owner's comment were left";
   EXPECT_THAT(after, Contains(Field(&NftEntry::set, "podnets"))) << "pod-b's subnet too";
+}
+
+// The DEL's answer does not wait for the kernel to free what it deleted
+// (cni-plugin/detached_teardown.h): the process the runtime runs exits once the deletion is in
+// force, and a child of it releases the netlink handle. As the subreaper, the test inherits that
+// child and sees it exit by itself.
+TEST_F(PluginLifecycleTest, DelExitsOnceTheElementsAreGoneAndAChildReleasesTheHandle) {
+  Pod* pod = addPod("pod-a", tcpAndUdp());
+  ASSERT_NE(pod, nullptr);
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const ScopeExit notSubreaper([] { prctl(PR_SET_CHILD_SUBREAPER, 0); });
+
+  ASSERT_OK_AND_ASSIGN(auto deleted, node().delPlugin(*pod));
+
+  EXPECT_THAT(deleted, Succeeded());
+  EXPECT_THAT(ownedBy(entries(), pod->owner()), IsEmpty()) << "in force when the DEL exits";
+  // Only the released child exits now: this test's other children (its servers) run on.
+  siginfo_t exited{};
+  const bool reaped = waitUntil([&] {
+    exited = {};
+    return waitid(P_ALL, 0, &exited, WEXITED | WNOHANG) == 0 && exited.si_pid != 0;
+  });
+  ASSERT_TRUE(reaped) << "no child of the DEL was left to release its handle";
+  EXPECT_EQ(exited.si_code, CLD_EXITED);
+  EXPECT_EQ(exited.si_status, 0);
 }
 
 TEST_F(PluginLifecycleTest, DelIsIdempotent) {

@@ -95,6 +95,9 @@ class DispatcherTest : public ::testing::Test {
     Result<void> install(const nft::AttachmentRules& r) override { return fake.install(r); }
     Result<nft::AttachmentRules> remove(const std::string& o) override { return fake.remove(o); }
     Result<void> removeExact(const nft::AttachmentRules& r) override { return fake.removeExact(r); }
+    Result<nft::AttachmentRules> removeIfOwned(const nft::AttachmentRules& r) override {
+      return fake.removeIfOwned(r);
+    }
     Result<nft::TableState> readElements() override { return fake.readElements(); }
     Result<nft::AttachmentRules> listOwned(const std::string& o) override {
       return fake.listOwned(o);
@@ -284,6 +287,18 @@ TEST_F(DispatcherTest, DelRemovesEverythingOfTheOwnerWithoutPrevResultOrNetns) {
   EXPECT_TRUE(outcome.out.empty());
   EXPECT_TRUE(ruleset_.installed.empty());
   EXPECT_EQ(network_.flushedPorts, std::vector<uint16_t>{5353});  // UDP flushed at DEL too
+}
+
+// With the prevResult and mappings ADD had, DEL plans them again and removes those the owner
+// holds by key, without listing every element.
+TEST_F(DispatcherTest, StandaloneDelRemovesThePlannedForwardsByKey) {
+  ASSERT_EQ(run("ADD", config().dump()).exitCode, 0);
+  network_.flushedPorts.clear();
+  const auto outcome = run("DEL", config().dump());
+  ASSERT_EQ(outcome.exitCode, 0) << outcome.out;
+  EXPECT_EQ(ruleset_.removeIfOwnedCalls, 1);
+  EXPECT_TRUE(ruleset_.installed.empty());
+  EXPECT_EQ(network_.flushedPorts, std::vector<uint16_t>{5353});
 }
 
 TEST_F(DispatcherTest, DelOfNothingAndDelWithGarbageConfigSucceed) {

@@ -6,6 +6,7 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "nft/table_layout.h"
@@ -153,6 +154,21 @@ TEST(ElementMessagesTest, DumpRequestsNameOurTable) {
   EXPECT_NE(text.find("ports"), std::string::npos);
   const ByteString rules = ruleDumpRequest(Family::kIPv4, kConditionalChain);
   EXPECT_EQ(headerOf(rules).nlmsg_type, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE);
+}
+
+TEST(ElementMessagesTest, GetRequestLooksUpOneKeyWithoutADump) {
+  const SetElement element = elementOf(Masquerade{*IpAddress::parse("10.88.0.5")}, "c/eth0");
+  const ByteString request = elementGetRequest(element);
+  const auto header = headerOf(request);
+  EXPECT_EQ(header.nlmsg_len, request.size());
+  EXPECT_EQ(header.nlmsg_type, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSETELEM);
+  EXPECT_EQ(header.nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK) << "a look-up, not a dump";
+  const std::string text(reinterpret_cast<const char*>(request.data()), request.size());
+  EXPECT_NE(text.find("snatpods"), std::string::npos);
+  EXPECT_EQ(text.find("c/eth0"), std::string::npos) << "the key alone, not the comment";
+  const auto key =
+      std::search(request.begin(), request.end(), element.key.begin(), element.key.end());
+  EXPECT_NE(key, request.end()) << "the key's bytes";
 }
 
 TEST(ElementMessagesTest, ParsesARuleReply) {

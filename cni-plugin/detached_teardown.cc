@@ -1,0 +1,26 @@
+#include "cni-plugin/detached_teardown.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace hostport::cni {
+
+void exitLeavingTeardownToChild(int exitCode, std::ostream& out, std::ostream& err) {
+  out.flush();
+  err.flush();
+  const pid_t child = fork();
+  if (child < 0) return;
+  if (child > 0) std::_Exit(exitCode);
+  // The runtime reads stdout and stderr to their end: nothing of ours may hold them open.
+  const int devNull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devNull >= 0) {
+    for (const int stream : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) dup2(devNull, stream);
+    close(devNull);
+  } else {
+    for (const int stream : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) close(stream);
+  }
+}
+
+}  // namespace hostport::cni

@@ -1,0 +1,21 @@
+#pragma once
+// Standalone DEL deletes nf_tables elements over a netlink socket. The kernel frees deleted
+// objects only after an RCU grace period, and the process that closes such a socket waits for
+// that work (nft_rcv_nl_event -> nf_tables_trans_destroy_flush_work): 10-14 ms on a small VM, most
+// of a DEL, and the runtime waits for the plugin's exit. The deletion is committed and in force
+// before that wait; only the freeing of memory is left. So the answer need not wait for it: the
+// process the runtime waits for exits, and a child nobody waits for closes the handles.
+
+#include <ostream>
+
+namespace hostport::cni {
+
+/// Flushes `out` and `err` (the answer is written once, by this process), then forks. The parent
+/// exits at once with `exitCode`, skipping every destructor: its references to the handles go
+/// when the kernel closes its files, and the child's keep them open, so none is the last. The
+/// child leaves the runtime's pipes (stdin, stdout and stderr become /dev/null) and returns, to
+/// tear down as usual and exit with nobody waiting. When fork fails this returns in the one
+/// process, which then tears down and waits as before.
+void exitLeavingTeardownToChild(int exitCode, std::ostream& out, std::ostream& err);
+
+}  // namespace hostport::cni
