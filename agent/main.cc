@@ -101,13 +101,14 @@ Result<std::unique_ptr<Reconciler>> startReconciler(const AgentConfig& config,
                                                     AgentService& service, ForwardWriter& writer,
                                                     Metrics& metrics) {
   HOSTPORT_TRY(auto guardRuleset, nft::kernel::NftRuleset::create());
+  HOSTPORT_TRY(auto readerRuleset, nft::kernel::NftRuleset::create());
   ReconcilerOptions options;
   options.period = std::chrono::seconds(config.tableRepairSeconds);
   options.vanishedGrace = std::chrono::seconds(config.vanishedGraceSeconds);
   options.releaseSpool = config.releaseSpool;
   auto reconciler = std::make_unique<Reconciler>(
-      service, writer, std::make_unique<nft::kernel::LayoutGuard>(std::move(guardRuleset)), metrics,
-      std::move(options));
+      service, writer, std::make_unique<nft::kernel::LayoutGuard>(std::move(guardRuleset)),
+      std::move(readerRuleset), metrics, std::move(options));
   // Subscribed before the first pass, so nothing changed during it goes unseen.
   auto events = nft::kernel::TableEvents::open();
   if (!events) {

@@ -3,7 +3,9 @@
 // the one writer of table ip/ip6 hostport). A pass:
 //   1. checks the fixed layout of our tables and lays it out again when someone edited it
 //      (nft/kernel/layout_guard.h);
-//   2. reads every element of our maps and set over netlink and compares them with the leases:
+//   2. reads every element of our maps and set over netlink and compares them with the leases
+//      (first without the writer's lock, through a socket of its own, so ADD and DEL never wait
+//      for the dump; only when that finds something is the compare done again under the lock):
 //      a lease's missing forwards are installed again (a flushed map, a deleted element or table,
 //      a crash between the journal write and the install); owner-tagged elements without a lease
 //      are removed (a DEL the agent never saw, a lease released while it was down). Elements whose
@@ -58,15 +60,18 @@ struct PassReport {
   std::size_t subnetsRemoved = 0;  // pod subnets no lease was in
   std::size_t released = 0;        // leases released because their sandbox was gone
   bool compared = false;           // the table was read and compared with every lease
-  bool unchanged = false;          // skipped: nothing changed in the ruleset since the last compare
+  bool underLock = false;  // ...and ADD and DEL waited for it (there was something to repair)
+  bool unchanged = false;  // skipped: nothing changed in the ruleset since the last compare
 };
 
 class Reconciler {
  public:
-  /// `guard` may be null (no layout check, for tests over a fake ruleset).
+  /// `guard` may be null (no layout check, for tests over a fake ruleset). `reader`, the
+  /// reconciler's own view of the table for the compare without the writer's lock, may be null:
+  /// every compare then takes the lock.
   Reconciler(AgentService& service, ForwardWriter& writer,
-             std::unique_ptr<nft::kernel::LayoutGuard> guard, Metrics& metrics,
-             ReconcilerOptions options);
+             std::unique_ptr<nft::kernel::LayoutGuard> guard, std::unique_ptr<nft::Ruleset> reader,
+             Metrics& metrics, ReconcilerOptions options);
   ~Reconciler();
 
   /// Consumes the release spool, then runs one full pass; call before the socket serves.
@@ -83,6 +88,24 @@ class Reconciler {
   PassReport pass(bool releaseVanished = true);
 
  private:
+  /// What one compare of the kernel with the leases found to repair.
+  struct Repairs {
+    struct Stray {
+      std::string owner;
+      nft::AttachmentRules rules;
+      std::string_view why;
+    };
+    struct Restore {
+      const Lease* lease;
+      std::size_t missing;
+      std::string firstMissing;
+    };
+    std::vector<Stray> strays;
+    std::vector<Restore> restores;
+    std::vector<IpPrefix> unusedSubnets;  // pod subnets no lease is in
+    bool empty() const { return strays.empty() && restores.empty() && unusedSubnets.empty(); }
+  };
+
   /// True when a note released something (the table changed under the writer).
   bool consumeReleaseSpool();
   std::optional<uint32_t> currentGeneration();
@@ -91,9 +114,14 @@ class Reconciler {
   /// Compares the kernel with the leases and repairs it, under the writer's lock; the leases it
   /// compared with.
   std::vector<Lease> reconcileElements(PassReport& report);
-  /// Deletes the pod subnets that no needed one overlaps; how many went.
-  std::size_t removeUnusedSubnets(const std::vector<IpPrefix>& installed,
-                                  const std::vector<IpPrefix>& needed);
+  /// What `leases` need that `state` lacks, and what it holds that they do not. `lister` reads
+  /// the rules of leases with conditions, which no element dump shows. The Restores point into
+  /// `leases`.
+  Repairs compare(const std::vector<Lease>& leases, nft::TableState state, nft::Ruleset& lister);
+  /// Carries `repairs` out; under the writer's lock.
+  void repair(const Repairs& repairs, PassReport& report);
+  /// Deletes the pod subnets; how many went.
+  std::size_t removeSubnets(const std::vector<IpPrefix>& unused);
   std::size_t releaseVanished(const std::vector<SandboxRef>& sandboxes,
                               std::chrono::steady_clock::time_point now);
   void loop();
@@ -102,6 +130,7 @@ class Reconciler {
   AgentService& service_;
   ForwardWriter& writer_;
   std::unique_ptr<nft::kernel::LayoutGuard> guard_;
+  std::unique_ptr<nft::Ruleset> reader_;
   Metrics& metrics_;
   ReconcilerOptions options_;
   /// A pass compares whenever the generation moved, and at least this many backstop periods

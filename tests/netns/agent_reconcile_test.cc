@@ -89,6 +89,26 @@ TEST_F(AgentReconcileTest, AFlushedMapADeletedElementAndADeletedTableAreRepaired
   EXPECT_THAT(agent_->log(), HasSubstr("table.restored"));
 }
 
+// A compare reads every element, hundreds of ms at 65,535 leases: one that finds the table as the
+// leases want it holds no lock a CNI call waits for; one that finds damage compares again under
+// the writer's lock and repairs.
+TEST_F(AgentReconcileTest, ACompareThatFindsNothingTakesNoLockAndOneThatFindsDamageRepairsUnderIt) {
+  ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--table-repair-interval", "1"}));
+  const Served a = servedPod("pod-a");
+  ASSERT_NE(a.port, 0);
+  // Anyone's commit moves the generation, so the next periodic pass compares.
+  ASSERT_NO_FATAL_FAILURE(nft({"add", "table", "ip", "foreign"}));
+  EXPECT_TRUE(within(std::chrono::milliseconds(5000), [&] {
+    return agent_->log().find("table.reconciled unchanged=false under_lock=false") !=
+           std::string::npos;
+  })) << agent_->describe();
+
+  ASSERT_NO_FATAL_FAILURE(nft({"delete", "element", "ip", "hostport", "ports",
+                               "{ tcp . " + std::to_string(a.port) + " }"}));
+  EXPECT_TRUE(answersWithin(std::chrono::milliseconds(2000), a.port, "pod-a"));
+  EXPECT_THAT(agent_->log(), HasSubstr("under_lock=true layout_repaired=false leases_restored=1"));
+}
+
 TEST_F(AgentReconcileTest, AStrayElementWithOurOwnerTagGoesAndForeignOnesStay) {
   ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--table-repair-interval", "1"}));
   const Served a = servedPod("pod-a");
