@@ -324,7 +324,8 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
   // reach is alive: the service and the lease observers above. What is declared below (the
   // reconciler, the sockets) is gone by then.
   const ScopeExit drainJournal([&recovered] { recovered.store.reset(); });
-  // Before the socket serves: release notes first, then the table brought to the leases.
+  // Before the socket serves: release notes first. The table is brought to the leases by the
+  // reconciler's first pass, on its own thread, while the socket serves.
   std::unique_ptr<Reconciler> reconciler;
   if (config.tableRepairSeconds > 0) {
     auto started = startReconciler(config, service, **writer, metrics);

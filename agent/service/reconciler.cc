@@ -4,6 +4,7 @@
 #include <future>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "agent/api/node_files.h"
 #include "agent/forwards/lease_forwards.h"
@@ -85,10 +86,13 @@ Reconciler::Reconciler(AgentService& service, ForwardWriter& writer,
 
 Reconciler::~Reconciler() { stop(); }
 
-void Reconciler::startUp() { pass(true); }
+void Reconciler::startUp() { releasedAtStart_ = consumeReleaseSpool(); }
 
 void Reconciler::run(std::optional<nft::kernel::TableEvents> events) {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    pass(true);
+    loop();
+  });
   if (!events) return;
   events_ = std::move(events);
   watching_ = true;
@@ -134,7 +138,7 @@ void Reconciler::stop() {
 PassReport Reconciler::pass(bool releaseVanishedToo) {
   const auto started = Clock::now();
   PassReport report;
-  const bool released = consumeReleaseSpool();
+  const bool released = std::exchange(releasedAtStart_, false) || consumeReleaseSpool();
   // Read before anything is checked: whatever changes after this moves the generation on, so
   // the pass after it compares.
   const std::optional<uint32_t> generation = currentGeneration();

@@ -14,7 +14,8 @@
 //      no lease is in them;
 //   3. releases leases whose sandbox is gone (netns_id.h) for longer than the grace: a pod deleted
 //      while the agent was down, whose DEL never came.
-// Passes run at start (before the socket serves), when someone else changes our tables (the
+// Passes run at start (first thing on the loop's thread, as the socket starts to serve), when
+// someone else changes our tables (the
 // events of nft/kernel/table_events.h, or trigger(): a repair in milliseconds), and every
 // `period` as a backstop. A pass first reads the netns's nf_tables generation, which every
 // committed transaction moves on: when it is where the last compare left it, and nothing else
@@ -23,8 +24,13 @@
 // Liveness is checked more often (`livenessInterval`), as it only stats paths. A trigger storm
 // (someone flushing in a loop) is rate-limited to one pass per `minPassGap` and logged once.
 //
-// At start, before the first pass, the release spool is consumed: a DEL made while the agent
-// was down is never undone, even when the sandbox's netns still exists.
+// At start, before the socket serves, the release spool is consumed: a DEL made while the agent
+// was down is never undone, even when the sandbox's netns still exists, and no grant made after
+// the socket serves can be undone by a note older than it. The first pass does not hold the
+// socket back: at 65,535 leases it takes longer than recovering them, and ADD and DEL are
+// consistent with it anyway (the writer's lock); a lease whose forwards a crash kept out of the
+// kernel is restored by it within milliseconds of the socket serving, or by the plugin's retried
+// ADD, whichever comes first.
 
 #include <atomic>
 #include <chrono>
@@ -74,11 +80,12 @@ class Reconciler {
              Metrics& metrics, ReconcilerOptions options);
   ~Reconciler();
 
-  /// Consumes the release spool, then runs one full pass; call before the socket serves.
-  /// Errors of either are logged, never fatal: the agent can grant ports without them.
+  /// Consumes the release spool; call before the socket serves. Errors are logged, never fatal:
+  /// the agent can grant ports without it.
   void startUp();
-  /// Starts the loop on its own thread and, with `events`, a second thread that triggers a pass
-  /// as soon as someone else changes our tables.
+  /// Starts the loop on its own thread, whose first pass compares the whole table and judges
+  /// liveness, and, with `events`, a second thread that triggers a pass as soon as someone else
+  /// changes our tables.
   void run(std::optional<nft::kernel::TableEvents> events = std::nullopt);
   /// Asks for a full pass soon (coalesced; rate-limited).
   void trigger();
@@ -139,6 +146,8 @@ class Reconciler {
   /// A liveness check over this many sandboxes freed enough to hand back (a few MB); small nodes
   /// skip the trim.
   static constexpr std::size_t kTrimAfterSandboxes = 4096;
+  /// startUp() released something: the first pass compares (it would anyway: nothing compared yet).
+  bool releasedAtStart_ = false;
   /// The ruleset generation read just before the last compare that completed.
   std::optional<uint32_t> comparedAt_;
   std::chrono::steady_clock::time_point lastCompare_{};
