@@ -28,6 +28,7 @@
 #include "agent/service/agent_service.h"
 #include "agent/service/api_handlers.h"
 #include "agent/service/forward_writer.h"
+#include "agent/service/heap.h"
 #include "agent/service/lifecycle.h"
 #include "agent/service/netns_id.h"
 #include "agent/service/pod_api.h"
@@ -280,6 +281,7 @@ void raiseOpenFileLimit() {
 
 Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
   raiseOpenFileLimit();
+  configureHeap();
   boost::asio::io_context io(1);
   boost::asio::io_context podIo(1);  // the pod socket's alone (server/pod_server.h)
   Lifecycle lifecycle(io, kStoreFailureGrace);

@@ -422,6 +422,8 @@ reconcile_size() {  # leases: one JSON object on stdout
 
   start_agent "$NODE_NS" "$state" "$socket" "10000-$((10000 + n - 1))" "$log" \
     --log-level info --log-format json --table-repair-interval 1
+  # The start-up pass runs as the socket starts to serve: wait for its end.
+  wait_event table.reconciled "$log" 600
   startup=$(first_event table.reconciled "$log")
   [[ $(jq '.leases_restored' <<<"$startup") == "$n" ]] ||
     die "the start-up pass did not install all $n leases: ${startup:-no table.reconciled event}"
@@ -446,6 +448,15 @@ reconcile_size() {  # leases: one JSON object on stdout
       startupPass: {durationMs: $startup.duration_ms, leasesRestored: $startup.leases_restored},
       steadyPass: $passes, flush: $flush, agentLogLines: $logLines}'
   rm -rf "$state"
+}
+
+wait_event() {  # name agent-log(json) seconds: until the log holds such an event
+  local i
+  for ((i = 0; i < $3 * 100; i++)); do
+    [[ -n $(first_event "$1" "$2") ]] && return 0
+    sleep 0.01
+  done
+  die "no $1 event in $2 within $3 s"
 }
 
 first_event() {  # name agent-log(json): the first such event, or nothing

@@ -12,4 +12,11 @@ void returnFreedHeap() {
 #endif
 }
 
+void configureHeap() {
+#ifdef __GLIBC__
+  constexpr int kTrimThreshold = 1 << 20;
+  mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
+#endif
+}
+
 }  // namespace hostport::agent::service

@@ -8,4 +8,11 @@ namespace hostport::agent::service {
 /// Returns the free pages of every malloc arena to the kernel (malloc_trim); a no-op off glibc.
 void returnFreedHeap();
 
+/// Call once at start, before any thread. malloc_trim leaves alone the free top of a thread's
+/// arena (the reconciler's), and glibc raises its trim threshold to the largest chunk freed (up
+/// to 64 MB), so a pass's transient copies stayed: 28 MB of RSS at 20,000 leases whose forwards
+/// the agent writes, 47 MB at 55,000. A fixed 1 MiB threshold (which also fixes the mmap
+/// threshold) hands them back: 17 MB at 20,000.
+void configureHeap();
+
 }  // namespace hostport::agent::service
