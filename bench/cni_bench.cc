@@ -119,8 +119,9 @@ class Bench {
   long capacity() const;
   /// Mappings of each protocol at nominal size n: TCP first, then UDP on top.
   std::pair<long, long> targetsFor(long n) const;
-  double prepopulate(long n);
-  void prepopulateProtocol(Protocol protocol, long target, Clock::time_point started);
+  /// Seconds it took, or nullopt when the budget ran out first (what was installed stays).
+  std::optional<double> prepopulate(long n);
+  bool prepopulateProtocol(Protocol protocol, long target, Clock::time_point started);
   json measureLatency(long n);
   json measureDatapath(long n);
   json clientRun(const std::vector<std::string>& args) const;
@@ -131,6 +132,8 @@ class Bench {
   long nextPort_[2] = {0, 0};   // the next host port prepopulation takes, per protocol
   long prepopAdds_ = 0;
   long sampleCounter_ = 0;
+  std::optional<Clock::time_point> deadline_;
+  double lastAddMs_ = 0;  // of --budget-seconds, from the start of run()
 };
 
 json Bench::config(const Pod& pod, const std::vector<Mapping>& mappings,
@@ -226,11 +229,12 @@ std::pair<long, long> Bench::targetsFor(long n) const {
   return {std::min(n, cap), std::min(std::max(0L, n - kPortSpace), cap)};
 }
 
-void Bench::prepopulateProtocol(Protocol protocol, long target, Clock::time_point started) {
+bool Bench::prepopulateProtocol(Protocol protocol, long target, Clock::time_point started) {
   long& installed = installed_[protocol];
   long& next = nextPort_[protocol];
   if (next == 0) next = o_.firstHostPort;
   while (installed < target) {
+    if (deadline_ && Clock::now() > *deadline_) return false;
     const long count = std::min(o_.bulk, target - installed);
     const Pod pod = fabricatedPod(prepopAdds_);
     std::vector<Mapping> mappings;
@@ -247,7 +251,7 @@ void Bench::prepopulateProtocol(Protocol protocol, long target, Clock::time_poin
       if (next > kPortSpace) die("host ports past 65535; lower the sizes");
       mappings.push_back({next++, o_.containerPort, protocol});
     }
-    add(pod, mappings, annotation);
+    lastAddMs_ = add(pod, mappings, annotation).first.wallMs;
     installed += count;
     ++prepopAdds_;
     if (prepopAdds_ % 500 == 0) {
@@ -256,13 +260,15 @@ void Bench::prepopulateProtocol(Protocol protocol, long target, Clock::time_poin
                 << " s)\n";
     }
   }
+  return true;
 }
 
-double Bench::prepopulate(long n) {
+std::optional<double> Bench::prepopulate(long n) {
   const auto started = Clock::now();
   const auto [tcp, udp] = targetsFor(n);
-  prepopulateProtocol(kTcp, tcp, started);
-  prepopulateProtocol(kUdp, udp, started);
+  if (!prepopulateProtocol(kTcp, tcp, started) || !prepopulateProtocol(kUdp, udp, started)) {
+    return std::nullopt;
+  }
   return msSince(started) / 1000.0;
 }
 
@@ -408,6 +414,10 @@ json Bench::measureDatapath(long n) {
 
 int Bench::run() {
   const auto started = Clock::now();
+  if (o_.budgetSeconds > 0) {
+    deadline_ = started + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(o_.budgetSeconds));
+  }
   std::optional<long> stoppedAt;
   std::string reason;
   // (N, seconds per prepopulation ADD at N): to predict whether the next size fits the budget.
@@ -444,7 +454,21 @@ int Bench::run() {
       }
     }
     const long addsBefore = prepopAdds_;
-    const double prepopSeconds = prepopulate(n);
+    const std::optional<double> prepopSeconds = prepopulate(n);
+    if (!prepopSeconds) {
+      // A prediction from too few sizes can be far off: the budget is also kept while
+      // prepopulating.
+      stoppedAt = n;
+      char text[240];
+      std::snprintf(text, sizeof text,
+                    "the %.0f s budget ran out while prepopulating N=%ld: %ld of %ld mappings "
+                    "installed after %.0f s, the last ADDs taking %.0f ms",
+                    o_.budgetSeconds, n, installed_[kTcp] + installed_[kUdp], want,
+                    msSince(started) / 1000.0, lastAddMs_);
+      reason = text;
+      std::cerr << "  " << o_.kindName << ": stopping: " << reason << "\n";
+      break;
+    }
     json latency = measureLatency(n);
     const double p50 = latency["add"]["p50"].get<double>() / 1000.0;
     addCost.emplace_back(static_cast<double>(want), p50);
@@ -453,7 +477,7 @@ int Bench::run() {
                  {"installed", {{"tcp", installed_[kTcp]}, {"udp", installed_[kUdp]}}},
                  {"bulk", o_.bulk},
                  {"loadAverage", loadAverage()},
-                 {"prepopulate", {{"adds", prepopAdds_ - addsBefore}, {"seconds", prepopSeconds}}},
+                 {"prepopulate", {{"adds", prepopAdds_ - addsBefore}, {"seconds", *prepopSeconds}}},
                  {"add", latency["add"]},
                  {"del", latency["del"]},
                  {"addSamplesMs", latency["addSamplesMs"]},
@@ -500,7 +524,7 @@ int Bench::churn() {
   if (o_.sizes.size() != 1) die("--churn-seconds takes one size in --sizes");
   if (o_.kind != Kind::kHostportAgent) die("--churn-seconds: --kind hostport-agent only");
   const long n = o_.sizes.front();
-  const double prepopSeconds = prepopulate(n);
+  const double prepopSeconds = prepopulate(n).value_or(-1);
   std::cerr << "  " << o_.kindName << " churn: " << o_.churn.pairsPerSecond << " pairs/s for "
             << o_.churn.seconds << " s with N=" << n << " (" << o_.churn.workers << " workers)\n";
   const json churned = runChurn(o_.churn, [this](long sequence) {

@@ -7,7 +7,7 @@ def f($x): if $x == null then "–" elif ($x | type) == "number" then
    else (($x * 10 | round) / 10 | tostring | if test("[.]") then . else . + ".0" end) end)
   else ($x | tostring) end;
 def inst($i): if $i == null then "" else " (\($i.tcp) tcp\(if $i.udp > 0 then " + \($i.udp) udp" else "" end))" end;
-def pctText($x): if $x == null then "–" else (($x * 10 | round) / 10 | if . > 0 then "+" + tostring else tostring end) + "%" end;
+def pctText($x): if $x == null then "–" else (($x * 10 | round) / 10 | if . > 0 then "+" + tostring else tostring end) end;
 def us($x): if $x == null then "–" else ($x * 1000 | round | tostring) end;
 def k($x): if $x == null then "–" else (($x / 100 | round) / 10 | tostring) + "k" end;
 "# Benchmarks: hostport vs Debian portmap\n",

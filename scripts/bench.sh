@@ -524,7 +524,7 @@ bench_reconcile() {
 
 reconcile_size() {  # leases: one JSON object on stdout
   local n=$1 state="$TMP/reconcile-$1" socket="$TMP/reconcile-$1.sock"
-  local log="$TMP/reconcile-$1.agent.log" probes ports address startup memory restart
+  local log="$TMP/reconcile-$1.agent.log" probes ports address startup memory restart ready_ms
   log "reconcile: $n leases with forwarding: start-up pass, $PASS_SAMPLES steady passes," \
     "$FLUSH_ROUNDS flushes"
   run "$LEASEGEN" --state-dir "$state" --leases "$n" --first-port 1 \
@@ -543,6 +543,7 @@ reconcile_size() {  # leases: one JSON object on stdout
   # connections' destination ports are looked up).
   start_agent "$NODE_NS" "$state" "$socket" "1-$n" "$log" --metrics-address "" \
     --no-reserve-local-ports --log-level info --log-format json --table-repair-interval 1
+  ready_ms=$AGENT_READY_MS
   startup=$(first_event table.reconciled "$log")
   [[ $(jq '.leases_restored' <<<"$startup") == "$n" ]] ||
     die "the start-up pass did not install all $n leases: ${startup:-no table.reconciled event}"
@@ -575,7 +576,7 @@ reconcile_size() {  # leases: one JSON object on stdout
   while read -r _ address; do
     ip -n "$POD_NS" addr del "$address/32" dev eth0
   done <<<"$probes"
-  jq -n -c --argjson n "$n" --argjson readyMs "$AGENT_READY_MS" --argjson startup "$startup" \
+  jq -n -c --argjson n "$n" --argjson readyMs "$ready_ms" --argjson startup "$startup" \
     --argjson recovered "$(first_event store.recovered "$log")" \
     --argjson passes "$(cat "$state.passes.json")" --argjson flush "$(slurp "$state.flush.jsonl")" \
     --argjson logLines "$(wc -l <"$log")" --argjson memory "$memory" --argjson restart "$restart" \
