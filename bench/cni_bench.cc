@@ -257,7 +257,10 @@ bool Bench::prepopulateProtocol(Protocol protocol, long target, Clock::time_poin
     if (prepopAdds_ % 500 == 0) {
       std::cerr << "  " << o_.kindName << ": " << installed_[kTcp] << " tcp + " << installed_[kUdp]
                 << " udp mappings installed (" << static_cast<long>(msSince(started) / 1000)
-                << " s)\n";
+                << " s; this ADD " << static_cast<long>(lastAddMs_) << " ms, ~"
+                << static_cast<long>(lastAddMs_ * static_cast<double>(target - installed) /
+                                     static_cast<double>(o_.bulk) / 1000)
+                << " s more of " << kProtocolNames[protocol] << " at that pace)\n";
     }
   }
   return true;
@@ -368,10 +371,10 @@ json Bench::measureDatapath(long n) {
       json uhp = udpTo(o_.nodeIp, port);
       json udir = udpTo(direct, podPort);
       udpLost += uhp.value("lost", 0L) + udir.value("lost", 0L);
-      udpVia50.push_back(uhp["rttMs"].value("p50", 0.0));
-      udpVia99.push_back(uhp["rttMs"].value("p99", 0.0));
-      udpDirect50.push_back(udir["rttMs"].value("p50", 0.0));
-      udpDirect99.push_back(udir["rttMs"].value("p99", 0.0));
+      udpVia50.push_back(uhp["rttUs"].value("p50", 0.0) / 1000);
+      udpVia99.push_back(uhp["rttUs"].value("p99", 0.0) / 1000);
+      udpDirect50.push_back(udir["rttUs"].value("p50", 0.0) / 1000);
+      udpDirect99.push_back(udir["rttUs"].value("p99", 0.0) / 1000);
       if (udpDirect50.back() > 0) udpRatios.push_back(udpVia50.back() / udpDirect50.back());
       round["udpHostPort"] = uhp;
       round["udpDirect"] = udir;

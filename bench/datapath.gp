@@ -32,11 +32,11 @@ plot data."/datapath-hostport.dat" using 1:2 with linespoints ls 1 title "hostpo
      data."/datapath-portmap.dat" using 1:3 with linespoints ls 4 title "portmap run: direct to pod"
 
 set title "UDP first packet (new conntrack entry): request -> echo"
-set ylabel "round trip, ms"
+set ylabel "round trip, µs"
 set key left top
-plot data."/datapath-hostport.dat" using 1:4 with linespoints ls 1 title "hostport p50", \
-     data."/datapath-hostport.dat" using 1:5 with linespoints ls 2 title "hostport p99", \
-     data."/datapath-hostport.dat" using 1:6 with linespoints ls 7 title "hostport run: direct p50", \
-     data."/datapath-portmap.dat" using 1:4 with linespoints ls 3 title "portmap p50", \
-     data."/datapath-portmap.dat" using 1:5 with linespoints ls 4 title "portmap p99"
+plot data."/datapath-hostport.dat" using 1:($4 * 1000) with linespoints ls 1 title "hostport p50", \
+     data."/datapath-hostport.dat" using 1:($5 * 1000) with linespoints ls 2 title "hostport p99", \
+     data."/datapath-hostport.dat" using 1:($6 * 1000) with linespoints ls 7 title "hostport run: direct p50", \
+     data."/datapath-portmap.dat" using 1:($4 * 1000) with linespoints ls 3 title "portmap p50", \
+     data."/datapath-portmap.dat" using 1:($5 * 1000) with linespoints ls 4 title "portmap p99"
 unset multiplot

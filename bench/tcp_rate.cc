@@ -15,7 +15,8 @@
 //          Each sample: a fresh UDP socket bound to the next source port (first-source-port + i,
 //          so every request is a new 5-tuple: a new conntrack entry, which is what consults the
 //          DNAT map), one byte sent to A:P, the echo awaited. Sequential, one in flight. Prints
-//          {"samples", "answered", "lost", "firstError", "rttMs": {summary of send-to-echo}}.
+//          {"samples", "answered", "lost", "firstError", "rttMs": {summary of send-to-echo},
+//           "rttUs": {the same in microseconds, for its precision}}.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -240,9 +241,12 @@ int udpClient(const Args& args) {
     rtt.push_back(msSince(begin));
     ::close(fd);
   }
+  std::vector<double> rttUs;
+  for (const double ms : rtt) rttUs.push_back(ms * 1000);
   std::cout << "{\"samples\":" << samples << ",\"answered\":" << rtt.size() << ",\"lost\":" << lost
             << ",\"firstError\":\"" << jsonEscaped(firstError)
-            << "\",\"rttMs\":" << summaryJson(rtt) << "}\n";
+            << "\",\"rttMs\":" << summaryJson(rtt) << ",\"rttUs\":" << summaryJson(rttUs)
+            << "}\n";
   return 0;
 }
 
