@@ -82,6 +82,7 @@ struct Options {
 };
 
 constexpr long kSampleWindow = 4;
+constexpr long kChurnAddresses = 1000;
 constexpr long kPortSpace = 65535;  // host ports per protocol (and host IP)
 enum Protocol { kTcp = 0, kUdp = 1 };
 const char* const kProtocolNames[] = {"tcp", "udp"};
@@ -532,7 +533,12 @@ int Bench::churn() {
             << o_.churn.seconds << " s with N=" << n << " (" << o_.churn.workers << " workers)\n";
   const json churned = runChurn(o_.churn, [this](long sequence) {
     PairResult result;
-    const Pod pod{"c" + randomHex(63), "churn-" + std::to_string(sequence), o_.prevResult};
+    // Pods in flight at once must not share an address, as on a node (masquerade elements are
+    // keyed by it): each pair is a fabricated pod of its own, from addresses past the
+    // prepopulated ones, reused a thousand pairs later.
+    Pod pod = fabricatedPod(prepopAdds_ + sequence % kChurnAddresses);
+    pod.containerId = "c" + randomHex(63);
+    pod.name = "churn-" + std::to_string(sequence);
     const std::vector<Mapping> mappings;  // the agent picks the port
     const std::string annotation = "web=" + std::to_string(o_.containerPort);
     const std::string stdinText = config(pod, mappings, annotation, pod.prevResult).dump();

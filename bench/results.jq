@@ -79,7 +79,8 @@ def worst: if length == 0 then null else max_by(.value) end;
     # The worst excess over the process-start floor of one plugin's figure at every N.
     | def overFloor($key; $verb; $q):
         if $floor == null or ($r.cni[$key] | length) == 0 then null else
-          [$r.cni[$key][] | {n, value: (.[$verb][$q] - $floor[$q]), ms: .[$verb][$q]}] | worst end;
+          [$r.cni[$key][] | select(.[$verb][$q] != null)
+           | {n, value: (.[$verb][$q] - $floor[$q]), ms: .[$verb][$q]}] | worst end;
       def floorTarget($key; $title; $verb; $q):
         overFloor($key; $verb; $q) as $w
         | {target: "\($title) \($verb | ascii_upcase) \($q), every N", goal: "≤ /bin/true \($q) + 1 ms",
@@ -140,16 +141,18 @@ def worst: if length == 0 then null else max_by(.value) end;
            goal: "≥ 95% of the rate, 0 failures", value: $v, unit: "pairs/s",
            detail: (if $r.churn == null then null else "\([$win[].failures] | add) failures" end),
            met: (if $v == null then null else ($v >= 0.95 * $r.churn.churn.pairsPerSecond and ([$win[].failures] | add) == 0) end)}),
-      (if ($win | length) < 2 then {target: "churn: latency growth, last window vs first (ADD and DEL p99)", goal: "≤ 1 ms", value: null, met: null}
-       else ([($win | last).addMs.p99 - ($win | first).addMs.p99, ($win | last).delMs.p99 - ($win | first).delMs.p99] | max) as $v
+      ([$win[] | select(.addMs.p99 != null and .delMs.p99 != null)]) as $lat
+      | (if ($lat | length) < 2 then {target: "churn: latency growth, last window vs first (ADD and DEL p99)", goal: "≤ 1 ms", value: null, met: null}
+       else ([($lat | last).addMs.p99 - ($lat | first).addMs.p99, ($lat | last).delMs.p99 - ($lat | first).delMs.p99] | max) as $v
         | {target: "churn: latency growth, last window vs first (ADD and DEL p99)", goal: "≤ 1 ms", value: $v, unit: "ms",
            met: ($v <= 1)} end),
-      (if ($win | length) < 2 then {target: "churn: agent VmRSS growth, last window vs first", goal: "≤ 1 MiB", value: null, met: null}
-       else ((($win | last).vmRssKiB - ($win | first).vmRssKiB) / 1024) as $v
+      ([$win[] | select(.vmRssKiB != null)]) as $mem
+      | (if ($mem | length) < 2 then {target: "churn: agent VmRSS growth, last window vs first", goal: "≤ 1 MiB", value: null, met: null}
+       else ((($mem | last).vmRssKiB - ($mem | first).vmRssKiB) / 1024) as $v
         | {target: "churn: agent VmRSS growth, last window vs first", goal: "≤ 1 MiB", value: $v, unit: "MiB", met: ($v <= 1)} end),
       (if ($win | length) < 1 then {target: "churn: journal bounded by compaction", goal: "≤ 1.25 × compactAfterJournalBytes", value: null, met: null}
-       else (($win | map(.journalBytes) | max) / 1048576) as $v
+       else (($win | map(.journalBytes // 0) | max) / 1048576) as $v
         | {target: "churn: journal bounded by compaction (largest journal seen)", goal: "≤ 1.25 × \($r.churn.compactAfterJournalBytes / 1048576) MiB",
-           value: $v, unit: "MiB", detail: "compacted during the run: \(if [range(1; $win | length) as $i | $win[$i].journalBytes < $win[$i - 1].journalBytes] | any then "yes" else "no" end)",
+           value: $v, unit: "MiB", detail: "compacted during the run: \(if [range(1; $win | length) as $i | ($win[$i].journalBytes != null and $win[$i - 1].journalBytes != null and $win[$i].journalBytes < $win[$i - 1].journalBytes)] | any then "yes" else "no" end)",
            met: ($v <= 1.25 * $r.churn.compactAfterJournalBytes / 1048576)} end)
     ])

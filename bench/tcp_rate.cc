@@ -245,8 +245,7 @@ int udpClient(const Args& args) {
   for (const double ms : rtt) rttUs.push_back(ms * 1000);
   std::cout << "{\"samples\":" << samples << ",\"answered\":" << rtt.size() << ",\"lost\":" << lost
             << ",\"firstError\":\"" << jsonEscaped(firstError)
-            << "\",\"rttMs\":" << summaryJson(rtt) << ",\"rttUs\":" << summaryJson(rttUs)
-            << "}\n";
+            << "\",\"rttMs\":" << summaryJson(rtt) << ",\"rttUs\":" << summaryJson(rttUs) << "}\n";
   return 0;
 }
 

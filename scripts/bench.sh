@@ -459,10 +459,13 @@ bench_churn() {
     --prev-result "$PREV_RESULT" --agent-socket "$TMP/churn.sock" --sizes "$CHURN_N" \
     --bulk "$BULK" --churn-seconds "$CHURN_SECONDS" --churn-rate "$CHURN_RATE" \
     --churn-workers "$CHURN_WORKERS" --churn-window "$CHURN_WINDOW" --agent-pid "$AGENT_PID" \
-    --state-dir "$TMP/churn-state" |
-    jq -c --argjson compact "$CHURN_COMPACT_BYTES" '. + {compactAfterJournalBytes: $compact}' \
-      >"$TMP/churn.json"
+    --state-dir "$TMP/churn-state" >"$TMP/churn-raw.json"
   stop_pid "$AGENT_PID"
+  # The agent logs at warn: what it has to say about failures goes with the figures.
+  jq -c --argjson compact "$CHURN_COMPACT_BYTES" --argjson lines "$(wc -l <"$TMP/churn-agent.log")" \
+    --rawfile head <(head -c 4000 "$TMP/churn-agent.log") \
+    '. + {compactAfterJournalBytes: $compact, agentLogLines: $lines, agentLogHead: $head}' \
+    "$TMP/churn-raw.json" >"$TMP/churn.json"
   node_down
 }
 
@@ -656,7 +659,12 @@ write_json() {  # json-file start-time load-start seconds
     --argjson udpSamples "$UDP_SAMPLES" --argjson cold "$(slurp "$TMP/cold.jsonl")" \
     --argjson churn "$(object_or_null "$TMP/churn.json")" \
     --argjson sectionSeconds "$SECTION_SECONDS" \
-    >"$1.tmp"
+    >"$1.tmp" || {
+    # Keep what was measured: the raw files, for a fix of results.jq and a rerun of it by hand.
+    mkdir -p "$(dirname "$1")/raw-measurements"
+    cp "$TMP"/*.json* "$TMP"/*.kib "$(dirname "$1")/raw-measurements/" 2>/dev/null || true
+    die "bench/results.jq failed; the raw measurements are in $(dirname "$1")/raw-measurements"
+  }
   mv "$1.tmp" "$1"
   log "wrote $1"
 }
