@@ -19,6 +19,7 @@ def k($x): if $x == null then "–" else (($x / 100 | round) / 10 | tostring) + 
 ((["hostport", "hostport"], ["portmap", "portmap"], ["hostportAgent", "hostport + agent"]) as [$key, $title]
   | .cni[$key][]
   | "| \($title) | \(.n)\(inst(.installed)) | \(f(.add.p50)) | \(f(.add.p99)) | \(f(.del.p50)) | \(f(.del.p99)) | \(.prepopulate.adds) ADDs, \(f(.prepopulate.seconds)) s |"),
+((.cni.failures // [])[] | "\n**\(.plugin) failed after N=\(.after // "–")** (its series ends there): `\(.failed | gsub("\\s+"; " "))`"),
 (if .cni.portmapStoppedAt != null then "\n**portmap stopped before N=\(.cni.portmapStoppedAt)**: \(.cni.portmapStopReason)." else empty end),
 (if .execFloorMs.true != null then "\nThe floor under every call on this machine, through the same harness (p50): a process that only starts and exits (`/bin/true`) \(f(.execFloorMs.true.p50)) ms; CNI VERSION, the plugin's start-up and nothing else, hostport \(f(.execFloorMs.hostportVersion.p50)) ms, portmap \(f(.execFloorMs.portmapVersion.p50)) ms." else empty end),
 "",

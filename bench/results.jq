@@ -60,7 +60,10 @@ def worst: if length == 0 then null else max_by(.value) end;
   churn: $churn,
   cni: {hostport: rows($hostport), portmap: rows($portmap), hostportAgent: rows($agentPlugin),
         portmapStoppedAt: (fin($portmap).stoppedAt // null),
-        portmapStopReason: (fin($portmap).reason // "")},
+        portmapStopReason: (fin($portmap).reason // ""),
+        failures: [($hostport, $portmap, $agentPlugin)[] | select(.failed != null)
+          | {plugin, after: (.plugin as $p | [($hostport, $portmap, $agentPlugin)[]
+              | select(.plugin == $p and .n != null) | .n] | max), failed}]},
   agentLoad: [$load[] | select(.clients != null)],
   stateDirFdatasyncMs: ([$load[] | select(.fdatasyncMs != null) | .fdatasyncMs] | first),
   recovery: {leases: $leases, empty: $recEmpty, snapshot: $recSnapshot, journal: $recJournal,

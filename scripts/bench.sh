@@ -379,7 +379,16 @@ bench_cni() {
         args+=(--plugin "$HOSTPORT_BIN" --agent-socket "$TMP/cni-agent.sock")
         ;;
     esac
-    run "$CNI_BENCH" "${args[@]}" >"$TMP/cni-$kind.jsonl"
+    # A failed plugin call ends this kind's series (what it measured before stays), not the run:
+    # the failure goes into the results with the plugin's own words.
+    if ! run "$CNI_BENCH" "${args[@]}" >"$TMP/cni-$kind.jsonl" 2> >(tee "$TMP/cni-$kind.err" >&2)
+    then
+      log "CNI $kind failed; its series ends there (see benchmarks.json, cni.failures)"
+      sleep 0.2  # tee's last lines
+      jq -n -c --arg kind "$kind" --rawfile err "$TMP/cni-$kind.err" \
+        '{plugin: $kind, done: true, failed: ($err | split("\n") | map(select(startswith("bench: ")))
+          | first // "exited with an error" | .[0:600])}' >>"$TMP/cni-$kind.jsonl"
+    fi
     if [[ $kind == hostport-agent ]]; then
       stop_pid "$AGENT_PID"
     fi
