@@ -347,7 +347,7 @@ json Bench::measureDatapath(long n) {
   const std::string port = std::to_string(hostPort);
   const std::string podPort = std::to_string(o_.containerPort);
   std::vector<double> viaHostPort, directRate, ratios;
-  std::vector<double> udpVia50, udpVia99, udpDirect50, udpDirect99, udpRatios;
+  std::vector<double> udpVia50, udpVia99, udpDirect50, udpDirect99, udpRatios, udpRatios99;
   long udpLost = 0;
   json rounds = json::array();
   for (long r = 0; r < o_.tcpRounds; ++r) {
@@ -377,6 +377,7 @@ json Bench::measureDatapath(long n) {
       udpDirect50.push_back(udir["rttUs"].value("p50", 0.0) / 1000);
       udpDirect99.push_back(udir["rttUs"].value("p99", 0.0) / 1000);
       if (udpDirect50.back() > 0) udpRatios.push_back(udpVia50.back() / udpDirect50.back());
+      if (udpDirect99.back() > 0) udpRatios99.push_back(udpVia99.back() / udpDirect99.back());
       round["udpHostPort"] = uhp;
       round["udpDirect"] = udir;
     }
@@ -411,6 +412,7 @@ json Bench::measureDatapath(long n) {
                   {"ratioToDirect", median(udpRatios)},
                   {"ratioMin", minOf(udpRatios)},
                   {"ratioMax", maxOf(udpRatios)},
+                  {"p99RatioToDirect", median(udpRatios99)},
                   {"lost", udpLost}};
   }
   return out;
