@@ -12,11 +12,20 @@
 // pod per ADD: a distinct container ID, and the prevResult with its IP rewritten to a distinct
 // address of the bridge subnet, so no two pods share an IP as they would not on a real node).
 //
+// Sizes past one protocol's port space go on in UDP: N = 65,535 fills TCP, N = 131,070 fills TCP
+// and then UDP. A few ports of each protocol are kept for the measurement itself (the measured
+// samples' window and the datapath's port, at the top of the space), so a full space holds
+// 65,535 minus those; "installed" says how many of each protocol are in place at a size.
+//
 // For each size N (ascending) it prints one JSON object per line on stdout:
-//   {"plugin":..,"n":N,"prepopulate":{"adds":..,"seconds":..},"add":{summary},"del":{summary},
-//    "datapath":{...}|null}
+//   {"plugin":..,"n":N,"installed":{"tcp":..,"udp":..},"prepopulate":{"adds":..,"seconds":..},
+//    "add":{summary},"del":{summary},"datapath":{...}|null}
 // and a final {"plugin":..,"done":true,"stoppedAt":N|null,"reason":..} line. Progress goes to
 // stderr. A failed plugin run aborts with its output: a benchmark of failures means nothing.
+//
+// Two other modes share the plugin invocation: --cold-add (one ADD and its DEL in a node netns
+// that bench.sh has just made: the first ADD on a fresh node) and --churn-seconds (ADD+DEL pairs
+// at a fixed rate after prepopulating to the one size given, bench/cni_churn.h).
 
 #include <unistd.h>
 
@@ -31,6 +40,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/cni_churn.h"
 
 namespace hostport::bench {
 namespace {
@@ -61,9 +71,21 @@ struct Options {
   double tcpSeconds = 0;  // 0: no datapath measurement
   long tcpThreads = 2;
   long tcpRounds = 3;
-  long firstHostPort = 10000;
-  long sampleHostPort = 50000;
+  long udpSamples = 0;  // UDP requests per direction and round; 0: no UDP datapath
+  double maxAddMs = 0;  // stop before the next size once ADD p50 is above this (0: never)
+  // Ports: prepopulation from firstHostPort up, skipping the ones the measurement needs.
+  long firstHostPort = 1;
+  long sampleHostPort = 65530;  // measured samples cycle through kSampleWindow ports from here
+  long datapathHostPort = 65535;
+  // churn
+  ChurnOptions churn;
 };
+
+constexpr long kSampleWindow = 4;
+constexpr long kChurnAddresses = 1000;
+constexpr long kPortSpace = 65535;  // host ports per protocol (and host IP)
+enum Protocol { kTcp = 0, kUdp = 1 };
+const char* const kProtocolNames[] = {"tcp", "udp"};
 
 struct Pod {
   std::string containerId;
@@ -75,28 +97,47 @@ class Bench {
  public:
   explicit Bench(Options options) : o_(std::move(options)) {}
   int run();
+  /// One ADD and its DEL of a fabricated pod (--cold-add): {"addMs","delMs"}.
+  int coldAdd();
+  /// Prepopulates to the one size, then ADD+DEL pairs at a fixed rate (--churn-seconds).
+  int churn();
 
  private:
-  json config(const Pod& pod, const std::vector<std::pair<long, int>>& mappings,
-              const std::string& annotation, const json& prevResult) const;
+  struct Mapping {
+    long hostPort;
+    int containerPort;
+    Protocol protocol;
+  };
+  json config(const Pod& pod, const std::vector<Mapping>& mappings, const std::string& annotation,
+              const json& prevResult) const;
   RunResult invoke(const std::string& verb, const Pod& pod, const std::string& stdinText) const;
   /// ADD then returns the stdin to use for its DEL (libcni gives DEL the cached result).
-  std::pair<RunResult, std::string> add(const Pod& pod,
-                                        const std::vector<std::pair<long, int>>& mappings,
+  std::pair<RunResult, std::string> add(const Pod& pod, const std::vector<Mapping>& mappings,
                                         const std::string& annotation) const;
   Pod fabricatedPod(long index) const;
-  double prepopulate(long target);
+  bool reserved(long port) const;
+  /// Host ports of one protocol that prepopulation may fill.
+  long capacity() const;
+  /// Mappings of each protocol at nominal size n: TCP first, then UDP on top.
+  std::pair<long, long> targetsFor(long n) const;
+  /// Seconds it took, or nullopt when the budget ran out first (what was installed stays).
+  std::optional<double> prepopulate(long n);
+  bool prepopulateProtocol(Protocol protocol, long target, Clock::time_point started);
   json measureLatency(long n);
   json measureDatapath(long n);
-  json tcpRound(const std::string& ip, int port) const;
+  json clientRun(const std::vector<std::string>& args) const;
+  std::string podIp() const;
 
   Options o_;
-  long installed_ = 0;  // mappings installed by prepopulation so far
+  long installed_[2] = {0, 0};  // mappings of each protocol installed by prepopulation so far
+  long nextPort_[2] = {0, 0};   // the next host port prepopulation takes, per protocol
   long prepopAdds_ = 0;
   long sampleCounter_ = 0;
+  std::optional<Clock::time_point> deadline_;
+  double lastAddMs_ = 0;  // of --budget-seconds, from the start of run()
 };
 
-json Bench::config(const Pod& pod, const std::vector<std::pair<long, int>>& mappings,
+json Bench::config(const Pod& pod, const std::vector<Mapping>& mappings,
                    const std::string& annotation, const json& prevResult) const {
   (void)pod;
   json conf = {{"cniVersion", kCniVersion}, {"name", o_.network}};
@@ -118,9 +159,10 @@ json Bench::config(const Pod& pod, const std::vector<std::pair<long, int>>& mapp
   json runtimeConfig = json::object();
   if (!mappings.empty()) {
     json list = json::array();
-    for (const auto& [hostPort, containerPort] : mappings) {
-      list.push_back(
-          {{"hostPort", hostPort}, {"containerPort", containerPort}, {"protocol", "tcp"}});
+    for (const Mapping& mapping : mappings) {
+      list.push_back({{"hostPort", mapping.hostPort},
+                      {"containerPort", mapping.containerPort},
+                      {"protocol", kProtocolNames[mapping.protocol]}});
     }
     runtimeConfig["portMappings"] = list;
   }
@@ -148,8 +190,7 @@ RunResult Bench::invoke(const std::string& verb, const Pod& pod,
   return runProgram({o_.plugin}, env, stdinText);
 }
 
-std::pair<RunResult, std::string> Bench::add(const Pod& pod,
-                                             const std::vector<std::pair<long, int>>& mappings,
+std::pair<RunResult, std::string> Bench::add(const Pod& pod, const std::vector<Mapping>& mappings,
                                              const std::string& annotation) const {
   const std::string stdinText = config(pod, mappings, annotation, pod.prevResult).dump();
   RunResult result = invoke("ADD", pod, stdinText);
@@ -173,30 +214,64 @@ Pod Bench::fabricatedPod(long index) const {
   return pod;
 }
 
-double Bench::prepopulate(long target) {
-  const auto started = Clock::now();
-  while (installed_ < target) {
-    const long count = std::min(o_.bulk, target - installed_);
+bool Bench::reserved(long port) const {
+  return (port >= o_.sampleHostPort && port < o_.sampleHostPort + kSampleWindow) ||
+         port == o_.datapathHostPort;
+}
+
+long Bench::capacity() const {
+  long ports = 0;
+  for (long port = o_.firstHostPort; port <= kPortSpace; ++port) ports += reserved(port) ? 0 : 1;
+  return ports;
+}
+
+std::pair<long, long> Bench::targetsFor(long n) const {
+  const long cap = capacity();
+  return {std::min(n, cap), std::min(std::max(0L, n - kPortSpace), cap)};
+}
+
+bool Bench::prepopulateProtocol(Protocol protocol, long target, Clock::time_point started) {
+  long& installed = installed_[protocol];
+  long& next = nextPort_[protocol];
+  if (next == 0) next = o_.firstHostPort;
+  while (installed < target) {
+    if (deadline_ && Clock::now() > *deadline_) return false;
+    const long count = std::min(o_.bulk, target - installed);
     const Pod pod = fabricatedPod(prepopAdds_);
-    std::vector<std::pair<long, int>> mappings;
+    std::vector<Mapping> mappings;
     std::string annotation;
+    const std::string suffix = protocol == kUdp ? "/udp" : "";
     for (long i = 0; i < count; ++i) {
-      const long hostPort = o_.firstHostPort + installed_ + i;
-      if (hostPort > 65535) die("host ports past 65535; lower the sizes or --first-host-port");
       if (o_.kind == Kind::kHostportAgent) {
-        annotation +=
-            (i ? ", p" : "p") + std::to_string(i) + "=" + std::to_string(o_.containerPort + i);
-      } else {
-        mappings.emplace_back(hostPort, o_.containerPort);
+        // The agent picks the host ports (its pool is the whole space but for the kept ones).
+        annotation += (i ? ", p" : "p") + std::to_string(i) + "=" +
+                      std::to_string(o_.containerPort + i) + suffix;
+        continue;
       }
+      while (next <= kPortSpace && reserved(next)) ++next;
+      if (next > kPortSpace) die("host ports past 65535; lower the sizes");
+      mappings.push_back({next++, o_.containerPort, protocol});
     }
-    add(pod, mappings, annotation);
-    installed_ += count;
+    lastAddMs_ = add(pod, mappings, annotation).first.wallMs;
+    installed += count;
     ++prepopAdds_;
-    if (prepopAdds_ % 50 == 0) {
-      std::cerr << "  " << o_.kindName << ": " << installed_ << "/" << target
-                << " mappings installed (" << static_cast<long>(msSince(started) / 1000) << " s)\n";
+    if (prepopAdds_ % 500 == 0) {
+      std::cerr << "  " << o_.kindName << ": " << installed_[kTcp] << " tcp + " << installed_[kUdp]
+                << " udp mappings installed (" << static_cast<long>(msSince(started) / 1000)
+                << " s; this ADD " << static_cast<long>(lastAddMs_) << " ms, ~"
+                << static_cast<long>(lastAddMs_ * static_cast<double>(target - installed) /
+                                     static_cast<double>(o_.bulk) / 1000)
+                << " s more of " << kProtocolNames[protocol] << " at that pace)\n";
     }
+  }
+  return true;
+}
+
+std::optional<double> Bench::prepopulate(long n) {
+  const auto started = Clock::now();
+  const auto [tcp, udp] = targetsFor(n);
+  if (!prepopulateProtocol(kTcp, tcp, started) || !prepopulateProtocol(kUdp, udp, started)) {
+    return std::nullopt;
   }
   return msSince(started) / 1000.0;
 }
@@ -206,13 +281,13 @@ json Bench::measureLatency(long n) {
   std::vector<double> dels;
   for (long s = 0; s < o_.samples; ++s) {
     Pod pod{"s" + randomHex(63), "sample-" + std::to_string(sampleCounter_), o_.prevResult};
-    const long hostPort = o_.sampleHostPort + (sampleCounter_++ % 1000);
-    std::vector<std::pair<long, int>> mappings;
+    const long hostPort = o_.sampleHostPort + (sampleCounter_++ % kSampleWindow);
+    std::vector<Mapping> mappings;
     std::string annotation;
     if (o_.kind == Kind::kHostportAgent) {
       annotation = "web=" + std::to_string(o_.containerPort);
     } else {
-      mappings.emplace_back(hostPort, o_.containerPort);
+      mappings.push_back({hostPort, o_.containerPort, kTcp});
     }
     auto [added, delStdin] = add(pod, mappings, annotation);
     adds.push_back(added.wallMs);
@@ -228,70 +303,136 @@ json Bench::measureLatency(long n) {
           {"delSamplesMs", dels}};
 }
 
-json Bench::tcpRound(const std::string& ip, int port) const {
+json Bench::clientRun(const std::vector<std::string>& args) const {
   // Fresh conntrack per round, so earlier rounds' entries never fill the table.
   (void)runProgram({"/usr/sbin/conntrack", "-F"}, {{"PATH", kSearchPath}}, "");
-  const RunResult result =
-      runProgram({o_.tcpClient, "client", "--ip", ip, "--port", std::to_string(port), "--seconds",
-                  std::to_string(o_.tcpSeconds), "--threads", std::to_string(o_.tcpThreads)},
-                 {{"PATH", kSearchPath}}, "");
-  if (!result.ok()) die("tcp client failed: " + result.describe());
+  std::vector<std::string> argv = {o_.tcpClient};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const RunResult result = runProgram(argv, {{"PATH", kSearchPath}}, "");
+  if (!result.ok()) die("datapath client failed: " + result.describe());
   return json::parse(result.out);
 }
+
+std::string Bench::podIp() const {
+  for (const auto& ip : o_.prevResult["ips"]) {
+    const std::string address = ip.value("address", "");
+    if (address.find(':') == std::string::npos) return address.substr(0, address.find('/'));
+  }
+  return {};
+}
+
+namespace {
+
+double median(const std::vector<double>& values) { return percentile(values, 50); }
+double minOf(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : *std::ranges::min_element(v);
+}
+double maxOf(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : *std::ranges::max_element(v);
+}
+
+}  // namespace
 
 json Bench::measureDatapath(long n) {
   if (o_.tcpSeconds <= 0 || o_.kind == Kind::kHostportAgent) return nullptr;
   Pod pod{"d" + randomHex(63), "datapath", o_.prevResult};
-  const long hostPort = o_.sampleHostPort + 1500;
-  auto [added, delStdin] = add(pod, {{hostPort, o_.containerPort}}, "");
+  const long hostPort = o_.datapathHostPort;
+  std::vector<Mapping> mappings = {{hostPort, o_.containerPort, kTcp}};
+  if (o_.udpSamples > 0) mappings.push_back({hostPort, o_.containerPort, kUdp});
+  auto [added, delStdin] = add(pod, mappings, "");
   (void)added;
   // Alternate rounds through the host port and straight to the pod IP (no DNAT rule consulted):
   // the ratio of the two cancels most of the machine's background load.
-  const std::string podIp = [&] {
-    for (const auto& ip : o_.prevResult["ips"]) {
-      const std::string address = ip.value("address", "");
-      if (address.find(':') == std::string::npos) return address.substr(0, address.find('/'));
-    }
-    return std::string();
-  }();
-  std::vector<double> viaHostPort;
-  std::vector<double> direct;
-  std::vector<double> ratios;  // per round: the two halves of a round share the machine's load
+  const std::string direct = podIp();
+  const std::string port = std::to_string(hostPort);
+  const std::string podPort = std::to_string(o_.containerPort);
+  std::vector<double> viaHostPort, directRate, ratios;
+  std::vector<double> udpVia50, udpVia99, udpDirect50, udpDirect99, udpRatios, udpRatios99;
+  long udpLost = 0;
   json rounds = json::array();
   for (long r = 0; r < o_.tcpRounds; ++r) {
-    json hp = tcpRound(o_.nodeIp, static_cast<int>(hostPort));
-    json dir = tcpRound(podIp, o_.containerPort);
+    const std::vector<std::string> tcp = {"--seconds", std::to_string(o_.tcpSeconds), "--threads",
+                                          std::to_string(o_.tcpThreads)};
+    const auto tcpTo = [&](const std::string& ip, const std::string& p) {
+      std::vector<std::string> args = {"client", "--ip", ip, "--port", p};
+      args.insert(args.end(), tcp.begin(), tcp.end());
+      return clientRun(args);
+    };
+    json hp = tcpTo(o_.nodeIp, port);
+    json dir = tcpTo(direct, podPort);
     viaHostPort.push_back(hp.value("connectionsPerSecond", 0.0));
-    direct.push_back(dir.value("connectionsPerSecond", 0.0));
-    if (direct.back() > 0) ratios.push_back(viaHostPort.back() / direct.back());
-    rounds.push_back({{"hostPort", hp}, {"direct", dir}});
+    directRate.push_back(dir.value("connectionsPerSecond", 0.0));
+    if (directRate.back() > 0) ratios.push_back(viaHostPort.back() / directRate.back());
+    json round = {{"hostPort", hp}, {"direct", dir}};
+    if (o_.udpSamples > 0) {
+      const auto udpTo = [&](const std::string& ip, const std::string& p) {
+        return clientRun({"udp", "--ip", ip, "--port", p, "--samples",
+                          std::to_string(o_.udpSamples), "--first-source-port", "20000"});
+      };
+      json uhp = udpTo(o_.nodeIp, port);
+      json udir = udpTo(direct, podPort);
+      udpLost += uhp.value("lost", 0L) + udir.value("lost", 0L);
+      udpVia50.push_back(uhp["rttUs"].value("p50", 0.0) / 1000);
+      udpVia99.push_back(uhp["rttUs"].value("p99", 0.0) / 1000);
+      udpDirect50.push_back(udir["rttUs"].value("p50", 0.0) / 1000);
+      udpDirect99.push_back(udir["rttUs"].value("p99", 0.0) / 1000);
+      if (udpDirect50.back() > 0) udpRatios.push_back(udpVia50.back() / udpDirect50.back());
+      if (udpDirect99.back() > 0) udpRatios99.push_back(udpVia99.back() / udpDirect99.back());
+      round["udpHostPort"] = uhp;
+      round["udpDirect"] = udir;
+    }
+    rounds.push_back(round);
   }
   RunResult deleted = invoke("DEL", pod, delStdin);
   if (!deleted.ok()) die(o_.kindName + " DEL failed: " + deleted.describe());
-  const double hpMedian = percentile(viaHostPort, 50);
-  const double directMedian = percentile(direct, 50);
-  std::cerr << "  " << o_.kindName << " N=" << n << ": " << static_cast<long>(hpMedian)
-            << " conn/s via hostPort, " << static_cast<long>(directMedian)
-            << " conn/s direct to the pod\n";
-  return {{"connectionsPerSecond", hpMedian},
-          {"directConnectionsPerSecond", directMedian},
-          {"ratioToDirect", percentile(ratios, 50)},
-          {"ratioMin", ratios.empty() ? 0.0 : *std::min_element(ratios.begin(), ratios.end())},
-          {"ratioMax", ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end())},
-          {"rounds", rounds},
-          {"secondsPerRound", o_.tcpSeconds},
-          {"threads", o_.tcpThreads}};
+  std::cerr << "  " << o_.kindName << " N=" << n << ": " << static_cast<long>(median(viaHostPort))
+            << " conn/s via hostPort, " << static_cast<long>(median(directRate))
+            << " conn/s direct to the pod";
+  if (!udpVia50.empty()) {
+    std::cerr << "; UDP first packet p50 " << median(udpVia50) << " ms via hostPort, "
+              << median(udpDirect50) << " ms direct";
+  }
+  std::cerr << "\n";
+  json out = {{"connectionsPerSecond", median(viaHostPort)},
+              {"directConnectionsPerSecond", median(directRate)},
+              {"ratioToDirect", median(ratios)},
+              {"ratioMin", minOf(ratios)},
+              {"ratioMax", maxOf(ratios)},
+              {"rounds", rounds},
+              {"secondsPerRound", o_.tcpSeconds},
+              {"threads", o_.tcpThreads},
+              {"udp", nullptr}};
+  if (!udpVia50.empty()) {
+    // Medians over the rounds of each round's p50 and p99.
+    out["udp"] = {{"samplesPerRound", o_.udpSamples},
+                  {"p50Ms", median(udpVia50)},
+                  {"p99Ms", median(udpVia99)},
+                  {"directP50Ms", median(udpDirect50)},
+                  {"directP99Ms", median(udpDirect99)},
+                  {"ratioToDirect", median(udpRatios)},
+                  {"ratioMin", minOf(udpRatios)},
+                  {"ratioMax", maxOf(udpRatios)},
+                  {"p99RatioToDirect", median(udpRatios99)},
+                  {"lost", udpLost}};
+  }
+  return out;
 }
 
 int Bench::run() {
   const auto started = Clock::now();
+  if (o_.budgetSeconds > 0) {
+    deadline_ = started + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(o_.budgetSeconds));
+  }
   std::optional<long> stoppedAt;
   std::string reason;
   // (N, seconds per prepopulation ADD at N): to predict whether the next size fits the budget.
   std::vector<std::pair<double, double>> addCost;
   for (std::size_t i = 0; i < o_.sizes.size(); ++i) {
     const long n = o_.sizes[i];
-    if (n < installed_) die("--sizes must ascend");
+    const long have = installed_[kTcp] + installed_[kUdp];
+    const long want = targetsFor(n).first + targetsFor(n).second;
+    if (want < have) die("--sizes must ascend");
     if (o_.budgetSeconds > 0 && !addCost.empty()) {
       // Predict the ADD cost at N by a line through the measured points, then the time to
       // prepopulate up to N and to take the samples there.
@@ -299,10 +440,10 @@ int Bench::run() {
       const auto [n1, t1] = addCost.back();
       const double slope = n1 > n0 ? std::max(0.0, (t1 - t0) / (n1 - n0)) : 0.0;
       const auto cost = [&](double at) { return t1 + slope * (at - n1); };
-      const double adds = std::ceil(static_cast<double>(n - installed_) / o_.bulk);
+      const double adds = std::ceil(static_cast<double>(want - have) / o_.bulk);
       const double predicted =
-          adds * (cost(static_cast<double>(installed_)) + cost(static_cast<double>(n))) / 2 +
-          static_cast<double>(o_.samples) * 2.2 * cost(static_cast<double>(n)) +
+          adds * (cost(static_cast<double>(have)) + cost(static_cast<double>(want))) / 2 +
+          static_cast<double>(o_.samples) * 2.2 * cost(static_cast<double>(want)) +
           (o_.tcpSeconds > 0 ? 2.0 * o_.tcpRounds * (o_.tcpSeconds + 0.2) : 0.0);
       const double left = o_.budgetSeconds - msSince(started) / 1000.0;
       if (predicted > left) {
@@ -311,7 +452,7 @@ int Bench::run() {
         std::snprintf(text, sizeof text,
                       "N=%ld predicted to take %.0f s (ADD at N ~%.0f ms) but %.0f s of the "
                       "%.0f s budget are left",
-                      n, predicted, cost(static_cast<double>(n)) * 1000, std::max(0.0, left),
+                      n, predicted, cost(static_cast<double>(want)) * 1000, std::max(0.0, left),
                       o_.budgetSeconds);
         reason = text;
         std::cerr << "  " << o_.kindName << ": stopping before " << reason << "\n";
@@ -319,21 +460,46 @@ int Bench::run() {
       }
     }
     const long addsBefore = prepopAdds_;
-    const double prepopSeconds = prepopulate(n);
+    const std::optional<double> prepopSeconds = prepopulate(n);
+    if (!prepopSeconds) {
+      // A prediction from too few sizes can be far off: the budget is also kept while
+      // prepopulating.
+      stoppedAt = n;
+      char text[240];
+      std::snprintf(text, sizeof text,
+                    "the %.0f s budget ran out while prepopulating N=%ld: %ld of %ld mappings "
+                    "installed after %.0f s, the last ADDs taking %.0f ms",
+                    o_.budgetSeconds, n, installed_[kTcp] + installed_[kUdp], want,
+                    msSince(started) / 1000.0, lastAddMs_);
+      reason = text;
+      std::cerr << "  " << o_.kindName << ": stopping: " << reason << "\n";
+      break;
+    }
     json latency = measureLatency(n);
     const double p50 = latency["add"]["p50"].get<double>() / 1000.0;
-    addCost.emplace_back(static_cast<double>(n), p50);
+    addCost.emplace_back(static_cast<double>(want), p50);
     json line = {{"plugin", o_.kindName},
                  {"n", n},
+                 {"installed", {{"tcp", installed_[kTcp]}, {"udp", installed_[kUdp]}}},
                  {"bulk", o_.bulk},
                  {"loadAverage", loadAverage()},
-                 {"prepopulate", {{"adds", prepopAdds_ - addsBefore}, {"seconds", prepopSeconds}}},
+                 {"prepopulate", {{"adds", prepopAdds_ - addsBefore}, {"seconds", *prepopSeconds}}},
                  {"add", latency["add"]},
                  {"del", latency["del"]},
                  {"addSamplesMs", latency["addSamplesMs"]},
                  {"delSamplesMs", latency["delSamplesMs"]},
                  {"datapath", measureDatapath(n)}};
     std::cout << line.dump() << std::endl;
+    if (o_.maxAddMs > 0 && p50 * 1000 > o_.maxAddMs && i + 1 < o_.sizes.size()) {
+      stoppedAt = o_.sizes[i + 1];
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "ADD p50 at N=%ld was %.0f ms, past the %.0f ms this benchmark bears", n,
+                    p50 * 1000, o_.maxAddMs);
+      reason = text;
+      std::cerr << "  " << o_.kindName << ": stopping: " << reason << "\n";
+      break;
+    }
   }
   json done = {{"plugin", o_.kindName},
                {"done", true},
@@ -344,12 +510,69 @@ int Bench::run() {
   return 0;
 }
 
+int Bench::coldAdd() {
+  const Pod pod = fabricatedPod(0);
+  std::vector<Mapping> mappings;
+  std::string annotation;
+  if (o_.kind == Kind::kHostportAgent) {
+    annotation = "web=" + std::to_string(o_.containerPort);
+  } else {
+    mappings.push_back({o_.sampleHostPort, o_.containerPort, kTcp});
+  }
+  auto [added, delStdin] = add(pod, mappings, annotation);
+  const RunResult deleted = invoke("DEL", pod, delStdin);
+  if (!deleted.ok()) die(o_.kindName + " DEL failed: " + deleted.describe());
+  std::cout << json{{"addMs", added.wallMs}, {"delMs", deleted.wallMs}}.dump() << std::endl;
+  return 0;
+}
+
+int Bench::churn() {
+  if (o_.sizes.size() != 1) die("--churn-seconds takes one size in --sizes");
+  if (o_.kind != Kind::kHostportAgent) die("--churn-seconds: --kind hostport-agent only");
+  const long n = o_.sizes.front();
+  const double prepopSeconds = prepopulate(n).value_or(-1);
+  std::cerr << "  " << o_.kindName << " churn: " << o_.churn.pairsPerSecond << " pairs/s for "
+            << o_.churn.seconds << " s with N=" << n << " (" << o_.churn.workers << " workers)\n";
+  const json churned = runChurn(o_.churn, [this](long sequence) {
+    PairResult result;
+    // Pods in flight at once must not share an address, as on a node (masquerade elements are
+    // keyed by it): each pair is a fabricated pod of its own, from addresses past the
+    // prepopulated ones, reused a thousand pairs later.
+    Pod pod = fabricatedPod(prepopAdds_ + sequence % kChurnAddresses);
+    pod.containerId = "c" + randomHex(63);
+    pod.name = "churn-" + std::to_string(sequence);
+    const std::vector<Mapping> mappings;  // the agent picks the port
+    const std::string annotation = "web=" + std::to_string(o_.containerPort);
+    const std::string stdinText = config(pod, mappings, annotation, pod.prevResult).dump();
+    const RunResult added = invoke("ADD", pod, stdinText);
+    result.addMs = added.wallMs;
+    if (!added.ok()) {
+      result.error = "ADD: " + added.describe();
+      return result;
+    }
+    json cached = json::parse(added.out, nullptr, false);
+    if (cached.is_discarded() || !cached.is_object()) cached = pod.prevResult;
+    const RunResult deleted = invoke("DEL", pod, config(pod, mappings, annotation, cached).dump());
+    result.delMs = deleted.wallMs;
+    if (!deleted.ok()) result.error = "DEL: " + deleted.describe();
+    return result;
+  });
+  json line = {{"plugin", o_.kindName},
+               {"n", n},
+               {"installed", {{"tcp", installed_[kTcp]}, {"udp", installed_[kUdp]}}},
+               {"prepopulate", {{"adds", prepopAdds_}, {"seconds", prepopSeconds}}},
+               {"churn", churned}};
+  std::cout << line.dump() << std::endl;
+  return 0;
+}
+
 void usage() {
   std::cout <<
       R"(usage: hostport-bench-cni --kind hostport|hostport-agent|portmap --plugin PATH
          --node-netns PATH --pod-netns PATH --prev-result FILE [options]
 
-  --sizes 0,1000,5000     mappings installed before each measurement (ascending)
+  --sizes 0,1000,65535    mappings installed before each measurement (ascending; past 65535
+                          the TCP space is full and UDP goes on top)
   --samples 20            ADD+DEL pairs measured at each size
   --bulk 10               mappings per prepopulation ADD (one fabricated pod each)
   --agent-socket PATH     hostport-agent's control socket (kind hostport-agent)
@@ -357,7 +580,14 @@ void usage() {
   --network NAME          the network name in the config (default hpbench)
   --tcp-client PATH       hostport-bench-tcp; with --tcp-seconds > 0 also measure the datapath
   --tcp-seconds S --tcp-threads T --tcp-rounds R --node-ip IP --container-port P
-  --first-host-port 10000 --sample-host-port 50000
+  --udp-samples K         also UDP first-packet latency: K requests per direction and round
+  --max-add-ms MS         stop before the next size once ADD p50 is above MS (0: never)
+  --first-host-port 1 --sample-host-port 65530 (4 ports) --datapath-host-port 65535
+  --cold-add              one ADD and its DEL of one pod, printed as {"addMs","delMs"}
+  --churn-seconds S       after prepopulating to the one size in --sizes, ADD+DEL pairs at
+                          --churn-rate 200 per second by --churn-workers 8 threads for S s,
+                          reported per --churn-window 10 s with the memory of --agent-pid and
+                          the size of --state-dir at each window's end
 
 or: hostport-bench-cni --exec-floor PROGRAM [--samples 100]
   runs PROGRAM with CNI_COMMAND=VERSION and empty stdin, as the runtime would, and prints
@@ -422,7 +652,7 @@ int main(int argc, char** argv) {
     o.prevResult["cniVersion"] = kCniVersion;
   }
   o.network = args.get("network", o.network);
-  o.sizes = parseList(args.get("sizes", "0,1000,5000"), "--sizes");
+  o.sizes = parseList(args.get("sizes", "0,1000,65535"), "--sizes");
   o.samples = args.getLong("samples", o.samples);
   o.bulk = std::max(1L, args.getLong("bulk", o.bulk));
   o.agentSocket = args.get("agent-socket");
@@ -434,8 +664,24 @@ int main(int argc, char** argv) {
   o.tcpRounds = std::max(1L, args.getLong("tcp-rounds", o.tcpRounds));
   o.nodeIp = args.get("node-ip", o.nodeIp);
   o.containerPort = static_cast<int>(args.getLong("container-port", o.containerPort));
-  o.firstHostPort = args.getLong("first-host-port", o.firstHostPort);
+  o.udpSamples = args.getLong("udp-samples", 0);
+  o.maxAddMs = args.getDouble("max-add-ms", 0);
+  o.firstHostPort = std::max(1L, args.getLong("first-host-port", o.firstHostPort));
   o.sampleHostPort = args.getLong("sample-host-port", o.sampleHostPort);
+  o.datapathHostPort = args.getLong("datapath-host-port", o.datapathHostPort);
+  if (o.sampleHostPort < 1 || o.sampleHostPort + kSampleWindow - 1 > kPortSpace ||
+      o.datapathHostPort < 1 || o.datapathHostPort > kPortSpace) {
+    die("--sample-host-port and --datapath-host-port must leave their ports within 1..65535");
+  }
+  o.churn.pairsPerSecond = args.getDouble("churn-rate", o.churn.pairsPerSecond);
+  o.churn.seconds = args.getDouble("churn-seconds", 0);
+  o.churn.windowSeconds = std::max(1.0, args.getDouble("churn-window", o.churn.windowSeconds));
+  o.churn.workers = std::max(1L, args.getLong("churn-workers", o.churn.workers));
+  o.churn.agentPid = static_cast<pid_t>(args.getLong("agent-pid", 0));
+  o.churn.stateDir = args.get("state-dir");
   joinNetnsOrDie(nodeNetns);
-  return Bench(std::move(o)).run();
+  Bench bench(std::move(o));
+  if (args.has("cold-add")) return bench.coldAdd();
+  if (args.has("churn-seconds")) return bench.churn();
+  return bench.run();
 }

@@ -14,7 +14,9 @@
 // leases_restored and duration_ms, and when its line appeared, which is when every lease was back
 // (the pass logs once it is done). Prints one JSON object per round:
 //   {"round", "nftMs", "brokenAtFirstProbe", "portsMs": [...], "firstPortMs", "lastPortMs",
-//    "passSeenMs", "passDurationMs", "leasesRestored"}
+//    "passSeenMs", "passDurationMs", "repairPasses", "leasesRestored"}
+// With --leases N a repair that spans several passes counts until N leases are restored:
+// passSeenMs is then the last of them, passDurationMs and leasesRestored their sums.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -68,7 +70,7 @@ class LogFollower {
     offset_ = file ? static_cast<std::streamoff>(file.tellg()) : 0;
   }
 
-  /// The first complete table.reconciled line since the last call that restored something.
+  /// The next complete table.reconciled line since the last call that restored something.
   std::optional<json> nextRepairPass() {
     std::ifstream file(path_);
     file.seekg(offset_);
@@ -118,9 +120,17 @@ json round(long index, const Args& args, const in_addr& ip, const std::vector<lo
   std::size_t pending = ports.size();
   bool brokenAtFirstProbe = false;
   bool firstProbe = true;
+  // With many leases the repair may take more than one pass (a pass that met a change while it
+  // ran leaves the rest to the next): every lease is back when the passes since the flush have
+  // restored them all (--leases), or, without --leases, after the first repairing pass.
+  const long expected = args.getLong("leases", 0);
   std::optional<json> pass;
+  long restored = 0;
+  long passes = 0;
+  double passDurationMs = 0;
   double passSeenMs = -1;
-  while (pending > 0 || !pass) {
+  const auto allBack = [&] { return pass && (expected <= 0 || restored >= expected); };
+  while (pending > 0 || !allBack()) {
     if (msSince(flushed) > timeoutMs) die("traffic or the repair pass did not come back in time");
     for (std::size_t i = 0; i < ports.size(); ++i) {
       if (restoredMs[i]) continue;
@@ -131,9 +141,14 @@ json round(long index, const Args& args, const in_addr& ip, const std::vector<lo
       restoredMs[i] = msSince(flushed);
       --pending;
     }
-    if (!pass) {
-      pass = log.nextRepairPass();
-      if (pass) passSeenMs = msSince(flushed);
+    while (!allBack()) {
+      auto next = log.nextRepairPass();
+      if (!next) break;
+      pass = std::move(next);
+      restored += pass->value("leases_restored", 0L);
+      passDurationMs += pass->value("duration_ms", 0.0);
+      ++passes;
+      passSeenMs = msSince(flushed);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -146,8 +161,9 @@ json round(long index, const Args& args, const in_addr& ip, const std::vector<lo
           {"firstPortMs", *std::ranges::min_element(portsMs)},
           {"lastPortMs", *std::ranges::max_element(portsMs)},
           {"passSeenMs", passSeenMs},
-          {"passDurationMs", pass->value("duration_ms", -1.0)},
-          {"leasesRestored", pass->value("leases_restored", -1L)}};
+          {"passDurationMs", passDurationMs},
+          {"repairPasses", passes},
+          {"leasesRestored", restored}};
 }
 
 }  // namespace
@@ -158,7 +174,8 @@ int main(int argc, char** argv) {
   const Args args(argc, argv);
   if (args.has("help") || !args.has("netns") || !args.has("ports") || !args.has("agent-log")) {
     std::cout << "usage: hostport-bench-flush-restore --netns PATH --node-ip A --ports P,P,... "
-                 "--agent-log FILE [--rounds 5] [--nft /usr/sbin/nft] [--timeout-s 300]\n";
+                 "--agent-log FILE [--rounds 5] [--leases N] [--nft /usr/sbin/nft] "
+                 "[--timeout-s 300]\n";
     return args.has("help") ? 0 : 2;
   }
   const std::vector<long> ports = parseList(args.get("ports"), "--ports");

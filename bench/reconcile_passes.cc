@@ -14,6 +14,9 @@
 // one has missed passes and takes none of them. With --nudge-netns (the agent's netns), after
 // each unchanged sample a commit to a table of its own there (`nft add/delete table ip
 // hostport_bench_nudge`) moves the generation on, so the next pass compares: samples alternate.
+// With --once it takes no samples and prints what /metrics says once a first pass has ended:
+//   {"passes", "unchanged", "lastPassMs", "lastCompareMs", "repairs"}
+// (after a start, before the first periodic pass: the start-up pass).
 // Run the agent with a short --table-repair-interval. Prints one JSON object:
 //   {"passMs": {summary of compares}, "unchangedMs": {summary}, "samplesMs": [...],
 //    "unchangedSamplesMs": [...], "skippedRepairing": k, "missedPasses": m}
@@ -91,7 +94,7 @@ int main(int argc, char** argv) {
   const Args args(argc, argv);
   if (args.has("help") || !args.has("socket")) {
     std::cout << "usage: hostport-bench-reconcile-passes --socket PATH [--samples 10] "
-                 "[--timeout-s 120] [--poll-ms 20] [--nudge-netns PATH]\n";
+                 "[--timeout-s 120] [--poll-ms 20] [--nudge-netns PATH] [--once]\n";
     return args.has("help") ? 0 : 2;
   }
   const auto samples = static_cast<std::size_t>(std::max(1L, args.getLong("samples", 10)));
@@ -100,6 +103,22 @@ int main(int argc, char** argv) {
   const std::string nudgeNetns = args.get("nudge-netns");
   const auto client =
       hostport::agent::api::AgentClient::forSocket(args.get("socket"), std::chrono::seconds(10));
+  if (args.has("once")) {
+    // The start-up pass runs as the socket starts to serve: wait for it to end.
+    ReconcileMetrics now = readMetrics(client);
+    for (const auto waited = Clock::now(); now.passes < 1 && msSince(waited) < timeoutMs;) {
+      std::this_thread::sleep_for(pollEvery);
+      now = readMetrics(client);
+    }
+    std::cout << nlohmann::json{{"passes", now.passes},
+                                {"unchanged", now.unchanged},
+                                {"lastPassMs", now.lastPassSeconds * 1000},
+                                {"lastCompareMs", now.lastCompareSeconds * 1000},
+                                {"repairs", now.repairs}}
+                     .dump()
+              << std::endl;
+    return 0;
+  }
   std::vector<double> compareMs;
   std::vector<double> unchangedMs;
   long skippedRepairing = 0;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks hostport against Debian's CNI portmap on this machine, side by side, and writes
-# docs/benchmarks.json, docs/benchmarks.md and docs/benchmarks-add-latency.png.
+# docs/benchmarks.json, docs/benchmarks.md, docs/benchmarks-cni-latency.png and
+# docs/benchmarks-datapath.png.
 # Not a test: nothing here passes or fails on a timing. Run as root; see --help.
 # The programs it drives live in bench/: the C++ ones (built with -DHOSTPORT_BUILD_BENCH=ON),
-# results.jq (the JSON), report.jq (the Markdown) and add-latency.gp (the plot).
+# results.jq (the JSON), report.jq (the Markdown), cni-latency.gp and datapath.gp (the plots).
 set -euo pipefail
 
 readonly PROG="bench.sh"
@@ -19,15 +20,20 @@ SAMPLES=""
 PORTMAP_SAMPLES=""
 BULK=10
 PORTMAP_BUDGET=""
-LEASES=50000
+LEASES=65535
 RECONCILE_SIZES=""
-ONLY="cni,agent,recovery,reconcile"
+ONLY="cni,cold,churn,agent,recovery,reconcile"
 BUILD_DIR="${REPO_ROOT}/build-bench"
 DO_BUILD=1
 REPLOT=0
 ONLY_GIVEN=0
 OUT_DIR="${REPO_ROOT}/docs"
 TCP_SECONDS="" TCP_ROUNDS="" LOAD_SECONDS="" STARTUP_RUNS="" PASS_SAMPLES="" FLUSH_ROUNDS=""
+UDP_SAMPLES="" COLD_SAMPLES="" CHURN_N="" CHURN_SECONDS="" CHURN_WINDOW=""
+CHURN_RATE=200
+CHURN_WORKERS=8
+PORTMAP_MAX_ADD_MS=1000
+SECTION_SECONDS="{}"
 
 # State of the run; cleanup copes with any of it unset. Everything is named after the pid.
 readonly TAG="hpb$$"
@@ -42,47 +48,69 @@ usage() {
 Usage: sudo scripts/bench.sh [--quick] [options]
 
 Measures, in private network namespaces only (nothing touches the root netns):
-  1. CNI ADD/DEL latency (p50, p99) of hostport (standalone), Debian's portmap and hostport
+  1. cni: CNI ADD/DEL latency (p50, p99) of hostport (standalone), Debian's portmap and hostport
      with hostport-agent (a dynamic port by annotation), each run as a runtime runs a chained
-     plugin after a real bridge prevResult, with N mappings already installed;
-  2. new TCP connections/s from the node netns to nodeIP:hostPort with N mappings installed
-     (hostport and portmap), next to the same rate straight to the pod IP;
-  3. hostport-agent: durable allocate+release round trips/s and latency, 1/8/32 clients;
-  4. hostport-agent start-up (exec to /readyz, and its own store.recovered event) and RSS,
-     empty and with 50,000 leases;
-  5. hostport-agent's reconciler with N leases whose forwards it writes: the start-up pass
-     that installs them all, a pass that finds nothing to repair (every second), and the time
-     from "nft flush map ip hostport ports" until traffic through the host ports is back.
+     plugin after a real bridge prevResult, with N mappings already installed, next to the
+     process-start floor (/bin/true) and each plugin's bare VERSION. N = 65535 fills the TCP port
+     space, N = 131070 fills UDP on top (but for the 5 ports of each protocol the measurement
+     uses). Also the datapath at each N: new TCP connections/s from the node netns to
+     nodeIP:hostPort, and UDP first-packet latency (a fresh source port per request: a new
+     conntrack entry each), both next to the same straight to the pod IP;
+  2. cold: the first ADD on a fresh node (a new node netns, no table yet), standalone and right
+     after hostport-agent started on an empty node;
+  3. churn: hostport-agent with N leases, ADD+DEL pairs at a fixed rate (open loop, several
+     workers), per-window latency, agent RSS and state dir size;
+  4. agent: hostport-agent durable allocate+release round trips/s and latency, 1/8/32 clients;
+  5. recovery: hostport-agent start-up (exec to /readyz, and its own store.recovered event) and
+     RSS, empty and with --leases leases;
+  6. reconcile: hostport-agent's reconciler with N leases whose forwards it writes: the start-up
+     pass that installs them all, a pass that finds nothing to repair (every second), the agent's
+     RSS (VmRSS, VmHWM) with them, the time from "nft flush map ip hostport ports" until traffic
+     through the host ports is back, and a restart with the table in place.
 
 Options:
-  --quick               smaller N (0,200,1000), fewer samples; about 2 minutes after the build
-  --sizes LIST          mappings installed before measuring (default 0,1000,5000)
+  --quick               sizes 0,1000,65535, fewer samples, shorter churn (N=1000, 20 s);
+                        3.5 minutes after the build on a 2-core VM (measured)
+  --sizes LIST          mappings installed before measuring (default 0,1000,10000,65535,131070)
   --samples N           ADD+DEL pairs per size for hostport (default 100; quick 20)
   --portmap-samples N   the same for portmap, whose ADD takes up to a second (default 40; quick 10)
   --bulk B              mappings per prepopulation ADD (default 10)
   --portmap-budget S    seconds portmap may take; larger sizes are skipped and reported
                         (default 1500; quick 120)
-  --leases N            leases for the recovery benchmark (default 50000)
-  --reconcile-sizes L   leases for the reconciler benchmark (default 5000,50000; quick
-                        1000,5000). On a 2-core VM 50,000 takes about 6 minutes: the agent's
-                        start-up pass and each flush's repair run about a minute each there
-  --only LIST           sections to run: cni,agent,recovery,reconcile (default all; cni includes
-                        the datapath)
+  --portmap-max-add-ms MS
+                        portmap stops before the next size once its ADD p50 is past MS
+                        (default 1000)
+  --udp-samples K       UDP requests per direction and datapath round (default 500; quick 200)
+  --cold-samples K      first ADDs on a fresh node, each kind (default 20; quick 5)
+  --churn-n N           leases installed before the churn (default 10000; quick 1000)
+  --churn-seconds S     how long the churn runs (default 60; quick 20), in windows of 10 s
+                        (quick 5 s)
+  --churn-rate R        ADD+DEL pairs started per second (default 200)
+  --churn-workers W     pairs in flight at most, as a runtime's parallel sandboxes (default 8)
+  --leases N            leases for the recovery benchmark (default 65535)
+  --reconcile-sizes L   leases for the reconciler benchmark (default 10000,65535; quick
+                        1000,10000)
+  --only LIST           sections to run: cni,cold,churn,agent,recovery,reconcile (default all)
   --build-dir DIR       build tree (default build-bench in the repository), configured with
                         -DHOSTPORT_BUILD_BENCH=ON -DBUILD_TESTING=OFF
   --no-build            use the binaries already in the build tree
   --out DIR             where the results go (default docs/ in the repository)
-  --replot              measure nothing: redraw the plot and rewrite the Markdown from the
+  --replot              measure nothing: redraw the plots and rewrite the Markdown from the
                         benchmarks.json already in --out (after a change to bench/report.jq or
-                        bench/add-latency.gp)
+                        bench/*.gp)
   -h, --help            this text
+
+The full run takes about 35 minutes on a 2-core VM, most of it portmap up to its budget, plus
+the UDP half of 131070 for each hostport kind: ~6,550 ADDs of 10 UDP ports, which take ~0.4 s
+each today (the plugin dumps the conntrack table twice per UDP port) and so ~45 minutes per kind;
+the prepopulation's progress lines say the pace.
 
 Environment:
   HOSTPORT_JOBS=N       parallel build jobs (default: nproc, here ${JOBS})
 
 Needs root, but for --replot. Installs what it needs with scripts/setup.sh --bench (apt-get, only when something
 is missing): iproute2, nftables, iptables, conntrack, jq, containernetworking-plugins
-(/usr/lib/cni/{bridge,host-local,portmap}) and gnuplot-nox for the plot.
+(/usr/lib/cni/{bridge,host-local,portmap}) and gnuplot-nox for the plots.
 EOF
 }
 
@@ -90,7 +118,9 @@ parse_args() {
   while (($# > 0)); do
     case "$1" in
       --sizes | --samples | --portmap-samples | --bulk | --portmap-budget | --leases | \
-        --reconcile-sizes | --only | --build-dir | --out)
+        --reconcile-sizes | --only | --build-dir | --out | --portmap-max-add-ms | \
+        --udp-samples | --cold-samples | --churn-n | --churn-seconds | --churn-rate | \
+        --churn-workers)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         ;;
     esac
@@ -102,6 +132,13 @@ parse_args() {
       --portmap-samples) PORTMAP_SAMPLES="$2"; shift ;;
       --bulk) BULK="$2"; shift ;;
       --portmap-budget) PORTMAP_BUDGET="$2"; shift ;;
+      --portmap-max-add-ms) PORTMAP_MAX_ADD_MS="$2"; shift ;;
+      --udp-samples) UDP_SAMPLES="$2"; shift ;;
+      --cold-samples) COLD_SAMPLES="$2"; shift ;;
+      --churn-n) CHURN_N="$2"; shift ;;
+      --churn-seconds) CHURN_SECONDS="$2"; shift ;;
+      --churn-rate) CHURN_RATE="$2"; shift ;;
+      --churn-workers) CHURN_WORKERS="$2"; shift ;;
       --leases) LEASES="$2"; shift ;;
       --reconcile-sizes) RECONCILE_SIZES="$2"; shift ;;
       --only) ONLY="$2"; ONLY_GIVEN=1; shift ;;
@@ -118,12 +155,16 @@ parse_args() {
     ONLY=""
   fi
   if ((QUICK)); then
-    : "${SIZES:=0,200,1000}" "${SAMPLES:=20}" "${PORTMAP_SAMPLES:=10}" "${PORTMAP_BUDGET:=120}"
-    : "${RECONCILE_SIZES:=1000,5000}"
+    : "${SIZES:=0,1000,65535}" "${SAMPLES:=20}" "${PORTMAP_SAMPLES:=10}" "${PORTMAP_BUDGET:=120}"
+    : "${RECONCILE_SIZES:=1000,10000}" "${UDP_SAMPLES:=200}" "${COLD_SAMPLES:=5}"
+    : "${CHURN_N:=1000}" "${CHURN_SECONDS:=20}"
+    CHURN_WINDOW=5
     TCP_SECONDS=1 TCP_ROUNDS=3 LOAD_SECONDS=2 STARTUP_RUNS=2 PASS_SAMPLES=5 FLUSH_ROUNDS=3
   else
-    : "${SIZES:=0,1000,5000}" "${SAMPLES:=100}" "${PORTMAP_SAMPLES:=40}" "${PORTMAP_BUDGET:=1500}"
-    : "${RECONCILE_SIZES:=5000,50000}"
+    : "${SIZES:=0,1000,10000,65535,131070}" "${SAMPLES:=100}" "${PORTMAP_SAMPLES:=40}"
+    : "${PORTMAP_BUDGET:=1500}" "${RECONCILE_SIZES:=10000,65535}" "${UDP_SAMPLES:=500}"
+    : "${COLD_SAMPLES:=20}" "${CHURN_N:=10000}" "${CHURN_SECONDS:=60}"
+    CHURN_WINDOW=10
     TCP_SECONDS=2 TCP_ROUNDS=7 LOAD_SECONDS=5 STARTUP_RUNS=5 PASS_SAMPLES=10 FLUSH_ROUNDS=5
   fi
 }
@@ -158,7 +199,7 @@ cleanup() {
     wait "$pid" 2>/dev/null || true
   done
   PIDS=()
-  for ns in $(ip netns list | awk -v t="$TAG-" 'index($1, t) == 1 {print $1}'); do
+  for ns in $(ip netns list 2>/dev/null | awk -v t="$TAG-" 'index($1, t) == 1 {print $1}'); do
     ip netns del "$ns" 2>/dev/null || true
   done
   if [[ -n "$TMP" ]]; then
@@ -328,25 +369,117 @@ bench_cni() {
     case $kind in
       hostport)
         args+=(--plugin "$HOSTPORT_BIN" --tcp-client "$TCP_BENCH" --tcp-seconds "$TCP_SECONDS"
-          --tcp-rounds "$TCP_ROUNDS")
+          --tcp-rounds "$TCP_ROUNDS" --udp-samples "$UDP_SAMPLES")
         ;;
       portmap)
         args+=(--plugin /usr/lib/cni/portmap --tcp-client "$TCP_BENCH"
-          --tcp-seconds "$TCP_SECONDS" --tcp-rounds "$TCP_ROUNDS"
-          --budget-seconds "$PORTMAP_BUDGET")
+          --tcp-seconds "$TCP_SECONDS" --tcp-rounds "$TCP_ROUNDS" --udp-samples "$UDP_SAMPLES"
+          --budget-seconds "$PORTMAP_BUDGET" --max-add-ms "$PORTMAP_MAX_ADD_MS")
         ;;
       hostport-agent)
-        start_agent "$NODE_NS" "$TMP/cni-agent-state" "$TMP/cni-agent.sock" 10000-39999 \
+        start_full_space_agent "$NODE_NS" "$TMP/cni-agent-state" "$TMP/cni-agent.sock" \
           "$TMP/cni-agent.log" --log-level warn
         args+=(--plugin "$HOSTPORT_BIN" --agent-socket "$TMP/cni-agent.sock")
         ;;
     esac
-    run "$CNI_BENCH" "${args[@]}" >"$TMP/cni-$kind.jsonl"
+    # A failed plugin call ends this kind's series (what it measured before stays), not the run:
+    # the failure goes into the results with the plugin's own words.
+    if ! run "$CNI_BENCH" "${args[@]}" >"$TMP/cni-$kind.jsonl" 2> >(tee "$TMP/cni-$kind.err" >&2)
+    then
+      log "CNI $kind failed; its series ends there (see benchmarks.json, cni.failures)"
+      sleep 0.2  # tee's last lines
+      jq -n -c --arg kind "$kind" --rawfile err "$TMP/cni-$kind.err" \
+        '{plugin: $kind, done: true, failed: ($err | split("\n") | map(select(startswith("bench: ")))
+          | first // "exited with an error" | .[0:600])}' >>"$TMP/cni-$kind.jsonl"
+    fi
     if [[ $kind == hostport-agent ]]; then
       stop_pid "$AGENT_PID"
     fi
     node_down
   done
+}
+
+# An agent whose default pool is the whole port space, as the largest sizes need: no metrics
+# listener (it would hold a port of the pool), and the pool left out of
+# ip_local_reserved_ports, which would otherwise leave the node netns no ephemeral port at all.
+start_full_space_agent() {  # netns state-dir socket log agent-flags...
+  local netns=$1 state=$2 socket=$3 log=$4
+  shift 4
+  start_agent "$netns" "$state" "$socket" 1-65535 "$log" --metrics-address "" \
+    --no-reserve-local-ports "$@"
+}
+
+# A node netns with nothing in it yet: no nft table, a node IP and a route to the pod subnet
+# (the fabricated pod's address), as a node has before its first pod.
+fresh_node() {  # name
+  ip netns add "$1"
+  ip -n "$1" link set lo up
+  ip -n "$1" link add hp0 type veth peer name hp1
+  ip -n "$1" addr add 192.0.2.1/24 dev hp0
+  ip -n "$1" link add hpbr0 type veth peer name hpbr1
+  ip -n "$1" addr add 10.88.0.1/16 dev hpbr0
+  local link
+  for link in hp0 hp1 hpbr0 hpbr1; do
+    ip -n "$1" link set "$link" up
+  done
+}
+
+# The first ADD on a fresh node: each sample a new node netns without our table. Standalone, the
+# ADD lays the table out itself; with the agent, the agent has just started on the empty node
+# (its start-up pass lays the table out) and the sample is the first ADD it serves.
+bench_cold() {
+  local kind i fresh
+  node_up cold
+  for kind in hostport hostport-agent; do
+    log "cold: first $kind ADD on a fresh node, $COLD_SAMPLES samples"
+    for ((i = 0; i < COLD_SAMPLES; i++)); do
+      fresh="$TAG-cold-$i"
+      fresh_node "$fresh"
+      local args=(--kind "$kind" --plugin "$HOSTPORT_BIN" --node-netns "/run/netns/$fresh"
+        --pod-netns "/run/netns/$POD_NS" --prev-result "$PREV_RESULT" --cold-add)
+      if [[ $kind == hostport-agent ]]; then
+        rm -rf "$TMP/cold-agent"
+        mkdir -p "$TMP/cold-agent"
+        start_full_space_agent "$fresh" "$TMP/cold-agent/state" "$TMP/cold-agent/agent.sock" \
+          "$TMP/cold-agent/agent.log" --log-level warn
+        args+=(--agent-socket "$TMP/cold-agent/agent.sock")
+      fi
+      run "$CNI_BENCH" "${args[@]}" | jq -c --arg kind "$kind" '. + {kind: $kind}'
+      if [[ $kind == hostport-agent ]]; then
+        stop_pid "$AGENT_PID"
+      fi
+      ip netns del "$fresh"
+    done
+  done >"$TMP/cold.jsonl"
+  node_down
+}
+
+# Churn with the agent: CHURN_N leases installed by the plugin's ADD, then ADD+DEL pairs at
+# CHURN_RATE per second for CHURN_SECONDS, sampling the agent's RSS and state dir per window. The
+# agent compacts its journal past compactAfterJournalBytes: 1 MiB here, an eighth of its default,
+# so that a 60 s run at 200 pairs/s (~55 KiB of journal a second) goes through a few compactions
+# (each a snapshot of every lease) and shows the journal bounded by them.
+readonly CHURN_COMPACT_BYTES=1048576
+
+bench_churn() {
+  log "churn: N=$CHURN_N, $CHURN_RATE ADD+DEL pairs/s for $CHURN_SECONDS s, $CHURN_WORKERS workers"
+  node_up churn
+  printf 'compactAfterJournalBytes: %s\n' "$CHURN_COMPACT_BYTES" >"$TMP/churn-agent.yaml"
+  start_full_space_agent "$NODE_NS" "$TMP/churn-state" "$TMP/churn.sock" "$TMP/churn-agent.log" \
+    --log-level warn --config "$TMP/churn-agent.yaml"
+  run "$CNI_BENCH" --kind hostport-agent --plugin "$HOSTPORT_BIN" \
+    --node-netns "/run/netns/$NODE_NS" --pod-netns "/run/netns/$POD_NS" \
+    --prev-result "$PREV_RESULT" --agent-socket "$TMP/churn.sock" --sizes "$CHURN_N" \
+    --bulk "$BULK" --churn-seconds "$CHURN_SECONDS" --churn-rate "$CHURN_RATE" \
+    --churn-workers "$CHURN_WORKERS" --churn-window "$CHURN_WINDOW" --agent-pid "$AGENT_PID" \
+    --state-dir "$TMP/churn-state" >"$TMP/churn-raw.json"
+  stop_pid "$AGENT_PID"
+  # The agent logs at warn: what it has to say about failures goes with the figures.
+  jq -c --argjson compact "$CHURN_COMPACT_BYTES" --argjson lines "$(wc -l <"$TMP/churn-agent.log")" \
+    --rawfile head <(head -c 4000 "$TMP/churn-agent.log") \
+    '. + {compactAfterJournalBytes: $compact, agentLogLines: $lines, agentLogHead: $head}' \
+    "$TMP/churn-raw.json" >"$TMP/churn.json"
+  node_down
 }
 
 bench_agent() {
@@ -371,13 +504,14 @@ bench_recovery() {
   local range layout
   ip netns add "$TAG-recovery"
   ip -n "$TAG-recovery" link set lo up
-  range=10000-$((10000 + LEASES - 1 > 60999 ? 10000 + LEASES - 1 : 60999))
+  ((LEASES <= 65535)) || die "--leases: at most 65535 (one port each)"
+  range=1-65535
   log "recovery: empty state dir"
   startup_runs "$TMP/rec-empty" "$range" >"$TMP/recovery-empty.json"
   for layout in snapshot journal; do
     log "recovery: $LEASES leases ($layout)"
     run "$LEASEGEN" --state-dir "$TMP/rec-$layout" --leases "$LEASES" --layout "$layout" \
-      --first-port 10000 --netns-path "/run/netns/$TAG-recovery" 2>"$TMP/leasegen-$layout.log"
+      --first-port 1 --netns-path "/run/netns/$TAG-recovery" 2>"$TMP/leasegen-$layout.log"
     startup_runs "$TMP/rec-$layout" "$range" >"$TMP/recovery-$layout.json"
     # The state dir as the agent left it: after its own start it may have compacted.
     du -sk "$TMP/rec-$layout" | cut -f1 >"$TMP/recovery-$layout.kib"
@@ -386,18 +520,18 @@ bench_recovery() {
 }
 
 # The reconciler with N leases whose forwards the agent writes (agent mode), made by
-# hostport-bench-leasegen: each lease one host port (10000 + i -> 8080/tcp) to its own pod
-# address (10.88.1.0 + i, in the bridge's 10.88.0.0/16; masquerade elements are keyed by pod
-# address, so they must be distinct) in the real pod's netns, which the liveness check sees alive.
-# A few leases spread over the list are made reachable: their addresses go on the pod's eth0,
-# where the TCP server answers on 8080.
+# hostport-bench-leasegen: each lease one host port (1 + i -> 8080/tcp, so 65,535 leases fill the
+# port space) to its own pod address (10.88.1.0 + i in 10.88.0.0/15: masquerade elements are keyed
+# by pod address, so they must be distinct, and 65,535 of them do not fit in the bridge's /16;
+# the node routes 10.89.0.0/16 to the bridge too) in the real pod's netns, which the liveness
+# check sees alive. A few leases spread over the list are made reachable: their addresses go on
+# the pod's eth0, where the TCP server answers on 8080.
 readonly RECONCILE_PROBES=8
 
 bench_reconcile() {
   local n
   node_up reconcile
-  # The pool (10000 and up) is reserved from ephemeral use in this netns; the probes need some.
-  ip netns exec "$NODE_NS" sysctl -qw net.ipv4.ip_local_port_range="61000 65535"
+  ip -n "$NODE_NS" route add 10.89.0.0/16 dev hpbr0
   for n in ${RECONCILE_SIZES//,/ }; do
     reconcile_size "$n"
   done >"$TMP/reconcile.jsonl"
@@ -406,12 +540,12 @@ bench_reconcile() {
 
 reconcile_size() {  # leases: one JSON object on stdout
   local n=$1 state="$TMP/reconcile-$1" socket="$TMP/reconcile-$1.sock"
-  local log="$TMP/reconcile-$1.agent.log" probes ports address startup
+  local log="$TMP/reconcile-$1.agent.log" probes ports address startup memory restart ready_ms
   log "reconcile: $n leases with forwarding: start-up pass, $PASS_SAMPLES steady passes," \
     "$FLUSH_ROUNDS flushes"
-  run "$LEASEGEN" --state-dir "$state" --leases "$n" --first-port 10000 \
+  run "$LEASEGEN" --state-dir "$state" --leases "$n" --first-port 1 \
     --netns-path "/run/netns/$POD_NS" --forwarding-network hpbench \
-    --first-pod-address 10.88.1.0/16 --targets "$state.targets" 2>"$state.leasegen.log"
+    --first-pod-address 10.88.1.0/15 --targets "$state.targets" 2>"$state.leasegen.log"
   probes=$(awk -v n="$n" -v k="$RECONCILE_PROBES" '
     BEGIN { for (j = 0; j < k; j++) want[int(j * (n - 1) / (k - 1)) + 1] = 1 }
     want[NR]' "$state.targets")
@@ -420,17 +554,37 @@ reconcile_size() {  # leases: one JSON object on stdout
   done <<<"$probes"
   ports=$(awk '{print $1}' <<<"$probes" | paste -sd, -)
 
-  start_agent "$NODE_NS" "$state" "$socket" "10000-$((10000 + n - 1))" "$log" \
-    --log-level info --log-format json --table-repair-interval 1
+  # The pool is the leases' ports, left out of ip_local_reserved_ports: at 65,535 it is every
+  # port, and the probes need ephemeral ones (their source ports meet no DNAT: only new
+  # connections' destination ports are looked up).
+  start_agent "$NODE_NS" "$state" "$socket" "1-$n" "$log" --metrics-address "" \
+    --no-reserve-local-ports --log-level info --log-format json --table-repair-interval 1
+  ready_ms=$AGENT_READY_MS
   # The start-up pass runs as the socket starts to serve: wait for its end.
-  wait_event table.reconciled "$log" 600
+  wait_event table.reconciled "$log" 900
   startup=$(first_event table.reconciled "$log")
   [[ $(jq '.leases_restored' <<<"$startup") == "$n" ]] ||
     die "the start-up pass did not install all $n leases: ${startup:-no table.reconciled event}"
   run "$PASSES_BENCH" --socket "$socket" --samples "$PASS_SAMPLES" \
     --nudge-netns "/run/netns/$NODE_NS" >"$state.passes.json"
+  # Memory with every lease's forwards written and the steady passes done.
+  memory=$(agent_memory "$AGENT_PID")
   run "$FLUSH_BENCH" --netns "/run/netns/$NODE_NS" --node-ip 192.0.2.1 --ports "$ports" \
-    --agent-log "$log" --rounds "$FLUSH_ROUNDS" >"$state.flush.jsonl"
+    --agent-log "$log" --rounds "$FLUSH_ROUNDS" --leases "$n" >"$state.flush.jsonl"
+  memory=$(jq -c --argjson after "$(agent_memory "$AGENT_PID")" '. + {afterFlush: $after}' \
+    <<<"$memory")
+  stop_pid "$AGENT_PID"
+  # A restart with the table in place, as after an upgrade or a crash: recovery, a start-up pass
+  # that compares and finds everything there (it logs only a repair, so its figures come from
+  # /metrics, read before the first periodic pass of the default interval), then the socket.
+  start_agent "$NODE_NS" "$state" "$socket" "1-$n" "$log.restart" --metrics-address "" \
+    --no-reserve-local-ports --log-level info --log-format json
+  restart=$(jq -c -n --argjson ready "$AGENT_READY_MS" \
+    --argjson pass "$("$PASSES_BENCH" --socket "$socket" --once)" \
+    --argjson recovered "$(event_or_null store.recovered "$log.restart")" \
+    --argjson memory "$(agent_memory "$AGENT_PID")" \
+    '{execToSocketMs: $ready, recoveredMs: $recovered.ms, startupPass: {durationMs:
+      $pass.lastPassMs, passes: $pass.passes, repairs: $pass.repairs}, memory: $memory}')
   stop_pid "$AGENT_PID"
   # The next size starts from an empty table, as this one did: elements left behind would be
   # strays to the next agent, whose start-up pass would spend its time deleting them.
@@ -440,13 +594,14 @@ reconcile_size() {  # leases: one JSON object on stdout
   while read -r _ address; do
     ip -n "$POD_NS" addr del "$address/32" dev eth0
   done <<<"$probes"
-  jq -n -c --argjson n "$n" --argjson readyMs "$AGENT_READY_MS" --argjson startup "$startup" \
+  jq -n -c --argjson n "$n" --argjson readyMs "$ready_ms" --argjson startup "$startup" \
     --argjson recovered "$(first_event store.recovered "$log")" \
     --argjson passes "$(cat "$state.passes.json")" --argjson flush "$(slurp "$state.flush.jsonl")" \
-    --argjson logLines "$(wc -l <"$log")" \
+    --argjson logLines "$(wc -l <"$log")" --argjson memory "$memory" --argjson restart "$restart" \
     '{n: $n, execToSocketMs: $readyMs, recoveredMs: $recovered.ms,
       startupPass: {durationMs: $startup.duration_ms, leasesRestored: $startup.leases_restored},
-      steadyPass: $passes, flush: $flush, agentLogLines: $logLines}'
+      steadyPass: $passes, memory: $memory, flush: $flush, restart: $restart,
+      agentLogLines: $logLines}'
   rm -rf "$state"
 }
 
@@ -459,8 +614,27 @@ wait_event() {  # name agent-log(json) seconds: until the log holds such an even
   die "no $1 event in $2 within $3 s"
 }
 
+agent_memory() {  # pid: {"vmRssKiB","vmHwmKiB"} from /proc/PID/status
+  awk '/^VmRSS:/ {rss = $2} /^VmHWM:/ {hwm = $2}
+    END {printf "{\"vmRssKiB\":%d,\"vmHwmKiB\":%d}\n", rss, hwm}' "/proc/$1/status"
+}
+
+event_or_null() {  # name agent-log(json): the first such event, or null
+  local event
+  event=$(first_event "$1" "$2")
+  echo "${event:-null}"
+}
+
 first_event() {  # name agent-log(json): the first such event, or nothing
   jq -c -n --arg e "$1" 'first(inputs | select(.event == $e))' "$2"
+}
+
+timed_section() {  # name: runs bench_NAME and records its seconds in SECTION_SECONDS
+  local started=$SECONDS
+  "bench_$1"
+  SECTION_SECONDS=$(jq -c --arg s "$1" --argjson t "$((SECONDS - started))" '.[$s] = $t' \
+    <<<"$SECTION_SECONDS")
+  log "section $1: $((SECONDS - started)) s"
 }
 
 # --- results -------------------------------------------------------------------------------
@@ -506,14 +680,25 @@ write_json() {  # json-file start-time load-start seconds
     --arg reconcileSizes "$RECONCILE_SIZES" --argjson passSamples "$PASS_SAMPLES" \
     --argjson flushRounds "$FLUSH_ROUNDS" --argjson reconcileProbes "$RECONCILE_PROBES" \
     --argjson reconcile "$(slurp "$TMP/reconcile.jsonl")" \
-    >"$1.tmp"
+    --argjson udpSamples "$UDP_SAMPLES" --argjson cold "$(slurp "$TMP/cold.jsonl")" \
+    --argjson churn "$(object_or_null "$TMP/churn.json")" \
+    --argjson sectionSeconds "$SECTION_SECONDS" \
+    >"$1.tmp" || {
+    # Keep what was measured: the raw files, for a fix of results.jq and a rerun of it by hand.
+    mkdir -p "$(dirname "$1")/raw-measurements"
+    cp "$TMP"/*.json* "$TMP"/*.kib "$(dirname "$1")/raw-measurements/" 2>/dev/null || true
+    die "bench/results.jq failed; the raw measurements are in $(dirname "$1")/raw-measurements"
+  }
   mv "$1.tmp" "$1"
   log "wrote $1"
 }
 
-# Draws ADD latency (p50 and p99) against N (bench/add-latency.gp) and prints the Markdown line
-# for the plot section: the image, or why there is none.
-draw_plot() {  # json-file png-file
+# Draws CNI ADD and DEL latency against N (bench/cni-latency.gp) and the datapath against N
+# (bench/datapath.gp), and prints the Markdown for the plot section: the images, or why there
+# are none. N = 0 is drawn at 10 on the log scale.
+readonly PLOT_ZERO_AT=10
+
+draw_plots() {  # json-file out-dir
   local series floor machine
   if [[ $(jq '.cni.hostport | length' "$1") == 0 ]]; then
     echo "(not drawn: this run skipped the CNI section)"
@@ -524,17 +709,27 @@ draw_plot() {  # json-file png-file
     return 0
   fi
   for series in hostport portmap hostportAgent; do
-    jq -r --arg s "$series" '.cni[$s][] | "\(.n) \(.add.p50) \(.add.p99)"' "$1" \
-      >"$TMP/plot-$series.dat"
+    jq -r --arg s "$series" --argjson z "$PLOT_ZERO_AT" '.cni[$s][]
+      | "\(if .n == 0 then $z else .n end) \(.add.p50) \(.add.p99) \(.del.p50) \(.del.p99)"' \
+      "$1" >"$TMP/plot-$series.dat"
+    jq -r --arg s "$series" --argjson z "$PLOT_ZERO_AT" '.cni[$s][] | select(.datapath != null)
+      | "\(if .n == 0 then $z else .n end) \(.datapath.connectionsPerSecond)"
+        + " \(.datapath.directConnectionsPerSecond) \(.datapath.udp.p50Ms // "NaN")"
+        + " \(.datapath.udp.p99Ms // "NaN") \(.datapath.udp.directP50Ms // "NaN")"' \
+      "$1" >"$TMP/datapath-$series.dat"
   done
   floor=$(jq -r '.execFloorMs.true.p50 // empty' "$1")
   machine=$(jq -r \
     '"\(.machine.cores) cores, kernel \(.machine.kernel), load \(.machine.loadAverageStart), \(.date[0:10])"' \
     "$1")
-  gnuplot -c "$BENCH_DIR/add-latency.gp" "$2" "$TMP" "$machine" "$floor" >&2 ||
-    die "gnuplot failed"
-  log "wrote $2"
-  echo "![ADD latency vs N]($(basename "$2"))"
+  gnuplot -c "$BENCH_DIR/cni-latency.gp" "$2/benchmarks-cni-latency.png" "$TMP" "$machine" \
+    "$PLOT_ZERO_AT" "$floor" >&2 || die "gnuplot failed (cni-latency.gp)"
+  gnuplot -c "$BENCH_DIR/datapath.gp" "$2/benchmarks-datapath.png" "$TMP" "$machine" \
+    "$PLOT_ZERO_AT" >&2 || die "gnuplot failed (datapath.gp)"
+  log "wrote $2/benchmarks-cni-latency.png and $2/benchmarks-datapath.png"
+  echo "![CNI ADD and DEL latency vs N](benchmarks-cni-latency.png)"
+  echo
+  echo "![Datapath vs N](benchmarks-datapath.png)"
 }
 
 # The Markdown: tables from the JSON (bench/report.jq), between two markers; what the file holds
@@ -585,18 +780,12 @@ main() {
   load_start=$(cut -d' ' -f1-3 /proc/loadavg)
   started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   log "mode $(mode), sizes $SIZES, load average $load_start"
-  if section cni; then
-    bench_cni
-  fi
-  if section agent; then
-    bench_agent
-  fi
-  if section recovery; then
-    bench_recovery
-  fi
-  if section reconcile; then
-    bench_reconcile
-  fi
+  local name
+  for name in cni cold churn agent recovery reconcile; do
+    if section "$name"; then
+      timed_section "$name"
+    fi
+  done
 
   mkdir -p "$OUT_DIR"
   local json_file="$OUT_DIR/benchmarks.json" plot_line
@@ -606,9 +795,15 @@ main() {
   else
     write_json "$json_file" "$started_at" "$load_start" "$((SECONDS - run_started))"
   fi
-  plot_line=$(draw_plot "$json_file" "$OUT_DIR/benchmarks-add-latency.png")
+  plot_line=$(draw_plots "$json_file" "$OUT_DIR")
   write_markdown "$json_file" "$OUT_DIR/benchmarks.md" "$plot_line"
   log "wrote $OUT_DIR/benchmarks.md ($((SECONDS - run_started)) s)"
+  if ((!REPLOT)); then
+    log "sections (s): $(jq -r 'to_entries | map("\(.key) \(.value)") | join(", ")' \
+      <<<"$SECTION_SECONDS"); the full run (no --quick, every section) takes about 35 minutes" \
+      "on a 2-core VM, most of it portmap up to its --portmap-budget, plus the UDP half of" \
+      "131070 (see --help)"
+  fi
 }
 
 main "$@"
