@@ -88,6 +88,9 @@ class NetlinkSocket {
                                                             std::chrono::milliseconds timeout);
 
   uint32_t portId() const { return portId_; }
+  /// True once a request went wrong in a way that leaves the socket out of step with the kernel
+  /// (see the design note); every later request fails at once.
+  bool poisoned() const { return poisoned_; }
   /// For poll()ing alongside other descriptors; the socket keeps ownership.
   int fd() const { return socket_.get(); }
 

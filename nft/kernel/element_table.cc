@@ -21,19 +21,29 @@ Result<ElementTable> ElementTable::open() {
   return ElementTable(std::move(socket));
 }
 
+Result<netlink::NetlinkSocket*> ElementTable::socket() {
+  if (socket_.poisoned()) {
+    HOSTPORT_TRY(socket_, netlink::NetlinkSocket::open(NETLINK_NETFILTER));
+  }
+  return &socket_;
+}
+
 Result<void> ElementTable::change(ElementChange change, const std::vector<SetElement>& elements) {
   if (elements.empty()) return {};
+  HOSTPORT_TRY(auto* socket, socket());
   ByteString batch = elementBatch(change, elements);
-  return socket_.requestBatch(
+  return socket->requestBatch(
       batch, change == ElementChange::kAdd ? "adding set elements" : "deleting set elements");
 }
 
 Result<void> ElementTable::layOut(const std::vector<SetElement>& elements) {
+  HOSTPORT_TRY(auto* socket, socket());
   ByteString batch = layoutBatch(elements);
-  return socket_.requestBatch(batch, "laying out the hostport tables");
+  return socket->requestBatch(batch, "laying out the hostport tables");
 }
 
 Result<TableState> ElementTable::read(const std::string* owner) {
+  HOSTPORT_TRY(auto* socket, socket());
   TableState state;
   for (const Family family : kFamilies) {
     for (const std::string_view set :
@@ -42,7 +52,7 @@ Result<TableState> ElementTable::read(const std::string* owner) {
       const std::string* ownerFilter = set == kPodSubnetsSet ? nullptr : owner;
       std::vector<SetElement> elements;
       ByteString request = elementDumpRequest(family, set);
-      HOSTPORT_TRY_VOID(socket_.requestAccepting(request, "listing set " + std::string(set),
+      HOSTPORT_TRY_VOID(socket->requestAccepting(request, "listing set " + std::string(set),
                                                  {ENOENT}, [&](std::span<const std::byte> message) {
                                                    return parseElementReply(message, elements,
                                                                             ownerFilter);
@@ -57,10 +67,11 @@ Result<TableState> ElementTable::read(const std::string* owner) {
 }
 
 Result<std::vector<SetElement>> ElementTable::lookUp(const std::vector<SetElement>& elements) {
+  HOSTPORT_TRY(auto* socket, socket());
   std::vector<SetElement> held;
   for (const SetElement& wanted : elements) {
     ByteString request = elementGetRequest(wanted);
-    HOSTPORT_TRY_VOID(socket_.requestAccepting(
+    HOSTPORT_TRY_VOID(socket->requestAccepting(
         request, "looking up an element of set " + wanted.set, {ENOENT},
         [&](std::span<const std::byte> message) { return parseElementReply(message, held); }));
   }
@@ -68,9 +79,10 @@ Result<std::vector<SetElement>> ElementTable::lookUp(const std::vector<SetElemen
 }
 
 Result<uint32_t> ElementTable::generation() {
+  HOSTPORT_TRY(auto* socket, socket());
   ByteString request = generationRequest();
   std::optional<uint32_t> id;
-  HOSTPORT_TRY_VOID(socket_.request(request, "reading the ruleset generation",
+  HOSTPORT_TRY_VOID(socket->request(request, "reading the ruleset generation",
                                     [&](std::span<const std::byte> message) -> Result<void> {
                                       HOSTPORT_TRY(id, parseGenerationReply(message));
                                       return {};
@@ -80,11 +92,12 @@ Result<uint32_t> ElementTable::generation() {
 }
 
 Result<bool> ElementTable::hasConditionalRules(const std::string& owner) {
+  HOSTPORT_TRY(auto* socket, socket());
   for (const Family family : kFamilies) {
     bool found = false;
     ByteString request = ruleDumpRequest(family, kConditionalChain);
     HOSTPORT_TRY_VOID(
-        socket_.requestAccepting(request, "listing the conditional chain", {ENOENT},
+        socket->requestAccepting(request, "listing the conditional chain", {ENOENT},
                                  [&](std::span<const std::byte> message) -> Result<void> {
                                    HOSTPORT_TRY(const RuleSummary rule, parseRuleReply(message));
                                    found = found || rule.comment == owner;

@@ -17,6 +17,10 @@ namespace hostport::nft::kernel {
 class ElementTable {
  public:
   static Result<ElementTable> open();
+  /// The table over a socket the caller opened (NETLINK_NETFILTER, in the netns to act in).
+  static ElementTable over(netlink::NetlinkSocket socket) {
+    return ElementTable(std::move(socket));
+  }
 
   /// All of `elements` in one transaction, or none. The error carries the kernel's errno as its
   /// cause, so isNotFound() (a table or set is missing) and isAlreadyExists() (a key is held
@@ -45,6 +49,11 @@ class ElementTable {
 
  private:
   explicit ElementTable(netlink::NetlinkSocket socket) : socket_(std::move(socket)) {}
+  /// The socket, opened afresh when an earlier request left it poisoned (a dump interrupted by a
+  /// concurrent commit, a reply that never came): the agent's table lives as long as the agent,
+  /// and one such request must not fail every later one until a restart. The request that went
+  /// wrong has reported its own error.
+  Result<netlink::NetlinkSocket*> socket();
   netlink::NetlinkSocket socket_;
 };
 

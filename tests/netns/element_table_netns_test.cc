@@ -121,6 +121,32 @@ TEST_F(ElementTableTest, LooksElementsUpByKeyAndRemovesOnlyTheOwners) {
   }));
 }
 
+// A reply nobody waits for (what a request abandoned midway leaves behind) puts the socket out
+// of step: the request that meets it fails and poisons the socket. The table takes a fresh socket
+// for the next request instead of failing every request after it until the agent restarts.
+TEST_F(ElementTableTest, AStaleReplyFailsOneRequestAndTheNextGetsAFreshSocket) {
+  ASSERT_OK(test::inPrivateNetns([] {
+    ASSERT_NO_FATAL_FAILURE(layOut());
+    ASSERT_OK_AND_ASSIGN(auto socket, netlink::NetlinkSocket::open(NETLINK_NETFILTER));
+    ByteString stray = generationRequest();
+    nlmsghdr header{};
+    std::memcpy(&header, stray.data(), sizeof header);
+    header.nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+    header.nlmsg_seq = 4242;
+    std::memcpy(stray.data(), &header, sizeof header);
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    ASSERT_EQ(sendto(socket.fd(), stray.data(), stray.size(), 0,
+                     reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel),
+              static_cast<ssize_t>(stray.size()));
+    auto elements = ElementTable::over(std::move(socket));
+
+    EXPECT_FALSE(elements.generation().has_value()) << "the stray reply went unnoticed";
+    EXPECT_OK(elements.generation());
+    EXPECT_OK(elements.change(ElementChange::kAdd, {forward(8080, "a/eth0")}));
+  }));
+}
+
 // The reconciler skips a compare when the generation has not moved: it must move with every
 // committed change, ours or anyone's, and stay put otherwise.
 TEST_F(ElementTableTest, TheGenerationMovesWithEveryCommitAndOnlyThen) {
