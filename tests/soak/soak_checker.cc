@@ -87,12 +87,14 @@ Checker::Evaluation Checker::evaluate() {
       case PodState::kLive:
         ++out.leasesCompared;
         if (!held) {
-          problem("lost_lease", pod.label + " (" + pod.key + "), acknowledged with " +
-                                    describeGrants(pod.acked) + ", is not in the agent",
+          problem("lost_lease",
+                  pod.label + " (" + pod.key + "), acknowledged with " + describeGrants(pod.acked) +
+                      ", is not in the agent",
                   true, pod.key);
         } else if (found->second->ports != pod.acked) {
-          problem("ports_changed", pod.label + " was acknowledged " + describeGrants(pod.acked) +
-                                       ", the agent holds " + describeGrants(found->second->ports),
+          problem("ports_changed",
+                  pod.label + " was acknowledged " + describeGrants(pod.acked) +
+                      ", the agent holds " + describeGrants(found->second->ports),
                   true, pod.key);
         } else {
           sampleTraffic(pod, out);
@@ -120,8 +122,8 @@ Checker::Evaluation Checker::evaluate() {
   }
   for (const auto& [key, lease] : byKey) {
     if (!known.contains(key) && !reportedUnknown_.contains(key)) {
-      problem("unknown_lease", key + " (" + lease->pod.name + ") is no pod the runtime knows",
-              true, key);
+      problem("unknown_lease", key + " (" + lease->pod.name + ") is no pod the runtime knows", true,
+              key);
       reportedUnknown_.insert(key);
     }
   }
@@ -130,6 +132,19 @@ Checker::Evaluation Checker::evaluate() {
   if (!entries) {
     problem("nft_unreadable", entries.error().message, false);
     return out;
+  }
+  // What each live pod's elements must forward to: "tcp/30001" -> "10.88.0.5 . 8080".
+  std::map<std::string, std::string> wantedData;
+  for (const auto& pod : pods) {
+    if (pod.state != PodState::kLive) continue;
+    for (const auto& grant : pod.acked) {
+      for (const Protocol protocol : agent::kernelProtocols(grant.protocol)) {
+        for (uint32_t offset = 0; offset < grant.count; ++offset) {
+          wantedData[portName(protocolName(protocol), grant.hostPort + offset)] =
+              pod.ipv4 + " . " + std::to_string(grant.containerPort + offset);
+        }
+      }
+    }
   }
   std::map<std::string, std::string> elementOwner;  // "tcp/30001" -> owner tag
   for (const auto& entry : *entries) {
@@ -151,6 +166,11 @@ Checker::Evaluation Checker::evaluate() {
               "element " + port + " of " + entry.comment + ", leased to " +
                   (holder == portOwner.end() ? std::string("nobody") : holder->second),
               false);
+    } else if (const auto data = wantedData.find(port);
+               data != wantedData.end() && data->second != entry.value) {
+      problem("element_mismatch", "element " + port + " of " + entry.comment + " forwards to " +
+                                      entry.value + ", not " + data->second,
+              false);
     }
   }
   for (const auto& pod : pods) {
@@ -169,8 +189,8 @@ void Checker::sampleTraffic(const PodView& pod, Evaluation& out) {
   if (pod.acked.empty()) return;
   const auto& grant =
       pod.acked[std::uniform_int_distribution<std::size_t>(0, pod.acked.size() - 1)(rng_)];
-  const auto offset = static_cast<uint16_t>(
-      std::uniform_int_distribution<int>(0, grant.count - 1)(rng_));
+  const auto offset =
+      static_cast<uint16_t>(std::uniform_int_distribution<int>(0, grant.count - 1)(rng_));
   const auto hostPort = static_cast<uint16_t>(grant.hostPort + offset);
   const auto containerPort = static_cast<uint16_t>(grant.containerPort + offset);
   bool udp = grant.protocol == agent::PortProtocol::kUdp;
@@ -184,7 +204,20 @@ void Checker::sampleTraffic(const PodView& pod, Evaluation& out) {
   const std::string where = std::string(udp ? "udp " : "tcp ") + test::kNodeIpV4 + ":" +
                             std::to_string(hostPort) + " (" + pod.label + ")";
   if (!reply) {
-    out.problems.push_back({"no_traffic", where + ": " + reply.error().message, false, {}});
+    // Is the pod itself reachable (the forward, or the path to the pod)? Only worth the time
+    // when the check is about to give up, but cheap enough to ask every time it fails.
+    const auto direct =
+        udp ? test::udpRequest(env_.node->node(), pod.ipv4, containerPort, options)
+            : test::tcpRequest(env_.node->node(), pod.ipv4, containerPort, options);
+    const auto neighbour = env_.node->node().ip({"neigh", "show", pod.ipv4});
+    out.problems.push_back(
+        {"no_traffic",
+         where + ": " + reply.error().message + "; straight to " + pod.ipv4 + ":" +
+             std::to_string(containerPort) + ": " +
+             (direct ? "answered by " + direct->id : direct.error().message) + "; neighbour: " +
+             (neighbour ? *neighbour : neighbour.error().message),
+         false,
+         {}});
   } else if (reply->id != want) {
     out.problems.push_back(
         {"wrong_pod", where + " answered by " + reply->id + ", not " + want, false, {}});
@@ -227,9 +260,8 @@ void Checker::check(const std::string& why) {
   stats_.add(failed ? "checks.failed" : "checks.passed");
   stats_.add("checks.rounds", rounds);
   if (rounds > 1) {
-    stats_.max("checks.max_wait_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         Clock::now() - start)
-                                         .count());
+    stats_.max("checks.max_wait_ms",
+               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
   }
   stats_.add("checks.leases_compared", last.leasesCompared);
   stats_.add("checks.elements_compared", last.elementsCompared);

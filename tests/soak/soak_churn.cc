@@ -19,8 +19,8 @@ struct RowChoice {
   bool udp;
 };
 constexpr RowChoice kRows[] = {
-    {"web=8080/tcp", 8080, 1, true, false},     {"dns=5353/udp", 5353, 1, false, true},
-    {"game=7000/tcpudp", 7000, 1, true, true},  {"rtp=9000-9002/udp", 9000, 3, false, true},
+    {"web=8080/tcp", 8080, 1, true, false},      {"dns=5353/udp", 5353, 1, false, true},
+    {"game=7000/tcpudp", 7000, 1, true, true},   {"rtp=9000-9002/udp", 9000, 3, false, true},
     {"rng=9100-9101/tcp", 9100, 2, true, false},
 };
 
@@ -66,7 +66,7 @@ std::vector<PodView> Churn::pods() const {
   std::lock_guard lock(mutex_);
   std::vector<PodView> views;
   for (const auto& [key, pod] : pods_) {
-    views.push_back({key, pod->pod->label, pod->state, pod->acked, pod->since});
+    views.push_back({key, pod->pod->label, pod->pod->ipv4, pod->state, pod->acked, pod->since});
   }
   return views;
 }
@@ -139,7 +139,8 @@ std::pair<Churn::Action, std::shared_ptr<SoakPod>> Churn::pick(std::mt19937_64& 
     }
     if (pod->state == PodState::kLive) live.push_back(pod);
   }
-  if (total < maxPods_ && (live.size() < static_cast<std::size_t>(maxPods_) / 2 || coin(rng, 0.5))) {
+  if (total < maxPods_ &&
+      (live.size() < static_cast<std::size_t>(maxPods_) / 2 || coin(rng, 0.5))) {
     ++creating_;
     return {Action::kCreate, nullptr};
   }
@@ -171,9 +172,10 @@ Churn::Spec Churn::makeSpec(std::mt19937_64& rng, const std::string& label) {
         holder->busy = true;
         spec.holder = holder;
         spec.probe = true;
-        mappings.push_back({{"hostPort", grant.hostPort},
-                            {"containerPort", 8082},
-                            {"protocol", grant.protocol == agent::PortProtocol::kUdp ? "udp" : "tcp"}});
+        mappings.push_back(
+            {{"hostPort", grant.hostPort},
+             {"containerPort", 8082},
+             {"protocol", grant.protocol == agent::PortProtocol::kUdp ? "udp" : "tcp"}});
       }
     }
     if (!spec.probe && coin(rng, 0.3)) {
@@ -182,7 +184,8 @@ Churn::Spec Churn::makeSpec(std::mt19937_64& rng, const std::string& label) {
         if (!staticUsed_[i]) free.push_back(i);
       }
       if (!free.empty()) {
-        const uint16_t index = free[std::uniform_int_distribution<std::size_t>(0, free.size() - 1)(rng)];
+        const uint16_t index =
+            free[std::uniform_int_distribution<std::size_t>(0, free.size() - 1)(rng)];
         staticUsed_[index] = true;
         spec.staticPort = kStaticFirst + index;
         const bool udp = coin(rng, 0.5);
@@ -259,11 +262,19 @@ void Churn::createAndAdd(std::mt19937_64& rng) {
   soakPod->pod = *created;
   soakPod->key = (*created)->owner();
   for (const auto& [transport, port] : spec.servers) {
-    auto server = test::Server::start((*created)->netns, transport, port,
-                                      serverId(label, port, transport));
+    auto server =
+        test::Server::start((*created)->netns, transport, port, serverId(label, port, transport));
     if (!server) return abandon("server: " + server.error().message);
     soakPod->servers.push_back(std::move(*server));
   }
+
+  // host-local hands addresses out again after it wrapped around: the node's neighbour entry
+  // may still name a gone pod's MAC (REACHABLE for up to 45 s), and Debian's bridge plugin sends
+  // no gratuitous ARP. Forget it, as a runtime whose bridge announces the new pod would.
+  if (auto bridged = env_.node->bridgeUp(*soakPod->pod); !bridged) {
+    return abandon("bridge ADD: " + bridged.error().message);
+  }
+  (void)env_.node->node().ip({"neigh", "del", soakPod->pod->ipv4, "dev", env_.node->bridge()});
 
   gate_.enter();
   const auto before = env_.agentState.snapshot();
@@ -272,14 +283,15 @@ void Churn::createAndAdd(std::mt19937_64& rng) {
     stats_.violation("harness", label + ": ADD: " + added.error().message);
     soakPod->state = PodState::kAddFailed;
   } else if (added->ok()) {
-    auto record = agent::api::readAttachmentRecord(env_.recordDir(), {soakPod->pod->containerId,
-                                                                      soakPod->pod->ifname});
+    auto record = agent::api::readAttachmentRecord(
+        env_.recordDir(), {soakPod->pod->containerId, soakPod->pod->ifname});
     if (spec.probe) {
-      stats_.violation("conflict_not_refused", label + " got a live pod's static port: " + added->out);
+      stats_.violation("conflict_not_refused",
+                       label + " got a live pod's static port: " + added->out);
       soakPod->state = PodState::kDeleting;
     } else if (!record || !*record) {
-      stats_.violation("record_missing", label + ": " +
-                                             (record ? "no attachment record" : record.error().message));
+      stats_.violation("record_missing",
+                       label + ": " + (record ? "no attachment record" : record.error().message));
       soakPod->state = PodState::kDeleting;
     } else {
       stats_.add("add.ok");

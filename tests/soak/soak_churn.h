@@ -53,6 +53,7 @@ class Gate {
 struct PodView {
   std::string key;
   std::string label;
+  std::string ipv4;  // the pod's address, from bridge's result
   PodState state;
   std::vector<agent::PortGrant> acked;
   Clock::time_point since;
@@ -99,8 +100,8 @@ class Churn {
   void del(const std::shared_ptr<SoakPod>& pod, bool withNetns);
   void vanish(const std::shared_ptr<SoakPod>& pod);
   /// Counts a failed verb as expected (with the disruption that explains it) or as a violation.
-  void failed(const std::string& verb, const AgentState::Snapshot& before,
-              const std::string& label, const std::string& what);
+  void failed(const std::string& verb, const AgentState::Snapshot& before, const std::string& label,
+              const std::string& what);
 
   Env& env_;
   Stats& stats_;

@@ -157,9 +157,9 @@ class Soak {
 
 void Soak::progress(Clock::time_point start) {
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start);
-  std::cerr << "soak: t=" << seconds.count() << "s pods:" << churn_.census() << "; add.ok=" << stats_.get("add.ok")
-            << " del.ok=" << stats_.get("del.ok") << " vanish=" << stats_.get("vanish.ok")
-            << " kills=" << stats_.get("chaos.kills")
+  std::cerr << "soak: t=" << seconds.count() << "s pods:" << churn_.census()
+            << "; add.ok=" << stats_.get("add.ok") << " del.ok=" << stats_.get("del.ok")
+            << " vanish=" << stats_.get("vanish.ok") << " kills=" << stats_.get("chaos.kills")
             << " checks=" << stats_.get("checks.passed") << "+" << stats_.get("checks.failed")
             << " violations=" << stats_.sum("violations") << "\n";
 }
@@ -273,8 +273,8 @@ void Soak::enospcPhase() {
   }
   env_.agentState.setEnospc(false);
   if (!up) {
-    stats_.violation("agent_restart_failed", "not ready 60 s after ENOSPC ended; " +
-                                                 env_.agent->describe());
+    stats_.violation("agent_restart_failed",
+                     "not ready 60 s after ENOSPC ended; " + env_.agent->describe());
     return;
   }
   check("after ENOSPC");
@@ -345,14 +345,14 @@ void Soak::report(Clock::duration took) {
     std::string text;
     for (const auto& [name, value] : stats_.counters()) {
       if (!name.starts_with(prefix + ".")) continue;
-      text += " " + (keepPrefix ? name : name.substr(prefix.size() + 1)) + "=" +
-              std::to_string(value);
+      text +=
+          " " + (keepPrefix ? name : name.substr(prefix.size() + 1)) + "=" + std::to_string(value);
     }
     return text;
   };
   line("ran " + std::to_string(seconds) + " s, seed " + std::to_string(options_.seed) + ", " +
-       std::to_string(options_.workers) + " workers, at most " +
-       std::to_string(options_.maxPods) + " pods");
+       std::to_string(options_.workers) + " workers, at most " + std::to_string(options_.maxPods) +
+       " pods");
   line("operations:" + group("add", true) + group("del", true) + group("vanish", true) +
        group("probe", true));
   line("expected failures:" + group("expected"));

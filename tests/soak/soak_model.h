@@ -52,9 +52,9 @@ struct SoakPod {
   PodState state = PodState::kAddFailed;
   std::vector<agent::PortGrant> acked;  // kLive: the ports ADD acknowledged
   std::vector<std::unique_ptr<test::Server>> servers;
-  uint16_t staticPort = 0;  // a port of the static range this pod holds in the model
-  bool probe = false;       // ADD claims a static port a live pod holds: must be refused (101)
-  Clock::time_point since;  // kDeleted: when DEL succeeded; kVanished: when the netns went
+  uint16_t staticPort = 0;    // a port of the static range this pod holds in the model
+  bool probe = false;         // ADD claims a static port a live pod holds: must be refused (101)
+  Clock::time_point since;    // kDeleted: when DEL succeeded; kVanished: when the netns went
   Clock::time_point retryAt;  // kAddFailed, kDeleting: the next DEL not before this
   bool busy = false;          // a worker is running a CNI verb for it
   bool released = false;      // kVanished: a check saw the lease gone; the late DEL may run
@@ -62,7 +62,8 @@ struct SoakPod {
 
 /// The reply id a pod's server gives: "<label>:<containerPort>/<tcp|udp>".
 inline std::string serverId(const std::string& label, uint16_t port, test::Transport transport) {
-  return label + ":" + std::to_string(port) + (transport == test::Transport::kTcp ? "/tcp" : "/udp");
+  return label + ":" + std::to_string(port) +
+         (transport == test::Transport::kTcp ? "/tcp" : "/udp");
 }
 
 }  // namespace hostport::soak
