@@ -168,8 +168,9 @@ Checker::Evaluation Checker::evaluate() {
               false);
     } else if (const auto data = wantedData.find(port);
                data != wantedData.end() && data->second != entry.value) {
-      problem("element_mismatch", "element " + port + " of " + entry.comment + " forwards to " +
-                                      entry.value + ", not " + data->second,
+      problem("element_mismatch",
+              "element " + port + " of " + entry.comment + " forwards to " + entry.value +
+                  ", not " + data->second,
               false);
     }
   }
@@ -206,16 +207,15 @@ void Checker::sampleTraffic(const PodView& pod, Evaluation& out) {
   if (!reply) {
     // Is the pod itself reachable (the forward, or the path to the pod)? Only worth the time
     // when the check is about to give up, but cheap enough to ask every time it fails.
-    const auto direct =
-        udp ? test::udpRequest(env_.node->node(), pod.ipv4, containerPort, options)
-            : test::tcpRequest(env_.node->node(), pod.ipv4, containerPort, options);
+    const auto direct = udp ? test::udpRequest(env_.node->node(), pod.ipv4, containerPort, options)
+                            : test::tcpRequest(env_.node->node(), pod.ipv4, containerPort, options);
     const auto neighbour = env_.node->node().ip({"neigh", "show", pod.ipv4});
     out.problems.push_back(
         {"no_traffic",
          where + ": " + reply.error().message + "; straight to " + pod.ipv4 + ":" +
              std::to_string(containerPort) + ": " +
-             (direct ? "answered by " + direct->id : direct.error().message) + "; neighbour: " +
-             (neighbour ? *neighbour : neighbour.error().message),
+             (direct ? "answered by " + direct->id : direct.error().message) +
+             "; neighbour: " + (neighbour ? *neighbour : neighbour.error().message),
          false,
          {}});
   } else if (reply->id != want) {

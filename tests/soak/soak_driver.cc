@@ -378,6 +378,8 @@ void Soak::report(Clock::duration took) {
     out["max_pods"] = options_.maxPods;
     out["grace"] = {{"repair_s", std::chrono::duration<double>(kRepairGrace).count()},
                     {"vanished_s", std::chrono::duration<double>(kVanishGrace).count()}};
+    out["lost_acknowledged_leases"] = stats_.get("violations.lost_lease");
+    out["violation_count"] = stats_.sum("violations");
     out["violation_details"] = violations;
     out["passed"] = stats_.sum("violations") == 0;
     std::ofstream file(options_.outPath);
