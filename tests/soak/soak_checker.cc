@@ -245,8 +245,6 @@ void Checker::check(const std::string& why) {
       for (const auto& problem : last.problems) {
         if (!immediate || problem.immediate) {
           stats_.violation(problem.kind, "[" + why + "] " + problem.detail);
-          std::cerr << "soak: VIOLATION " << problem.kind << " [" << why << "] " << problem.detail
-                    << "\n";
           if (!problem.podKey.empty()) churn_.forget(problem.podKey);
         }
       }

@@ -228,7 +228,7 @@ Churn::Spec Churn::makeSpec(std::mt19937_64& rng, const std::string& label) {
 
 void Churn::failed(const std::string& verb, const AgentState::Snapshot& before,
                    const std::string& label, const std::string& what) {
-  const std::string reason = env_.agentState.disruption(before, env_.agentState.snapshot());
+  const std::string reason = env_.agentState.disruption(before, env_.agentState.snapshot(), what);
   if (!reason.empty()) {
     stats_.add("expected." + verb + "." + reason);
     return;

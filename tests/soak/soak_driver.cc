@@ -230,6 +230,7 @@ void Soak::tableChaos(const std::string& kind) {
   }
   // The table may be missing already (deleted a moment ago, not yet laid out again).
   if (env_.node->node().exec(argv)) stats_.add("chaos." + kind);
+  env_.agentState.tableChanged();
 }
 
 void Soak::enospcPhase() {

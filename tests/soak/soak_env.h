@@ -62,10 +62,17 @@ class AgentState {
     uint64_t epoch = 0;
     bool up = false;
     bool enospc = false;
+    Clock::time_point at;
   };
   Snapshot snapshot() const {
     std::lock_guard lock(mutex_);
-    return {epoch_, up_, enospc_};
+    return {epoch_, up_, enospc_, Clock::now()};
+  }
+  /// The soak flushed the map or the table, or deleted the table: the agent's repair pass holds
+  /// its writer's lock while it restores, and ADDs and DELs wait (docs/design.md).
+  void tableChanged() {
+    std::lock_guard lock(mutex_);
+    tableChangedAt_ = Clock::now();
   }
   void bump(const std::string& reason, bool up) {
     std::lock_guard lock(mutex_);
@@ -88,11 +95,18 @@ class AgentState {
   }
   /// Why an operation between `before` and `after` may have failed; empty when nothing
   /// disturbed it (a failure is then unexpected).
-  std::string disruption(const Snapshot& before, const Snapshot& after) const {
+  std::string disruption(const Snapshot& before, const Snapshot& after,
+                         const std::string& failure) const {
     std::lock_guard lock(mutex_);
     if (before.enospc || after.enospc) return "enospc";
     if (!before.up) return "agent_down";
     if (before.epoch != after.epoch) return reasons_.at(after.epoch);
+    // The plugin's deadline ran out while the agent repaired the table the soak had just flushed:
+    // a pass that restores every lease holds the writer's lock throughout (docs/soak.md).
+    if (failure.find("no answer within") != std::string::npos &&
+        tableChangedAt_ >= before.at - kRepairGrace) {
+      return "blocked_by_repair";
+    }
     return {};
   }
 
@@ -102,6 +116,7 @@ class AgentState {
   bool up_ = false;
   bool enospc_ = false;
   Clock::time_point readyAt_ = Clock::now();
+  Clock::time_point tableChangedAt_{};
   std::map<uint64_t, std::string> reasons_;
 };
 

@@ -4,6 +4,7 @@
 // ("add.failed_expected.agent_down"), which the JSON nests.
 
 #include <cstdint>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -41,7 +42,10 @@ class Stats {
   void violation(const std::string& kind, const std::string& detail) {
     std::lock_guard lock(mutex_);
     ++counters_["violations." + kind];
-    if (violations_.size() < 200) violations_.push_back(kind + ": " + detail);
+    if (violations_.size() < 200) {
+      violations_.push_back(kind + ": " + detail);
+      std::cerr << "soak: VIOLATION " << kind << ": " << detail << "\n";
+    }
   }
   /// An unexpected operation failure (an invariant too: nothing else may fail).
   std::vector<std::string> violations() const {
