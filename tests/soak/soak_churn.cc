@@ -150,7 +150,7 @@ std::pair<Churn::Action, std::shared_ptr<SoakPod>> Churn::pick(std::mt19937_64& 
   return {coin(rng, 0.1) ? Action::kVanish : Action::kDelete, pod};
 }
 
-Churn::Spec Churn::makeSpec(std::mt19937_64& rng, const std::string& label) {
+Churn::Spec Churn::makeSpec(std::mt19937_64& rng) {
   Spec spec;
   nlohmann::json mappings = nlohmann::json::array();
   std::string annotation;
@@ -222,7 +222,6 @@ Churn::Spec Churn::makeSpec(std::mt19937_64& rng, const std::string& label) {
   spec.options.pluginKeys = {{"agentSocket", env_.agent->socketPath()},
                              {"releaseSpool", env_.agent->releaseSpool()},
                              {"runtimeConfig", runtimeConfig}};
-  (void)label;
   return spec;
 }
 
@@ -242,7 +241,7 @@ void Churn::createAndAdd(std::mt19937_64& rng) {
     std::lock_guard lock(mutex_);
     return "s" + std::to_string(++nextLabel_);
   }();
-  Spec spec = makeSpec(rng, label);
+  Spec spec = makeSpec(rng);
   auto soakPod = std::make_shared<SoakPod>();
   soakPod->staticPort = spec.staticPort;
   soakPod->probe = spec.probe;

@@ -95,7 +95,7 @@ class Churn {
 
   void worker(int index);
   std::pair<Action, std::shared_ptr<SoakPod>> pick(std::mt19937_64& rng);
-  Spec makeSpec(std::mt19937_64& rng, const std::string& label);
+  Spec makeSpec(std::mt19937_64& rng);
   void createAndAdd(std::mt19937_64& rng);
   void del(const std::shared_ptr<SoakPod>& pod, bool withNetns);
   void vanish(const std::shared_ptr<SoakPod>& pod);
