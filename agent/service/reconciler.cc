@@ -169,7 +169,13 @@ PassReport Reconciler::pass(bool releaseVanishedToo) {
 }
 
 std::optional<uint32_t> Reconciler::currentGeneration() {
-  auto generation = writer_.ruleset().generation();
+  // Under the writer's lock: the ruleset's netlink socket is the writer's, one request at a time.
+  // Read beside an ADD's or DEL's batch, each took the other's reply and the socket was lost for
+  // good: every later install failed until a restart (found by the soak, docs/soak.md).
+  auto generation = [&] {
+    auto lock = writer_.lock();
+    return writer_.ruleset().generation();
+  }();
   if (generation) return *generation;
   log::event(Component::kTable, Level::kWarn, "table.check_failed",
              {{"cause", generation.error().message}});

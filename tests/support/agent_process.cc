@@ -39,7 +39,7 @@ AgentProcess::AgentProcess(TempDir dir, std::string binaryPath, std::string netn
       options_(std::move(options)),
       socketPath_(dir_.path() + "/agent.sock"),
       podSocketPath_(dir_.path() + "/pod/pod.sock"),
-      stateDir_(dir_.path() + "/state"),
+      stateDir_(options_.stateDir.empty() ? dir_.path() + "/state" : options_.stateDir),
       releaseSpool_(dir_.path() + "/released"),
       logPath_(dir_.path() + "/agent.log") {}
 

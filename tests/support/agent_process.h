@@ -37,6 +37,9 @@ struct AgentOptions {
   // Each run unshares a fresh netns of its own, with lo up as inPrivateNetns() has it, instead of
   // joining one.
   bool privateNetns = false;
+  // --state-dir; empty: "state" in the agent's temp dir. A test that needs the state dir on a
+  // file system of its own (a small tmpfs it fills) mounts one and names it here.
+  std::string stateDir;
 };
 
 class AgentProcess {

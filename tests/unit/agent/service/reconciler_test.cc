@@ -1,0 +1,76 @@
+// The reconciler over a fake ruleset: what it asks of the ruleset, and under which lock. The
+// writer's ruleset owns one netlink socket that carries one request at a time; the soak found a
+// pass reading the ruleset generation beside an ADD's batch, which lost the socket for good
+// (docs/soak.md). The fake's generation() looks whether the writer's lock is held while it runs.
+
+#include "agent/service/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "agent/service/forward_writer.h"
+#include "tests/fakes/fake_host_network.h"
+#include "tests/fakes/fake_ruleset.h"
+#include "tests/support/temp_dir.h"
+#include "tests/unit/agent/service/routed_service.h"
+
+namespace hostport::agent::service {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// A FakeRuleset whose generation() tells whether its caller holds the writer's lock: a thread
+/// takes the lock meanwhile, which it can only do when nobody holds it.
+class LockCheckingRuleset : public nft::FakeRuleset {
+ public:
+  Result<std::optional<uint32_t>> generation() override {
+    ++reads;
+    finish();
+    took_ = false;
+    prober_ = std::thread([this] {
+      auto lock = writer->lock();
+      took_ = true;
+    });
+    std::this_thread::sleep_for(100ms);
+    if (took_) ++readsWithoutTheLock;
+    return std::optional<uint32_t>(7);
+  }
+  /// Waits for a prober still blocked on the lock (the caller held it); call after the pass.
+  void finish() {
+    if (prober_.joinable()) prober_.join();
+  }
+
+  ForwardWriter* writer = nullptr;
+  int reads = 0;
+  int readsWithoutTheLock = 0;
+
+ private:
+  std::thread prober_;
+  std::atomic<bool> took_{false};
+};
+
+TEST(ReconcilerTest, ReadsTheRulesetGenerationUnderTheWritersLock) {
+  test::TempDir dir;
+  testing::RoutedService agent;
+  ASSERT_OK(agent.start(dir.path(), {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest}}));
+  auto owned = std::make_unique<LockCheckingRuleset>();
+  LockCheckingRuleset* ruleset = owned.get();
+  ForwardWriter writer(std::move(owned), std::make_unique<hostnet::FakeHostNetwork>());
+  ruleset->writer = &writer;
+  Reconciler reconciler(agent.service(), writer, nullptr, agent.metrics, {});
+
+  (void)reconciler.pass(/*releaseVanished=*/false);
+  ruleset->finish();
+
+  ASSERT_GE(ruleset->reads, 1) << "the pass never read the ruleset generation";
+  EXPECT_EQ(ruleset->readsWithoutTheLock, 0)
+      << "the ruleset generation was read without the writer's lock: an ADD's batch on the same "
+         "netlink socket can take its reply";
+}
+
+}  // namespace
+}  // namespace hostport::agent::service
