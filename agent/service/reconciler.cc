@@ -169,10 +169,11 @@ PassReport Reconciler::pass(bool releaseVanishedToo) {
 }
 
 std::optional<uint32_t> Reconciler::currentGeneration() {
-  // Under the writer's lock: the ruleset's netlink socket is the writer's, one request at a time.
-  // Read beside an ADD's or DEL's batch, each took the other's reply and the socket was lost for
-  // good: every later install failed until a restart (found by the soak, docs/soak.md).
+  // Through the reconciler's own socket; without one, through the writer's under its lock: a
+  // netlink socket carries one request at a time, and a read beside an ADD's or DEL's batch on
+  // the writer's socket took the batch's reply (found by the soak, docs/soak.md).
   auto generation = [&] {
+    if (reader_) return reader_->generation();
     auto lock = writer_.lock();
     return writer_.ruleset().generation();
   }();

@@ -61,7 +61,7 @@ TEST(ReconcilerTest, ReadsTheRulesetGenerationUnderTheWritersLock) {
   LockCheckingRuleset* ruleset = owned.get();
   ForwardWriter writer(std::move(owned), std::make_unique<hostnet::FakeHostNetwork>());
   ruleset->writer = &writer;
-  Reconciler reconciler(agent.service(), writer, nullptr, agent.metrics, {});
+  Reconciler reconciler(agent.service(), writer, nullptr, nullptr, agent.metrics, {});
 
   (void)reconciler.pass(/*releaseVanished=*/false);
   ruleset->finish();
@@ -70,6 +70,27 @@ TEST(ReconcilerTest, ReadsTheRulesetGenerationUnderTheWritersLock) {
   EXPECT_EQ(ruleset->readsWithoutTheLock, 0)
       << "the ruleset generation was read without the writer's lock: an ADD's batch on the same "
          "netlink socket can take its reply";
+}
+
+// With a socket of its own (the agent's wiring), the reconciler reads the generation and compares
+// there: a pass that finds nothing to repair never asks the writer's socket.
+TEST(ReconcilerTest, WithAReaderOfItsOwnAPassThatFindsNothingLeavesTheWritersSocketAlone) {
+  test::TempDir dir;
+  testing::RoutedService agent;
+  ASSERT_OK(agent.start(dir.path(), {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest}}));
+  auto owned = std::make_unique<LockCheckingRuleset>();
+  LockCheckingRuleset* ruleset = owned.get();
+  ForwardWriter writer(std::move(owned), std::make_unique<hostnet::FakeHostNetwork>());
+  ruleset->writer = &writer;
+  Reconciler reconciler(agent.service(), writer, nullptr, std::make_unique<nft::FakeRuleset>(),
+                        agent.metrics, {});
+
+  const PassReport report = reconciler.pass(/*releaseVanished=*/false);
+  ruleset->finish();
+
+  EXPECT_TRUE(report.compared);
+  EXPECT_FALSE(report.underLock);
+  EXPECT_EQ(ruleset->reads, 0) << "the writer's socket was asked for the generation";
 }
 
 }  // namespace
