@@ -14,7 +14,8 @@ namespace hostport::fuzz {
 /// element bytes decode to the same value and owner.
 void checkRules(const nft::AttachmentRules& rules);
 
-/// Plans `lease` as the agent does (agent/forwards) and, when that succeeds, checks its rules.
+/// Plans `lease` as the agent does (agent/forwards) and, when that succeeds, checks its rules;
+/// leases of more than a few thousand ports are skipped (see plan_check.cc).
 /// The lease must hold what a parser accepted: planning may refuse it (no forwarding record, two
 /// grants on one host key), but never crash or let an unchecked value through.
 void checkLeasePlan(const agent::Lease& lease);
