@@ -18,8 +18,9 @@ usage() {
 Usage: scripts/fuzz.sh [--seconds N] [--only NAME[,NAME...]] [--build-dir DIR] [--no-build]
 
 Configures and builds the fuzz targets (unless --no-build) in DIR with clang 16, ASan and UBSan
-(scripts/lib/sanitize_tree.sh: the tree scripts/test.sh's sanitizer stage builds), then runs every target (or those named)
-for N seconds each, one after the other, and prints each run's executions and new coverage.
+(scripts/lib/sanitize_tree.sh: the tree of scripts/test.sh's sanitizer stage), then runs every
+target (or those named) for N seconds each, one after the other, and prints each run's
+executions and coverage.
 Each run reads the seeds in tests/fuzz/corpus/NAME/ without changing them; what it finds new
 goes to DIR/fuzz-corpus/NAME/, and a crash, leak or broken invariant to DIR/fuzz-artifacts/NAME/,
 which is printed. Exits 1 when any target failed. Install clang first: sudo scripts/setup.sh --fuzz

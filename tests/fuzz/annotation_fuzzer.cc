@@ -61,25 +61,19 @@ void checkGrammar(const cni::PortAnnotations& parsed) {
   }
 }
 
-/// The lease the agent would grant when every host port equals its container port.
-agent::Lease leaseOf(const cni::PortAnnotations& parsed) {
-  agent::Lease lease;
-  lease.key = {"fuzz", "eth0"};
-  lease.pool = parsed.pool;
-  lease.sticky = parsed.sticky;
-  for (const auto& request : parsed.dynamics) {
-    lease.ports.push_back({.name = request.name,
-                           .protocol = request.protocol,
-                           .hostPort = request.containerPort,
-                           .containerPort = request.containerPort,
-                           .count = request.count});
-  }
-  agent::Forwarding forwarding;
-  forwarding.network = "fuzz";
-  forwarding.podV4 = hostport::IpPrefix::parse("10.88.0.5/16").value();
-  forwarding.podV6 = hostport::IpPrefix::parse("fd00::5/64").value();
-  lease.forwarding = forwarding;
-  return lease;
+/// What the plugin asks the agent for: the annotations' requests, forwarded to a pod of both
+/// families.
+agent::AllocationRequest requestOf(const cni::PortAnnotations& parsed) {
+  agent::AllocationRequest request{.key = {"fuzz", "eth0"},
+                                   .pool = parsed.pool,
+                                   .dynamics = parsed.dynamics,
+                                   .sticky = parsed.sticky};
+  request.forwarding = agent::Forwarding{
+      .network = "fuzz",
+      .podV4 = hostport::IpPrefix::parse("10.88.0.5/16").value(),
+      .podV6 = hostport::IpPrefix::parse("fd00::5/64").value(),
+  };
+  return request;
 }
 
 }  // namespace
@@ -98,6 +92,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   checkGrammar(*parsed);
   const auto again = cni::parsePortAnnotations(annotationsOf(*parsed));
   FUZZ_CHECK(again.has_value() && *again == *parsed);
-  hostport::fuzz::checkLeasePlan(leaseOf(*parsed));
+  hostport::fuzz::checkLeasePlan(hostport::fuzz::leaseAtOwnNumbers(requestOf(*parsed)));
   return 0;
 }

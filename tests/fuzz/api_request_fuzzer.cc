@@ -22,31 +22,6 @@ void checkRoundTrip(const T& value, Encode encode, Decode decode) {
   FUZZ_CHECK(again.has_value() && *again == value);
 }
 
-/// The lease the agent would grant when every dynamic host port equals its container port.
-agent::Lease leaseOf(const agent::AllocationRequest& request) {
-  agent::Lease lease{.key = request.key,
-                     .pod = request.pod,
-                     .netns = request.netns,
-                     .pool = request.pool,
-                     .forwarding = request.forwarding,
-                     .sticky = request.sticky};
-  for (const auto& claim : request.statics) {
-    lease.ports.push_back({.protocol = claim.protocol,
-                           .hostPort = claim.hostPort,
-                           .containerPort = claim.containerPort,
-                           .hostIp = claim.hostIp,
-                           .isStatic = true});
-  }
-  for (const auto& dynamic : request.dynamics) {
-    lease.ports.push_back({.name = dynamic.name,
-                           .protocol = dynamic.protocol,
-                           .hostPort = dynamic.containerPort,
-                           .containerPort = dynamic.containerPort,
-                           .count = dynamic.count});
-  }
-  return lease;
-}
-
 void checkAllocationRequest(const nlohmann::json& body) {
   const auto request = api::allocationRequestFromJson(body);
   if (!request) return;
@@ -54,7 +29,7 @@ void checkAllocationRequest(const nlohmann::json& body) {
   const nlohmann::json encoded = api::toJson(*request);
   const auto again = api::allocationRequestFromJson(api::parseBody(api::dumpBody(encoded)).value());
   FUZZ_CHECK(again.has_value() && api::toJson(*again) == encoded);
-  hostport::fuzz::checkLeasePlan(leaseOf(*request));
+  hostport::fuzz::checkLeasePlan(hostport::fuzz::leaseAtOwnNumbers(*request));
 }
 
 }  // namespace

@@ -58,6 +58,30 @@ void checkRules(const nft::AttachmentRules& rules) {
   checkElements(rules);
 }
 
+agent::Lease leaseAtOwnNumbers(const agent::AllocationRequest& request) {
+  agent::Lease lease{.key = request.key,
+                     .pod = request.pod,
+                     .netns = request.netns,
+                     .pool = request.pool,
+                     .forwarding = request.forwarding,
+                     .sticky = request.sticky};
+  for (const auto& claim : request.statics) {
+    lease.ports.push_back({.protocol = claim.protocol,
+                           .hostPort = claim.hostPort,
+                           .containerPort = claim.containerPort,
+                           .hostIp = claim.hostIp,
+                           .isStatic = true});
+  }
+  for (const auto& dynamic : request.dynamics) {
+    lease.ports.push_back({.name = dynamic.name,
+                           .protocol = dynamic.protocol,
+                           .hostPort = dynamic.containerPort,
+                           .containerPort = dynamic.containerPort,
+                           .count = dynamic.count});
+  }
+  return lease;
+}
+
 void checkLeasePlan(const agent::Lease& lease) {
   // The bounds allow 256 rows of 1024 ports: planning that many takes a tenth of a second and
   // covers nothing a few rows do not, so big leases are left to the unit tests.

@@ -14,6 +14,10 @@ namespace hostport::fuzz {
 /// element bytes decode to the same value and owner.
 void checkRules(const nft::AttachmentRules& rules);
 
+/// The lease the agent would grant `request` if every port it asks for were free at its own
+/// number: each dynamic request's host ports are its container ports.
+agent::Lease leaseAtOwnNumbers(const agent::AllocationRequest& request);
+
 /// Plans `lease` as the agent does (agent/forwards) and, when that succeeds, checks its rules;
 /// leases of more than a few thousand ports are skipped (see plan_check.cc).
 /// The lease must hold what a parser accepted: planning may refuse it (no forwarding record, two
