@@ -60,8 +60,10 @@ run_target() {
     "$binary" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="${artifacts}/" \
     "$found" "${CORPUS_DIR}/${name}" >"$out" 2>&1 || rc=$?
   local execs cov
-  execs="$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | grep -oE '[0-9]+$' || true)"
-  cov="$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$out" | tail -n 1 || true)"
+  # -a: a log quotes the inputs it reports, which may be binary.
+  execs="$(grep -aoE 'stat::number_of_executed_units: *[0-9]+' "$out" | tail -n 1 |
+    grep -oE '[0-9]+$' || true)"
+  cov="$(grep -aoE 'cov: [0-9]+ ft: [0-9]+' "$out" | tail -n 1 || true)"
   if ((rc != 0)); then
     tail -n 40 "$out" >&2
     log "${name}: FAILED (exit ${rc}) after ${execs:-?} runs; input and log: ${artifacts}/, ${out}"

@@ -19,7 +19,7 @@ void checkRules(const nft::AttachmentRules& rules);
 agent::Lease leaseAtOwnNumbers(const agent::AllocationRequest& request);
 
 /// Plans `lease` as the agent does (agent/forwards) and, when that succeeds, checks its rules;
-/// leases of more than a few thousand ports are skipped (see plan_check.cc).
+/// leases of more than 256 ports are skipped (see plan_check.cc).
 /// The lease must hold what a parser accepted: planning may refuse it (no forwarding record, two
 /// grants on one host key), but never crash or let an unchecked value through.
 void checkLeasePlan(const agent::Lease& lease);

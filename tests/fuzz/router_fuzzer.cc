@@ -86,9 +86,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto request =
       server::makeRequest(std::string(message.method_string()), target, std::move(message.body()));
   if (!request) return 0;
-  const auto again = server::makeRequest(request->method, targetOf(*request), "");
-  FUZZ_CHECK(again.has_value() && again->segments == request->segments &&
-             again->query == request->query);
+  // Escaping triples a raw byte, so a target near the length limit may print past it.
+  if (const std::string printed = targetOf(*request); printed.size() <= api::kMaxTargetLength) {
+    const auto again = server::makeRequest(request->method, printed, "");
+    FUZZ_CHECK(again.has_value() && again->segments == request->segments &&
+               again->query == request->query);
+  }
   int answers = 0;
   router.dispatch(*request, [&answers](api::HttpResponse) { ++answers; });
   FUZZ_CHECK(answers == 1);
