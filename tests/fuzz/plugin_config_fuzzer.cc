@@ -52,9 +52,14 @@ void checkAddPlan(const cni::PluginConfig& config) {
   checkConversions(*config.prevResult, *addresses);
   const auto pod = cni::containerAddresses(*config.prevResult, *addresses, "eth0");
   if (!pod) return;
-  const hostport::agent::Forwarding forwarding{
-      config.name,        pod->v4, pod->v6, config.snat, config.masqAll, config.conditionsV4,
-      config.conditionsV6};
+  // What the plugin records for the agent (dispatcher.cc's forwardingOf).
+  const hostport::agent::Forwarding forwarding{.network = config.name,
+                                               .podV4 = pod->v4,
+                                               .podV6 = pod->v6,
+                                               .snat = config.snat,
+                                               .masqAll = config.masqAll,
+                                               .conditionsV4 = config.conditionsV4,
+                                               .conditionsV6 = config.conditionsV6};
   const auto plan = nft::planAttachment("fuzz/eth0", config.portMappings,
                                         hostport::agent::forwards::podTargetOf(forwarding));
   if (plan) hostport::fuzz::checkRules(plan->rules);
