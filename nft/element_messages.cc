@@ -68,11 +68,13 @@ bool commentIs(Bytes item, const std::string& owner) {
 
 /// The nfgenmsg family and the attributes after it, for a message of `type`.
 std::optional<std::pair<Family, Bytes>> nftablesBody(Bytes message, int type) {
-  const auto header = readStruct<nlmsghdr>(message);
-  if (!header || header->nlmsg_len > message.size() || header->nlmsg_type != nftablesType(type)) {
+  // messageBytes() also refuses an nlmsg_len below the header's own 16 bytes, past which the
+  // body would start outside the message (found by tests/fuzz/nft_reply_fuzzer).
+  const auto bytes = netlink::messageBytes(message);
+  if (!bytes || readStruct<nlmsghdr>(*bytes)->nlmsg_type != nftablesType(type)) {
     return std::nullopt;
   }
-  const Bytes body = message.first(header->nlmsg_len).subspan(NLMSG_HDRLEN);
+  const Bytes body = bytes->subspan(NLMSG_HDRLEN);
   const auto generic = readStruct<nfgenmsg>(body);
   if (!generic) return std::nullopt;
   const Family family = generic->nfgen_family == NFPROTO_IPV6 ? Family::kIPv6 : Family::kIPv4;

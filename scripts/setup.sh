@@ -27,13 +27,17 @@ readonly -A COMMAND_PACKAGES=([kubectl]=kubernetes-client [node]=nodejs [npm]=np
 readonly MANIFEST_CHECKS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/manifests"
 # What scripts/bench.sh needs on top: the plot.
 readonly BENCH_PACKAGES=(gnuplot-nox)
+# What scripts/fuzz.sh and scripts/test.sh's sanitizer stage need on top: clang 16 (the oldest
+# that builds our std::expected with libstdc++ 12, see CMakeLists.txt) and its sanitizer and
+# libFuzzer runtimes.
+readonly FUZZ_PACKAGES=(clang-16 libclang-rt-16-dev)
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
 
 usage() {
   cat <<EOF
-Usage: sudo scripts/setup.sh [--bench] [--help]
+Usage: sudo scripts/setup.sh [--bench] [--fuzz] [--help]
 
 Installs the Debian packages hostport needs to build and test:
   ${PACKAGES[*]}
@@ -45,6 +49,8 @@ Then 'npm ci' in tests/manifests (the offline schema checker of the manifests),
 skipped when its node_modules was installed from the current package-lock.json.
 
   --bench   also install what scripts/bench.sh needs: ${BENCH_PACKAGES[*]}
+  --fuzz    also install what scripts/fuzz.sh and the sanitizer stage of scripts/test.sh
+            need: ${FUZZ_PACKAGES[*]}
 EOF
 }
 
@@ -79,12 +85,15 @@ install_manifest_checker() {
 }
 
 main() {
-  case "${1:-}" in
-    -h | --help) usage; return 0 ;;
-    --bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
-    "") ;;
-    *) usage >&2; die "unknown argument: $1" ;;
-  esac
+  local arg
+  for arg in "$@"; do
+    case "$arg" in
+      -h | --help) usage; return 0 ;;
+      --bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
+      --fuzz) PACKAGES+=("${FUZZ_PACKAGES[@]}") ;;
+      *) usage >&2; die "unknown argument: $arg" ;;
+    esac
+  done
 
   command -v dpkg-query >/dev/null || die "dpkg-query not found: this script supports Debian only"
 

@@ -75,25 +75,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
     stream_
         .expires_never();  // the handler may wait for the journal; that is not the client's fault
     started_ = std::chrono::steady_clock::now();
-    const auto& message = parser_->get();
+    auto& message = parser_->get();
     keepAlive_ = message.keep_alive();
-    HttpRequest request;
-    request.method = std::string(message.method_string());
-    const std::string_view rawTarget(message.target().data(), message.target().size());
-    request.path = std::string(rawTarget.substr(0, rawTarget.find('?')));
-    method_ = request.method;
-    path_ = request.path;
-    auto target = api::parseTarget(rawTarget);
-    if (!target) {
-      write(errorResponse(400, "invalid_argument", target.error().message));
+    const std::string_view target(message.target().data(), message.target().size());
+    method_ = std::string(message.method_string());
+    path_ = std::string(target.substr(0, target.find('?')));
+    auto request = makeRequest(method_, target, std::move(message.body()));
+    if (!request) {
+      write(errorResponse(400, "invalid_argument", request.error().message));
       return;
     }
-    request.segments = std::move(target->segments);
-    request.query.insert(target->query.begin(), target->query.end());
-    request.body = message.body();
-    request.peer = peer_;
+    request->peer = peer_;
     auto self = this->shared_from_this();
-    router_.dispatch(request, [self](api::HttpResponse response) {
+    router_.dispatch(*request, [self](api::HttpResponse response) {
       asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
         self->write(std::move(response));
       });

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/api/routes.h"
+
 namespace hostport::agent::server {
 namespace {
 
@@ -51,6 +53,17 @@ void Router::dispatch(const HttpRequest& request, Responder respond) const {
   } else {
     respond(errorResponse(404, "not_found", "no endpoint " + request.path));
   }
+}
+
+Result<HttpRequest> makeRequest(std::string method, std::string_view target, std::string body) {
+  HOSTPORT_TRY(auto parsed, api::parseTarget(target));
+  HttpRequest request;
+  request.method = std::move(method);
+  request.path = std::string(target.substr(0, target.find('?')));
+  request.segments = std::move(parsed.segments);
+  request.query.insert(parsed.query.begin(), parsed.query.end());
+  request.body = std::move(body);
+  return request;
 }
 
 api::HttpResponse errorResponse(unsigned status, std::string_view code, std::string_view message) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/server/http_types.h"
+#include "common/error.h"
 
 namespace hostport::agent::server {
 
@@ -33,6 +34,11 @@ class Router {
   };
   std::vector<Route> routes_;
 };
+
+/// The request the router dispatches, from what the HTTP parser read: `path` as sent (without
+/// the query), for messages; decoded segments and query (api::parseTarget). kInvalidArgument, as
+/// parseTarget, for a target the sessions answer with 400. No peer: the listener adds it.
+Result<HttpRequest> makeRequest(std::string method, std::string_view target, std::string body);
 
 /// {"code": code, "message": message} with the given status.
 api::HttpResponse errorResponse(unsigned status, std::string_view code, std::string_view message);

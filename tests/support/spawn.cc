@@ -11,8 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "common/unique_fd.h"
@@ -148,6 +151,17 @@ Result<pid_t> spawn(const SpawnRequest& request) {
   }
   std::vector<std::string> argStrings = request.argv;
   std::vector<std::string> envStrings = request.env;
+  // A sanitizer build's agent and plugin report where the test run says (scripts/test.sh's
+  // log_path), so a leak at an agent's exit fails the run even though no test looks for it.
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+    const std::string prefix = std::string(name) + "=";
+    const char* value = std::getenv(name);
+    if (value != nullptr && std::ranges::none_of(envStrings, [&](const std::string& entry) {
+          return entry.starts_with(prefix);
+        })) {
+      envStrings.push_back(prefix + value);
+    }
+  }
   std::vector<char*> argv;
   for (auto& arg : argStrings) argv.push_back(arg.data());
   argv.push_back(nullptr);

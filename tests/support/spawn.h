@@ -41,7 +41,7 @@ enum class Loopback { kAsItIs, kUp };
 
 struct SpawnRequest {
   std::vector<std::string> argv;  // argv[0] is the executable path (no PATH search)
-  std::vector<std::string> env;   // "KEY=value" each; nothing is inherited
+  std::vector<std::string> env;   // "KEY=value" each; only the sanitizers' options are inherited
   SpawnNetns netns = SpawnNetns::kCallers;
   std::string netnsPath;  // with kJoin
   Loopback loopback = Loopback::kAsItIs;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "nft/table_layout.h"
+#include "tests/unit/netlink/guarded_bytes.h"
 #include "tests/unit/netlink/netlink_test_bytes.h"
 
 namespace hostport::nft {
@@ -141,6 +142,30 @@ TEST(ElementMessagesTest, MalformedRepliesAreErrors) {
   EXPECT_FALSE(parseElementReply(badAttribute, out));
   EXPECT_FALSE(parseElementReply(ByteString(3), out));
   EXPECT_TRUE(out.empty());
+}
+
+// Found by tests/fuzz/nft_reply_fuzzer: an nlmsg_len below the header's 16 bytes made the body
+// start past the message, so the parsers read whatever followed it.
+TEST(ElementMessagesTest, ALengthShorterThanTheHeaderIsMalformedAndNothingPastItIsRead) {
+  /// A bare 16-byte nlmsghdr of nf_tables `type` that claims `length` bytes.
+  const auto headerClaiming = [](uint32_t length, int type) {
+    ByteVector header = test::hostBytes(length);
+    test::append(header,
+                 test::hostBytes(static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | type)));
+    test::append(header, ByteVector(10));  // flags, seq, pid
+    return header;
+  };
+  for (const uint32_t length : {0u, 8u, 15u}) {
+    std::vector<SetElement> out;
+    // A read past the 16 bytes hits the guard page and crashes the test.
+    const test::GuardedBytes elements(headerClaiming(length, NFT_MSG_NEWSETELEM));
+    EXPECT_FALSE(parseElementReply(elements.span(), out)) << length;
+    const test::GuardedBytes rule(headerClaiming(length, NFT_MSG_NEWRULE));
+    EXPECT_FALSE(parseRuleReply(rule.span())) << length;
+    const test::GuardedBytes generation(headerClaiming(length, NFT_MSG_NEWGEN));
+    EXPECT_FALSE(parseGenerationReply(generation.span())) << length;
+    EXPECT_TRUE(out.empty());
+  }
 }
 
 TEST(ElementMessagesTest, DumpRequestsNameOurTable) {

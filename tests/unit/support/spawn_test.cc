@@ -8,7 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/unique_fd.h"
 #include "tests/support/result_assertions.h"
@@ -53,6 +57,24 @@ TEST(SpawnTest, RunsTheProgramWithTheGivenDescriptorsAndOnlyTheGivenEnvironment)
                        runShell("echo \"out:$HPT_GIVEN:${HOME-unset}\"", {"HPT_GIVEN=yes"}));
   EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) << run.status;
   EXPECT_EQ(run.output, "out:yes:unset\n");
+}
+
+TEST(SpawnTest, PassesTheSanitizersOptionsOnUnlessTheRequestSetsThem) {
+  // What the sanitizer stage sets (scripts/test.sh), so the agents and plugins it starts report;
+  // that stage runs this test too, so its own values come back afterwards.
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const char* name : {"LSAN_OPTIONS", "UBSAN_OPTIONS"}) {
+    const char* value = std::getenv(name);
+    saved.emplace_back(name, value == nullptr ? std::nullopt : std::optional<std::string>(value));
+  }
+  ::setenv("LSAN_OPTIONS", "report_objects=1", 1);
+  ::setenv("UBSAN_OPTIONS", "from_parent=1", 1);
+  const auto run = runShell("echo \"$LSAN_OPTIONS:$UBSAN_OPTIONS\"", {"UBSAN_OPTIONS=given=1"});
+  for (const auto& [name, value] : saved) {
+    value ? ::setenv(name.c_str(), value->c_str(), 1) : ::unsetenv(name.c_str());
+  }
+  ASSERT_OK(run);
+  EXPECT_EQ(run->output, "report_objects=1:given=1\n");
 }
 
 TEST(SpawnTest, DoesNotLeakADescriptorOpenedWithoutCloexecIntoTheChild) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -210,6 +211,25 @@ TEST(ErrorResponseTest, BuildsOurErrorDocument) {
   EXPECT_EQ(response.contentType, "application/json");
   EXPECT_EQ(nlohmann::json::parse(response.body),
             (nlohmann::json{{"code", "port_conflict"}, {"message", "port 30000 is taken"}}));
+}
+
+TEST(MakeRequestTest, KeepsThePathAsSentAndDecodesSegmentsAndQuery) {
+  const auto made = makeRequest("GET", "/v1/attachments/a%2Fb/eth0?namespace=n%20s", "body");
+  ASSERT_TRUE(made.has_value()) << made.error().message;
+  EXPECT_EQ(made->method, "GET");
+  EXPECT_EQ(made->path, "/v1/attachments/a%2Fb/eth0");
+  EXPECT_EQ(made->segments, (std::vector<std::string>{"v1", "attachments", "a/b", "eth0"}));
+  EXPECT_EQ(made->query, (std::map<std::string, std::string>{{"namespace", "n s"}}));
+  EXPECT_EQ(made->body, "body");
+  EXPECT_EQ(made->peer, nullptr);
+}
+
+TEST(MakeRequestTest, RefusesATargetTheSessionsAnswerWith400) {
+  for (const char* target : {"v1/pools", "/v1//pools", "/v1/%zz", "/a?x=1&x=2"}) {
+    const auto made = makeRequest("GET", target, "");
+    ASSERT_FALSE(made.has_value()) << target;
+    EXPECT_EQ(made.error().code, ErrorCode::kInvalidArgument) << target;
+  }
 }
 
 }  // namespace

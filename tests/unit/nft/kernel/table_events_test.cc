@@ -68,6 +68,8 @@ ByteVector datagram(std::initializer_list<ByteVector> messages) {
   return out;
 }
 
+/// The notification's table and object are views into `bytes`: a temporary lives only to the end
+/// of the statement (the sanitizer stage found two tests reading its freed bytes afterwards).
 TableNotification parsed(const ByteVector& bytes) {
   auto notification = parseTableNotification(bytes);
   EXPECT_TRUE(notification);
@@ -79,7 +81,8 @@ constexpr uint32_t kTheirPid = 200;
 bool oursIsPid100(uint32_t pid) { return pid == kOurPid; }
 
 TEST(TableNotificationTest, ReadsTheFamilyTableAndSetOfAnElementDelete) {
-  const auto notification = parsed(elementDelete(NFPROTO_IPV6, "hostport", "ports"));
+  const ByteVector bytes = elementDelete(NFPROTO_IPV6, "hostport", "ports");
+  const auto notification = parsed(bytes);
   EXPECT_EQ(notification.message, NFT_MSG_DELSETELEM);
   EXPECT_EQ(notification.family, NFPROTO_IPV6);
   EXPECT_EQ(notification.table, "hostport");
@@ -87,10 +90,12 @@ TEST(TableNotificationTest, ReadsTheFamilyTableAndSetOfAnElementDelete) {
 }
 
 TEST(TableNotificationTest, ReadsTheChainOfARuleAndNoObjectForATable) {
-  const auto rule = parsed(ruleChange(NFT_MSG_DELRULE, "hostports"));
+  const ByteVector ruleBytes = ruleChange(NFT_MSG_DELRULE, "hostports");
+  const auto rule = parsed(ruleBytes);
   EXPECT_EQ(rule.table, "hostport");
   EXPECT_EQ(rule.object, "hostports");
-  const auto table = parsed(tableDelete(NFPROTO_IPV4, "hostport"));
+  const ByteVector tableBytes = tableDelete(NFPROTO_IPV4, "hostport");
+  const auto table = parsed(tableBytes);
   EXPECT_EQ(table.message, NFT_MSG_DELTABLE);
   EXPECT_EQ(table.table, "hostport");
   EXPECT_TRUE(table.object.empty());
