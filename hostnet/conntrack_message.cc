@@ -143,24 +143,41 @@ std::string ConntrackEntry::describe() const {
          describeEndpoint(origDst, origDstPort);
 }
 
-std::vector<std::byte> buildConntrackDump(Family family, std::optional<uint16_t> udpDstPort) {
+namespace {
+
+/// A dump of one family, with the kernel asked to keep UDP entries only, and with `dstPort` only
+/// those to it.
+std::vector<std::byte> udpDump(Family family, std::optional<uint16_t> dstPort) {
   NetlinkWriter writer;
   beginCtnetlink(writer, IPCTNL_MSG_CT_GET, NLM_F_REQUEST | NLM_F_DUMP, family);
-  if (udpDstPort) {
-    // The kernel reads the values to compare from a partial CTA_TUPLE_ORIG and which of them to
-    // compare from CTA_FILTER_ORIG_FLAGS (host-order u32). No address: any source, any target.
-    const size_t tuple = writer.beginNest(CTA_TUPLE_ORIG);
-    const size_t proto = writer.beginNest(CTA_TUPLE_PROTO);
-    writer.u8Attribute(CTA_PROTO_NUM, IPPROTO_UDP);
-    writer.be16Attribute(CTA_PROTO_DST_PORT, *udpDstPort);
-    writer.endNest(proto);
-    writer.endNest(tuple);
-    const size_t filter = writer.beginNest(CTA_FILTER);
-    writer.hostU32Attribute(CTA_FILTER_ORIG_FLAGS, kFilterProtoNum | kFilterProtoDstPort);
-    writer.endNest(filter);
-  }
+  // The kernel reads the values to compare from a partial CTA_TUPLE_ORIG and which of them to
+  // compare from CTA_FILTER_ORIG_FLAGS (host-order u32). No address: any source, any target.
+  const size_t tuple = writer.beginNest(CTA_TUPLE_ORIG);
+  const size_t proto = writer.beginNest(CTA_TUPLE_PROTO);
+  writer.u8Attribute(CTA_PROTO_NUM, IPPROTO_UDP);
+  if (dstPort) writer.be16Attribute(CTA_PROTO_DST_PORT, *dstPort);
+  writer.endNest(proto);
+  writer.endNest(tuple);
+  const size_t filter = writer.beginNest(CTA_FILTER);
+  writer.hostU32Attribute(CTA_FILTER_ORIG_FLAGS,
+                          kFilterProtoNum | (dstPort ? kFilterProtoDstPort : 0));
+  writer.endNest(filter);
   writer.endMessage();
   return writer.take();
+}
+
+}  // namespace
+
+std::vector<std::byte> buildConntrackDump(Family family, std::optional<uint16_t> udpDstPort) {
+  if (udpDstPort) return udpDump(family, udpDstPort);
+  NetlinkWriter writer;
+  beginCtnetlink(writer, IPCTNL_MSG_CT_GET, NLM_F_REQUEST | NLM_F_DUMP, family);
+  writer.endMessage();
+  return writer.take();
+}
+
+std::vector<std::byte> buildUdpConntrackDump(Family family) {
+  return udpDump(family, std::nullopt);
 }
 
 Result<ConntrackEntry> parseConntrackMessage(std::span<const std::byte> message) {

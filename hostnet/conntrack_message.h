@@ -51,6 +51,9 @@ struct ConntrackEntry {
 /// to return only UDP entries whose original destination port is that port (see design note).
 std::vector<std::byte> buildConntrackDump(Family family,
                                           std::optional<uint16_t> udpDstPort = std::nullopt);
+/// The same for every UDP entry of one family (the filter on the protocol alone): a flush of
+/// several ports walks the table once with it, where each port's own dump walks it again.
+std::vector<std::byte> buildUdpConntrackDump(Family family);
 
 /// Parses one ctnetlink conntrack message (IPCTNL_MSG_CT_NEW as in a dump, or CT_DELETE). Fails
 /// cleanly on truncated or malformed bytes; never reads outside `message`.

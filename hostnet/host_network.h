@@ -3,6 +3,7 @@
 // NetlinkHostNetwork (netlink_host_network.h) talks to the kernel of the calling thread's netns.
 
 #include <cstdint>
+#include <vector>
 
 #include "common/error.h"
 #include "common/ip_address.h"
@@ -17,10 +18,11 @@ class HostNetwork {
   /// through, so traffic to 127.0.0.1:hostPort can be DNATed to the pod. IPv4 only.
   virtual Result<void> enableRouteLocalnet(const IpAddress& podIp) = 0;
 
-  /// Deletes UDP conntrack entries (IPv4 and IPv6) whose original destination port is `port`,
-  /// so a stale flow does not keep a new mapping's packets away from the pod. Returns how many
-  /// entries were deleted.
-  virtual Result<int> flushUdpConntrack(uint16_t port) = 0;
+  /// Deletes UDP conntrack entries (IPv4 and IPv6) whose original destination port is one of
+  /// `ports`, so a stale flow does not keep a new mapping's packets away from the pod. Returns
+  /// how many entries were deleted. Each dump walks the whole conntrack table (hundreds of
+  /// thousands of entries on a busy node), so the ports go together: one walk per family.
+  virtual Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) = 0;
 };
 
 }  // namespace hostport::hostnet

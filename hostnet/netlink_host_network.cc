@@ -45,20 +45,26 @@ Result<void> writeSysctl(const std::string& path, std::string_view value) {
   return {};
 }
 
-/// UDP entries of one family whose original destination port is `port`. Asks the kernel to
-/// filter, and filters again here (see conntrack_message.h).
-Result<std::vector<ConntrackEntry>> dumpUdpToPort(NetlinkSocket& socket, Family family,
-                                                  uint16_t port) {
+/// UDP entries of one family whose original destination port is one of `ports`, in one dump:
+/// the kernel is asked to filter (to the port when there is one, to UDP when there are several),
+/// and the entries are filtered again here (see conntrack_message.h).
+Result<std::vector<ConntrackEntry>> dumpUdpToPorts(NetlinkSocket& socket, Family family,
+                                                   const std::vector<uint16_t>& ports) {
   std::vector<ConntrackEntry> matches;
   const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
     HOSTPORT_TRY(ConntrackEntry entry, parseConntrackMessage(message));
-    if (isUdpToPort(entry, port)) matches.push_back(std::move(entry));
+    if (std::ranges::any_of(ports, [&](uint16_t port) { return isUdpToPort(entry, port); })) {
+      matches.push_back(std::move(entry));
+    }
     return {};
   };
-  const std::string what = "dump " + std::string(familyName(family)) +
-                           " conntrack entries for udp port " + std::to_string(port);
+  std::string listed;
+  for (const uint16_t port : ports) listed += (listed.empty() ? "" : ",") + std::to_string(port);
+  const std::string what =
+      "dump " + std::string(familyName(family)) + " conntrack entries for udp port(s) " + listed;
 
-  auto filtered = buildConntrackDump(family, port);
+  auto filtered =
+      ports.size() == 1 ? buildConntrackDump(family, ports.front()) : buildUdpConntrackDump(family);
   HOSTPORT_TRY(const int status,
                socket.requestAccepting(filtered, what, {EINVAL, EOPNOTSUPP}, collect));
   if (status == 0) return matches;
@@ -103,15 +109,18 @@ Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
   return writeSysctl(routeLocalnetPath(procSysNet_, name), "1");
 }
 
-Result<int> NetlinkHostNetwork::flushUdpConntrack(uint16_t port) {
-  if (port == 0) return fail(ErrorCode::kInvalidArgument, "cannot flush conntrack for port 0");
+Result<int> NetlinkHostNetwork::flushUdpConntrack(const std::vector<uint16_t>& ports) {
+  if (ports.empty()) return 0;
+  if (std::ranges::find(ports, 0) != ports.end()) {
+    return fail(ErrorCode::kInvalidArgument, "cannot flush conntrack for port 0");
+  }
   HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_NETFILTER));
 
   int deleted = 0;
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
     // Collect first, delete after: a request sent while a dump is still streaming on the same
     // socket would interleave with it.
-    HOSTPORT_TRY(const auto entries, dumpUdpToPort(socket, family, port));
+    HOSTPORT_TRY(const auto entries, dumpUdpToPorts(socket, family, ports));
     for (const ConntrackEntry& entry : entries) {
       HOSTPORT_TRY(auto request, buildConntrackDelete(entry));
       // ENOENT: the entry expired, or its tuple now belongs to a newer flow (CTA_ID differs).

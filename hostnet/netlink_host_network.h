@@ -29,7 +29,7 @@ class NetlinkHostNetwork final : public HostNetwork {
       std::string procSysNet = std::string(kDefaultProcSysNet));
 
   Result<void> enableRouteLocalnet(const IpAddress& podIp) override;
-  Result<int> flushUdpConntrack(uint16_t port) override;
+  Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) override;
 
  private:
   explicit NetlinkHostNetwork(std::string procSysNet) : procSysNet_(std::move(procSysNet)) {}

@@ -24,11 +24,10 @@ void flushUdpConntrack(const std::vector<uint16_t>& ports, const HostNetworkAcce
                        WriteReport& report) {
   if (ports.empty()) return;
   auto host = network();
-  for (const uint16_t port : ports) {
-    auto flushed =
-        host ? (*host)->flushUdpConntrack(port) : Result<int>(std::unexpected(host.error()));
-    if (!flushed) report.conntrackFlushFailed(port, flushed.error());
-  }
+  auto flushed =
+      host ? (*host)->flushUdpConntrack(ports) : Result<int>(std::unexpected(host.error()));
+  if (flushed) return;
+  for (const uint16_t port : ports) report.conntrackFlushFailed(port, flushed.error());
 }
 
 }  // namespace hostport::agent::forwards

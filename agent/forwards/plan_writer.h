@@ -36,7 +36,8 @@ using HostNetworkAccess = std::function<Result<hostnet::HostNetwork*>()>;
 Result<void> writePlan(const nft::AttachmentPlan& plan, nft::Ruleset& rules,
                        const HostNetworkAccess& network, WriteReport& report);
 
-/// Deletes UDP conntrack entries of each port, reporting the ones that fail.
+/// Deletes UDP conntrack entries of the ports (one walk of the table per family), reporting each
+/// port when that fails.
 void flushUdpConntrack(const std::vector<uint16_t>& ports, const HostNetworkAccess& network,
                        WriteReport& report);
 

@@ -19,8 +19,8 @@ class FakeHostNetwork : public HostNetwork {
     if (failLocalnet) return fail(ErrorCode::kKernel, "cannot write route_localnet");
     return {};
   }
-  Result<int> flushUdpConntrack(uint16_t port) override {
-    flushedPorts.push_back(port);
+  Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) override {
+    flushedPorts.insert(flushedPorts.end(), ports.begin(), ports.end());
     if (failFlush) return fail(ErrorCode::kKernel, "cannot flush conntrack");
     return 0;
   }

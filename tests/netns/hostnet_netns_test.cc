@@ -183,7 +183,7 @@ TEST_F(NetlinkHostNetworkTest, FlushDeletesOnlyUdpEntriesToThePort) {
 
     auto network = NetlinkHostNetwork::create();
     ASSERT_OK(network);
-    auto deleted = (*network)->flushUdpConntrack(udpPort_);
+    auto deleted = (*network)->flushUdpConntrack({udpPort_});
     ASSERT_OK(deleted);
     EXPECT_EQ(*deleted, expectedUdp);
 
@@ -194,7 +194,7 @@ TEST_F(NetlinkHostNetworkTest, FlushDeletesOnlyUdpEntriesToThePort) {
     EXPECT_EQ(countMatching(v4, IPPROTO_UDP, otherUdpPort_), 1) << "other UDP port untouched";
     EXPECT_GE(countMatching(v4, IPPROTO_TCP, udpPort_), 1) << "TCP on the same port untouched";
 
-    auto again = (*network)->flushUdpConntrack(udpPort_);
+    auto again = (*network)->flushUdpConntrack({udpPort_});
     ASSERT_OK(again);
     EXPECT_EQ(*again, 0);
   }));
@@ -261,10 +261,31 @@ TEST_F(NetlinkHostNetworkTest, DeletingAnEntryTwiceReportsEnoentAsKernelError) {
   }));
 }
 
+// Several ports go in one walk of the table per family (a dump filtered to UDP), and the entries
+// of every one of them go.
+TEST_F(NetlinkHostNetworkTest, FlushOfSeveralPortsDeletesTheUdpEntriesOfEach) {
+  ASSERT_OK_AND_ASSIGN(const Netns ns, Netns::create());
+  ASSERT_NO_FATAL_FAILURE(makeFlows(ns));
+  ASSERT_OK(ns.run([&] {
+    auto network = NetlinkHostNetwork::create();
+    ASSERT_OK(network);
+    ASSERT_OK_AND_ASSIGN(const int deleted,
+                         (*network)->flushUdpConntrack({udpPort_, otherUdpPort_}));
+    EXPECT_EQ(deleted, 3 + (ipv6_ ? 2 : 0) + 1);
+
+    auto socket = NetlinkSocket::open(NETLINK_NETFILTER);
+    ASSERT_OK(socket);
+    const auto v4 = dumpAll(*socket, Family::kIPv4);
+    EXPECT_EQ(countMatching(v4, IPPROTO_UDP, udpPort_), 0);
+    EXPECT_EQ(countMatching(v4, IPPROTO_UDP, otherUdpPort_), 0);
+    EXPECT_GE(countMatching(v4, IPPROTO_TCP, udpPort_), 1) << "TCP on the same port untouched";
+  }));
+}
+
 TEST_F(NetlinkHostNetworkTest, FlushRefusesPortZero) {
   auto network = NetlinkHostNetwork::create();
   ASSERT_TRUE(network);
-  auto result = (*network)->flushUdpConntrack(0);
+  auto result = (*network)->flushUdpConntrack({53, 0});
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().code, ErrorCode::kInvalidArgument);
 }

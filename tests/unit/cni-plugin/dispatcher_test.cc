@@ -131,7 +131,9 @@ class DispatcherTest : public ::testing::Test {
     Result<void> enableRouteLocalnet(const IpAddress& ip) override {
       return fake.enableRouteLocalnet(ip);
     }
-    Result<int> flushUdpConntrack(uint16_t port) override { return fake.flushUdpConntrack(port); }
+    Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) override {
+      return fake.flushUdpConntrack(ports);
+    }
     FakeHostNetwork& fake;
   };
 

@@ -114,6 +114,17 @@ TEST(ConntrackMessageTest, FilteredDumpPutsPortInNetworkOrder) {
   EXPECT_TRUE(findAttribute(tuple, 0, CTA_TUPLE_IP).empty()) << "no address: any host IP";
 }
 
+TEST(ConntrackMessageTest, UdpDumpFiltersOnTheProtocolAlone) {
+  const auto request = buildUdpConntrackDump(Family::kIPv4);
+  const ByteVector tuple = findAttribute(request, 20, CTA_TUPLE_ORIG);
+  const ByteVector proto = findAttribute(tuple, 0, CTA_TUPLE_PROTO);
+  EXPECT_EQ(findAttribute(proto, 0, CTA_PROTO_NUM), bytesOf({IPPROTO_UDP}));
+  EXPECT_TRUE(findAttribute(proto, 0, CTA_PROTO_DST_PORT).empty()) << "every port";
+  const ByteVector filter = findAttribute(request, 20, CTA_FILTER);
+  EXPECT_EQ(findAttribute(filter, 0, CTA_FILTER_ORIG_FLAGS), bytesOf({0x08, 0x00, 0x00, 0x00}))
+      << "PROTO_NUM (1<<3) alone, host order";
+}
+
 // --- Parsing
 
 TEST(ConntrackMessageTest, ParsesIpv4UdpEntry) {
