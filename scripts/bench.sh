@@ -271,6 +271,7 @@ locate_binaries() {
   LEASEGEN=$(bin_path hostport-bench-leasegen bench)
   PASSES_BENCH=$(bin_path hostport-bench-reconcile-passes bench)
   FLUSH_BENCH=$(bin_path hostport-bench-flush-restore bench)
+  SET_DUMP_BENCH=$(bin_path hostport-bench-set-dump bench)
   # CNI finds a plugin by the file name in "type": give ours its real name in a private dir.
   mkdir -p "$TMP/cni-bin"
   cp "$HOSTPORT_BIN" "$TMP/cni-bin/hostport"
@@ -569,6 +570,8 @@ reconcile_size() {  # leases: one JSON object on stdout
     --nudge-netns "/run/netns/$NODE_NS" >"$state.passes.json"
   # Memory with every lease's forwards written and the steady passes done.
   memory=$(agent_memory "$AGENT_PID")
+  # The kernel's share of a compare: the same dumps, nothing compared.
+  run "$SET_DUMP_BENCH" --netns "/run/netns/$NODE_NS" --samples 5 >"$state.dump.json"
   run "$FLUSH_BENCH" --netns "/run/netns/$NODE_NS" --node-ip 192.0.2.1 --ports "$ports" \
     --agent-log "$log" --rounds "$FLUSH_ROUNDS" --leases "$n" >"$state.flush.jsonl"
   memory=$(jq -c --argjson after "$(agent_memory "$AGENT_PID")" '. + {afterFlush: $after}' \
@@ -598,10 +601,11 @@ reconcile_size() {  # leases: one JSON object on stdout
     --argjson recovered "$(first_event store.recovered "$log")" \
     --argjson passes "$(cat "$state.passes.json")" --argjson flush "$(slurp "$state.flush.jsonl")" \
     --argjson logLines "$(wc -l <"$log")" --argjson memory "$memory" --argjson restart "$restart" \
+    --argjson kernelDump "$(cat "$state.dump.json")" \
     '{n: $n, execToSocketMs: $readyMs, recoveredMs: $recovered.ms,
       startupPass: {durationMs: $startup.duration_ms, leasesRestored: $startup.leases_restored},
-      steadyPass: $passes, memory: $memory, flush: $flush, restart: $restart,
-      agentLogLines: $logLines}'
+      steadyPass: $passes, kernelDump: $kernelDump, memory: $memory, flush: $flush,
+      restart: $restart, agentLogLines: $logLines}'
   rm -rf "$state"
 }
 
