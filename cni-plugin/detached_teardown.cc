@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace hostport::cni {
 
@@ -21,6 +23,9 @@ void exitLeavingTeardownToChild(int exitCode, std::ostream& out, std::ostream& e
   } else {
     for (const int stream : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) close(stream);
   }
+  // A grace period is ~10-30 ms on a quiet node; this leaves room for a loaded one.
+  constexpr auto kPastAGracePeriod = std::chrono::milliseconds(100);
+  std::this_thread::sleep_for(kPastAGracePeriod);
 }
 
 }  // namespace hostport::cni

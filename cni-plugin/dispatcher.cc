@@ -393,29 +393,19 @@ int printVersion(const PluginIo& io, const Result<PluginConfig>& config) {
   return 0;
 }
 
-}  // namespace
-
-int runPlugin(const PluginIo& io, const PluginBackends& backends) {
-  const auto config = parsePluginConfig(io.stdinText);
-  auto env = parseCniEnv(io.getenv);
-  if (!env) return report(io, versionOf(config), env.error());
-  if (env->verb == Verb::kVersion) return printVersion(io, config);
-
-  Invocation invocation(io, backends, *env);
-  if (env->verb == Verb::kDel) {
+/// Runs a verb that has its config and environment; the exit code.
+int runVerb(const PluginIo& io, Invocation& invocation, Verb verb,
+            const Result<PluginConfig>& config) {
+  if (verb == Verb::kDel) {
     const auto done = invocation.del(config);
-    const int code = done ? 0 : report(io, versionOf(config), done.error());
-    if (invocation.openedTable() && backends.exitBeforeTeardown) {
-      backends.exitBeforeTeardown(code);
-    }
-    return code;
+    return done ? 0 : report(io, versionOf(config), done.error());
   }
   if (!config) return report(io, versionOf(config), config.error());
-  if (auto supported = requireVersion(*config, env->verb); !supported) {
+  if (auto supported = requireVersion(*config, verb); !supported) {
     return report(io, versionOf(config), supported.error());
   }
   Result<void> done;
-  switch (env->verb) {
+  switch (verb) {
     case Verb::kAdd:
       done = invocation.add(*config);
       break;
@@ -436,8 +426,22 @@ int runPlugin(const PluginIo& io, const PluginBackends& backends) {
   if (done) return 0;
   // STATUS has its own code for "cannot take ADDs now".
   Error error = done.error();
-  if (env->verb == Verb::kStatus) error.code = ErrorCode::kUnavailable;
-  return report(io, config->cniVersion, error, env->verb == Verb::kStatus);
+  if (verb == Verb::kStatus) error.code = ErrorCode::kUnavailable;
+  return report(io, config->cniVersion, error, verb == Verb::kStatus);
+}
+
+}  // namespace
+
+int runPlugin(const PluginIo& io, const PluginBackends& backends) {
+  const auto config = parsePluginConfig(io.stdinText);
+  auto env = parseCniEnv(io.getenv);
+  if (!env) return report(io, versionOf(config), env.error());
+  if (env->verb == Verb::kVersion) return printVersion(io, config);
+
+  Invocation invocation(io, backends, *env);
+  const int code = runVerb(io, invocation, env->verb, config);
+  if (invocation.openedTable() && backends.exitBeforeTeardown) backends.exitBeforeTeardown(code);
+  return code;
 }
 
 }  // namespace hostport::cni

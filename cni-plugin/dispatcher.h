@@ -29,10 +29,10 @@ struct PluginBackends {
   std::function<std::unique_ptr<PortAuthority>(const std::string& socketPath)> portAuthority;
   /// STATUS's clock (agent_status.h); tests move it by hand.
   std::function<BootInstant()> clock = bootClockNow;
-  /// Called once a DEL that opened the table has written its answer, with the exit code, while
+  /// Called once a verb that opened the table has written its answer, with the exit code, while
   /// the kernel handles are still open: closing them would make this process wait for the kernel
-  /// to free what the DEL deleted (detached_teardown.h). main.cc ends the process there; empty,
-  /// runPlugin returns as usual.
+  /// to free what a deletion (its own, or anyone's just before) deleted (detached_teardown.h).
+  /// main.cc ends the process there; empty, runPlugin returns as usual.
   std::function<void(int exitCode)> exitBeforeTeardown;
 };
 
