@@ -35,15 +35,6 @@ namespace {
 
 using nlohmann::json;
 
-long statusKiB(pid_t pid, const std::string& field) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
-  }
-  return -1;
-}
-
 std::string readFile(const std::string& path) {
   std::ifstream file(path);
   std::stringstream text;
@@ -105,8 +96,8 @@ json runOnce(const Args& args, const std::string& logPath) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(args.getLong("settle-ms", 500)));
-  const long rss = statusKiB(pid, "VmRSS");
-  const long hwm = statusKiB(pid, "VmHWM");
+  const long rss = procStatusKiB(pid, "VmRSS");
+  const long hwm = procStatusKiB(pid, "VmHWM");
   ::kill(pid, SIGTERM);
   int status = 0;
   ::waitpid(pid, &status, 0);

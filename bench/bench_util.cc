@@ -26,6 +26,15 @@ void die(const std::string& message) {
   std::exit(2);
 }
 
+long procStatusKiB(int pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
 std::string RunResult::describe() const {
   std::ostringstream text;
   text << "exit " << exitCode << "; stdout: " << out << "; stderr: " << err;

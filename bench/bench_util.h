@@ -46,6 +46,10 @@ std::string loadAverage();
 /// Exits the process with a message on failure: benchmarks have no way to recover from it.
 void joinNetnsOrDie(const std::string& path);
 
+/// A kB field of /proc/PID/status ("VmRSS", "VmHWM") in KiB; -1 when the process or field is
+/// gone.
+long procStatusKiB(int pid, const std::string& field);
+
 /// Percentile (0..100) of `values` by nearest rank; 0 for an empty input. Sorts a copy.
 double percentile(std::vector<double> values, double p);
 

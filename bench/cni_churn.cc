@@ -17,21 +17,12 @@ namespace {
 
 using nlohmann::json;
 
-long statusKiB(pid_t pid, const std::string& field) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
-  }
-  return -1;
-}
-
 /// The agent's memory and the state dir's files, now.
 json footprint(const ChurnOptions& options) {
   json out = json::object();
   if (options.agentPid > 0) {
-    out["vmRssKiB"] = statusKiB(options.agentPid, "VmRSS");
-    out["vmHwmKiB"] = statusKiB(options.agentPid, "VmHWM");
+    out["vmRssKiB"] = procStatusKiB(options.agentPid, "VmRSS");
+    out["vmHwmKiB"] = procStatusKiB(options.agentPid, "VmHWM");
   }
   if (!options.stateDir.empty()) {
     std::uintmax_t all = 0;

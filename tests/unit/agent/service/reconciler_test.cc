@@ -53,44 +53,50 @@ class LockCheckingRuleset : public nft::FakeRuleset {
   std::atomic<bool> took_{false};
 };
 
-TEST(ReconcilerTest, ReadsTheRulesetGenerationUnderTheWritersLock) {
-  test::TempDir dir;
-  testing::RoutedService agent;
-  ASSERT_OK(agent.start(dir.path(), {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest}}));
-  auto owned = std::make_unique<LockCheckingRuleset>();
-  LockCheckingRuleset* ruleset = owned.get();
-  ForwardWriter writer(std::move(owned), std::make_unique<hostnet::FakeHostNetwork>());
-  ruleset->writer = &writer;
-  Reconciler reconciler(agent.service(), writer, nullptr, nullptr, agent.metrics, {});
+/// An agent over fake kernels whose writer's ruleset is a LockCheckingRuleset.
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(
+        agent_.start(dir_.path(), {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest}}));
+    auto owned = std::make_unique<LockCheckingRuleset>();
+    ruleset_ = owned.get();
+    writer_ = std::make_unique<ForwardWriter>(std::move(owned),
+                                              std::make_unique<hostnet::FakeHostNetwork>());
+    ruleset_->writer = writer_.get();
+  }
+  /// One pass of a reconciler with `reader` (may be null), then the prober joined.
+  PassReport passWith(std::unique_ptr<nft::Ruleset> reader) {
+    Reconciler reconciler(agent_.service(), *writer_, nullptr, std::move(reader), agent_.metrics,
+                          {});
+    const PassReport report = reconciler.pass(/*releaseVanished=*/false);
+    ruleset_->finish();
+    return report;
+  }
 
-  (void)reconciler.pass(/*releaseVanished=*/false);
-  ruleset->finish();
+  test::TempDir dir_;
+  testing::RoutedService agent_;
+  LockCheckingRuleset* ruleset_ = nullptr;
+  std::unique_ptr<ForwardWriter> writer_;
+};
 
-  ASSERT_GE(ruleset->reads, 1) << "the pass never read the ruleset generation";
-  EXPECT_EQ(ruleset->readsWithoutTheLock, 0)
+TEST_F(ReconcilerTest, ReadsTheRulesetGenerationUnderTheWritersLock) {
+  (void)passWith(nullptr);
+
+  ASSERT_GE(ruleset_->reads, 1) << "the pass never read the ruleset generation";
+  EXPECT_EQ(ruleset_->readsWithoutTheLock, 0)
       << "the ruleset generation was read without the writer's lock: an ADD's batch on the same "
          "netlink socket can take its reply";
 }
 
 // With a socket of its own (the agent's wiring), the reconciler reads the generation and compares
 // there: a pass that finds nothing to repair never asks the writer's socket.
-TEST(ReconcilerTest, WithAReaderOfItsOwnAPassThatFindsNothingLeavesTheWritersSocketAlone) {
-  test::TempDir dir;
-  testing::RoutedService agent;
-  ASSERT_OK(agent.start(dir.path(), {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest}}));
-  auto owned = std::make_unique<LockCheckingRuleset>();
-  LockCheckingRuleset* ruleset = owned.get();
-  ForwardWriter writer(std::move(owned), std::make_unique<hostnet::FakeHostNetwork>());
-  ruleset->writer = &writer;
-  Reconciler reconciler(agent.service(), writer, nullptr, std::make_unique<nft::FakeRuleset>(),
-                        agent.metrics, {});
-
-  const PassReport report = reconciler.pass(/*releaseVanished=*/false);
-  ruleset->finish();
+TEST_F(ReconcilerTest, WithAReaderOfItsOwnAPassThatFindsNothingLeavesTheWritersSocketAlone) {
+  const PassReport report = passWith(std::make_unique<nft::FakeRuleset>());
 
   EXPECT_TRUE(report.compared);
   EXPECT_FALSE(report.underLock);
-  EXPECT_EQ(ruleset->reads, 0) << "the writer's socket was asked for the generation";
+  EXPECT_EQ(ruleset_->reads, 0) << "the writer's socket was asked for the generation";
 }
 
 }  // namespace
