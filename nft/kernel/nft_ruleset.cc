@@ -8,8 +8,8 @@
 namespace hostport::nft::kernel {
 namespace {
 
-// A concurrent DEL of the same owner can delete an element between our listing and our
-// transaction; the transaction then fails whole and we list again.
+// A concurrent DEL of the same owner can delete an element between our finding it and our
+// transaction; the transaction then fails whole and we look again.
 constexpr int kRemoveAttempts = 3;
 
 /// What the attachment owns; with kWithPodSubnets, also the shared subnets it needs.
@@ -155,8 +155,13 @@ Result<TableState> NftRuleset::ownedState(const std::string& owner) {
 }
 
 Result<AttachmentRules> NftRuleset::remove(const std::string& owner) {
+  return removeFound(owner, [&] { return ownedState(owner); });
+}
+
+Result<AttachmentRules> NftRuleset::removeFound(const std::string& owner,
+                                                const std::function<Result<TableState>()>& find) {
   for (int attempt = 1;; ++attempt) {
-    HOSTPORT_TRY(const TableState owned, ownedState(owner));
+    HOSTPORT_TRY(const TableState owned, find());
     if (owned.empty()) return AttachmentRules{owner, {}, {}};
     const bool rules = std::ranges::any_of(owned.forwards, [](const InstalledForward& installed) {
       return installed.ruleHandle.has_value();
@@ -191,21 +196,14 @@ Result<void> NftRuleset::removeExact(const AttachmentRules& rules) {
 
 Result<AttachmentRules> NftRuleset::removeIfOwned(const AttachmentRules& planned) {
   if (planned.hasConditions()) return remove(planned.owner);
-  for (int attempt = 1;; ++attempt) {
+  return removeFound(planned.owner, [&]() -> Result<TableState> {
     HOSTPORT_TRY(std::vector<SetElement> held,
                  elements_.lookUp(elementsOf(planned, Subnets::kWithout)));
     std::erase_if(held, [&](const SetElement& element) {
       return commentOf(element.userdata) != planned.owner;
     });
-    const TableState owned = stateOf(held);
-    if (held.empty()) return owned.rulesOf(planned.owner);
-    auto deleted = elements_.change(ElementChange::kDelete, held);
-    if (deleted) return owned.rulesOf(planned.owner);
-    // Gone between the look-up and the delete: look again.
-    if (!isNotFound(deleted.error()) || attempt == kRemoveAttempts) {
-      return withContext(deleted.error(), "removing the forwards of " + planned.owner);
-    }
-  }
+    return stateOf(held);
+  });
 }
 
 Result<AttachmentRules> NftRuleset::listOwned(const std::string& owner) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -39,6 +40,11 @@ class NftRuleset : public Ruleset {
   Result<void> installConditional(const AttachmentRules& rules);
   /// What `owner` holds: from the sets alone unless it has conditional rules.
   Result<TableState> ownedState(const std::string& owner);
+  /// Deletes what `find` says `owner` holds, in one transaction, and returns it; finds again
+  /// when something found is gone by the time of the delete (kRemoveAttempts in all). remove()
+  /// finds by listing, removeIfOwned() by looking its keys up.
+  Result<AttachmentRules> removeFound(const std::string& owner,
+                                      const std::function<Result<TableState>()>& find);
   Error describeConflict(Error error, const AttachmentRules& rules);
 
   ElementTable elements_;
