@@ -84,6 +84,9 @@ class Invocation : public agent::forwards::WriteReport {
   /// config whose mappings changed since ADD would leave the old ones behind; the runtime passes
   /// the cached one.
   Result<void> removeStandalone(const PluginConfig& config);
+  /// After a removal that found what it removed: flushes UDP conntrack of those host ports and
+  /// says how many forwards went.
+  void settleRemoved(const nft::AttachmentRules& removed);
   PortAuthority& authority(const PluginConfig& config);
   Result<nft::Ruleset*> ruleset();
   Result<hostnet::HostNetwork*> hostNetwork();
@@ -236,13 +239,17 @@ Result<void> Invocation::add(const PluginConfig& config) {
   return {};
 }
 
+void Invocation::settleRemoved(const nft::AttachmentRules& removed) {
+  agent::forwards::flushUdpConntrack(nft::udpHostPorts(removed.forwards), network(), *this);
+  if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
+}
+
 Result<void> Invocation::removeOwned() {
   // DEL must clean up whatever the config says: the owner comes from the environment alone.
   HOSTPORT_TRY(const auto owner, nft::makeOwner(env_.containerId, env_.ifname));
   HOSTPORT_TRY(auto* tables, ruleset());
   HOSTPORT_TRY(const auto removed, tables->remove(owner));
-  agent::forwards::flushUdpConntrack(nft::udpHostPorts(removed.forwards), network(), *this);
-  if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
+  settleRemoved(removed);
   return {};
 }
 
@@ -254,8 +261,7 @@ Result<void> Invocation::removeStandalone(const PluginConfig& config) {
   if (!planned) return removeOwned();
   HOSTPORT_TRY(auto* tables, ruleset());
   HOSTPORT_TRY(const auto removed, tables->removeIfOwned(planned->rules));
-  agent::forwards::flushUdpConntrack(nft::udpHostPorts(removed.forwards), network(), *this);
-  if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
+  settleRemoved(removed);
   return {};
 }
 
