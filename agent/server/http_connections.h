@@ -79,7 +79,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
     keepAlive_ = message.keep_alive();
     const std::string_view target(message.target().data(), message.target().size());
     method_ = std::string(message.method_string());
-    path_ = std::string(target.substr(0, target.find('?')));
+    path_ = std::string(pathOf(target));
     auto request = makeRequest(method_, target, std::move(message.body()));
     if (!request) {
       write(errorResponse(400, "invalid_argument", request.error().message));
@@ -168,18 +168,16 @@ struct HttpAcceptLoop {
             });
             return;
           }
-          {
-            if (open->load() >= limits.maxConnections) {
-              // A flood sheds thousands a second: one line a second, counting them.
-              if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
-                log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
-                           {{"open", open->load()}, {"shed", *shed}});
-              }
-              beast::error_code ignored;
-              socket.close(ignored);  // shed load rather than queue without bound
-            } else {
-              serve(std::move(socket));
+          if (open->load() >= limits.maxConnections) {
+            // A flood sheds thousands a second: one line a second, counting them.
+            if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
+              log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
+                         {{"open", open->load()}, {"shed", *shed}});
             }
+            beast::error_code ignored;
+            socket.close(ignored);  // shed load rather than queue without bound
+          } else {
+            serve(std::move(socket));
           }
           accept();
         });

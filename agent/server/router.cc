@@ -59,7 +59,7 @@ Result<HttpRequest> makeRequest(std::string method, std::string_view target, std
   HOSTPORT_TRY(auto parsed, api::parseTarget(target));
   HttpRequest request;
   request.method = std::move(method);
-  request.path = std::string(target.substr(0, target.find('?')));
+  request.path = std::string(pathOf(target));
   request.segments = std::move(parsed.segments);
   request.query.insert(parsed.query.begin(), parsed.query.end());
   request.body = std::move(body);

@@ -35,6 +35,11 @@ class Router {
   std::vector<Route> routes_;
 };
 
+/// A request target's path as sent: everything before the query.
+inline std::string_view pathOf(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+
 /// The request the router dispatches, from what the HTTP parser read: `path` as sent (without
 /// the query), for messages; decoded segments and query (api::parseTarget). kInvalidArgument, as
 /// parseTarget, for a target the sessions answer with 400. No peer: the listener adds it.
