@@ -102,13 +102,8 @@ class AgentGcStatusTest : public PluginFixture {
   /// The agent's log of this run once it holds `text`, or after 5 s: an event is logged after its
   /// request is answered.
   std::string logOnceItHolds(const std::string& text) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    std::string log = agent_->runLog();
-    while (log.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(20ms);
-      log = agent_->runLog();
-    }
-    return log;
+    agent_->waitForLog(text, 5s);
+    return agent_->runLog();
   }
 
   bool outageRecorded() const {

@@ -94,8 +94,7 @@ TEST_F(AgentMetricsTest, ServesPrometheusTextOverTcp) {
   EXPECT_THAT(*answer, StartsWith("HTTP/1.1 200"));
   EXPECT_THAT(*answer, HasSubstr("text/plain; version=0.0.4"));
   EXPECT_THAT(*answer, HasSubstr("hostport_pool_ports{pool=\"default\"} 10"));
-  EXPECT_THAT(agent_->log(),
-              HasSubstr("server.listening address=127.0.0.1:" + std::to_string(port_)))
+  EXPECT_TRUE(agent_->waitForLog("server.listening address=127.0.0.1:" + std::to_string(port_)))
       << agent_->describe();
 }
 

@@ -298,7 +298,7 @@ TEST_F(AgentPluginTest, WithTheAgentDownAddFailsToRetryAndDelRemovesTheElementsF
   EXPECT_THAT(leaseOf(*podA), Eq(std::nullopt));
   EXPECT_THAT(leaseOf(*podB), Eq(std::nullopt));
   EXPECT_THAT(allLeases(), IsEmpty());
-  EXPECT_THAT(agent_->log(), HasSubstr("via=release_note"));
+  EXPECT_TRUE(agent_->waitForLog("via=release_note")) << agent_->describe();
   EXPECT_THAT(entries(), IsEmpty()) << "resurrected";
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), IsUnreachable());
 }
@@ -395,9 +395,9 @@ TEST_F(AgentPluginTest, MalformedAnnotationFailsNamingTheBadTokenAndLeavesNothin
 
 TEST_F(AgentPluginTest, AgentRepairsAChainSomeoneFlushedAndTrafficFlowsAgain) {
   ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--table-repair-interval", "1"}));
-  EXPECT_THAT(
-      agent_->log(),
-      HasSubstr(" info table: table.laid_out tables=ip/hostport,ip6/hostport check_every_s=1\n"));
+  EXPECT_TRUE(agent_->waitForLog(
+      " info table: table.laid_out tables=ip/hostport,ip6/hostport check_every_s=1\n"))
+      << agent_->describe();
   Pod* pod = addAgentPod("pod-a", "web=8080");
   ASSERT_NE(pod, nullptr);
   auto server = serve(*pod, Transport::kTcp, 8080);

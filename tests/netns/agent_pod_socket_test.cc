@@ -185,11 +185,7 @@ TEST_F(AgentPodSocketTest, WaitAnswersOnceTheLeaseIsGranted) {
   std::optional<Result<HttpAnswer>> answer;
   std::thread asker([&] { answer = httpGet(caller.socket(), "/v1/self/ports/voice?wait=60s"); });
   // Granted only once the request is parked, so the grant's wake-up is what answers it.
-  bool parked = false;
-  for (int i = 0; i < 600 && !parked; ++i) {
-    parked = agent_->runLog().find("server.pod_waiting") != std::string::npos;
-    if (!parked) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool parked = agent_->waitForLog("server.pod_waiting", std::chrono::seconds(30));
   auto granted = lease(*podB_, "server-b", {"voice"});
   asker.join();
   ASSERT_TRUE(parked) << agent_->describe();
@@ -260,12 +256,8 @@ TEST_F(AgentPodSocketTest, AFloodOfIdleConnectionsStopsNeitherAnotherPodNorTheCo
     tricklers.push_back(std::move(fd));
   }
   // The cap per netns sheds B's extra connections, and says so.
-  bool shed = false;
-  for (int i = 0; i < 600 && !shed; ++i) {
-    shed = agent_->runLog().find("server.pod_connection_shed") != std::string::npos;
-    if (!shed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_TRUE(shed) << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("server.pod_connection_shed", std::chrono::seconds(30)))
+      << agent_->describe();
 
   ASSERT_OK_AND_ASSIGN(const auto answer, askFrom(podA_->path(), "/v1/self/ports/web"));
   EXPECT_EQ(answer.status, 200u) << answer.body;

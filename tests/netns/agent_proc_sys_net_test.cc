@@ -86,7 +86,7 @@ TEST_F(AgentProcSysNetTest, ReservesPoolPortsThroughAMountedProcSysNet) {
   // Through the kernel's own path in the agent's netns: the mount led to that netns.
   EXPECT_THAT(netns.run([] { return readFile("/proc/sys/net/ipv4/ip_local_reserved_ports"); }),
               Optional(std::string(kPool) + "\n"));
-  EXPECT_THAT(agent->log(), HasSubstr("path=" + mount.path() + "/ipv4/ip_local_reserved_ports"))
+  EXPECT_TRUE(agent->waitForLog("path=" + mount.path() + "/ipv4/ip_local_reserved_ports"))
       << "the agent wrote somewhere else than under --proc-sys-net";
 }
 

@@ -124,9 +124,8 @@ TEST_F(AgentPublicationTest, AnotherPodOfTheSameNameIsNeverPatched) {
   api_->putPod(kNamespace, "gs-1", "00000000-0000-4000-8000-0000000000aa");
   ASSERT_OK(node().add(*pod, withAgent("web=8080")));
   ASSERT_TRUE(api_->waitForRequests(1, 10s)) << agent_->log();
-  const auto dropped = [&] { return agent_->log().find("publish.dropped") != std::string::npos; };
-  waitUntil(dropped);
-  EXPECT_THAT(agent_->log(), HasSubstr("reason=uid_mismatch"));
+  EXPECT_TRUE(agent_->waitForLog("publish.dropped")) << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("reason=uid_mismatch")) << agent_->describe();
   const auto stored = api_->object(podPath("gs-1"));
   ASSERT_TRUE(stored);
   EXPECT_FALSE((*stored)["metadata"].contains("annotations") &&
@@ -224,9 +223,8 @@ TEST_F(AgentPublicationTest, AddSucceedsWhileTheApiServerIsDown) {
   Pod* pod = addAgentPod("gs-5", "web=8080");
   ASSERT_NE(pod, nullptr);
   EXPECT_NE(grantedPort(*pod, "web", agent::PortProtocol::kTcp), 0);
-  const auto failed = [&] { return agent_->log().find("publish.failed") != std::string::npos; };
-  waitUntil(failed);
-  EXPECT_THAT(agent_->log(), HasSubstr("reason=unavailable"));
+  EXPECT_TRUE(agent_->waitForLog("publish.failed")) << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("reason=unavailable")) << agent_->describe();
 }
 
 }  // namespace

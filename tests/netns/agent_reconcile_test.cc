@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <thread>
 
 #include "tests/netns/agent_plugin_fixture.h"
+#include "tests/support/wait.h"
 
 namespace hostport::test {
 namespace {
@@ -18,18 +18,6 @@ using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-
-using Clock = std::chrono::steady_clock;
-
-/// True once `done` holds, checked every 20 ms until `deadline` from now.
-bool within(std::chrono::milliseconds deadline, const std::function<bool()>& done) {
-  const auto until = Clock::now() + deadline;
-  while (!done()) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
 
 class AgentReconcileTest : public AgentPluginTest {
  protected:
@@ -52,10 +40,12 @@ class AgentReconcileTest : public AgentPluginTest {
 
   /// True once outside's connection to the node's `port` is answered by `label`.
   bool answersWithin(std::chrono::milliseconds deadline, uint16_t port, const std::string& label) {
-    return within(deadline, [&] {
-      auto reply = tcpRequest(outside(), kNodeIpV4, port);
-      return reply && reply->id == label + " tcp";
-    });
+    return waitUntil(
+        [&] {
+          auto reply = tcpRequest(outside(), kNodeIpV4, port);
+          return reply && reply->id == label + " tcp";
+        },
+        deadline);
   }
 
   void nft(const std::vector<std::string>& args) {
@@ -86,7 +76,7 @@ TEST_F(AgentReconcileTest, AFlushedMapADeletedElementAndADeletedTableAreRepaired
   ASSERT_NO_FATAL_FAILURE(nft({"delete", "table", "ip", "hostport"}));
   EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portA, "pod-a")) << "deleted table";
   EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), portB, "pod-b")) << "deleted table";
-  EXPECT_THAT(agent_->log(), HasSubstr("table.restored"));
+  EXPECT_TRUE(agent_->waitForLog("table.restored")) << agent_->describe();
 }
 
 // A compare reads every element, hundreds of ms at 65,535 leases: one that finds the table as the
@@ -98,15 +88,19 @@ TEST_F(AgentReconcileTest, ACompareThatFindsNothingTakesNoLockAndOneThatFindsDam
   ASSERT_NE(a.port, 0);
   // Anyone's commit moves the generation, so the next periodic pass compares.
   ASSERT_NO_FATAL_FAILURE(nft({"add", "table", "ip", "foreign"}));
-  EXPECT_TRUE(within(std::chrono::milliseconds(5000), [&] {
-    return agent_->log().find("table.reconciled unchanged=false under_lock=false") !=
-           std::string::npos;
-  })) << agent_->describe();
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        return agent_->log().find("table.reconciled unchanged=false under_lock=false") !=
+               std::string::npos;
+      },
+      std::chrono::milliseconds(5000)))
+      << agent_->describe();
 
   ASSERT_NO_FATAL_FAILURE(nft({"delete", "element", "ip", "hostport", "ports",
                                "{ tcp . " + std::to_string(a.port) + " }"}));
   EXPECT_TRUE(answersWithin(std::chrono::milliseconds(2000), a.port, "pod-a"));
-  EXPECT_THAT(agent_->log(), HasSubstr("under_lock=true layout_repaired=false leases_restored=1"));
+  EXPECT_TRUE(agent_->waitForLog("under_lock=true layout_repaired=false leases_restored=1"))
+      << agent_->describe();
 }
 
 TEST_F(AgentReconcileTest, AStrayElementWithOurOwnerTagGoesAndForeignOnesStay) {
@@ -124,15 +118,15 @@ TEST_F(AgentReconcileTest, AStrayElementWithOurOwnerTagGoesAndForeignOnesStay) {
   ASSERT_NO_FATAL_FAILURE(nft({"add", "set", "ip", "foreign", "s", "{ type ipv4_addr; }"}));
   ASSERT_NO_FATAL_FAILURE(nft({"add", "element", "ip", "foreign", "s", "{ 192.0.2.1 }"}));
 
-  EXPECT_TRUE(within(std::chrono::milliseconds(3000), [&] {
-    return ownedBy(entries(), stray).empty();
-  })) << agent_->describe();
+  EXPECT_TRUE(
+      waitUntil([&] { return ownedBy(entries(), stray).empty(); }, std::chrono::milliseconds(3000)))
+      << agent_->describe();
   EXPECT_THAT(ownedBy(entries(), "not an owner"), Not(IsEmpty()));
   ASSERT_OK_AND_ASSIGN(const std::string foreign,
                        nodeNetns().exec({"nft", "list", "set", "ip", "foreign", "s"}));
   EXPECT_THAT(foreign, HasSubstr("192.0.2.1"));
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), RepliesFrom("pod-a tcp"));
-  EXPECT_THAT(agent_->log(), HasSubstr("table.stray_removed owner=" + stray));
+  EXPECT_TRUE(agent_->waitForLog("table.stray_removed owner=" + stray)) << agent_->describe();
 }
 
 // The pod subnet is shared by the pods in it: a deleted one comes back with the hairpin it
@@ -151,20 +145,21 @@ TEST_F(AgentReconcileTest, APodSubnetIsRestoredForItsLeasesAndGoesWithTheLastOfT
 
   const std::string key = std::string("{ ") + kPodSubnetV4 + " . " + kPodSubnetV4 + " }";
   ASSERT_NO_FATAL_FAILURE(nft({"delete", "element", "ip", "hostport", "podnets", key}));
-  EXPECT_TRUE(within(std::chrono::milliseconds(1000), [&] {
-    return std::ranges::count(entries(), subnet) == 1;
-  })) << agent_->describe();
+  EXPECT_TRUE(waitUntil([&] { return std::ranges::count(entries(), subnet) == 1; },
+                        std::chrono::milliseconds(1000)))
+      << agent_->describe();
   EXPECT_TRUE(hairpinMasqueraded());
-  EXPECT_THAT(agent_->log(), HasSubstr("first=\"pod subnet " + std::string(kPodSubnetV4)));
+  EXPECT_TRUE(agent_->waitForLog("first=\"pod subnet " + std::string(kPodSubnetV4)))
+      << agent_->describe();
 
   ASSERT_OK_AND_ASSIGN(auto deletedA, node().delPlugin(*a.pod));
   EXPECT_THAT(entries(), Contains(subnet)) << "pod-b is still in it";
   ASSERT_OK_AND_ASSIGN(auto deletedB, node().delPlugin(*b.pod));
-  EXPECT_TRUE(within(std::chrono::milliseconds(3000), [&] {
-    return std::ranges::count(entries(), subnet) == 0;
-  })) << agent_->describe();
-  EXPECT_THAT(agent_->log(),
-              HasSubstr("table.subnets_removed subnets=" + std::string(kPodSubnetV4)));
+  EXPECT_TRUE(waitUntil([&] { return std::ranges::count(entries(), subnet) == 0; },
+                        std::chrono::milliseconds(3000)))
+      << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("table.subnets_removed subnets=" + std::string(kPodSubnetV4)))
+      << agent_->describe();
 }
 
 // A stray that holds the very key a lease lost (same key, same data, another tag: adding the
@@ -187,13 +182,13 @@ TEST_F(AgentReconcileTest, AStrayHoldingALeasesKeyGoesBeforeTheLeaseIsRestored) 
     return std::string("(none)");
   };
 
-  EXPECT_TRUE(within(std::chrono::milliseconds(1000), [&] {
-    return ownerOfKey() == a.pod->owner();
-  })) << ownerOfKey();
+  EXPECT_TRUE(
+      waitUntil([&] { return ownerOfKey() == a.pod->owner(); }, std::chrono::milliseconds(1000)))
+      << ownerOfKey();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a pass that undid it would show
   EXPECT_EQ(ownerOfKey(), a.pod->owner());
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, a.port), RepliesFrom("pod-a tcp"));
-  EXPECT_THAT(agent_->log(), HasSubstr("table.stray_removed owner=" + stray));
+  EXPECT_TRUE(agent_->waitForLog("table.stray_removed owner=" + stray)) << agent_->describe();
 }
 
 // The DEL never comes (the kubelet lost it, the runtime crashed): the sandbox's netns is gone,
@@ -206,11 +201,11 @@ TEST_F(AgentReconcileTest, ALeaseWhoseNetnsIsGoneIsReleasedAfterTheGrace) {
   a.server.reset();
   { Netns gone = std::move(a.pod->netns); }  // `ip netns del`, with no DEL
 
-  EXPECT_TRUE(within(std::chrono::seconds(15), [&] { return allLeases().empty(); }))
+  EXPECT_TRUE(waitUntil([&] { return allLeases().empty(); }, std::chrono::seconds(15)))
       << agent_->describe();
   EXPECT_THAT(ownedBy(entries(), owner), IsEmpty());
-  EXPECT_THAT(agent_->log(), HasSubstr("alloc.vanished"));
-  EXPECT_THAT(agent_->log(), HasSubstr("via=vanished"));
+  EXPECT_TRUE(agent_->waitForLog("alloc.vanished")) << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("via=vanished")) << agent_->describe();
 }
 
 // The agent is killed, the pod is deleted while it is down (DEL and netns), and the agent comes
@@ -232,7 +227,8 @@ TEST_F(AgentReconcileTest, APodDeletedWhileTheAgentWasDownStaysDeletedAfterItsRe
 
   ASSERT_OK(agent_->restart());
   EXPECT_THAT(allLeases(), IsEmpty());
-  EXPECT_THAT(agent_->log(), HasSubstr("alloc.release_notes_consumed notes=1 released=1"));
+  EXPECT_TRUE(agent_->waitForLog("alloc.release_notes_consumed notes=1 released=1"))
+      << agent_->describe();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_THAT(ownedBy(entries(), owner), IsEmpty()) << "resurrected";
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, port), IsUnreachable());
@@ -253,7 +249,7 @@ TEST_F(AgentReconcileTest, AGrantWhoseForwardsNeverReachedTheKernelCarriesTraffi
   ASSERT_OK(agent_->restart());
   // The first pass runs as the socket starts to serve, not before it (reconciler.h).
   EXPECT_TRUE(answersWithin(std::chrono::milliseconds(1000), port, "pod-a"));
-  EXPECT_THAT(agent_->log(), HasSubstr("table.restored"));
+  EXPECT_TRUE(agent_->waitForLog("table.restored")) << agent_->describe();
 }
 
 }  // namespace

@@ -165,8 +165,8 @@ TEST_F(AgentPoolRulesTest, AppliesNewRulesOnSighupAndOnAFileChangeKeepingLeases)
   ASSERT_OK_AND_ASSIGN(auto allowed,
                        addAs(*later, "web", "web-1", {{"hostport.io/ports", "a=80"}}));
   EXPECT_THAT(allowed, Succeeded());
-  EXPECT_THAT(agent_->log(), HasSubstr("agent.reload_failed"));
-  EXPECT_THAT(agent_->log(), HasSubstr("agent.reloaded trigger=file"));
+  EXPECT_TRUE(agent_->waitForLog("agent.reload_failed")) << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("agent.reloaded trigger=file")) << agent_->describe();
   EXPECT_TRUE(agent_->running());
 }
 

@@ -15,6 +15,7 @@
 #include "agent/api/routes.h"
 #include "common/unique_fd.h"
 #include "tests/support/spawn.h"
+#include "tests/support/wait.h"
 
 namespace hostport::test {
 namespace {
@@ -244,6 +245,10 @@ std::string AgentProcess::log() const {
 std::string AgentProcess::runLog() const {
   const std::string text = log();
   return runLogOffset_ < text.size() ? text.substr(runLogOffset_) : std::string();
+}
+
+bool AgentProcess::waitForLog(std::string_view text, std::chrono::milliseconds timeout) const {
+  return waitUntil([&] { return runLog().find(text) != std::string::npos; }, timeout);
 }
 
 std::string AgentProcess::describe() const {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/api/agent_client.h"
@@ -95,6 +96,12 @@ class AgentProcess {
   std::string log() const;
   /// What the current (latest) run has written to stderr.
   std::string runLog() const;
+  /// Waits up to `timeout` until runLog() holds `text`. What the agent logs on another thread (the
+  /// reconciler's passes, the publisher, a reload), or after the answer a test waited for, may
+  /// not be written yet when readiness or that answer arrives: a running agent's log is waited
+  /// for, never read once.
+  bool waitForLog(std::string_view text,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
   /// "hostport-agent pid N (socket ...), log:\n..." for assertion messages.
   std::string describe() const;
 
