@@ -55,8 +55,12 @@ run_target() {
   local rc=0
   # halt_on_error and abort_on_error: every sanitizer report ends the run as a crash that
   # libFuzzer saves. detect_leaks: LSan at the end of each input that leaked.
-  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
-    UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" \
+  # Under scripts/test.sh's stage the options come with its log_path; alone, they are the same
+  # without it.
+  local asan_options="${ASAN_OPTIONS:-}" ubsan_options="${UBSAN_OPTIONS:-}"
+  [[ -n "$asan_options" ]] || asan_options="$(sanitizer_options ASAN)"
+  [[ -n "$ubsan_options" ]] || ubsan_options="$(sanitizer_options UBSAN)"
+  ASAN_OPTIONS="$asan_options" UBSAN_OPTIONS="$ubsan_options" \
     "$binary" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="${artifacts}/" \
     "$found" "${CORPUS_DIR}/${name}" >"$out" 2>&1 || rc=$?
   local execs cov
@@ -99,6 +103,7 @@ main() {
     names=("${all[@]}")
   fi
 
+  require_symbolizer || exit 1
   if ((build)); then
     command -v clang++-16 >/dev/null || die "clang++-16 not found: run 'sudo scripts/setup.sh --fuzz'"
     log "build ${names[*]} in ${build_dir}"

@@ -28,9 +28,10 @@ readonly MANIFEST_CHECKS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/t
 # What scripts/bench.sh needs on top: the plot.
 readonly BENCH_PACKAGES=(gnuplot-nox)
 # What scripts/fuzz.sh and scripts/test.sh's sanitizer stage need on top: clang 16 (the oldest
-# that builds our std::expected with libstdc++ 12, see CMakeLists.txt) and its sanitizer and
-# libFuzzer runtimes.
-readonly FUZZ_PACKAGES=(clang-16 libclang-rt-16-dev)
+# that builds our std::expected with libstdc++ 12, see CMakeLists.txt), its sanitizer and
+# libFuzzer runtimes, and llvm-16 for its llvm-symbolizer, which every sanitized process is
+# pointed at (scripts/lib/sanitize_tree.sh): a report without file:line helps no one.
+readonly FUZZ_PACKAGES=(clang-16 libclang-rt-16-dev llvm-16)
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }

@@ -99,9 +99,11 @@ sanitizer_stage() {
   local reports="${SANITIZE_DIR}/sanitizer-reports"
   rm -rf "$reports"
   mkdir -p "$reports"
-  local rc=0
-  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:log_path=${reports}/asan" \
-    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=${reports}/ubsan" \
+  require_symbolizer || return 1
+  local rc=0 asan_options ubsan_options
+  asan_options="$(sanitizer_options ASAN "${reports}/asan")"
+  ubsan_options="$(sanitizer_options UBSAN "${reports}/ubsan")"
+  ASAN_OPTIONS="$asan_options" UBSAN_OPTIONS="$ubsan_options" \
     run_ctest "sanitize " "$SANITIZE_DIR" -L sanitize -j"$JOBS" || rc=$?
   local report
   for report in "$reports"/*; do

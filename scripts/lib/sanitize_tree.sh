@@ -6,6 +6,39 @@
 # which is what keeps CI's sanitizer stage within its budget; the stack traces keep file:line.
 # Debug keeps assert() on: a sanitizer run should also trip our own assertions.
 
+# The symbolizer of the clang that builds the tree (package llvm-16, scripts/setup.sh --fuzz),
+# named to every sanitized process: left to search PATH, a runtime takes whatever
+# llvm-symbolizer comes first (llvm-14's from the image's `llvm` package), and a process whose
+# search came up with a path it could not run later wrote files that held only "WARNING: invalid
+# path to external symbolizer!": no report, yet the stage counted them, and a real report would
+# have had no file:line (issue 22).
+readonly SANITIZER_SYMBOLIZER=/usr/lib/llvm-16/bin/llvm-symbolizer
+
+# sanitizer_options ASAN|UBSAN [LOG_PREFIX]: the options every sanitized run of ours uses. Every
+# report ends its process with an error (abort_on_error, halt_on_error), with its stack
+# symbolized; with LOG_PREFIX each process writes its reports to LOG_PREFIX.<exe>.<pid>, so a
+# report names the program that wrote it.
+sanitizer_options() {
+  local kind="$1" log_prefix="${2:-}" options
+  case "$kind" in
+    ASAN) options="detect_leaks=1:abort_on_error=1" ;;
+    UBSAN) options="halt_on_error=1:print_stacktrace=1" ;;
+    *) printf 'sanitizer_options: unknown kind %s\n' "$kind" >&2; return 1 ;;
+  esac
+  options+=":external_symbolizer_path=${SANITIZER_SYMBOLIZER}:symbolize=1"
+  [[ -z "$log_prefix" ]] || options+=":log_path=${log_prefix}:log_exe_name=1"
+  printf '%s\n' "$options"
+}
+
+# require_symbolizer: fails, saying what to install, when SANITIZER_SYMBOLIZER cannot run.
+require_symbolizer() {
+  if [[ ! -x "$SANITIZER_SYMBOLIZER" ]]; then
+    printf 'error: %s is missing: run sudo scripts/setup.sh --fuzz (package llvm-16)\n' \
+      "$SANITIZER_SYMBOLIZER" >&2
+    return 1
+  fi
+}
+
 # configure_sanitize_tree REPO_ROOT BUILD_DIR: (re)configures the tree; quiet unless it fails.
 configure_sanitize_tree() {
   local repo_root="$1" build_dir="$2" log
