@@ -43,8 +43,16 @@ Result<void> ForwardWriter::install(const Lease& lease) {
 Result<void> ForwardWriter::remove(const Lease& lease) {
   std::lock_guard guard(mutex_);
   auto removed = removeLocked(lease);
-  if (!removed) failedWrite_ = true;
+  if (!removed) {
+    failedWrite_ = true;
+    if (removeFailed_) removeFailed_();
+  }
   return removed;
+}
+
+void ForwardWriter::onRemoveFailed(std::function<void()> hook) {
+  std::lock_guard guard(mutex_);
+  removeFailed_ = std::move(hook);
 }
 
 Result<void> ForwardWriter::installLocked(const Lease& lease) {

@@ -9,6 +9,7 @@
 // removes whatever their owner tag holds.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -47,6 +48,10 @@ class ForwardWriter {
   /// True once since a write failed: the kernel may differ from the leases while the ruleset's
   /// generation stayed put (a failed transaction does not move it), so the reconciler compares.
   bool takeFailedWrite() { return failedWrite_.exchange(false); }
+  /// Called, under the writer's lock, each time remove() fails: the reconciler's trigger(), so
+  /// what a failed release left behind is looked at within milliseconds, not at the next period.
+  /// An empty function unsets it (before its target goes).
+  void onRemoveFailed(std::function<void()> hook);
 
  private:
   Result<void> removeLocked(const Lease& lease);
@@ -56,6 +61,7 @@ class ForwardWriter {
   std::unique_ptr<nft::Ruleset> ruleset_;
   std::unique_ptr<hostnet::HostNetwork> network_;
   std::atomic<bool> failedWrite_{false};
+  std::function<void()> removeFailed_;  // under mutex_
 };
 
 }  // namespace hostport::agent::service
