@@ -312,6 +312,7 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
                   }
                   if (notRemoved) {
                     // The reconciler removes what carries our owner tag and has no lease.
+                    options_.writer->leftBehind();
                     log::event(Component::kTable, Level::kWarn, "table.remove_failed",
                                {keyField(lease.key), {"cause", notRemoved->message}});
                   }
@@ -354,6 +355,7 @@ void AgentService::undoRelease(const Lease& lease, const Error& cause,
     // Another request took a port of it between the release and now: the lease cannot come
     // back, and the reconciler removes what its owner tag still holds.
     lock.unlock();
+    options_.writer->leftBehind();
     answer.message = what +
                      ", and a port of its lease was taken meanwhile (the reconciler "
                      "removes them): " +

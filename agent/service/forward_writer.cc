@@ -43,16 +43,18 @@ Result<void> ForwardWriter::install(const Lease& lease) {
 Result<void> ForwardWriter::remove(const Lease& lease) {
   std::lock_guard guard(mutex_);
   auto removed = removeLocked(lease);
-  if (!removed) {
-    failedWrite_ = true;
-    if (removeFailed_) removeFailed_();
-  }
+  if (!removed) failedWrite_ = true;
   return removed;
 }
 
-void ForwardWriter::onRemoveFailed(std::function<void()> hook) {
-  std::lock_guard guard(mutex_);
-  removeFailed_ = std::move(hook);
+void ForwardWriter::onLeftBehind(std::function<void()> hook) {
+  std::lock_guard guard(hookMutex_);
+  leftBehind_ = std::move(hook);
+}
+
+void ForwardWriter::leftBehind() {
+  std::lock_guard guard(hookMutex_);
+  if (leftBehind_) leftBehind_();
 }
 
 Result<void> ForwardWriter::installLocked(const Lease& lease) {

@@ -110,12 +110,12 @@ Reconciler::Reconciler(AgentService& service, ForwardWriter& writer,
       reader_(std::move(reader)),
       metrics_(metrics),
       options_(std::move(options)) {
-  // A release that could not remove its forwards leaves them behind; look at once.
-  writer_.onRemoveFailed([this] { trigger(); });
+  // A release that could not remove its forwards, nor keep its lease, left them behind.
+  writer_.onLeftBehind([this] { trigger(); });
 }
 
 Reconciler::~Reconciler() {
-  writer_.onRemoveFailed({});
+  writer_.onLeftBehind({});
   stop();
 }
 
