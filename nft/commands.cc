@@ -26,13 +26,20 @@ std::string masqueradeSet(const Masquerade& masquerade) {
 
 std::string comment(const std::string& owner) { return " comment \"" + owner + "\""; }
 
+/// The user's conditions, then our own part, always last and in this order:
+/// `meta l4proto P th dport N [ip daddr H] dnat ip to C:CP`. Reading it back
+/// (table_state.cc) walks from the rule's end and stops where our part does, so what the user
+/// wrote is never interpreted: the host IP match sits after the port match, where no user match
+/// can be (the user's `ip daddr` would otherwise pass for ours). A statement ends every rule, and
+/// conditions can hold none (validateConditions), so nothing of the user's follows ours; our part
+/// starts with a keyword, so no trailing operator of theirs can bind to it (nft refuses it).
 std::string conditionalRule(const Forward& forward, const std::string& owner) {
   const std::string f(nftFamily(forward.family()));
-  std::string rule = forward.conditions;
+  std::string rule = forward.conditions + " meta l4proto " +
+                     std::string(protocolName(forward.protocol)) + " th dport " +
+                     std::to_string(forward.hostPort);
   if (forward.hostIp) rule += " " + f + " daddr " + forward.hostIp->str();
-  rule += " meta l4proto " + std::string(protocolName(forward.protocol)) + " th dport " +
-          std::to_string(forward.hostPort) + " dnat " + f + " to " +
-          describeEndpoint(forward.containerIp, forward.containerPort);
+  rule += " dnat " + f + " to " + describeEndpoint(forward.containerIp, forward.containerPort);
   return "add rule " + tableRef(forward.family()) + " " + std::string(kConditionalChain) + " " +
          rule + comment(owner) + "\n";
 }

@@ -6,6 +6,7 @@
 #include "common/ascii.h"
 #include "common/identifiers.h"
 #include "common/quote.h"
+#include "nft/table_layout.h"
 
 namespace hostport::nft {
 namespace {
@@ -99,7 +100,20 @@ Result<std::string> validateConditions(const std::vector<std::string>& parts) {
   return joined;
 }
 
+Forward unidentifiedRule(Family family) {
+  return {Protocol::kTcp,
+          std::nullopt,
+          0,
+          IpAddress::unspecified(family),
+          0,
+          std::string(kUnidentifiedRuleMarker)};
+}
+
 std::string describe(const Forward& forward) {
+  if (isUnidentifiedRule(forward)) {
+    return "an unidentified " + std::string(nftFamily(forward.family())) +
+           " rule in chain conditional";
+  }
   const IpAddress hostIp = forward.hostIp.value_or(IpAddress::unspecified(forward.family()));
   return std::string(protocolName(forward.protocol)) + " " +
          describeEndpoint(hostIp, forward.hostPort) + " -> " +

@@ -46,6 +46,22 @@ struct Masquerade {
   friend bool operator==(const Masquerade&, const Masquerade&) = default;
 };
 
+// A forward read back from a rule of the conditional chain carries one of these as its
+// `conditions`, never the text it was written with: the user's matches are nft's to read, and we
+// never interpret them (table_state.h).
+/// Our own part of the rule read back: the forward is known, its conditions are not.
+inline constexpr std::string_view kInstalledConditionsMarker = "(conditions)";
+/// A rule whose own part did not read back as one we write (someone else's rule under an owner
+/// tag), or one not read at all (Ruleset::readElements): only its owner, family and handle are
+/// known. It matches no planned forward, so it is removed like any unexpected one.
+inline constexpr std::string_view kUnidentifiedRuleMarker = "(unidentified rule)";
+
+/// An unidentified rule of `family` (kUnidentifiedRuleMarker), and the test for one.
+Forward unidentifiedRule(Family family);
+inline bool isUnidentifiedRule(const Forward& forward) {
+  return forward.conditions == kUnidentifiedRuleMarker;
+}
+
 /// Everything one attachment owns; `owner` tags each element and rule.
 struct AttachmentRules {
   std::string owner;
@@ -77,7 +93,8 @@ bool isOwnerTag(std::string_view text);
 /// they can only add matches to our rule and never end it or start another command.
 Result<std::string> validateConditions(const std::vector<std::string>& parts);
 
-std::string describe(const Forward& forward);        // "tcp 0.0.0.0:8080 -> 10.88.0.5:80"
+/// "tcp 0.0.0.0:8080 -> 10.88.0.5:80"; "an unidentified ip rule in chain conditional".
+std::string describe(const Forward& forward);
 std::string describe(const Masquerade& masquerade);  // "10.88.0.5 (pod subnet)"
 
 }  // namespace hostport::nft

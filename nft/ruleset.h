@@ -35,8 +35,10 @@ class Ruleset {
   /// elements at any N, where remove() lists every element. Forwards with conditions (rules,
   /// found only by a listing) go through remove(planned.owner).
   virtual Result<AttachmentRules> removeIfOwned(const AttachmentRules& planned) = 0;
-  /// Every owner's elements in both families' maps and sets (not the conditional chain's rules):
-  /// what the agent's reconciler compares with its leases. A missing table reads as empty.
+  /// Every owner's elements in both families' maps and sets, and every rule of the conditional
+  /// chain as an unidentified rule (its owner tag and handle: what it forwards, only
+  /// listOwned() reads): what the agent's reconciler compares with its leases, so an owner whose
+  /// only trace is a rule is seen too. A missing table reads as empty.
   virtual Result<TableState> readElements() = 0;
   /// The netns's nf_tables ruleset generation, which every committed transaction (anyone's)
   /// moves on: equal readings mean nothing changed in between. nullopt where it cannot be known.

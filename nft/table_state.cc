@@ -129,44 +129,75 @@ Result<void> parsePodSubnetElements(const json& set, TableState& state) {
   return {};
 }
 
-bool isPayloadMatch(const json& expr, std::string_view field) {
-  if (!expr.contains("match")) return false;
-  const auto& left = expr["match"].value("left", json());
-  return left.is_object() && left.contains("payload") &&
-         left["payload"].value("field", "") == field;
+/// The match object of `expr` when it is `<payload field> == value`, else null.
+const json* equalityOnPayload(const json& expr, std::string_view field) {
+  if (!expr.is_object() || !expr.contains("match") || !expr["match"].is_object()) return nullptr;
+  const auto& match = expr["match"];
+  const auto& left = match.value("left", json());
+  if (match.value("op", json()) != "==" || !left.is_object() || !left.contains("payload") ||
+      !left["payload"].is_object() || left["payload"].value("field", json()) != field) {
+    return nullptr;
+  }
+  return &match;
 }
 
-/// Reads back a rule that conditionalRule() in commands.cc wrote. nft folds
-/// "meta l4proto tcp th dport N" into "tcp dport N", so the protocol is the payload's. Our matches
-/// come after the user's conditions, so the last daddr/dport match is ours.
-Result<void> parseConditionalRule(const json& rule, TableState& state) {
+std::optional<Family> familyOf(const json& value) {
+  if (value == nftFamily(Family::kIPv4)) return Family::kIPv4;
+  if (value == nftFamily(Family::kIPv6)) return Family::kIPv6;
+  return std::nullopt;
+}
+
+/// Our own part of a rule that conditionalRule() in commands.cc wrote, read from the rule's end:
+/// `P dport N [ip daddr H] dnat to C:CP` (nft lists our `meta l4proto P th dport N` as
+/// `P dport N`, whatever comes before it). Only these last expressions are read: everything
+/// before them is the user's conditions, which may hold any match (a range, a set, their own
+/// `ip daddr`) and are never interpreted. nullopt when the rule does not end that way.
+std::optional<Forward> readOwnPart(const json& expressions, Family family) {
+  if (!expressions.is_array() || expressions.size() < 2) return std::nullopt;
+  std::size_t at = expressions.size() - 1;
+  const json& last = expressions[at];
+  if (!last.is_object() || !last.contains("dnat") || !last["dnat"].is_object()) {
+    return std::nullopt;
+  }
   Forward forward;
   forward.conditions = std::string(kInstalledConditionsMarker);
-  bool haveDport = false, haveTarget = false;
-  for (const auto& expr : rule.value("expr", json::array())) {
-    if (isPayloadMatch(expr, "daddr")) {
-      forward.hostIp = addressOf(expr["match"].value("right", json()));
-    } else if (isPayloadMatch(expr, "dport")) {
-      const auto& match = expr["match"];
-      auto protocol = protocolOf(match["left"]["payload"].value("protocol", json()));
-      auto port = portOf(match.value("right", json()));
-      if (!protocol || !port) return shapeError("conditional rule", rule);
-      forward.protocol = *protocol;
-      forward.hostPort = *port;
-      haveDport = true;
-    } else if (expr.contains("dnat")) {
-      auto address = addressOf(expr["dnat"].value("addr", json()));
-      auto port = portOf(expr["dnat"].value("port", json()));
-      if (!address || !port) return shapeError("conditional rule", rule);
-      forward.containerIp = *address;
-      forward.containerPort = *port;
-      haveTarget = true;
+  const auto containerIp = addressOf(last["dnat"].value("addr", json()));
+  const auto containerPort = portOf(last["dnat"].value("port", json()));
+  if (!containerIp || !containerPort || containerIp->family() != family) return std::nullopt;
+  forward.containerIp = *containerIp;
+  forward.containerPort = *containerPort;
+  if (const json* match = equalityOnPayload(expressions[--at], "daddr")) {
+    const auto hostIp = addressOf(match->value("right", json()));
+    if (!hostIp || hostIp->family() != family || at == 0 ||
+        (*match)["left"]["payload"].value("protocol", json()) != nftFamily(family)) {
+      return std::nullopt;
     }
+    forward.hostIp = *hostIp;
+    --at;
   }
-  if (!haveDport || !haveTarget) return shapeError("conditional rule", rule);
+  const json* match = equalityOnPayload(expressions[at], "dport");
+  if (match == nullptr) return std::nullopt;
+  const auto protocol = protocolOf((*match)["left"]["payload"].value("protocol", json()));
+  const auto hostPort = portOf(match->value("right", json()));
+  if (!protocol || !hostPort) return std::nullopt;
+  forward.protocol = *protocol;
+  forward.hostPort = *hostPort;
+  return forward;
+}
+
+/// Every rule of the conditional chain is kept, with its owner tag and handle, whatever its
+/// expressions hold: one whose own part does not read back is an unidentified rule (removed
+/// like any forward nobody planned), never an error that would make the whole listing, and with
+/// it every owner's DEL, fail.
+Result<void> parseConditionalRule(const json& rule, TableState& state) {
   const auto handle = rule.value("handle", json());
-  if (!handle.is_number_unsigned()) return shapeError("conditional rule", rule);
-  state.forwards.push_back({rule.value("comment", ""), std::move(forward), handle.get<uint64_t>()});
+  const auto family = familyOf(rule.value("family", json()));
+  if (!handle.is_number_unsigned() || !family) return shapeError("conditional rule", rule);
+  const auto& comment = rule.value("comment", json());
+  std::optional<Forward> forward = readOwnPart(rule.value("expr", json()), *family);
+  state.forwards.push_back({comment.is_string() ? comment.get<std::string>() : std::string(),
+                            forward ? std::move(*forward) : unidentifiedRule(*family),
+                            handle.get<uint64_t>()});
   return {};
 }
 
@@ -224,8 +255,9 @@ AttachmentRules TableState::rulesOf(const std::string& owner) const {
 }
 
 bool matchesInstalled(const Forward& expected, const Forward& installed) {
-  return expected.protocol == installed.protocol && expected.hostIp == installed.hostIp &&
-         expected.hostPort == installed.hostPort && expected.containerIp == installed.containerIp &&
+  return !isUnidentifiedRule(installed) && expected.protocol == installed.protocol &&
+         expected.hostIp == installed.hostIp && expected.hostPort == installed.hostPort &&
+         expected.containerIp == installed.containerIp &&
          expected.containerPort == installed.containerPort &&
          expected.conditions.empty() == installed.conditions.empty();
 }

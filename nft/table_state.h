@@ -12,10 +12,6 @@
 
 namespace hostport::nft {
 
-/// Rules in the conditional chain cannot give back their condition text; a forward read from
-/// one carries this marker instead.
-inline constexpr std::string_view kInstalledConditionsMarker = "(conditions)";
-
 struct InstalledForward {
   std::string owner;
   Forward forward;
@@ -40,12 +36,15 @@ struct TableState {
 };
 
 /// Adds what one family's `list table` JSON output holds to `state`. Elements without a comment
-/// belong to nobody we know and are kept with an empty owner. kKernel for a listing whose shape
-/// we do not understand.
+/// belong to nobody we know and are kept with an empty owner. Every rule of the conditional chain
+/// is kept with its comment and handle; its forward is read from our own part at the rule's end
+/// alone (commands.cc), and a rule that does not end that way is an unidentified rule
+/// (kUnidentifiedRuleMarker), whatever the user's conditions before it hold. kKernel for a
+/// listing whose shape we do not understand.
 Result<void> parseTableListing(const nlohmann::json& listing, TableState& state);
 
 /// True when `installed` is what installing `expected` produces. Conditions are compared by
-/// presence only (see kInstalledConditionsMarker).
+/// presence only (see kInstalledConditionsMarker); an unidentified rule matches nothing.
 bool matchesInstalled(const Forward& expected, const Forward& installed);
 
 /// How what is installed for one owner differs from what is planned for it. Each list keeps the

@@ -298,6 +298,12 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
                       notRemoved = removed.error();
                     }
                   }
+                  // Its forward would take the traffic of the port's next owner (a failed
+                  // grant's forwards were never in).
+                  if (notRemoved && via != ReleaseVia::kFailedInstall) {
+                    undoRelease(lease, *notRemoved, std::move(done));
+                    return;
+                  }
                   if (released) metrics_.countRelease();
                   done(written);
                   if (!released) return;
@@ -306,6 +312,7 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
                   }
                   if (notRemoved) {
                     // The reconciler removes what carries our owner tag and has no lease.
+                    options_.writer->leftBehind();
                     log::event(Component::kTable, Level::kWarn, "table.remove_failed",
                                {keyField(lease.key), {"cause", notRemoved->message}});
                   }
@@ -337,6 +344,40 @@ void AgentService::undoGrant(const Lease& lease, Error cause,
   }
   log::event(Component::kTable, Level::kWarn, "table.install_failed",
              {keyField(lease.key), podField(lease.pod), {"cause", reason}});
+}
+
+void AgentService::undoRelease(const Lease& lease, const Error& cause,
+                               std::function<void(Result<void>)> done) {
+  const std::string what = "the forwards of " + lease.key.str() + " could not be removed";
+  Error answer = cause;
+  std::unique_lock lock(mutex_);
+  if (Result<void> restored = allocator_.restore(lease); !restored) {
+    // Another request took a port of it between the release and now: the lease cannot come
+    // back, and the reconciler removes what its owner tag still holds.
+    lock.unlock();
+    options_.writer->leftBehind();
+    answer.message = what +
+                     ", and a port of its lease was taken meanwhile (the reconciler "
+                     "removes them): " +
+                     cause.message;
+    done(std::unexpected(std::move(answer)));
+    log::event(Component::kTable, Level::kError, "table.remove_failed",
+               {keyField(lease.key), {"lease", "released"}, {"cause", cause.message}});
+    logRestoreFailed(lease, restored.error());
+    return;
+  }
+  answer.message = what + ", so its lease is kept (retry the DEL): " + cause.message;
+  store_.submit({store::JournalRecord::Kind::kGrant, lease},
+                [this, lease, cause, answer, done = std::move(done)](Result<void> written) {
+                  done(std::unexpected(answer));
+                  if (!written) {
+                    if (onStoreFailure()) logUnhealthy(written.error());
+                    logWriteFailed("grant", lease, written.error());
+                  }
+                  log::event(Component::kTable, Level::kWarn, "table.remove_failed",
+                             {keyField(lease.key), {"lease", "kept"}, {"cause", cause.message}});
+                });
+  maybeCompact();
 }
 
 void AgentService::release(const AttachmentKey& key,

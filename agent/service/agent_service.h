@@ -110,8 +110,15 @@ class AgentService {
   /// A grant whose forwards failed to install is taken back: no lease holds ports nobody can
   /// reach. The answer is `cause` once the release is durable.
   void undoGrant(const Lease& lease, Error cause, std::function<void(Result<Lease>)> done);
+  /// A release whose forwards could not be removed is taken back: the lease is restored and
+  /// journaled as granted again, so its ports are not handed to another pod while the old
+  /// forward still takes their traffic, and the answer is the removal's error (once the grant is
+  /// durable), so the runtime retries the DEL. When a port was taken meanwhile, the lease stays
+  /// released and the reconciler removes what its owner tag holds.
+  void undoRelease(const Lease& lease, const Error& cause, std::function<void(Result<void>)> done);
   /// Journals the release of `lease`, which the allocator has already let go. If the write
-  /// fails, the lease is put back (it is not released on disk); failing that too is logged.
+  /// fails, the lease is put back (it is not released on disk); failing that too is logged. If
+  /// its forwards cannot be removed, undoRelease().
   void submitRelease(Lease lease, ReleaseVia via, std::function<void(Result<void>)> done);
   void maybeCompact();  // with mutex_ held
   /// Any failed write: the agent turns unhealthy. True for the first failure only, whose cause

@@ -47,6 +47,16 @@ Result<void> ForwardWriter::remove(const Lease& lease) {
   return removed;
 }
 
+void ForwardWriter::onLeftBehind(std::function<void()> hook) {
+  std::lock_guard guard(hookMutex_);
+  leftBehind_ = std::move(hook);
+}
+
+void ForwardWriter::leftBehind() {
+  std::lock_guard guard(hookMutex_);
+  if (leftBehind_) leftBehind_();
+}
+
 Result<void> ForwardWriter::installLocked(const Lease& lease) {
   if (!lease.forwarding) return {};
   HOSTPORT_TRY(const nft::AttachmentPlan plan, forwards::planOf(lease));

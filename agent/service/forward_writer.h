@@ -9,6 +9,7 @@
 // removes whatever their owner tag holds.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -47,6 +48,12 @@ class ForwardWriter {
   /// True once since a write failed: the kernel may differ from the leases while the ruleset's
   /// generation stayed put (a failed transaction does not move it), so the reconciler compares.
   bool takeFailedWrite() { return failedWrite_.exchange(false); }
+  /// Who hears that forwards were left behind without a lease (a release whose removal failed
+  /// and whose lease could not be kept): the reconciler's trigger(), so they go within
+  /// milliseconds, not at the next period. An empty function unsets it (before its target goes).
+  void onLeftBehind(std::function<void()> hook);
+  /// Says so to that hook, if any.
+  void leftBehind();
 
  private:
   Result<void> removeLocked(const Lease& lease);
@@ -56,6 +63,8 @@ class ForwardWriter {
   std::unique_ptr<nft::Ruleset> ruleset_;
   std::unique_ptr<hostnet::HostNetwork> network_;
   std::atomic<bool> failedWrite_{false};
+  std::mutex hookMutex_;  // its own: saying so never waits for a compare under mutex_
+  std::function<void()> leftBehind_;
 };
 
 }  // namespace hostport::agent::service

@@ -71,6 +71,33 @@ std::unordered_map<std::string, nft::AttachmentRules> byOwner(nft::TableState st
   return owners;
 }
 
+/// A repair's identity for the backoff: what it repairs.
+std::string strayId(const std::string& owner) { return "remove " + owner; }
+std::string restoreId(const AttachmentKey& key) { return "restore " + key.str(); }
+
+/// Everything `owner` holds goes, rules of the conditional chain included (found by a listing).
+Result<void> removeOwner(nft::Ruleset& ruleset, const std::string& owner) {
+  HOSTPORT_TRY_VOID(ruleset.remove(owner));
+  return {};
+}
+
+std::size_t conditionalRuleCount(const nft::AttachmentRules& rules) {
+  return static_cast<std::size_t>(std::ranges::count_if(
+      rules.forwards, [](const nft::Forward& forward) { return !forward.conditions.empty(); }));
+}
+
+/// Why a lease with rules of the conditional chain is rewritten, for table.restored's `first`.
+std::string whatIsAmiss(const nft::RulesDiff& difference, const nft::AttachmentRules& have) {
+  if (difference.missing() > 0) return difference.describeFirstMissing();
+  if (!difference.unexpectedForwards.empty()) {
+    return "unexpected " + nft::describe(difference.unexpectedForwards.front());
+  }
+  if (!difference.unexpectedMasquerades.empty()) {
+    return "unexpected masquerade " + nft::describe(difference.unexpectedMasquerades.front());
+  }
+  return std::to_string(conditionalRuleCount(have)) + " rules where the lease has fewer";
+}
+
 }  // namespace
 
 Reconciler::Reconciler(AgentService& service, ForwardWriter& writer,
@@ -82,9 +109,15 @@ Reconciler::Reconciler(AgentService& service, ForwardWriter& writer,
       guard_(std::move(guard)),
       reader_(std::move(reader)),
       metrics_(metrics),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  // A release that could not remove its forwards, nor keep its lease, left them behind.
+  writer_.onLeftBehind([this] { trigger(); });
+}
 
-Reconciler::~Reconciler() { stop(); }
+Reconciler::~Reconciler() {
+  writer_.onLeftBehind({});
+  stop();
+}
 
 void Reconciler::startUp() { releasedAtStart_ = consumeReleaseSpool(); }
 
@@ -155,7 +188,8 @@ PassReport Reconciler::pass(bool releaseVanishedToo) {
     // One read of the leases serves both: taken under the writer's lock, so the table compare
     // is consistent; liveness needs no more than that moment's view. Freed before finishPass()
     // hands the heap back.
-    const std::vector<Lease> leases = reconcileElements(report);
+    const bool quiet = generation && generation == repairedAt_;
+    const std::vector<Lease> leases = reconcileElements(report, quiet);
     if (releaseVanishedToo) {
       std::vector<SandboxRef> sandboxes;
       for (const Lease& lease : leases) sandboxes.push_back(sandboxOf(lease));
@@ -202,6 +236,7 @@ void Reconciler::finishPass(const PassReport& report, Clock::time_point started)
                 {"strays_removed", report.straysRemoved},
                 {"subnets_removed", report.subnetsRemoved},
                 {"vanished_released", report.released},
+                {"repairs_deferred", report.deferred},
                 {"duration_ms", tookMs}});
   }
 }
@@ -272,7 +307,7 @@ bool Reconciler::repairLayout() {
   return false;
 }
 
-std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
+std::vector<Lease> Reconciler::reconcileElements(PassReport& report, bool quiet) {
   // The dump is nearly all of a compare (the kernel walks its hash sets again for every message:
   // ~0.5 s at 65,535 leases). Without the writer's lock first: what it finds may be an ADD or a
   // DEL in flight, so anything to repair is compared again under the lock, but a table that
@@ -281,6 +316,7 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
     std::vector<Lease> leases = service_.list("", "");
     auto state = reader_->readElements();
     if (state && compare(leases, std::move(*state), *reader_).empty()) {
+      (void)judgeRepeats({}, quiet);
       report.compared = true;
       return leases;
     }
@@ -295,7 +331,14 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
   }
   report.compared = true;
   report.underLock = true;
-  repair(compare(leases, std::move(*state), writer_.ruleset()), report);
+  const Repairs repairs = compare(leases, std::move(*state), writer_.ruleset());
+  repair(repairs, quiet, report);
+  if (!repairs.empty()) {
+    // Where our repair left the ruleset: a next compare that finds the same repairs with the
+    // generation still here knows they did not hold.
+    auto after = writer_.ruleset().generation();
+    repairedAt_ = after ? *after : std::nullopt;
+  }
   return leases;
 }
 
@@ -335,19 +378,26 @@ Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::T
       have = std::move(*listed);
     }
     const nft::RulesDiff difference = nft::diff(plan->rules, have);
+    nft::AttachmentRules extra{*owner, difference.unexpectedForwards,
+                               difference.unexpectedMasquerades};
+    if (plan->rules.hasConditions() || extra.hasConditions()) {
+      if (!difference.empty() || conditionalRuleCount(have) != conditionalRuleCount(plan->rules)) {
+        repairs.restores.push_back({&lease, difference.missing(), whatIsAmiss(difference, have),
+                                    /*rewrite=*/true});
+      }
+      continue;
+    }
     if (const std::size_t missing = difference.missing(); missing > 0) {
       repairs.restores.push_back({&lease, missing, difference.describeFirstMissing()});
     }
-    nft::AttachmentRules extra{*owner, difference.unexpectedForwards,
-                               difference.unexpectedMasquerades};
-    // A stale conditional rule goes with its lease.
-    if (!extra.empty() && !extra.hasConditions()) {
-      repairs.strays.push_back({*owner, std::move(extra), "not in the lease"});
-    }
+    if (!extra.empty()) repairs.strays.push_back({*owner, std::move(extra), "not in the lease"});
   }
   for (auto& [owner, rules] : installed) {
-    // Elements whose comment is not our owner tag are someone else's: kept.
-    if (nft::isOwnerTag(owner)) repairs.strays.push_back({owner, std::move(rules), "no lease"});
+    // Elements whose comment is not our owner tag are someone else's: kept. Ours go whatever
+    // they hold; a rule's conditions are never read to decide it.
+    if (!nft::isOwnerTag(owner)) continue;
+    const bool wholeOwner = rules.hasConditions();
+    repairs.strays.push_back({owner, std::move(rules), "no lease", wholeOwner});
   }
   // A lease without a forwarding record (an older plugin's) needs a subnet nobody here knows.
   if (!everySubnetKnown) return repairs;
@@ -361,28 +411,71 @@ Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::T
   return repairs;
 }
 
-void Reconciler::repair(const Repairs& repairs, PassReport& report) {
+std::vector<bool> Reconciler::judgeRepeats(const Repairs& repairs, bool quiet) {
+  std::vector<std::string> found;
+  for (const auto& stray : repairs.strays) found.push_back(strayId(stray.owner));
+  for (const auto& restore : repairs.restores) found.push_back(restoreId(restore.lease->key));
+  const RepairBackoff::Verdict verdict = backoff_.judge(found, quiet, Clock::now());
+  if (!verdict.newlyStuck.empty()) {
+    log::event(Component::kTable, Level::kWarn, "table.repair_not_converging",
+               {{"repairs", verdict.newlyStuck.size()},
+                log::untrusted("first", verdict.newlyStuck.front()),
+                {"retry_in_ms", verdict.longestWait.count()},
+                {"hint",
+                 "the table still differs from the leases right after a repair that nothing "
+                 "else undid; retried with a growing wait"}});
+  }
+  if (!verdict.recovered.empty()) {
+    log::event(Component::kTable, Level::kInfo, "table.repair_converged",
+               {{"repairs", verdict.recovered.size()},
+                log::untrusted("first", verdict.recovered.front())});
+  }
+  return verdict.carryOut;
+}
+
+void Reconciler::repair(const Repairs& repairs, bool quiet, PassReport& report) {
+  const std::vector<bool> carryOut = judgeRepeats(repairs, quiet);
+  std::size_t next = 0;
+  const auto due = [&] {
+    if (carryOut[next++]) return true;
+    ++report.deferred;
+    return false;
+  };
   // Strays go first: one can hold the very key a lease needs (an element added again with the
   // same key and data keeps its old tag, or an element of the lease's own owner with other data),
   // and removing it after the restore would take the lease's forward down with it.
   RepairLog strays("table.stray_removed", "table.stray_remove_failed");
   for (const auto& stray : repairs.strays) {
-    auto removed = writer_.ruleset().removeExact(stray.rules);
+    if (!due()) continue;
+    auto removed = stray.wholeOwner ? removeOwner(writer_.ruleset(), stray.owner)
+                                    : writer_.ruleset().removeExact(stray.rules);
     strays.record(removed.has_value(),
                   {log::untrusted("owner", stray.owner),
                    {"elements", stray.rules.forwards.size() + stray.rules.masquerades.size()},
                    {"why", removed ? std::string(stray.why) : removed.error().message}});
-    if (removed) ++report.straysRemoved;
+    if (!removed) continue;
+    ++report.straysRemoved;
+    backoff_.carriedOut(strayId(stray.owner));
   }
   RepairLog restores("table.restored", "table.restore_failed");
   for (const auto& restore : repairs.restores) {
-    auto installedAgain = writer_.installLocked(*restore.lease);
+    if (!due()) continue;
+    Result<void> installedAgain;
+    if (restore.rewrite) {
+      auto owner = forwards::ownerOf(restore.lease->key);
+      installedAgain = owner ? removeOwner(writer_.ruleset(), *owner)
+                             : Result<void>(std::unexpected(owner.error()));
+    }
+    if (installedAgain) installedAgain = writer_.installLocked(*restore.lease);
     restores.record(installedAgain.has_value(),
                     {keyField(restore.lease->key),
                      {"missing", restore.missing},
                      {"first", restore.firstMissing},
+                     {"rewritten", restore.rewrite},
                      {"cause", installedAgain ? std::string() : installedAgain.error().message}});
-    if (installedAgain) ++report.leasesRestored;
+    if (!installedAgain) continue;
+    ++report.leasesRestored;
+    backoff_.carriedOut(restoreId(restore.lease->key));
   }
   strays.finish();
   restores.finish();

@@ -11,7 +11,12 @@
 //      are removed (a DEL the agent never saw, a lease released while it was down). Elements whose
 //      comment is not our owner tag are someone else's and are never touched. The pod subnets,
 //      shared by the leases in them, are restored with any lease that needs one and deleted once
-//      no lease is in them;
+//      no lease is in them. Rules of the conditional chain count by their owner tag too: an
+//      owner-tagged rule without a lease goes, whatever its conditions hold; a lease with
+//      conditions is compared through a listing of its owner (our own part of each rule, never
+//      the user's matches: nft/table_state.h), and anything amiss there is rewritten whole
+//      (Repairs::Restore::rewrite). A repair found again with nothing else changed did not
+//      converge, and waits before it is tried again (repair_backoff.h);
 //   3. releases leases whose sandbox is gone (netns_id.h) for longer than the grace: a pod deleted
 //      while the agent was down, whose DEL never came.
 // Passes run at start (first thing on the loop's thread, as the socket starts to serve), when
@@ -45,6 +50,7 @@
 #include "agent/service/agent_service.h"
 #include "agent/service/forward_writer.h"
 #include "agent/service/metrics.h"
+#include "agent/service/repair_backoff.h"
 #include "nft/kernel/layout_guard.h"
 #include "nft/kernel/table_events.h"
 
@@ -65,6 +71,7 @@ struct PassReport {
   std::size_t straysRemoved = 0;   // owners whose elements had no lease
   std::size_t subnetsRemoved = 0;  // pod subnets no lease was in
   std::size_t released = 0;        // leases released because their sandbox was gone
+  std::size_t deferred = 0;        // repairs held back: they did not converge (repair_backoff.h)
   bool compared = false;           // the table was read and compared with every lease
   bool underLock = false;  // ...and ADD and DEL waited for it (there was something to repair)
   bool unchanged = false;  // skipped: nothing changed in the ruleset since the last compare
@@ -101,11 +108,18 @@ class Reconciler {
       std::string owner;
       nft::AttachmentRules rules;
       std::string_view why;
+      /// Everything the owner holds goes (Ruleset::remove): it holds rules of the conditional
+      /// chain, which only a listing finds.
+      bool wholeOwner = false;
     };
     struct Restore {
       const Lease* lease;
       std::size_t missing;
       std::string firstMissing;
+      /// The lease holds rules of the conditional chain: what its owner holds goes first, then
+      /// the lease is installed afresh. A rule is appended by every install, so installing over
+      /// what is there would add a copy of each rule that was not missing.
+      bool rewrite = false;
     };
     std::vector<Stray> strays;
     std::vector<Restore> restores;
@@ -119,14 +133,17 @@ class Reconciler {
   void finishPass(const PassReport& report, std::chrono::steady_clock::time_point started);
   bool repairLayout();
   /// Compares the kernel with the leases and repairs it, under the writer's lock; the leases it
-  /// compared with.
-  std::vector<Lease> reconcileElements(PassReport& report);
+  /// compared with. `quiet`: the ruleset generation is where the last repair left it.
+  std::vector<Lease> reconcileElements(PassReport& report, bool quiet);
   /// What `leases` need that `state` lacks, and what it holds that they do not. `lister` reads
   /// the rules of leases with conditions, which no element dump shows. The Restores point into
   /// `leases`.
   Repairs compare(const std::vector<Lease>& leases, nft::TableState state, nft::Ruleset& lister);
-  /// Carries `repairs` out; under the writer's lock.
-  void repair(const Repairs& repairs, PassReport& report);
+  /// Carries `repairs` out, but those the backoff holds back; under the writer's lock.
+  void repair(const Repairs& repairs, bool quiet, PassReport& report);
+  /// Tells the backoff what a compare found, logs what it judged, and returns which to carry out
+  /// (strays first, then restores, as in `repairs`).
+  std::vector<bool> judgeRepeats(const Repairs& repairs, bool quiet);
   /// Deletes the pod subnets; how many went.
   std::size_t removeSubnets(const std::vector<IpPrefix>& unused);
   std::size_t releaseVanished(const std::vector<SandboxRef>& sandboxes,
@@ -150,6 +167,9 @@ class Reconciler {
   bool releasedAtStart_ = false;
   /// The ruleset generation read just before the last compare that completed.
   std::optional<uint32_t> comparedAt_;
+  /// The ruleset generation read just after the last repair, under the writer's lock.
+  std::optional<uint32_t> repairedAt_;
+  RepairBackoff backoff_;
   std::chrono::steady_clock::time_point lastCompare_{};
   /// Keys whose netns was first seen gone, and when.
   std::map<AttachmentKey, std::chrono::steady_clock::time_point> goneSince_;

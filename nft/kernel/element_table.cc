@@ -91,21 +91,26 @@ Result<uint32_t> ElementTable::generation() {
   return *id;
 }
 
-Result<bool> ElementTable::hasConditionalRules(const std::string& owner) {
+Result<std::vector<InstalledForward>> ElementTable::conditionalRules() {
   HOSTPORT_TRY(auto* socket, socket());
+  std::vector<InstalledForward> rules;
   for (const Family family : kFamilies) {
-    bool found = false;
     ByteString request = ruleDumpRequest(family, kConditionalChain);
-    HOSTPORT_TRY_VOID(
-        socket->requestAccepting(request, "listing the conditional chain", {ENOENT},
-                                 [&](std::span<const std::byte> message) -> Result<void> {
-                                   HOSTPORT_TRY(const RuleSummary rule, parseRuleReply(message));
-                                   found = found || rule.comment == owner;
-                                   return {};
-                                 }));
-    if (found) return true;
+    HOSTPORT_TRY_VOID(socket->requestAccepting(
+        request, "listing the conditional chain", {ENOENT},
+        [&](std::span<const std::byte> message) -> Result<void> {
+          HOSTPORT_TRY(RuleSummary rule, parseRuleReply(message));
+          rules.push_back({std::move(rule.comment), unidentifiedRule(family), rule.handle});
+          return {};
+        }));
   }
-  return false;
+  return rules;
+}
+
+Result<bool> ElementTable::hasConditionalRules(const std::string& owner) {
+  HOSTPORT_TRY(const auto rules, conditionalRules());
+  return std::ranges::any_of(rules,
+                             [&](const InstalledForward& rule) { return rule.owner == owner; });
 }
 
 }  // namespace hostport::nft::kernel

@@ -44,6 +44,10 @@ class ElementTable {
   /// The netns's nf_tables generation (element_messages.h, generationRequest).
   Result<uint32_t> generation();
 
+  /// Every rule of the conditional chain in both families, as its owner tag (comment) and
+  /// handle, each an unidentified rule (kUnidentifiedRuleMarker): what the rule is, only an nft
+  /// listing says. Enough to find an owner that holds rules, without the nft command.
+  Result<std::vector<InstalledForward>> conditionalRules();
   /// True when a rule of the conditional chain, in either family, is commented `owner`.
   Result<bool> hasConditionalRules(const std::string& owner);
 

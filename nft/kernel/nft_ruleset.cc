@@ -1,6 +1,7 @@
 #include "nft/kernel/nft_ruleset.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "nft/commands.h"
 #include "nft/table_layout.h"
@@ -111,6 +112,13 @@ Result<void> NftRuleset::installConditional(const AttachmentRules& rules) {
   }
   HOSTPORT_TRY_VOID(nft->run(commands));
   return {};
+}
+
+Result<TableState> NftRuleset::readElements() {
+  HOSTPORT_TRY(TableState state, elements_.read());
+  HOSTPORT_TRY(std::vector<InstalledForward> rules, elements_.conditionalRules());
+  std::ranges::move(rules, std::back_inserter(state.forwards));
+  return state;
 }
 
 Result<std::optional<uint32_t>> NftRuleset::generation() {

@@ -23,7 +23,7 @@ class NftRuleset : public Ruleset {
   Result<AttachmentRules> remove(const std::string& owner) override;
   Result<void> removeExact(const AttachmentRules& rules) override;
   Result<AttachmentRules> removeIfOwned(const AttachmentRules& planned) override;
-  Result<TableState> readElements() override { return elements_.read(); }
+  Result<TableState> readElements() override;
   Result<std::optional<uint32_t>> generation() override;
   Result<AttachmentRules> listOwned(const std::string& owner) override;
   Result<void> removePodSubnets(const std::vector<IpPrefix>& subnets) override;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -30,6 +31,7 @@ class FakeRuleset : public Ruleset {
     return {};
   }
   Result<AttachmentRules> remove(const std::string& owner) override {
+    if (removeFails) return fail(ErrorCode::kKernel, "nft: " + *removeFails);
     auto found = installed.find(owner);
     if (found == installed.end()) return AttachmentRules{owner, {}, {}};
     auto removed = found->second;
@@ -45,6 +47,7 @@ class FakeRuleset : public Ruleset {
   /// Removes the owner's forwards and masquerades that `planned` names; another owner's stay.
   Result<AttachmentRules> removeIfOwned(const AttachmentRules& planned) override {
     ++removeIfOwnedCalls;
+    if (removeFails) return fail(ErrorCode::kKernel, "nft: " + *removeFails);
     AttachmentRules removed{planned.owner, {}, {}};
     auto found = installed.find(planned.owner);
     if (found == installed.end()) return removed;
@@ -62,7 +65,12 @@ class FakeRuleset : public Ruleset {
     TableState state;
     for (const auto& [owner, rules] : installed) {
       for (const auto& forward : rules.forwards) {
-        if (forward.conditions.empty()) state.forwards.push_back({owner, forward, std::nullopt});
+        // A rule of the conditional chain reads as its owner and handle alone, as the kernel's.
+        if (forward.conditions.empty()) {
+          state.forwards.push_back({owner, forward, std::nullopt});
+        } else {
+          state.forwards.push_back({owner, unidentifiedRule(forward.family()), 1});
+        }
       }
       for (const auto& masquerade : rules.masquerades) {
         state.masquerades.push_back({owner, masquerade});
@@ -93,6 +101,7 @@ class FakeRuleset : public Ruleset {
   int removeExactCalls = 0;
   int removeIfOwnedCalls = 0;
   bool conflict = false;
+  std::optional<std::string> removeFails;  // set: every removal fails with this kernel error
 };
 
 }  // namespace hostport::nft

@@ -7,6 +7,7 @@
 #include "agent/forwards/lease_forwards.h"
 #include "nft/commands.h"
 #include "nft/set_element.h"
+#include "nft/table_layout.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace hostport::fuzz {
@@ -20,15 +21,34 @@ void checkConditions(const std::string& conditions) {
   FUZZ_CHECK(again.has_value() && *again == conditions);
 }
 
+/// A conditional rule is the user's conditions, then our own part, last: what a listing reads
+/// back (nft/table_state.h), whatever the conditions hold.
+void checkConditionalRule(std::string_view line, const nft::Forward& forward,
+                          const std::string& owner) {
+  const std::string family(nft::nftFamily(forward.family()));
+  std::string ours = " meta l4proto " + std::string(protocolName(forward.protocol)) + " th dport " +
+                     std::to_string(forward.hostPort);
+  if (forward.hostIp) ours += " " + family + " daddr " + forward.hostIp->str();
+  ours += " dnat " + family + " to " +
+          describeEndpoint(forward.containerIp, forward.containerPort) + " comment \"" + owner +
+          "\"";
+  FUZZ_CHECK(line == "add rule " + family + " hostport conditional " + forward.conditions + ours);
+}
+
 void checkCommandText(const nft::AttachmentRules& rules) {
   const std::string text = nft::installCommands(rules);
   const auto lines = static_cast<std::size_t>(std::ranges::count(text, '\n'));
   FUZZ_CHECK(lines == rules.forwards.size() + rules.masquerades.size() + rules.podSubnets.size());
   FUZZ_CHECK(text.empty() || text.back() == '\n');
   std::string_view rest = text;
-  while (!rest.empty()) {
+  for (std::size_t index = 0; !rest.empty(); ++index) {
     FUZZ_CHECK(rest.starts_with("add element ") || rest.starts_with("add rule "));
-    rest.remove_prefix(rest.find('\n') + 1);
+    const std::string_view line = rest.substr(0, rest.find('\n'));
+    // The forwards' lines come first, in order.
+    if (index < rules.forwards.size() && !rules.forwards[index].conditions.empty()) {
+      checkConditionalRule(line, rules.forwards[index], rules.owner);
+    }
+    rest.remove_prefix(line.size() + 1);
   }
 }
 

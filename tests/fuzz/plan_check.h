@@ -10,8 +10,9 @@ namespace hostport::fuzz {
 
 /// Checks the rules one attachment would install: the owner and the conditions pass their
 /// grammars again unchanged, the nft text has exactly one `add` line per forward, masquerade and
-/// subnet (nothing a value held could start another line), and every forward's and masquerade's
-/// element bytes decode to the same value and owner.
+/// subnet (nothing a value held could start another line), a conditional rule is the conditions
+/// followed by our own part (which a listing reads back from the rule's end), and every forward's
+/// and masquerade's element bytes decode to the same value and owner.
 void checkRules(const nft::AttachmentRules& rules);
 
 /// The lease the agent would grant `request` if every port it asks for were free at its own

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "nft/kernel/layout_guard.h"
 #include "nft/kernel/nft_context.h"
@@ -138,6 +141,55 @@ TEST_F(NftRulesetTest, RemoveDeletesOnlyTheOwnersElements) {
     EXPECT_EQ(tables->listOwned("b/eth0")->forwards.size(), 3u);
     EXPECT_EQ(listTables().find("comment \"a/eth0\""), std::string::npos);
   }));
+}
+
+// A conditional rule reads back as the forward it was written for, whatever the user's
+// conditions hold, through the real nft (1.0.6 here): ranges and sets on the right of a match
+// (the first cut's listing failed on them, and with it every owner's DEL), a user `ip daddr`
+// (the first cut took it for the host IP), prefixes, marks, negations; with a host IP and
+// without, in both families. readElements() sees each rule as its owner's, unidentified.
+TEST_F(NftRulesetTest, ConditionalRulesReadBackAsPlannedWhateverTheConditionsHold) {
+  const std::vector<std::pair<std::string, std::string>> shapes = {
+      {"tcp dport 1-65535", "ip6 saddr fd00::/8"},
+      {"tcp dport { 1, 2 }", "ip6 daddr { 2001:db8::1, 2001:db8::2 }"},
+      {"ip daddr 192.0.2.1", "ip6 daddr 2001:db8::1"},
+      {"ip saddr 192.0.2.0/24 meta mark 0x1", "meta mark != 0x1"},
+      {"ip saddr != 10.0.0.0/8 tcp dport != 1-100", "ip6 saddr != fd00::/8"},
+  };
+  for (const auto& [v4, v6] : shapes) {
+    SCOPED_TRACE(v4 + " / " + v6);
+    ASSERT_OK(test::inPrivateNetns([&] {
+      auto tables = ruleset();
+      AttachmentRules rules{"c/eth0", {}, {}};
+      rules.forwards = {
+          {Protocol::kTcp, std::nullopt, 9101, ip("10.88.0.5"), 80, v4},
+          {Protocol::kTcp, ip("192.0.2.2"), 9102, ip("10.88.0.5"), 80, v4},
+          {Protocol::kUdp, ip("2001:db8::2"), 53, ip("fd00::5"), 5353, v6},
+          {Protocol::kSctp, std::nullopt, 9, ip("fd00::5"), 9, v6},
+      };
+      rules.masquerades.push_back({ip("10.88.0.5"), MasqueradeScope::kPodSubnet});
+      ASSERT_OK(tables->install(rules));
+
+      auto owned = tables->listOwned("c/eth0");
+      ASSERT_OK(owned);
+      const RulesDiff difference = diff(rules, *owned);
+      EXPECT_TRUE(difference.empty()) << difference.describeFirstMissing() << "\n" << listTables();
+      EXPECT_EQ(owned->forwards.size(), 4u);
+
+      auto elements = tables->readElements();
+      ASSERT_OK(elements);
+      const auto rulesOfC = std::ranges::count_if(elements->forwards, [](const auto& installed) {
+        return installed.owner == "c/eth0" && isUnidentifiedRule(installed.forward) &&
+               installed.ruleHandle.has_value();
+      });
+      EXPECT_EQ(rulesOfC, 4);
+
+      auto removed = tables->remove("c/eth0");
+      ASSERT_OK(removed);
+      EXPECT_EQ(removed->forwards.size(), 4u);
+      EXPECT_EQ(listTables().find("comment \"c/eth0\""), std::string::npos) << listTables();
+    }));
+  }
 }
 
 TEST_F(NftRulesetTest, PodSubnetsAreSharedAndOutliveTheAttachmentsInThem) {

@@ -35,15 +35,17 @@ TEST(CommandsTest, InstallsMapElementsTaggedWithTheOwner) {
       "add element ip hostport podnets { 10.88.0.0/16 . 10.88.0.0/16 }\n");
 }
 
-TEST(CommandsTest, PutsForwardsWithConditionsIntoTheConditionalChain) {
+// Our own part comes last, the host IP match after the port match: a listing reads it back from
+// the rule's end without interpreting the user's matches (table_state.cc).
+TEST(CommandsTest, PutsForwardsWithConditionsIntoTheConditionalChainWithOurPartLast) {
   AttachmentRules rules{"c1/eth0", {}, {}};
   rules.forwards.push_back(
       {Protocol::kTcp, ip("192.0.2.1"), 8080, ip("10.88.0.5"), 80, "ip saddr != 203.0.113.0/24"});
   rules.forwards.push_back(
       {Protocol::kUdp, std::nullopt, 53, ip("fd00::5"), 5353, "ip6 saddr ::1"});
   EXPECT_EQ(installCommands(rules),
-            "add rule ip hostport conditional ip saddr != 203.0.113.0/24 ip daddr 192.0.2.1 "
-            "meta l4proto tcp th dport 8080 dnat ip to 10.88.0.5:80 comment \"c1/eth0\"\n"
+            "add rule ip hostport conditional ip saddr != 203.0.113.0/24 meta l4proto tcp "
+            "th dport 8080 ip daddr 192.0.2.1 dnat ip to 10.88.0.5:80 comment \"c1/eth0\"\n"
             "add rule ip6 hostport conditional ip6 saddr ::1 meta l4proto udp th dport 53 "
             "dnat ip6 to [fd00::5]:5353 comment \"c1/eth0\"\n");
 }

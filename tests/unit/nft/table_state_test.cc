@@ -6,6 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nft/table_layout.h"
 
 namespace hostport::nft {
 namespace {
@@ -33,8 +39,8 @@ const char* kListing = R"({"nftables": [
  {"rule": {"family": "ip", "table": "hostport", "chain": "conditional", "handle": 14, "comment": "c/eth0",
    "expr": [{"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "daddr"}}, "right": "203.0.113.9"}},
             {"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "saddr"}}, "right": {"prefix": {"addr": "192.0.2.0", "len": 24}}}},
-            {"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "daddr"}}, "right": "192.0.2.1"}},
             {"match": {"op": "==", "left": {"payload": {"protocol": "tcp", "field": "dport"}}, "right": 8080}},
+            {"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "daddr"}}, "right": "192.0.2.1"}},
             {"dnat": {"addr": "10.88.0.5", "port": 80}}]}},
  {"rule": {"family": "ip", "table": "hostport", "chain": "hostports", "handle": 15,
    "expr": [{"jump": {"target": "conditional"}}]}}
@@ -61,9 +67,133 @@ TEST(TableStateTest, ReadsBackConditionalRulesWithTheirHandle) {
   const auto& rule = state.forwards[3];
   EXPECT_EQ(rule.owner, "c/eth0");
   EXPECT_EQ(rule.ruleHandle, 14u);
-  // Our daddr match comes last, after the user's conditions.
+  // Our daddr match comes after our port match, at the end: the user's daddr before is theirs.
   EXPECT_EQ(describe(rule.forward), "tcp 192.0.2.1:8080 -> 10.88.0.5:80");
   EXPECT_EQ(rule.forward.conditions, kInstalledConditionsMarker);
+}
+
+// What nft 1.0.6 lists for rules that commands.cc writes, `<conditions> meta l4proto P th dport N
+// [ip daddr H] dnat ip to C:CP`, with user conditions of every shape before our part: ranges and
+// sets on the right of a match (which a reader of the whole rule could not take for a port), the
+// user's own `ip daddr` (which it would take for the host IP), prefixes, marks, negations. Each
+// expression list is the `expr` of one rule as `nft -j -a list ruleset` printed it.
+struct ConditionShape {
+  std::string name;
+  std::string family;
+  std::string expressions;
+  std::optional<std::string> forward;  // describe() of what reads back; none: unidentified
+};
+
+std::string match(const std::string& op, const std::string& left, const std::string& right) {
+  return R"({"match": {"op": ")" + op + R"(", "left": )" + left + R"(, "right": )" + right + "}}";
+}
+std::string payload(const std::string& protocol, const std::string& field) {
+  return R"({"payload": {"protocol": ")" + protocol + R"(", "field": ")" + field + R"("}})";
+}
+std::string expressions(std::initializer_list<std::string> items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return "[" + out + "]";
+}
+
+std::vector<ConditionShape> conditionShapes() {
+  const std::string ourPort = match("==", payload("tcp", "dport"), "9101");
+  const std::string ourHostIp = match("==", payload("ip", "daddr"), R"("192.0.2.2")");
+  const std::string dnat = R"({"dnat": {"addr": "10.88.0.5", "port": 80}})";
+  const std::string range = match("==", payload("tcp", "dport"), R"({"range": [1, 65535]})");
+  const std::string set = match("==", payload("tcp", "dport"), R"({"set": [1, 2]})");
+  const std::string userDaddr = match("==", payload("ip", "daddr"), R"("192.0.2.1")");
+  const std::string saddrPrefix =
+      match("==", payload("ip", "saddr"), R"({"prefix": {"addr": "192.0.2.0", "len": 24}})");
+  const std::string mark = match("==", R"({"meta": {"key": "mark"}})", "1");
+  const std::string notPrefix =
+      match("!=", payload("ip", "saddr"), R"({"prefix": {"addr": "10.0.0.0", "len": 8}})");
+  const std::string notPort = match("!=", payload("tcp", "dport"), "9101");
+  const std::string any = "tcp 0.0.0.0:9101 -> 10.88.0.5:80";
+  const std::string one = "tcp 192.0.2.2:9101 -> 10.88.0.5:80";
+  return {
+      {"Range", "ip", expressions({range, ourPort, dnat}), any},
+      {"RangeWithHostIp", "ip", expressions({range, ourPort, ourHostIp, dnat}), one},
+      {"Set", "ip", expressions({set, ourPort, dnat}), any},
+      {"UserDaddr", "ip", expressions({userDaddr, ourPort, dnat}), any},
+      {"UserDaddrWithHostIp", "ip", expressions({userDaddr, ourPort, ourHostIp, dnat}), one},
+      {"SaddrPrefix", "ip", expressions({saddrPrefix, ourPort, dnat}), any},
+      {"Mark", "ip", expressions({mark, ourPort, dnat}), any},
+      {"NegatedPrefix", "ip", expressions({notPrefix, ourPort, dnat}), any},
+      {"NegatedPortBeforeOurs", "ip",
+       expressions({notPort, match("==", payload("udp", "dport"), "9101"), ourHostIp, dnat}),
+       "udp 192.0.2.2:9101 -> 10.88.0.5:80"},
+      {"Ip6WithBothDaddrs", "ip6",
+       expressions({match("==", payload("ip6", "daddr"), R"("2001:db8::1")"),
+                    match("==", payload("udp", "dport"), "53"),
+                    match("==", payload("ip6", "daddr"), R"("2001:db8::2")"),
+                    R"({"dnat": {"addr": "fd00::5", "port": 5353}})"}),
+       "udp [2001:db8::2]:53 -> [fd00::5]:5353"},
+      {"Ip6SctpNegated", "ip6",
+       expressions(
+           {match("!=", payload("ip6", "saddr"), R"({"prefix": {"addr": "fd00::", "len": 64}})"),
+            match("==", payload("sctp", "dport"), "9"),
+            R"({"dnat": {"addr": "fd00::5", "port": 9}})"}),
+       "sctp [::]:9 -> [fd00::5]:9"},
+      // The first layout wrote the host IP before the port: such a rule reads as one without.
+      {"FirstLayoutHostIp", "ip", expressions({ourHostIp, ourPort, dnat}), any},
+      // Not ours: someone's rule under an owner tag (a verdict, a range where our port goes, no
+      // port in the dnat, a statement between our matches and the dnat, another family's).
+      {"Verdict", "ip", expressions({saddrPrefix, R"({"accept": null})"}), std::nullopt},
+      {"RangeAsOurPort", "ip", expressions({range, dnat}), std::nullopt},
+      {"DnatWithoutPort", "ip", expressions({ourPort, R"({"dnat": {"addr": "10.88.0.5"}})"}),
+       std::nullopt},
+      {"CounterBeforeTheDnat", "ip",
+       expressions({ourPort, R"({"counter": {"packets": 0, "bytes": 0}})", dnat}), std::nullopt},
+      {"DnatAlone", "ip", expressions({dnat}), std::nullopt},
+      {"DnatToTheOtherFamily", "ip6", expressions({ourPort, dnat}), std::nullopt},
+      {"HostIpOfTheOtherFamily", "ip",
+       expressions({ourPort, match("==", payload("ip6", "daddr"), R"("2001:db8::2")"), dnat}),
+       std::nullopt},
+  };
+}
+
+void PrintTo(const ConditionShape& shape, std::ostream* os) { *os << shape.name; }
+
+class ConditionalRuleShapeTest : public ::testing::TestWithParam<ConditionShape> {};
+
+TEST_P(ConditionalRuleShapeTest, ReadsOnlyOurOwnPartAndKeepsEveryRuleWithItsOwnerAndHandle) {
+  const ConditionShape& shape = GetParam();
+  const json rule = {{"family", shape.family}, {"table", "hostport"},
+                     {"chain", "conditional"}, {"handle", 21u},
+                     {"comment", "abc/eth0"},  {"expr", json::parse(shape.expressions)}};
+  json entry = json::object();
+  entry["rule"] = rule;
+  json listing = json::object();
+  listing["nftables"] = json::array({entry});
+  TableState state;
+  const auto parsed = parseTableListing(listing, state);
+  ASSERT_TRUE(parsed) << parsed.error().message
+                      << "\none rule must never fail the listing (and with it every owner's DEL)";
+
+  ASSERT_EQ(state.forwards.size(), 1u);
+  const InstalledForward& read = state.forwards[0];
+  EXPECT_EQ(read.owner, "abc/eth0");
+  EXPECT_EQ(read.ruleHandle, 21u);
+  EXPECT_EQ(nftFamily(read.forward.family()), shape.family) << "deleted by handle in its family";
+  if (!shape.forward) {
+    EXPECT_TRUE(isUnidentifiedRule(read.forward)) << describe(read.forward);
+    const Forward planned{
+        Protocol::kTcp,     std::nullopt, 9101, *IpAddress::parse("10.88.0.5"), 80,
+        "tcp dport 1-65535"};
+    EXPECT_FALSE(matchesInstalled(planned, read.forward));
+    return;
+  }
+  EXPECT_EQ(describe(read.forward), *shape.forward);
+  EXPECT_EQ(read.forward.conditions, kInstalledConditionsMarker);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ConditionalRuleShapeTest, ::testing::ValuesIn(conditionShapes()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(TableStateTest, AnUnidentifiedRuleSaysSoWhenDescribed) {
+  EXPECT_EQ(describe(unidentifiedRule(Family::kIPv6)),
+            "an unidentified ip6 rule in chain conditional");
 }
 
 TEST(TableStateTest, ReadsMasqueradesBySetAndPodSubnetsAsPrefixes) {

@@ -842,6 +842,36 @@ TEST_F(AgentServiceWriterTest, AGrantWhoseForwardsCannotBeInstalledIsTakenBack) 
   EXPECT_EQ(agent.service().list("", "").size(), 1u);
 }
 
+// A DEL whose forwards stay in the kernel must not free their port for the next pod: the old
+// forward would take its traffic. The lease is kept (in memory and in the journal) and the DEL
+// fails, so the runtime retries it.
+TEST_F(AgentServiceWriterTest, AReleaseWhoseForwardsCannotBeRemovedFailsAndKeepsTheLease) {
+  const AllocationRequest r = forwarded("c1");
+  Lease lease;
+  {
+    Agent agent(dir_, probe_, {}, options());
+    ASSERT_OK_AND_ASSIGN(lease, agent.allocate(r));
+    table_->removeFails = "Could not process rule";
+
+    const auto refused = agent.release(r.key);
+    ASSERT_FALSE(refused.has_value()) << "the DEL answered success with the forward left";
+    EXPECT_THAT(refused.error().message, HasSubstr("lease is kept"));
+    EXPECT_THAT(refused.error().message, HasSubstr("Could not process rule"));
+    EXPECT_EQ(agent.service().get(r.key), lease);
+    EXPECT_TRUE(table_->installed.contains("c1/eth0"));
+    const auto rows = agent.service().poolRows();
+    ASSERT_FALSE(rows.empty());
+    EXPECT_EQ(rows[0].used, 1u) << "the port must stay held";
+  }
+  // Durable: a restart recovers it.
+  Agent restarted(dir_, probe_, {}, options());
+  EXPECT_THAT(restarted.recovered(), ElementsAre(lease));
+  table_->removeFails.reset();
+  ASSERT_OK_AND_ASSIGN(const auto released, restarted.release(r.key));
+  EXPECT_EQ(released, lease);
+  EXPECT_FALSE(table_->installed.contains("c1/eth0"));
+}
+
 TEST_F(AgentServiceWriterTest, ALeaseWithoutForwardingIsLeftToThePlugin) {
   Agent agent(dir_, probe_, {}, options());
   ASSERT_OK_AND_ASSIGN(const Lease lease, agent.allocate(request("c1", "ns", "pod")));

@@ -5,16 +5,21 @@
 
 #include "agent/service/reconciler.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "agent/service/forward_writer.h"
 #include "tests/fakes/fake_host_network.h"
 #include "tests/fakes/fake_ruleset.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/agent/service/routed_service.h"
 
@@ -22,6 +27,7 @@ namespace hostport::agent::service {
 namespace {
 
 using namespace std::chrono_literals;
+using ::testing::HasSubstr;
 
 /// A FakeRuleset whose generation() tells whether its caller holds the writer's lock: a thread
 /// takes the lock meanwhile, which it can only do when nobody holds it.
@@ -97,6 +103,153 @@ TEST_F(ReconcilerTest, WithAReaderOfItsOwnAPassThatFindsNothingLeavesTheWritersS
   EXPECT_TRUE(report.compared);
   EXPECT_FALSE(report.underLock);
   EXPECT_EQ(ruleset_->reads, 0) << "the writer's socket was asked for the generation";
+}
+
+/// A ruleset whose generation moves with each of its own writes, as the kernel's does, and whose
+/// installs of `swallowed` owners succeed but never show: a repair that cannot converge.
+class CountingRuleset : public nft::FakeRuleset {
+ public:
+  Result<void> install(const nft::AttachmentRules& rules) override {
+    ++installs;
+    ++generation_;
+    if (swallowed.contains(rules.owner)) return {};
+    return FakeRuleset::install(rules);
+  }
+  Result<nft::AttachmentRules> remove(const std::string& owner) override {
+    ++generation_;
+    return FakeRuleset::remove(owner);
+  }
+  Result<std::optional<uint32_t>> generation() override {
+    return std::optional<uint32_t>(generation_);
+  }
+  /// Someone else commits something.
+  void foreignChange() { ++generation_; }
+
+  std::set<std::string> swallowed;
+  int installs = 0;
+
+ private:
+  uint32_t generation_ = 1;
+};
+
+/// The reconciler over a CountingRuleset (no reader of its own: every compare takes the lock),
+/// with leases granted through the service as the plugin asks for them.
+class ReconcilerRepairTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(
+        agent_.start(dir_.path(), {{"default", {{30000, 30009}}, {}, core::Strategy::kLowest}}));
+    auto owned = std::make_unique<CountingRuleset>();
+    table_ = owned.get();
+    writer_ = std::make_unique<ForwardWriter>(std::move(owned),
+                                              std::make_unique<hostnet::FakeHostNetwork>());
+    reconciler_ = std::make_unique<Reconciler>(agent_.service(), *writer_, nullptr, nullptr,
+                                               agent_.metrics, ReconcilerOptions{});
+  }
+
+  /// A lease with one static TCP port 9101 -> 80 and `conditions` for its IPv4 forwards; its
+  /// owner tag.
+  std::string grant(const std::string& containerId, const std::string& conditions) {
+    AllocationRequest request;
+    request.key = {containerId, "eth0"};
+    request.pod = {"ns", "pod-" + containerId, ""};
+    request.statics.push_back({9101, 80, PortProtocol::kTcp, std::nullopt});
+    request.forwarding = Forwarding{.network = "net",
+                                    .podV4 = IpPrefix{*IpAddress::parse("10.88.0.5"), 16},
+                                    .podV6 = std::nullopt,
+                                    .snat = true,
+                                    .masqAll = false,
+                                    .conditionsV4 = conditions,
+                                    .conditionsV6 = ""};
+    std::promise<Result<Lease>> answer;
+    agent_.service().allocate(
+        request, [&answer](Result<Lease> lease) { answer.set_value(std::move(lease)); });
+    const auto lease = answer.get_future().get();
+    EXPECT_TRUE(lease.has_value()) << (lease ? "" : lease.error().message);
+    return containerId + "/eth0";
+  }
+
+  std::size_t conditionalRules(const std::string& owner) const {
+    const auto found = table_->installed.find(owner);
+    if (found == table_->installed.end()) return 0;
+    return static_cast<std::size_t>(std::ranges::count_if(
+        found->second.forwards, [](const nft::Forward& f) { return !f.conditions.empty(); }));
+  }
+
+  log::testing::LogCapture log_{log::Level::kInfo};
+  test::TempDir dir_;
+  testing::RoutedService agent_;
+  CountingRuleset* table_ = nullptr;
+  std::unique_ptr<ForwardWriter> writer_;
+  std::unique_ptr<Reconciler> reconciler_;
+};
+
+// A rule of the conditional chain whose owner has no lease (a DEL that could not remove it, the
+// agent down at DEL) goes, whatever its conditions hold: the reconciler never reads them.
+TEST_F(ReconcilerRepairTest, AnOwnerTaggedRuleWithoutALeaseGoesWhateverItsConditionsHold) {
+  nft::AttachmentRules stale{"deadbeef/eth0", {}, {}};
+  stale.forwards.push_back({Protocol::kTcp, std::nullopt, 9101, *IpAddress::parse("10.88.0.9"), 80,
+                            "tcp dport 1-65535"});
+  ASSERT_OK(table_->install(stale));
+
+  const PassReport report = reconciler_->pass(false);
+
+  EXPECT_EQ(report.straysRemoved, 1u);
+  EXPECT_FALSE(table_->installed.contains("deadbeef/eth0"))
+      << "the next owner of port 9101 would have its traffic taken by this rule";
+}
+
+// Every install appends a rule: a lease with conditions whose table is not as planned (a copy too
+// many, a masquerade gone) is rewritten whole, never installed over what is there.
+TEST_F(ReconcilerRepairTest, ALeaseWithConditionsIsRewrittenToExactlyItsRules) {
+  const std::string owner = grant("c1", "ip daddr 192.0.2.1");
+  (void)reconciler_->pass(false);
+  ASSERT_EQ(conditionalRules(owner), 1u);
+
+  // A copy too many (what the first cut left after a restore loop).
+  table_->installed[owner].forwards.push_back(table_->installed[owner].forwards[0]);
+  table_->foreignChange();
+  (void)reconciler_->pass(false);
+  EXPECT_EQ(conditionalRules(owner), 1u);
+
+  // Only the masquerade is gone: the rule must not be added a second time.
+  table_->installed[owner].masquerades.clear();
+  table_->foreignChange();
+  const PassReport report = reconciler_->pass(false);
+  EXPECT_EQ(report.leasesRestored, 1u);
+  EXPECT_EQ(conditionalRules(owner), 1u);
+  EXPECT_EQ(table_->installed[owner].masquerades.size(), 1u);
+
+  for (int i = 0; i < 5; ++i) (void)reconciler_->pass(false);
+  EXPECT_EQ(conditionalRules(owner), 1u) << "a table as planned is left alone";
+}
+
+// A repair whose write succeeds but which the next compare finds again, with nothing else
+// changed, would repeat forever (ten times a second, as each nft write wakes the reconciler). It
+// is held back, twice as long each time, and said once.
+TEST_F(ReconcilerRepairTest, ARepairThatDoesNotHoldIsNotRepeatedAtEveryPassAndIsLoggedOnce) {
+  table_->swallowed.insert("c1/eth0");
+  (void)grant("c1", "");
+
+  for (int i = 0; i < 20; ++i) (void)reconciler_->pass(false);
+
+  EXPECT_EQ(table_->installs, 1) << "the repair was repeated at every pass";
+  EXPECT_EQ(log_.events("table.repair_not_converging").size(), 1u) << log_.text();
+  EXPECT_THAT(log_.text(), HasSubstr("first=\"restore c1/eth0\""));
+}
+
+// Someone flushing our map in a loop makes the same repair due again and again; that is no
+// proof against the repair, which goes on at every pass.
+TEST_F(ReconcilerRepairTest, ARepairUndoneBySomeoneElseIsCarriedOutEveryTime) {
+  const std::string owner = grant("c1", "");
+  for (int i = 0; i < 5; ++i) {
+    table_->installed.erase(owner);
+    table_->foreignChange();
+    const PassReport report = reconciler_->pass(false);
+    EXPECT_EQ(report.leasesRestored, 1u) << i;
+    EXPECT_EQ(report.deferred, 0u) << i;
+  }
+  EXPECT_TRUE(log_.events("table.repair_not_converging").empty());
 }
 
 }  // namespace
