@@ -1,8 +1,5 @@
 #include "agent/server/pod_server.h"
 
-#include <sys/stat.h>
-
-#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -85,16 +82,9 @@ Result<std::unique_ptr<PodServer>> PodServer::start(boost::asio::io_context& io,
                                                     const Router& router,
                                                     PodServerOptions options) {
   auto state = std::make_unique<State>(io, options.maxConnectionsPerNetns);
-  // Pods mount the directory read-only and must be able to search it.
-  const auto dir = std::filesystem::path(options.path).parent_path();
-  std::error_code dirError;
-  std::filesystem::create_directories(dir, dirError);
-  if (dirError) {
-    return fail(ErrorCode::kIo,
-                "cannot create the directory of " + options.path + ": " + dirError.message());
-  }
   UnixListenOptions listenOptions;
   listenOptions.lockDirectory = true;
+  listenOptions.directoryMode = 0755;  // pods mount the directory read-only and search it
   listenOptions.admit = [raw = state.get()](int socketFd) { return raw->admit(socketFd); };
   HOSTPORT_TRY(state->listener, UnixHttpServer::listen(io, options.path, 0666, router,
                                                        options.limits, std::move(listenOptions)));

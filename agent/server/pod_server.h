@@ -33,7 +33,8 @@ struct PodServerOptions {
 
 class PodServer {
  public:
-  /// Binds `options.path` mode 0666 (its directory locked, created 0755 when missing), serves
+  /// Binds `options.path` mode 0666 (its directory locked, created 0755 when missing and refused
+  /// when another user may write it: socket_directory.h), serves
   /// `router` on `io` and runs `io` on a thread of its own. `io` is the pod socket's alone, and
   /// it and `router` outlive the server (handlers may post to a stopped `io`: it is destroyed
   /// last). Logs server.listening.

@@ -1,7 +1,8 @@
 // The built hostport-agent's pod socket (--pod-socket): each pod, a process in a netns of its own,
 // learns exactly its own ports and nothing else; the node's netns, a netns without a lease and a
-// caller that is gone are refused; ?wait= answers once the lease comes; and a flood of idle
-// connections stops neither another pod nor the control socket.
+// caller that is gone are refused; ?wait= answers once the lease comes; a flood of idle
+// connections stops neither another pod nor the control socket; and the sockets' directories
+// are the agent's alone, whatever its umask.
 //
 // A "pod" is a named netns whose path is the lease's netns, as CNI_NETNS is at ADD; the lease is
 // made through the control socket. The caller is a child process that joined that netns
@@ -9,10 +10,12 @@
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
@@ -88,6 +91,25 @@ class AgentPodSocketTest : public ::testing::Test {
 
 nlohmann::json bodyJson(const HttpAnswer& answer) {
   return nlohmann::json::parse(answer.body, nullptr, false);
+}
+
+/// Whether uid 65534 can make a file in `dir` (errno 0) or why not: another user in a directory
+/// it may write can replace the agent's socket with its own.
+int createAsNobody(const std::filesystem::path& dir) {
+  const std::string path = (dir / "impostor").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // syscalls only: the test process has other threads
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(255);
+    }
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    ::_exit(fd >= 0 ? 0 : errno);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::unlink(path.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 254;
 }
 
 TEST_F(AgentPodSocketTest, EachPodSeesExactlyItsOwnPorts) {
@@ -274,5 +296,67 @@ TEST_F(AgentPodSocketTest, AFloodOfIdleConnectionsStopsNeitherAnotherPodNorTheCo
   EXPECT_EQ(pools.size(), 1u);
 }
 
+
+/// The agent's socket directories, made by the agent under `umask 000` and refused when another
+/// user may write them (issue 29, item 7).
+class AgentSocketDirectoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HOSTPORT_SKIP_UNLESS_ROOT();
+    auto started = AgentProcess::start(HOSTPORT_AGENT_PATH, {.reserveLocalPorts = false,
+                                                             .privateNetns = true,
+                                                             .umask = 0,
+                                                             .socketSubdir = "run/hostport"});
+    ASSERT_OK(started);
+    agent_ = std::move(*started);
+    socketDir_ = std::filesystem::path(agent_->socketPath()).parent_path();
+    podDir_ = std::filesystem::path(agent_->podSocketPath()).parent_path();
+    // Every user may reach them, as on a node: only the directories' own modes protect them.
+    ASSERT_EQ(::chmod(socketDir_.parent_path().parent_path().c_str(), 0711), 0);
+  }
+
+  std::unique_ptr<AgentProcess> agent_;
+  std::filesystem::path socketDir_;
+  std::filesystem::path podDir_;
+};
+
+TEST_F(AgentSocketDirectoryTest, UnderUmask000NoOtherUserCanReplaceASocket) {
+  for (const auto& dir : {socketDir_.parent_path(), socketDir_, podDir_}) {
+    struct stat info {};
+    ASSERT_EQ(::stat(dir.c_str(), &info), 0) << dir;
+    EXPECT_EQ(info.st_mode & 07777, 0755u) << dir;
+    EXPECT_EQ(info.st_uid, 0u) << dir;
+    EXPECT_EQ(createAsNobody(dir), EACCES) << dir << ": uid 65534 may write it";
+  }
+  // And the agent still answers root on its socket.
+  ASSERT_OK(agent_->client().poolUsage());
+}
+
+TEST_F(AgentSocketDirectoryTest, ADirectoryAnotherUserMayWriteStopsTheAgentNamingIt) {
+  struct Case {
+    std::filesystem::path dir;
+    mode_t mode;
+    uid_t owner;
+    std::string refusal;
+  };
+  const std::vector<Case> cases = {
+      {socketDir_, 0777, 0,
+       socketDir_.string() + " is mode 0777 (owner uid 0): others may write it"},
+      {podDir_, 0777, 0, podDir_.string() + " is mode 0777 (owner uid 0): others may write it"},
+      {podDir_, 0755, 65534,
+       podDir_.string() + " is mode 0755 (owner uid 65534): it belongs to another user"},
+  };
+  for (const auto& entry : cases) {
+    ASSERT_OK(agent_->stop());
+    ASSERT_EQ(::chmod(entry.dir.c_str(), entry.mode), 0);
+    ASSERT_EQ(::chown(entry.dir.c_str(), entry.owner, entry.owner), 0);
+    const auto restarted = agent_->restart();
+    EXPECT_FALSE(restarted.has_value()) << entry.refusal;
+    EXPECT_THAT(agent_->runLog(), HasSubstr(entry.refusal));
+    ASSERT_EQ(::chmod(entry.dir.c_str(), 0755), 0);
+    ASSERT_EQ(::chown(entry.dir.c_str(), 0, 0), 0);
+    ASSERT_OK(agent_->restart()) << "put back, it serves again";
+  }
+}
 }  // namespace
 }  // namespace hostport::test

@@ -1,6 +1,6 @@
-// The control socket's transport against real Unix sockets in a temp dir: permissions, the
-// socket lock, size limits, framing, a slow client that must not stall anyone else, and a client
-// that goes while its request is held.
+// The control socket's transport against real Unix sockets in a temp dir: permissions and the
+// socket's directory, the socket lock, size limits, framing, a slow client that must not stall
+// anyone else, and a client that goes while its request is held.
 
 #include "agent/server/unix_http_server.h"
 
@@ -286,6 +286,30 @@ TEST_F(UnixHttpServerTest, LogsWhereItListensAndEachAnswerAtDebug) {
   // Refused before its body was read: its header tells what it was.
   EXPECT_THAT(answered[2],
               ::testing::StartsWith("server.request method=POST path=/echo status=413 us="));
+}
+
+TEST_F(UnixHttpServerTest, MakesTheSocketsDirectory0755WhateverTheUmask) {
+  path_ = (dir_ / "run" / "agent.sock").string();
+  const mode_t was = ::umask(0);
+  start();
+  ::umask(was);
+  struct stat info {};
+  ASSERT_EQ(::stat((dir_ / "run").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0755u);
+  auto answer = client().exchange(api::HttpMethod::kPost, "/echo", "x");
+  ASSERT_TRUE(answer) << answer.error().message;
+}
+
+TEST_F(UnixHttpServerTest, RefusesADirectoryOthersMayWrite) {
+  const auto open = dir_ / "open";
+  ASSERT_EQ(::mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  path_ = (open / "agent.sock").string();
+  auto refused = UnixHttpServer::listen(io_, path_, 0600, router_, {});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kNotAllowed);
+  EXPECT_THAT(refused.error().message, ::testing::HasSubstr(open.string() + " is mode 0777"));
+  EXPECT_FALSE(std::filesystem::exists(path_));
 }
 
 TEST_F(UnixHttpServerTest, AnswersABodyOverTheLimit413NamingItWhileTheClientStillSends) {
