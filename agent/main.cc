@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/api/json_codec.h"
 #include "agent/cni_config/chainer.h"
 #include "agent/config/agent_config.h"
 #include "agent/config/config_reloader.h"
@@ -337,8 +338,11 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
   std::atomic<bool> ready{false};
   Router router;
   registerApiHandlers(router, service, metrics, ready);
+  // The body limit is the client's too (api::kMaxRequestBytes): a GC of every key the plugin
+  // accepts fits.
   HOSTPORT_TRY(auto server,
-               UnixHttpServer::listen(io, config.socketPath, 0600, router, ServerLimits{}));
+               UnixHttpServer::listen(io, config.socketPath, 0600, router,
+                                      ServerLimits{.maxBodyBytes = api::kMaxRequestBytes}));
   Router metricsRouter;  // GET /metrics and nothing else: TCP never reaches a control endpoint
   registerMetricsHandler(metricsRouter, service);
   auto metricsServer = serveMetrics(io, config, metricsRouter);

@@ -8,19 +8,18 @@
 
 #include "cni-plugin/detached_teardown.h"
 #include "cni-plugin/dispatcher.h"
+#include "cni-plugin/plugin_config.h"
 #include "hostnet/netlink_host_network.h"
 #include "nft/kernel/nft_ruleset.h"
 
 namespace {
-
-constexpr std::size_t kMaxConfigBytes = 4 << 20;  // a conflist is kilobytes; bound hostile input
 
 std::string readStdin() {
   std::string text;
   char buffer[65536];
   while (std::cin.read(buffer, sizeof buffer) || std::cin.gcount() > 0) {
     text.append(buffer, static_cast<std::size_t>(std::cin.gcount()));
-    if (text.size() > kMaxConfigBytes) break;
+    if (text.size() > hostport::cni::kMaxConfigBytes) break;  // parsePluginConfig refuses it
   }
   return text;
 }

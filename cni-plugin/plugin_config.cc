@@ -22,7 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxConfigBytes = 4 * 1024 * 1024;
 constexpr int kMaxNestingDepth = 64;
 constexpr size_t kMaxPortMappings = 1024;
 constexpr std::string_view kAnnotationsKey = "io.kubernetes.cri.pod-annotations";

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/api/json_codec.h"
 #include "agent/api/node_files.h"
 #include "agent/lease.h"
 #include "common/error.h"
@@ -19,6 +20,11 @@
 namespace hostport::cni {
 
 inline constexpr uint32_t kDefaultStatusGraceSeconds = 30;
+/// The most the plugin reads of stdin. A conflist is kilobytes, but the input of a GC holds two
+/// lists of attachments (parseValidAttachments) that may each hold agent::api::kMaxGcKeys of the
+/// longest keys, which the agent then takes in one request (api::kMaxRequestBytes).
+inline constexpr std::size_t kMaxConfigBytes =
+    (4 << 20) + 2 * agent::api::kMaxGcKeys * agent::api::kMaxGcKeyJsonBytes;
 
 /// One entry of runtimeConfig.portMappings: absent, "" and unspecified hostIP addresses (0.0.0.0,
 /// ::) read as any.

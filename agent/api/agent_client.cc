@@ -65,6 +65,12 @@ Error AgentClient::invalidAnswer(std::string_view target, const Error& error) co
 
 Result<json> AgentClient::call(HttpMethod method, std::string_view target,
                                std::string_view body) const {
+  if (body.size() > kMaxRequestBytes) {
+    return fail(ErrorCode::kInvalidArgument,
+                std::string(methodName(method)) + " " + std::string(target) + ": a body of " +
+                    std::to_string(body.size()) + " bytes exceeds the control socket's limit of " +
+                    std::to_string(kMaxRequestBytes) + " bytes");
+  }
   HOSTPORT_TRY(const HttpResponse response, exchange(method, target, body));
   if (response.status < 200 || response.status > 299) {
     return std::unexpected(errorFromBody(response.status, response.body));

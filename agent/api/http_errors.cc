@@ -51,6 +51,7 @@ ErrorCode errorCodeFor(std::string_view machineCode, unsigned status) {
   }
   switch (status) {
     case 400:
+    case 413:  // a request over the agent's size limit ("too_large", from its sessions)
       return ErrorCode::kInvalidArgument;
     case 403:
       return ErrorCode::kNotAllowed;

@@ -15,7 +15,7 @@ unsigned httpStatus(ErrorCode code);           // 400, 403, 404, 409, 500, 503
 std::string_view machineCode(ErrorCode code);  // "invalid_argument", "port_conflict", ...
 
 /// The ErrorCode for a body's machine code. An unknown code (a newer agent) falls back on the
-/// HTTP status: 400 kInvalidArgument, 403 kNotAllowed, 404 kNotFound, 409 kConflict, 503
+/// HTTP status: 400 and 413 kInvalidArgument, 403 kNotAllowed, 404 kNotFound, 409 kConflict, 503
 /// kUnavailable, else kInternal.
 ErrorCode errorCodeFor(std::string_view machineCode, unsigned status);
 

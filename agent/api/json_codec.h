@@ -18,12 +18,26 @@
 
 #include "agent/lease.h"
 #include "common/error.h"
+#include "common/identifiers.h"
 
 namespace hostport::agent::api {
 
-inline constexpr std::size_t kMaxRequestBytes = 1024 * 1024;
-inline constexpr int kMaxNestingDepth = 32;
 inline constexpr std::size_t kMaxGcKeys = 65536;
+/// The longest attachment key in a GC list, and the comma after it:
+/// {"containerId":"<100 characters>","ifname":"<15>"} (or "containerID", as the CNI GC input
+/// spells it). Both grammars (common/identifiers.h) hold only characters JSON writes as
+/// themselves.
+inline constexpr std::size_t kMaxGcKeyJsonBytes =
+    sizeof(R"({"containerId":"","ifname":""},)") - 1 + kMaxContainerIdLength + kMaxIfnameLength;
+/// POST /v1/gc with kMaxGcKeys of the longest keys and the longest network name.
+inline constexpr std::size_t kMaxGcBodyBytes = kMaxGcKeys * kMaxGcKeyJsonBytes +
+                                               sizeof(R"({"network":"","valid":[]})") +
+                                               kMaxNetworkNameLength;
+/// The largest request body of the control socket, the one limit of both sides: the agent's
+/// sessions answer a larger one 413 and its parser refuses it; the client refuses to send it. It is
+/// sized for the largest GC, the largest request there is, rounded up to a whole MiB (10 MiB).
+inline constexpr std::size_t kMaxRequestBytes = ((kMaxGcBodyBytes >> 20) + 1) << 20;
+inline constexpr int kMaxNestingDepth = 32;
 inline constexpr std::size_t kMaxPoolRanges = 1024;
 
 /// One row of GET /v1/pools.

@@ -89,7 +89,15 @@ class Exchange {
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return transport(errno);
     HOSTPORT_TRY_VOID(connect(fd.get()));
-    HOSTPORT_TRY_VOID(send(fd.get(), requestText(exchange_)));
+    if (auto sent = send(fd.get(), requestText(exchange_)); !sent) {
+      // A server may answer before it has read the whole request and close (413 for a body over
+      // its limit): the answer then waits in the receive queue behind the failed send.
+      const std::error_code cause = sent.error().cause;
+      if (cause == std::errc::broken_pipe || cause == std::errc::connection_reset) {
+        if (auto answer = receive(fd.get())) return answer;
+      }
+      return std::unexpected(std::move(sent).error());
+    }
     return receive(fd.get());
   }
 

@@ -25,7 +25,8 @@ struct HttpExchange {
   std::string_view body;
 };
 
-/// Sends `exchange` to the server at `socketPath` ("Connection: close") and reads its answer.
+/// Sends `exchange` to the server at `socketPath` ("Connection: close") and reads its answer, also
+/// one the server sent before it closed on a request it would not read to the end (a 413).
 /// kUnavailable, starting "hostport-agent is not reachable at <path>: ", for transport failures
 /// and the deadline; kInternal for a malformed answer or one whose body exceeds
 /// `maxResponseBytes`.

@@ -1,9 +1,12 @@
 #pragma once
 // What the agent's HTTP listeners share, whatever their socket: the per-connection session (read
-// deadline, header and body limits, routing, keep-alive) and the accept loop with its connection
+// deadline, header and body limits, framing checks (http_framing.h), routing, keep-alive, and a
+// watch on the client while a handler holds its request) and the accept loop with its connection
 // cap. The Unix control socket (unix_http_server.h) and the TCP metrics listener
 // (tcp_http_server.h) are the same server over two protocols; only their sockets differ.
 // Internal to agent/server: included by the two .cc files only.
+
+#include <sys/socket.h>
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
@@ -12,6 +15,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -20,6 +24,7 @@
 #include "agent/api/routes.h"
 #include "agent/log/event_log.h"
 #include "agent/log/rate_limiter.h"
+#include "agent/server/http_framing.h"
 #include "agent/server/router.h"
 #include "agent/server/server_limits.h"
 
@@ -68,10 +73,28 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
   void onRead(beast::error_code ec) {
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
       keepAlive_ = false;
-      write(errorResponse(413, "too_large", "request exceeds the size limit"));
+      if (ec == http::error::body_limit) {
+        // The header is read: the answer can say which request it refuses.
+        const auto& header = parser_->get();
+        method_ = std::string(header.method_string());
+        path_ = std::string(pathOf({header.target().data(), header.target().size()}));
+        write(errorResponse(413, "too_large",
+                            method_ + " " + path_ +
+                                ": the request body exceeds the agent's limit of " +
+                                std::to_string(limits_.maxBodyBytes) + " bytes"));
+      } else {
+        write(errorResponse(413, "too_large",
+                            "the request header exceeds the agent's limit of " +
+                                std::to_string(limits_.maxHeaderBytes) + " bytes"));
+      }
       return;
     }
-    if (ec) return;  // closed, timed out or garbage: drop the connection
+    if (ec && isMalformed(ec)) {
+      keepAlive_ = false;
+      write(errorResponse(400, "bad_request", "malformed HTTP request: " + ec.message()));
+      return;
+    }
+    if (ec) return;  // closed or timed out: drop the connection
     stream_
         .expires_never();  // the handler may wait for the journal; that is not the client's fault
     started_ = std::chrono::steady_clock::now();
@@ -80,22 +103,76 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
     const std::string_view target(message.target().data(), message.target().size());
     method_ = std::string(message.method_string());
     path_ = std::string(pathOf(target));
+    if (auto refusal = framingRefusal(message.base())) {
+      keepAlive_ = false;  // where the body ends is not known
+      write(std::move(*refusal));
+      return;
+    }
     auto request = makeRequest(method_, target, std::move(message.body()));
     if (!request) {
       write(errorResponse(400, "invalid_argument", request.error().message));
       return;
     }
     request->peer = peer_;
+    clientGone_ = std::make_shared<ClientGone>();
+    request->clientGone = clientGone_;
+    answered_ = false;
+    held_ = true;
     auto self = this->shared_from_this();
     router_.dispatch(*request, [self](api::HttpResponse response) {
+      self->answered_ = true;
       asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
         self->write(std::move(response));
       });
     });
+    if (!answered_) watchClient();
+  }
+
+  /// A parse error of the request itself, answered with 400; the others (the client closed, or
+  /// stopped halfway) have nobody to answer.
+  static bool isMalformed(const beast::error_code& ec) {
+    return ec.category() == beast::error_code(http::error::bad_method).category() &&
+           ec != http::error::end_of_stream && ec != http::error::partial_message;
+  }
+
+  /// While a handler holds the request, waits for the client to send more (kept for the next
+  /// read), to close or to fail: a client that has gone frees its connection at once, however
+  /// long the handler meant to hold the request (the pod socket's ?wait=).
+  void watchClient() {
+    stream_.socket().async_wait(
+        Protocol::socket::wait_read,
+        [self = this->shared_from_this()](beast::error_code ec) { self->onClientReadable(ec); });
+  }
+
+  void onClientReadable(beast::error_code ec) {
+    if (!held_ || ec == asio::error::operation_aborted) return;
+    // Bytes pipelined behind the held request, up to one request's worth, wait in buffer_ for
+    // the next read; more than that ahead of an answer, like the end of the stream or an error,
+    // ends the connection.
+    if (!ec && buffer_.size() < limits_.maxHeaderBytes + limits_.maxBodyBytes) {
+      const auto space = buffer_.prepare(kWatchChunk);
+      const ssize_t got =
+          ::recv(stream_.socket().native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+      if (got > 0) buffer_.commit(static_cast<std::size_t>(got));
+      if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) {
+        watchClient();
+        return;
+      }
+    }
+    gone_ = true;
+    beast::error_code ignored;
+    stream_.socket().close(ignored);
+    clientGone_->fire();
   }
 
   void write(api::HttpResponse response) {
+    if (held_) {
+      held_ = false;
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);  // the watch
+    }
     logRequest(response.status);
+    if (gone_) return;  // nobody to answer; the session ends with this handler
     auto message = std::make_shared<http::response<http::string_body>>();
     message->result(response.status);
     message->version(11);
@@ -138,6 +215,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
   std::shared_ptr<std::atomic<std::size_t>> open_;
   std::shared_ptr<const ConnectionPeer> peer_;
   bool keepAlive_ = true;
+  // While a handler holds a request: whether it has answered (from any thread), whether the
+  // session still waits for the answer, and whether the client has gone meanwhile (the session's
+  // executor alone).
+  std::atomic<bool> answered_ = false;
+  bool held_ = false;
+  bool gone_ = false;
+  std::shared_ptr<ClientGone> clientGone_;
+  static constexpr std::size_t kWatchChunk = 4096;
   // The request being answered, for the log.
   std::string method_;
   std::string path_;

@@ -1,5 +1,6 @@
 #include "agent/server/peer_process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <memory>
 #include <string>
 
 namespace hostport::agent::server {
@@ -40,6 +43,16 @@ bool pidfdAlive(int pidfd) {
   return ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0 || errno != ESRCH;
 }
 
+struct DirCloser {
+  void operator()(DIR* dir) const { ::closedir(dir); }
+};
+
+bool isNumber(std::string_view text) {
+  unsigned long value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return !text.empty() && error == std::errc() && end == text.data() + text.size();
+}
+
 }  // namespace
 
 Result<PeerProcess> PeerProcess::ofSocket(int socketFd) {
@@ -54,7 +67,7 @@ Result<PeerProcess> PeerProcess::ofSocket(int socketFd) {
                 "does not see; the agent needs hostPID)");
   }
   HOSTPORT_TRY(const UniqueFd pidfd, peerPidfd(socketFd, credentials.pid));
-  HOSTPORT_TRY(PeerProcess process, open(credentials.pid));
+  HOSTPORT_TRY(PeerProcess process, open(credentials.pid, credentials.uid));
   if (pidfd.valid() && !pidfdAlive(pidfd.get())) {
     return fail(ErrorCode::kUnavailable, processName(credentials.pid) +
                                              " exited before it could be identified; its pid "
@@ -63,7 +76,7 @@ Result<PeerProcess> PeerProcess::ofSocket(int socketFd) {
   return process;
 }
 
-Result<PeerProcess> PeerProcess::open(pid_t pid) {
+Result<PeerProcess> PeerProcess::open(pid_t pid, uid_t uid) {
   const std::string path = "/proc/" + std::to_string(pid);
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) {
@@ -71,68 +84,157 @@ Result<PeerProcess> PeerProcess::open(pid_t pid) {
     return failSystem(error == ENOENT || error == ESRCH ? ErrorCode::kUnavailable : ErrorCode::kIo,
                       "cannot open " + path, error);
   }
-  PeerProcess process(pid, std::move(dir), 0);
+  PeerProcess process(pid, uid, std::move(dir), 0);
   HOSTPORT_TRY(const ProcStat stat, process.readStat());
-  if (stat.exited()) {
-    return fail(ErrorCode::kUnavailable, processName(pid) + " has exited");
-  }
+  HOSTPORT_TRY_VOID(process.checkGroupAlive(stat));
   process.startTime_ = stat.startTime;
   return process;
 }
 
-Result<ProcStat> PeerProcess::readStat() const {
-  UniqueFd file(::openat(dir_.get(), "stat", O_RDONLY | O_CLOEXEC));
+Result<ProcStat> PeerProcess::readStat(const std::string& path) const {
+  UniqueFd file(::openat(dir_.get(), path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!file.valid()) {
     // ESRCH or ENOENT: the held process is gone, whatever now has its number.
     const int error = errno;
     if (error == ESRCH || error == ENOENT) {
       return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
     }
-    return failSystem(ErrorCode::kIo, "cannot open /proc/" + std::to_string(pid_) + "/stat", error);
+    return failSystem(ErrorCode::kIo, "cannot open /proc/" + std::to_string(pid_) + "/" + path,
+                      error);
   }
   char buffer[1024];  // about 300 bytes: 52 numbers and a command name of at most 16
   const ssize_t read = ::read(file.get(), buffer, sizeof buffer);
   if (read <= 0) {
     const int error = read == 0 ? ESRCH : errno;
     if (error == ESRCH) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
-    return failSystem(ErrorCode::kIo, "cannot read /proc/" + std::to_string(pid_) + "/stat", error);
+    return failSystem(ErrorCode::kIo, "cannot read /proc/" + std::to_string(pid_) + "/" + path,
+                      error);
   }
   auto stat = parseProcStat(std::string_view(buffer, static_cast<std::size_t>(read)));
   if (!stat) return withContext(stat.error(), processName(pid_));
   return stat;
 }
 
-Result<NetnsId> PeerProcess::netns() const {
-  struct stat info {};
-  if (::fstatat(dir_.get(), "ns/net", &info, 0) != 0) {
-    const int error = errno;
-    if (error == ENOENT || error == ESRCH) {
-      return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
+Result<std::vector<std::string>> PeerProcess::liveThreads() const {
+  UniqueFd tasks(::openat(dir_.get(), "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!tasks.valid()) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
+  std::unique_ptr<DIR, DirCloser> listing(::fdopendir(tasks.get()));
+  if (!listing) {
+    return failSystem(ErrorCode::kIo, "cannot list the threads of " + processName(pid_), errno);
+  }
+  tasks.release();  // the DIR owns it now
+  const std::string leader = std::to_string(pid_);
+  std::vector<std::string> live;
+  std::size_t seen = 0;
+  while (const dirent* entry = ::readdir(listing.get())) {
+    const std::string_view name = entry->d_name;
+    if (!isNumber(name) || name == leader) continue;
+    if (++seen > kMaxThreadsRead) {
+      return fail(ErrorCode::kUnavailable,
+                  processName(pid_) + " has exited its main thread and runs more than " +
+                      std::to_string(kMaxThreadsRead) + " others, too many to identify");
     }
-    return failSystem(ErrorCode::kIo, "cannot read the network namespace of " + processName(pid_),
+    const std::string thread = "task/" + std::string(name);
+    const auto stat = readStat(thread + "/stat");
+    if (stat && !stat->exited()) live.push_back(thread);  // an error: gone while listed
+  }
+  return live;
+}
+
+Result<void> PeerProcess::checkGroupAlive(const ProcStat& leader) const {
+  if (!leader.exited()) return {};
+  HOSTPORT_TRY(const auto threads, liveThreads());
+  if (threads.empty()) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
+  return {};
+}
+
+Result<UniqueFd> PeerProcess::openNamespace(std::string_view kind) const {
+  const std::string link = "ns/" + std::string(kind);
+  UniqueFd fd(::openat(dir_.get(), link.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.valid()) return fd;
+  const int error = errno;
+  if (error != ENOENT && error != ESRCH) {
+    return failSystem(ErrorCode::kIo,
+                      "cannot open the " + std::string(kind) + " namespace of " + processName(pid_),
                       error);
   }
-  return NetnsId{static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
+  // The leader's links are gone once it has exited: the live threads speak for the process, and
+  // since the kernel does not say which of them connected, they must agree.
+  HOSTPORT_TRY(const ProcStat leader, readStat());
+  if (!leader.exited()) {
+    return failSystem(ErrorCode::kIo,
+                      "cannot open the " + std::string(kind) + " namespace of " + processName(pid_),
+                      error);
+  }
+  HOSTPORT_TRY(const auto threads, liveThreads());
+  UniqueFd chosen;
+  NamespaceId chosenId;
+  for (const std::string& thread : threads) {
+    UniqueFd namespaceFd(::openat(dir_.get(), (thread + "/" + link).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!namespaceFd.valid()) continue;  // that thread exited meanwhile
+    HOSTPORT_TRY(const NamespaceId id, namespaceIdOf(namespaceFd.get()));
+    if (!chosen.valid()) {
+      chosen = std::move(namespaceFd);
+      chosenId = id;
+    } else if (id != chosenId) {
+      return fail(ErrorCode::kUnavailable,
+                  processName(pid_) +
+                      " has exited its main thread and its other threads are in "
+                      "different " +
+                      std::string(kind) + " namespaces: which one connected is unknown");
+    }
+  }
+  if (!chosen.valid()) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
+  return chosen;
 }
 
 Result<void> PeerProcess::checkUnchanged() const {
   HOSTPORT_TRY(const ProcStat stat, readStat());
-  if (stat.exited()) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
   if (stat.startTime != startTime_) {
     return fail(ErrorCode::kUnavailable, processName(pid_) + " is not the process that connected");
   }
-  return {};
+  return checkGroupAlive(stat);
 }
 
 }  // namespace hostport::agent::server
 
 namespace hostport::agent::server {
 
-ConnectionPeer ConnectionPeer::identify(int socketFd) {
+namespace {
+
+Result<CallerNamespaces> namespacesOf(const PeerProcess& process, int netnsFd,
+                                      const AgentNamespaces& agent) {
+  CallerNamespaces caller;
+  caller.uid = process.uid();
+  HOSTPORT_TRY(caller.netnsOwner, netnsOwner(netnsFd, agent.user));
+  HOSTPORT_TRY(const UniqueFd pidns, process.openNamespace("pid"));
+  HOSTPORT_TRY(caller.outermostPidns, outermostPidnsBelow(pidns.get(), agent.pid));
+  return caller;
+}
+
+}  // namespace
+
+CallerKey ConnectionPeer::key() const {
+  if (!netns || !namespaces) return {};
+  return callerKey(*netns, *namespaces);
+}
+
+ConnectionPeer ConnectionPeer::identify(int socketFd, const AgentNamespaces& agent) {
   auto process = PeerProcess::ofSocket(socketFd);
-  Result<NetnsId> netns =
-      process ? process->netns() : Result<NetnsId>(std::unexpected(process.error()));
-  return {std::move(process), std::move(netns)};
+  if (!process) {
+    const Error error = process.error();
+    return {std::move(process), std::unexpected(error), std::unexpected(error)};
+  }
+  auto netnsFd = process->openNamespace("net");
+  if (!netnsFd) {
+    const Error error = netnsFd.error();
+    return {std::move(process), std::unexpected(error), std::unexpected(error)};
+  }
+  auto id = namespaceIdOf(netnsFd->get());
+  Result<NetnsId> netns = id ? Result<NetnsId>(NetnsId{id->device, id->inode})
+                             : Result<NetnsId>(std::unexpected(id.error()));
+  Result<CallerNamespaces> namespaces = namespacesOf(*process, netnsFd->get(), agent);
+  return {std::move(process), std::move(netns), std::move(namespaces)};
 }
 
 }  // namespace hostport::agent::server

@@ -1,57 +1,56 @@
 #include "agent/server/pod_server.h"
 
-#include <sys/stat.h>
-
-#include <filesystem>
 #include <map>
 #include <mutex>
 
 #include "agent/log/event_log.h"
 #include "agent/log/rate_limiter.h"
+#include "agent/server/caller_identity.h"
+#include "agent/server/namespace_origin.h"
 #include "agent/server/unix_http_server.h"
 
 namespace hostport::agent::server {
 namespace {
 
-/// Open connections per caller network namespace. Callers that could not be identified share one
-/// count (the unknown NetnsId): they get nothing but 403s, and must not crowd out the pods.
-class NetnsConnectionCount {
+/// Open connections per caller (CallerKey). Callers that could not be identified share one count:
+/// they get nothing but 403s, and must not crowd out the pods.
+class CallerConnectionCount {
  public:
-  explicit NetnsConnectionCount(std::size_t limit) : limit_(limit) {}
+  explicit CallerConnectionCount(std::size_t limit) : limit_(limit) {}
 
-  bool tryEnter(const NetnsId& netns) {
+  bool tryEnter(const CallerKey& caller) {
     std::lock_guard lock(mutex_);
-    auto& open = open_[{netns.device, netns.inode}];
+    auto& open = open_[caller];
     if (open >= limit_) return false;
     ++open;
     return true;
   }
-  void leave(const NetnsId& netns) {
+  void leave(const CallerKey& caller) {
     std::lock_guard lock(mutex_);
-    const auto found = open_.find({netns.device, netns.inode});
+    const auto found = open_.find(caller);
     if (found != open_.end() && --found->second == 0) open_.erase(found);
   }
 
  private:
   std::size_t limit_;
   std::mutex mutex_;  // entered on the server's thread; left wherever the last request ends
-  std::map<std::pair<uint64_t, uint64_t>, std::size_t> open_;
+  std::map<CallerKey, std::size_t> open_;
 };
 
 }  // namespace
 
 struct PodServer::State {
-  State(boost::asio::io_context& io, std::size_t perNetns)
-      : io(io), counts(std::make_shared<NetnsConnectionCount>(perNetns)) {}
+  State(boost::asio::io_context& io, std::size_t perCaller, AgentNamespaces agent)
+      : io(io), counts(std::make_shared<CallerConnectionCount>(perCaller)), agent(agent) {}
 
-  /// ConnectionPeer::identify(), within the caller's netns cap; null over it.
+  /// ConnectionPeer::identify(), within the caller's cap; null over it.
   std::shared_ptr<const ConnectionPeer> admit(int socketFd) {
-    auto peer = std::make_shared<ConnectionPeer>(ConnectionPeer::identify(socketFd));
-    const NetnsId netns = peer->netns ? *peer->netns : NetnsId{};
-    if (!counts->tryEnter(netns)) {
+    auto peer = std::make_shared<ConnectionPeer>(ConnectionPeer::identify(socketFd, agent));
+    const CallerKey caller = peer->key();
+    if (!counts->tryEnter(caller)) {
       if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
         log::event(log::Component::kServer, log::Level::kWarn, "server.pod_connection_shed",
-                   {{"netns_inode", netns.inode},
+                   {{"caller", caller.str()},
                     {"pid", peer->process ? peer->process->pid() : 0},
                     {"shed", *shed}});
       }
@@ -60,14 +59,15 @@ struct PodServer::State {
     // The count is left when the connection's last holder (its session, or a request a handler
     // still holds) lets go; that may be as late as the io_context's destruction, after this
     // server's, so the count is shared.
-    return {peer.get(), [counts = counts, netns, keep = peer](const ConnectionPeer*) mutable {
-              counts->leave(netns);
+    return {peer.get(), [counts = counts, caller, keep = peer](const ConnectionPeer*) mutable {
+              counts->leave(caller);
               keep.reset();
             }};
   }
 
   boost::asio::io_context& io;
-  std::shared_ptr<NetnsConnectionCount> counts;
+  std::shared_ptr<CallerConnectionCount> counts;
+  AgentNamespaces agent;
   log::RateLimiter shedLog;  // the accept handler only
   std::unique_ptr<UnixHttpServer> listener;
   std::thread thread;
@@ -84,17 +84,12 @@ PodServer::~PodServer() {
 Result<std::unique_ptr<PodServer>> PodServer::start(boost::asio::io_context& io,
                                                     const Router& router,
                                                     PodServerOptions options) {
-  auto state = std::make_unique<State>(io, options.maxConnectionsPerNetns);
-  // Pods mount the directory read-only and must be able to search it.
-  const auto dir = std::filesystem::path(options.path).parent_path();
-  std::error_code dirError;
-  std::filesystem::create_directories(dir, dirError);
-  if (dirError) {
-    return fail(ErrorCode::kIo,
-                "cannot create the directory of " + options.path + ": " + dirError.message());
-  }
+  auto agent = AgentNamespaces::ofThisProcess();
+  if (!agent) return withContext(agent.error(), "cannot read the agent's own namespaces");
+  auto state = std::make_unique<State>(io, options.maxConnectionsPerCaller, *agent);
   UnixListenOptions listenOptions;
   listenOptions.lockDirectory = true;
+  listenOptions.directoryMode = 0755;  // pods mount the directory read-only and search it
   listenOptions.admit = [raw = state.get()](int socketFd) { return raw->admit(socketFd); };
   HOSTPORT_TRY(state->listener, UnixHttpServer::listen(io, options.path, 0666, router,
                                                        options.limits, std::move(listenOptions)));

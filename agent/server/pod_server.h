@@ -4,9 +4,12 @@
 // trickle of bytes, a request that waits for its lease) can delay the control socket, which the
 // CNI plugin needs for every ADD and DEL. The socket is mode 0666: any process that can reach the
 // directory may connect, and who it is comes from the kernel (peer_process.h), never from file
-// permissions. Each caller is identified at accept, and at most maxConnectionsPerNetns
-// connections of one network namespace (one pod) are open at a time, so one pod cannot take the
-// others' slots; maxConnections bounds them all.
+// permissions. Each caller is identified at accept, and at most maxConnectionsPerCaller
+// connections of one caller are open at a time, counted by an identity it cannot multiply by
+// making namespaces (caller_identity.h: a pod's netns, a container's pid namespace, a node
+// process's uid), so one pod cannot take the others' slots; maxConnections bounds them all. A
+// connection's slot is free as soon as its client closes it, even while a request of it waits
+// (the sessions watch the socket meanwhile).
 
 #include <boost/asio/io_context.hpp>
 #include <cstddef>
@@ -28,12 +31,13 @@ struct PodServerOptions {
                       .maxHeaderBytes = 8 << 10,
                       .readTimeout = std::chrono::milliseconds{5'000},
                       .maxConnections = 512};
-  std::size_t maxConnectionsPerNetns = 16;
+  std::size_t maxConnectionsPerCaller = 16;
 };
 
 class PodServer {
  public:
-  /// Binds `options.path` mode 0666 (its directory locked, created 0755 when missing), serves
+  /// Binds `options.path` mode 0666 (its directory locked, created 0755 when missing and refused
+  /// when another user may write it: socket_directory.h), serves
   /// `router` on `io` and runs `io` on a thread of its own. `io` is the pod socket's alone, and
   /// it and `router` outlive the server (handlers may post to a stopped `io`: it is destroyed
   /// last). Logs server.listening.

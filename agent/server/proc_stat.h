@@ -14,7 +14,8 @@ namespace hostport::agent::server {
 struct ProcStat {
   char state = '?';        // field 3: 'R', 'S', 'D', 'Z' (zombie), 'X' (dead), ...
   uint64_t startTime = 0;  // field 22
-  /// A process that has exited (zombie or dead) speaks for nobody, even before it is reaped.
+  /// The task has exited (zombie or dead), even if it is not reaped yet. For a process's main
+  /// thread that is not yet the process's exit: its other threads may still run (peer_process.h).
   bool exited() const { return state == 'Z' || state == 'X' || state == 'x'; }
   friend bool operator==(const ProcStat&, const ProcStat&) = default;
 };

@@ -11,6 +11,7 @@
 
 #include "agent/log/event_log.h"
 #include "agent/server/http_connections.h"
+#include "agent/server/socket_directory.h"
 
 namespace hostport::agent::server {
 
@@ -20,14 +21,16 @@ using Protocol = asio::local::stream_protocol;
 
 namespace {
 
-Result<UniqueFd> lockSocketPath(const std::string& path, bool lockDirectory) {
-  const std::string lockPath =
-      lockDirectory ? std::filesystem::path(path).parent_path().string() : path + ".lock";
-  UniqueFd fd(lockDirectory ? ::open(lockPath.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                            : ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd.valid()) {
-    return fail(ErrorCode::kIo, "cannot open " + lockPath + ": " + std::strerror(errno));
-  }
+/// An exclusive flock on `directory` itself, or on "<name>.lock" in it, before a stale socket is
+/// unlinked (so it never unlinks a live agent's socket).
+Result<UniqueFd> lockSocketPath(const std::string& path, UniqueFd directory, bool lockDirectory) {
+  const std::filesystem::path socket(path);
+  const std::string lockName = socket.filename().string() + ".lock";
+  UniqueFd fd = lockDirectory ? std::move(directory)
+                              : UniqueFd(::openat(directory.get(), lockName.c_str(),
+                                                  O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  const std::string lockPath = lockDirectory ? socket.parent_path().string() : path + ".lock";
+  if (!fd.valid()) return failSystem(ErrorCode::kIo, "cannot open " + lockPath, errno);
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     return fail(ErrorCode::kUnavailable,
                 "another hostport-agent is serving " + path + " (it holds " + lockPath + ")");
@@ -55,13 +58,9 @@ Result<std::unique_ptr<UnixHttpServer>> UnixHttpServer::listen(asio::io_context&
                                                                unsigned mode, const Router& router,
                                                                ServerLimits limits,
                                                                UnixListenOptions options) {
-  std::error_code dirError;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), dirError);
-  if (dirError) {
-    return fail(ErrorCode::kIo,
-                "cannot create the directory of " + path + ": " + dirError.message());
-  }
-  HOSTPORT_TRY(UniqueFd lock, lockSocketPath(path, options.lockDirectory));
+  HOSTPORT_TRY(UniqueFd directory, prepareSocketDirectory(std::filesystem::path(path).parent_path(),
+                                                          options.directoryMode));
+  HOSTPORT_TRY(UniqueFd lock, lockSocketPath(path, std::move(directory), options.lockDirectory));
   ::unlink(path.c_str());  // stale: we hold the lock, so no live agent owns it
 
   auto impl = std::make_unique<Impl>(io, router, limits);

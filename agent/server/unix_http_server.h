@@ -2,6 +2,8 @@
 // HTTP/1.1 over a Unix socket (Boost.Beast). Each connection has a read deadline and body and
 // header limits, so one slow or huge client cannot stall the others.
 
+#include <sys/types.h>
+
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <memory>
@@ -21,13 +23,18 @@ struct UnixListenOptions {
   bool lockDirectory = false;
   /// Identify each caller at accept (the pod socket); empty: callers are not identified.
   AdmitPeer admit;
+  /// The socket's directory, when the server makes it (socket_directory.h says what an existing
+  /// one must be).
+  mode_t directoryMode = 0755;
 };
 
 class UnixHttpServer {
  public:
-  /// Takes an exclusive flock on "<path>.lock" (or the directory, options.lockDirectory) before
-  /// it unlinks a stale socket (so it never unlinks a live agent's socket), binds, and sets
-  /// `mode` on the socket file. kUnavailable when another process holds the lock.
+  /// Makes the socket's directory or checks an existing one (socket_directory.h: kNotAllowed for
+  /// one another user may write), takes an exclusive flock on "<path>.lock" (or the directory,
+  /// options.lockDirectory) before it unlinks a stale socket (so it never unlinks a live agent's
+  /// socket), binds, and sets `mode` on the socket file before it listens. kUnavailable when
+  /// another process holds the lock.
   static Result<std::unique_ptr<UnixHttpServer>> listen(boost::asio::io_context& io,
                                                         const std::string& path, unsigned mode,
                                                         const Router& router, ServerLimits limits,

@@ -7,6 +7,7 @@
 #include "agent/api/json_codec.h"
 #include "agent/api/pod_api.h"
 #include "agent/log/event_log.h"
+#include "agent/server/caller_identity.h"
 #include "agent/service/netns_id.h"
 #include "common/quote.h"
 
@@ -127,6 +128,27 @@ void PodApi::answer(const server::HttpRequest& request, const std::string& portN
                               "yet (?wait=10s waits for it)",
                           pidText(peer)));
   }
+  // Waiting is for a sandbox whose ADD has not finished: a netns no sandbox will ever have (one
+  // the caller made itself) has nothing to wait for, and would hold its connection for nothing.
+  if (!peer.namespaces) {
+    return respond(refuse(
+        kUnidentified,
+        "cannot tell who made the caller's network namespace: " + peer.namespaces.error().message,
+        pidText(peer)));
+  }
+  if (const auto never = server::whyNeverASandbox(peer.namespaces->netnsOwner)) {
+    return respond(refuse(kNoLease,
+                          "no hostport lease holds the caller's network namespace " +
+                              netnsText(netns) + ", and none ever will: " + *never +
+                              " (a pod's sandbox is made by the container runtime), so there is "
+                              "nothing to wait for",
+                          pidText(peer)));
+  }
+  park(request, portName, netns, wait, std::move(respond));
+}
+
+void PodApi::park(const server::HttpRequest& request, const std::string& portName,
+                  const NetnsId& netns, std::chrono::milliseconds wait, server::Responder respond) {
   auto waiter = std::make_shared<Waiter>(io_);
   waiter->request = request;
   waiter->portName = portName;
@@ -134,18 +156,38 @@ void PodApi::answer(const server::HttpRequest& request, const std::string& portN
   waiter->netns = netns;
   waiter->wait = wait;
   waiter->entry = waiters_.emplace(NetnsKey{netns.device, netns.inode}, waiter);
-  log::event(Component::kServer, Level::kDebug, "server.pod_waiting",
-             {{"pid", pidText(peer)}, {"netns_inode", netns.inode}, {"wait_ms", wait.count()}});
+  log::event(
+      Component::kServer, Level::kDebug, "server.pod_waiting",
+      {{"pid", pidText(*request.peer)}, {"netns_inode", netns.inode}, {"wait_ms", wait.count()}});
   waiter->timer.expires_after(wait);
   waiter->timer.async_wait([this, waiter](boost::system::error_code) {
     if (waiter->done) return;
-    waiter->done = true;
-    waiters_.erase(waiter->entry);
+    finish(*waiter);
     waiter->respond(refuse(kNoLease,
                            "no hostport lease came for the caller's network namespace " +
                                netnsText(waiter->netns) + " within wait=" + waitText(waiter->wait),
                            pidText(*waiter->request.peer)));
   });
+  // A client that closes its connection frees it, and its slot, now: not when the wait ends.
+  if (request.clientGone) {
+    request.clientGone->onGone([this, weak = std::weak_ptr<Waiter>(waiter)] {
+      boost::asio::post(io_, [this, weak] {
+        const auto waiter = weak.lock();
+        if (!waiter || waiter->done) return;
+        log::event(Component::kServer, Level::kDebug, "server.pod_wait_abandoned",
+                   {{"pid", pidText(*waiter->request.peer)}, {"netns_inode", waiter->netns.inode}});
+        finish(*waiter);
+        waiter->respond(server::errorResponse(499, "client_gone", "the client closed"));
+      });
+    });
+  }
+}
+
+void PodApi::finish(Waiter& waiter) {
+  waiter.done = true;
+  waiters_.erase(waiter.entry);
+  waiter.timer.cancel();
+  if (waiter.request.clientGone) waiter.request.clientGone->onGone({});
 }
 
 bool PodApi::tryAnswer(const server::HttpRequest& request, const std::string& portName,
@@ -209,9 +251,7 @@ void PodApi::wake(const NetnsId& netns) {
     if (waiter->done || !tryAnswer(waiter->request, waiter->portName, netns, waiter->respond)) {
       continue;
     }
-    waiter->done = true;
-    waiters_.erase(waiter->entry);
-    waiter->timer.cancel();
+    finish(*waiter);
   }
 }
 

@@ -13,9 +13,13 @@
 // Waiting: a request whose netns holds no lease yet parks as a Waiter on the pod socket's
 // io_context with a timer; AgentService::watchLeases() posts each durable grant there, which
 // wakes the waiters of its netns. Lookups and wake-ups run on that io_context's one thread, so a
-// grant can neither slip between a lookup and the park nor wake a waiter twice.
+// grant can neither slip between a lookup and the park nor wake a waiter twice. Only a netns that
+// a pod sandbox could have may wait (server::whyNeverASandbox(): not one the caller made itself),
+// and a waiter whose client closes its connection is let go at once (server::ClientGone), so the
+// connection's slot is free again.
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <utility>
@@ -45,6 +49,11 @@ class PodApi {
 
   void answer(const server::HttpRequest& request, const std::string& portName,
               server::Responder respond);
+  /// Parks `request` until a lease of `netns` comes, `wait` passes or its client goes.
+  void park(const server::HttpRequest& request, const std::string& portName, const NetnsId& netns,
+            std::chrono::milliseconds wait, server::Responder respond);
+  /// Ends a waiter's wait: out of the index, its timer and client watch cancelled.
+  void finish(Waiter& waiter);
   /// Answers from the leases of `netns` if there are any; false (nothing answered) otherwise.
   bool tryAnswer(const server::HttpRequest& request, const std::string& portName,
                  const NetnsId& netns, const server::Responder& respond);

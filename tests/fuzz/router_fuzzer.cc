@@ -1,9 +1,11 @@
 // An HTTP request as both sockets of the agent read it: Beast's parser with the listeners'
-// limits (agent/server/server_limits.h), server::makeRequest and the router (agent/server/
-// router.h), over the control socket's and the pod socket's URL space (agent/api/routes.h,
-// pod_api.h). Invariants: a target that parses prints back, escaped, to a target that parses to
-// the same segments and query; the router answers exactly once, and a handler sees path
-// parameters that are the request's own segments; ?wait= is within its bound.
+// limits (agent/server/server_limits.h), the framing check (agent/server/http_framing.h),
+// server::makeRequest and the router (agent/server/router.h), over the control socket's and the
+// pod socket's URL space (agent/api/routes.h, pod_api.h). Invariants: a request served with a
+// Transfer-Encoding had its body read as chunked (the framing the sessions trust is Beast's);
+// a target that parses prints back, escaped, to a target that parses to the same segments and
+// query; the router answers exactly once, and a handler sees path parameters that are the
+// request's own segments; ?wait= is within its bound.
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -11,6 +13,7 @@
 
 #include "agent/api/pod_api.h"
 #include "agent/api/routes.h"
+#include "agent/server/http_framing.h"
 #include "agent/server/router.h"
 #include "agent/server/server_limits.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -82,6 +85,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (!parser.is_done()) return 0;
   auto& message = parser.get();
+  if (const auto refusal = server::framingRefusal(message.base())) {
+    FUZZ_CHECK(refusal->status == 400 || refusal->status == 501);
+    return 0;
+  }
+  FUZZ_CHECK(message.count(http::field::transfer_encoding) == 0 || parser.chunked());
   const std::string_view target(message.target().data(), message.target().size());
   const auto request =
       server::makeRequest(std::string(message.method_string()), target, std::move(message.body()));

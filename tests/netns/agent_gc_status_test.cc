@@ -76,9 +76,15 @@ class AgentGcStatusTest : public PluginFixture {
 
   /// The plugin's GC on this node's network, as libcni sends it: both attachment lists.
   Result<CommandResult> gc(const std::vector<std::string>& validContainers) {
+    std::vector<agent::AttachmentKey> keys;
+    for (const auto& id : validContainers) keys.push_back({id, "eth0"});
+    return gcOfKeys(keys);
+  }
+  Result<CommandResult> gcOfKeys(const std::vector<agent::AttachmentKey>& validKeys) {
     nlohmann::json valid = nlohmann::json::array();
-    for (const auto& id : validContainers)
-      valid.push_back({{"containerID", id}, {"ifname", "eth0"}});
+    for (const auto& key : validKeys) {
+      valid.push_back({{"containerID", key.containerId}, {"ifname", key.ifname}});
+    }
     nlohmann::json config = {{"cniVersion", kNewestCniVersion},
                              {"name", network_},
                              {"type", "hostport"},
@@ -136,6 +142,47 @@ TEST_F(AgentGcStatusTest, GcReleasesExactlyTheLeasesOfItsNetworkMissingFromTheLi
   ASSERT_OK_AND_ASSIGN(const auto again, gc({"keep1", "keep2"}));
   EXPECT_THAT(again, Succeeded());
   EXPECT_EQ(leaseKeys().size(), 4u);
+}
+
+TEST_F(AgentGcStatusTest, AGcOfTheMostAttachmentsOfTheLongestIdsReachesTheAgent) {
+  // Issue 29: a GC of some 12,000 attachments failed as "agent not reachable" (a 1 MiB body
+  // limit). The plugin takes 65,536 keys in each of libcni's two lists, and so does the agent.
+  ASSERT_NO_FATAL_FAILURE(startAgent());
+  struct Size {
+    std::size_t keys;
+    std::size_t idLength;
+    std::string_view ifname;
+  };
+  for (const Size size : {Size{12'000, 64, "eth0"},
+                          Size{agent::api::kMaxGcKeys, kMaxContainerIdLength, "eth0-abcdefghij"}}) {
+    ASSERT_NO_FATAL_FAILURE(lease("keep1", network_));
+    ASSERT_NO_FATAL_FAILURE(lease("gone1", network_));
+    std::vector<agent::AttachmentKey> valid = {{"keep1", "eth0"}};
+    for (std::size_t i = 1; i < size.keys; ++i) {
+      std::string id = std::to_string(i);
+      id.insert(0, size.idLength - id.size(), 'c');
+      valid.push_back({id, std::string(size.ifname)});
+    }
+    ASSERT_OK_AND_ASSIGN(const auto collected, gcOfKeys(valid));
+    EXPECT_THAT(collected, Succeeded()) << size.keys << " keys";
+    EXPECT_EQ(leaseKeys(), (std::set<std::string>{"keep1/eth0"})) << size.keys << " keys";
+    const std::string done =
+        "alloc.gc network=" + network_ + " valid=" + std::to_string(size.keys) + " released=1";
+    EXPECT_THAT(logOnceItHolds(done), HasSubstr(done));
+  }
+}
+
+TEST_F(AgentGcStatusTest, ABodyOverTheLimitIsAnswered413NamingIt) {
+  ASSERT_NO_FATAL_FAILURE(startAgent());
+  // Sent raw: the client refuses to send it (api::kMaxRequestBytes), as an older plugin would not.
+  const auto answer =
+      agent_->client(30s).exchange(agent::api::HttpMethod::kPost, agent::api::kGcPath,
+                                   std::string(agent::api::kMaxRequestBytes + 1, ' '));
+  ASSERT_OK(answer);
+  EXPECT_EQ(answer->status, 413u) << answer->body;
+  EXPECT_THAT(answer->body,
+              HasSubstr("POST /v1/gc: the request body exceeds the agent's limit of 10485760 "
+                        "bytes"));
 }
 
 TEST_F(AgentGcStatusTest, GcWithAnEmptyListIsRefusedWhileTheNetworkHoldsLeases) {

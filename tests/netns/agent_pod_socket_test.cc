@@ -1,7 +1,10 @@
 // The built hostport-agent's pod socket (--pod-socket): each pod, a process in a netns of its own,
 // learns exactly its own ports and nothing else; the node's netns, a netns without a lease and a
-// caller that is gone are refused; ?wait= answers once the lease comes; and a flood of idle
-// connections stops neither another pod nor the control socket.
+// caller that is gone are refused, a caller whose main thread has exited is not; ?wait= answers
+// once the lease comes, in a sandbox of a user namespace of its own too, but not in a netns the
+// caller made; a flood of idle connections stops neither another pod nor the control socket, a
+// closed connection frees its slot at once, and callers that make namespaces cannot multiply
+// their slots (issue 29); the sockets' directories are the agent's alone, whatever the umask.
 //
 // A "pod" is a named netns whose path is the lease's netns, as CNI_NETNS is at ADD; the lease is
 // made through the control socket. The caller is a child process that joined that netns
@@ -9,10 +12,13 @@
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
@@ -27,6 +33,7 @@
 #include "tests/support/pod_caller.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 #ifndef HOSTPORT_AGENT_PATH
 #error "HOSTPORT_AGENT_PATH must name the hostport-agent binary"
@@ -76,6 +83,25 @@ class AgentPodSocketTest : public ::testing::Test {
   std::string agentNetns() const { return "/proc/" + std::to_string(agent_->pid()) + "/ns/net"; }
   const std::string& podSocket() const { return agent_->podSocketPath(); }
 
+  /// Lets every user reach the pod socket, as a pod's mount of its directory does: the agent's
+  /// temp dir above it is root's alone.
+  void openToEveryUser() {
+    const auto tempDir = std::filesystem::path(podSocket()).parent_path().parent_path();
+    ASSERT_EQ(::chmod(tempDir.c_str(), 0711), 0) << tempDir;
+  }
+
+  /// The agent's log once it holds `count` lines with `event`, or after 10 s.
+  bool logged(const std::string& event, std::size_t count = 1) {
+    return waitUntil([&] {
+      const std::string log = agent_->runLog();
+      std::size_t found = 0;
+      for (auto at = log.find(event); at != std::string::npos; at = log.find(event, at + 1)) {
+        ++found;
+      }
+      return found >= count;
+    });
+  }
+
   /// GET `target` from a fresh process in `netnsPath`.
   Result<HttpAnswer> askFrom(const std::string& netnsPath, const std::string& target) {
     HOSTPORT_TRY(PodCaller caller, PodCaller::connect(netnsPath, podSocket()));
@@ -88,6 +114,82 @@ class AgentPodSocketTest : public ::testing::Test {
 
 nlohmann::json bodyJson(const HttpAnswer& answer) {
   return nlohmann::json::parse(answer.body, nullptr, false);
+}
+
+/// What statusesOf() found on one connection.
+struct Reply {
+  enum class Kind { kAnswered, kClosedUnanswered, kNoReplyYet } kind = Kind::kNoReplyYet;
+  unsigned status = 0;
+  std::string text;
+};
+
+/// Sends "GET <target>" on every socket, then reads them all until each holds an answer's status
+/// line or was closed, for at most `deadline` in all.
+std::vector<Reply> repliesTo(const std::vector<UniqueFd>& sockets, const std::string& target,
+                             std::chrono::milliseconds deadline) {
+  const std::string request = "GET " + target + " HTTP/1.1\r\nHost: pod\r\n\r\n";
+  for (const auto& socket : sockets) {
+    (void)::send(socket.get(), request.data(), request.size(), MSG_NOSIGNAL);  // may be shed
+  }
+  std::vector<Reply> replies(sockets.size());
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < until) {
+    std::vector<pollfd> pending;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < sockets.size(); ++i) {
+      if (replies[i].kind != Reply::Kind::kNoReplyYet) continue;
+      pending.push_back({sockets[i].get(), POLLIN, 0});
+      which.push_back(i);
+    }
+    if (pending.empty()) break;
+    if (::poll(pending.data(), pending.size(), 50) <= 0) continue;
+    for (std::size_t j = 0; j < pending.size(); ++j) {
+      if (pending[j].revents == 0) continue;
+      Reply& reply = replies[which[j]];
+      char buffer[4096];
+      const ssize_t got = ::recv(pending[j].fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (got > 0) reply.text.append(buffer, static_cast<std::size_t>(got));
+      if (reply.text.starts_with("HTTP/1.1 ") && reply.text.find("\r\n\r\n") != std::string::npos) {
+        reply.kind = Reply::Kind::kAnswered;
+        reply.status = static_cast<unsigned>(std::stoul(reply.text.substr(9, 3)));
+      } else if (got == 0 || (got < 0 && errno != EAGAIN)) {
+        reply.kind = Reply::Kind::kClosedUnanswered;
+      }
+    }
+  }
+  return replies;
+}
+
+std::size_t countOf(const std::vector<Reply>& replies, Reply::Kind kind) {
+  return static_cast<std::size_t>(
+      std::ranges::count(replies, kind, [](const Reply& reply) { return reply.kind; }));
+}
+
+/// Field 3 of /proc/<pid>/stat: 'Z' for a zombie.
+char stateOf(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto end = text.rfind(')');
+  return end == std::string::npos || end + 2 >= text.size() ? '?' : text[end + 2];
+}
+
+/// Whether uid 65534 can make a file in `dir` (errno 0) or why not: another user in a directory
+/// it may write can replace the agent's socket with its own.
+int createAsNobody(const std::filesystem::path& dir) {
+  const std::string path = (dir / "impostor").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // syscalls only: the test process has other threads
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(255);
+    }
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    ::_exit(fd >= 0 ? 0 : errno);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::unlink(path.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 254;
 }
 
 TEST_F(AgentPodSocketTest, EachPodSeesExactlyItsOwnPorts) {
@@ -266,5 +368,214 @@ TEST_F(AgentPodSocketTest, AFloodOfIdleConnectionsStopsNeitherAnotherPodNorTheCo
   EXPECT_EQ(pools.size(), 1u);
 }
 
+TEST_F(AgentPodSocketTest, AClosedConnectionFreesItsSlotAtOnceWhileItsRequestWaits) {
+  // Pod B's sandbox has no lease yet: 16 requests, its whole share, wait for one.
+  ASSERT_OK_AND_ASSIGN(PodCaller waiting, PodCaller::connect(podB_->path(), podSocket(), 16));
+  (void)repliesTo(waiting.sockets(), "/v1/self?wait=60s", std::chrono::milliseconds(0));
+  ASSERT_TRUE(logged("server.pod_waiting", 16)) << agent_->describe();
+  waiting.closeSockets();  // the client gives up
+  EXPECT_TRUE(logged("server.pod_wait_abandoned", 16)) << agent_->describe();
+  // Its slots are free now, not in a minute: the pod is answered.
+  ASSERT_OK_AND_ASSIGN(PodCaller again, PodCaller::connect(podB_->path(), podSocket()));
+  const auto answer = httpRequest(again.socket(), "GET", "/v1/self", std::chrono::seconds(5));
+  ASSERT_OK(answer);
+  EXPECT_EQ(answer->status, 403u) << answer->body;
+  EXPECT_EQ(bodyJson(*answer)["code"], "no_lease") << answer->body;
+}
+
+TEST_F(AgentPodSocketTest, TheFloodOfIssue29LeavesEveryPodItsSlots) {
+  // 33 processes of uid 65534 each make a user and network namespace (`unshare -Urn`), open 16
+  // connections, ask for ?wait=60s on each and close them at once: 528 requests, more than the
+  // 512 connections the pod socket serves in all.
+  ASSERT_OK_AND_ASSIGN(const auto leaseA, lease(*podA_, "server-a", {"web"}));
+  openToEveryUser();
+  std::vector<PodCaller> attackers;
+  for (int i = 0; i < 33; ++i) {
+    ASSERT_OK_AND_ASSIGN(
+        PodCaller attacker,
+        PodCaller::start(podSocket(), {.uid = 65534, .newUserAndNetns = true, .connections = 16}));
+    (void)repliesTo(attacker.sockets(), "/v1/self?wait=60s", std::chrono::milliseconds(0));
+    attacker.closeSockets();
+    attackers.push_back(std::move(attacker));
+  }
+  // The pod's connection comes after all of theirs, and is served.
+  ASSERT_OK_AND_ASSIGN(PodCaller pod, PodCaller::connect(podA_->path(), podSocket()));
+  const auto answer =
+      httpRequest(pod.socket(), "GET", "/v1/self/ports/web", std::chrono::seconds(5));
+  ASSERT_OK(answer) << agent_->describe();
+  EXPECT_EQ(answer->status, 200u) << answer->body;
+  EXPECT_EQ(answer->body, std::to_string(leaseA.ports[0].hostPort) + "\n");
+}
+
+TEST_F(AgentPodSocketTest, NamespacesOneUserMakesShareOneCapAndNeverWait) {
+  // Three processes of uid 65534, each in namespaces of its own making, keep 16 connections open
+  // each: together they are one caller, the uid, with 16 slots.
+  openToEveryUser();
+  std::vector<PodCaller> callers;
+  std::vector<UniqueFd> sockets;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(
+        PodCaller caller,
+        PodCaller::start(podSocket(), {.uid = 65534, .newUserAndNetns = true, .connections = 16}));
+    callers.push_back(std::move(caller));
+  }
+  for (auto& caller : callers) {
+    for (const auto& socket : caller.sockets()) sockets.emplace_back(::dup(socket.get()));
+    caller.closeSockets();
+  }
+  const auto replies = repliesTo(sockets, "/v1/self?wait=60s", std::chrono::seconds(10));
+  EXPECT_EQ(countOf(replies, Reply::Kind::kAnswered), 16u) << agent_->describe();
+  EXPECT_EQ(countOf(replies, Reply::Kind::kClosedUnanswered), 32u);
+  // No sandbox will ever have a namespace they made: refused at once, not held for a minute.
+  for (const auto& reply : replies) {
+    if (reply.kind != Reply::Kind::kAnswered) continue;
+    EXPECT_EQ(reply.status, 403u) << reply.text;
+    EXPECT_THAT(reply.text, HasSubstr("and none ever will: it belongs to a user namespace that "
+                                      "uid 65534 made"));
+  }
+  EXPECT_THAT(agent_->runLog(), HasSubstr("server.pod_connection_shed caller=\"uid 65534\""));
+}
+
+TEST_F(AgentPodSocketTest, TheProcessesOfOneContainerShareOneCapHoweverManyNetnsTheyMake) {
+  // Two processes of one "container" (a pid namespace below the agent's), each in a user and
+  // network namespace it made: one caller, the container's pid namespace, with 16 slots.
+  ASSERT_OK_AND_ASSIGN(PodCaller first, PodCaller::start(podSocket(), {.newPidns = true,
+                                                                       .newUserAndNetns = true,
+                                                                       .connections = 12}));
+  ASSERT_OK_AND_ASSIGN(PodCaller second,
+                       PodCaller::start(podSocket(), {.pidnsPath = first.pidnsForChildren(),
+                                                      .newUserAndNetns = true,
+                                                      .connections = 12}));
+  std::vector<UniqueFd> sockets;
+  for (auto* caller : {&first, &second}) {
+    for (const auto& socket : caller->sockets()) sockets.emplace_back(::dup(socket.get()));
+    caller->closeSockets();
+  }
+  const auto replies = repliesTo(sockets, "/v1/self", std::chrono::seconds(10));
+  EXPECT_EQ(countOf(replies, Reply::Kind::kAnswered), 16u) << agent_->describe();
+  EXPECT_EQ(countOf(replies, Reply::Kind::kClosedUnanswered), 8u);
+  EXPECT_THAT(agent_->runLog(), HasSubstr("server.pod_connection_shed caller=\"pid namespace"));
+}
+
+TEST_F(AgentPodSocketTest, ASandboxInAUserNamespaceOfItsOwnWaitsAndIsAnswered) {
+  // A pod with hostUsers: false (KEP-127): the runtime, root, makes its user namespace and, in
+  // it, the sandbox's netns, which the pod's processes then join.
+  ASSERT_OK_AND_ASSIGN(PodCaller sandbox, PodCaller::start(podSocket(), {.newUserAndNetns = true}));
+  // Pinned where `ip netns` pins, a shared mount: the agent, in a mount namespace of its own,
+  // sees it as a runtime's agent sees /var/run/netns.
+  const std::string pinned = "/run/netns/" + uniqueName("hpt");
+  { std::ofstream touch(pinned); }
+  struct Unpin {
+    std::string path;
+    ~Unpin() {
+      ::umount2(path.c_str(), MNT_DETACH);
+      ::unlink(path.c_str());
+    }
+  } unpin{pinned};
+  const std::string source = "/proc/" + std::to_string(sandbox.pid()) + "/ns/net";
+  ASSERT_EQ(::mount(source.c_str(), pinned.c_str(), nullptr, MS_BIND, nullptr), 0) << errno;
+
+  ASSERT_OK_AND_ASSIGN(PodCaller caller, PodCaller::connect(pinned, podSocket()));
+  std::optional<Result<HttpAnswer>> answer;
+  std::thread asker([&] { answer = httpGet(caller.socket(), "/v1/self/ports/web?wait=60s"); });
+  const bool parked = logged("server.pod_waiting");
+  AllocationRequest request;
+  request.key = {"c-userns-pod", "eth0"};
+  request.pod = {"games", "userns-pod", "uid-userns-pod"};
+  request.netns = pinned;
+  request.dynamics.push_back({"web", 7000, 1, PortProtocol::kTcp});
+  auto granted = agent_->client().allocate(request);
+  asker.join();
+  ASSERT_TRUE(parked) << agent_->describe();
+  ASSERT_OK(granted);
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_OK(*answer);
+  EXPECT_EQ((*answer)->status, 200u) << (*answer)->body;
+  EXPECT_EQ((*answer)->body, std::to_string(granted->ports[0].hostPort) + "\n");
+}
+
+TEST_F(AgentPodSocketTest, ACallerWhoseMainThreadHasExitedIsServedUntilItsLastThreadExits) {
+  ASSERT_OK(lease(*podA_, "server-a", {"web"}));
+  for (const LeaderExit exit : {LeaderExit::kAfterConnect, LeaderExit::kBeforeConnect}) {
+    const std::string when = exit == LeaderExit::kAfterConnect
+                                 ? "main thread exited after connect"
+                                 : "main thread exited before connect";
+    ASSERT_OK_AND_ASSIGN(
+        PodCaller caller,
+        PodCaller::start(podSocket(), {.netnsPath = podA_->path(), .leaderExit = exit}));
+    ASSERT_EQ(stateOf(caller.pid()), 'Z') << when << ": the leader must show as a zombie";
+    ASSERT_OK_AND_ASSIGN(const auto answer, httpGet(caller.socket(), "/v1/self"));
+    EXPECT_EQ(answer.status, 200u) << when << ": " << answer.body;
+    EXPECT_EQ(bodyJson(answer)["name"], "server-a") << when;
+    // Its last thread gone, the process is: no answer for the pod any more.
+    ASSERT_OK(caller.exit());
+    ASSERT_OK_AND_ASSIGN(const auto after, httpGet(caller.socket(), "/v1/self"));
+    EXPECT_EQ(after.status, 403u) << when << ": " << after.body;
+    EXPECT_EQ(bodyJson(after)["code"], "unidentified_caller") << when;
+    EXPECT_THAT(after.body, Not(HasSubstr("server-a")));
+  }
+}
+
+/// The agent's socket directories, made by the agent under `umask 000` and refused when another
+/// user may write them (issue 29, item 7).
+class AgentSocketDirectoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HOSTPORT_SKIP_UNLESS_ROOT();
+    auto started = AgentProcess::start(HOSTPORT_AGENT_PATH, {.reserveLocalPorts = false,
+                                                             .privateNetns = true,
+                                                             .umask = 0,
+                                                             .socketSubdir = "run/hostport"});
+    ASSERT_OK(started);
+    agent_ = std::move(*started);
+    socketDir_ = std::filesystem::path(agent_->socketPath()).parent_path();
+    podDir_ = std::filesystem::path(agent_->podSocketPath()).parent_path();
+    // Every user may reach them, as on a node: only the directories' own modes protect them.
+    ASSERT_EQ(::chmod(socketDir_.parent_path().parent_path().c_str(), 0711), 0);
+  }
+
+  std::unique_ptr<AgentProcess> agent_;
+  std::filesystem::path socketDir_;
+  std::filesystem::path podDir_;
+};
+
+TEST_F(AgentSocketDirectoryTest, UnderUmask000NoOtherUserCanReplaceASocket) {
+  for (const auto& dir : {socketDir_.parent_path(), socketDir_, podDir_}) {
+    struct stat info {};
+    ASSERT_EQ(::stat(dir.c_str(), &info), 0) << dir;
+    EXPECT_EQ(info.st_mode & 07777, 0755u) << dir;
+    EXPECT_EQ(info.st_uid, 0u) << dir;
+    EXPECT_EQ(createAsNobody(dir), EACCES) << dir << ": uid 65534 may write it";
+  }
+  // And the agent still answers root on its socket.
+  ASSERT_OK(agent_->client().poolUsage());
+}
+
+TEST_F(AgentSocketDirectoryTest, ADirectoryAnotherUserMayWriteStopsTheAgentNamingIt) {
+  struct Case {
+    std::filesystem::path dir;
+    mode_t mode;
+    uid_t owner;
+    std::string refusal;
+  };
+  const std::vector<Case> cases = {
+      {socketDir_, 0777, 0,
+       socketDir_.string() + " is mode 0777 (owner uid 0): others may write it"},
+      {podDir_, 0777, 0, podDir_.string() + " is mode 0777 (owner uid 0): others may write it"},
+      {podDir_, 0755, 65534,
+       podDir_.string() + " is mode 0755 (owner uid 65534): it belongs to another user"},
+  };
+  for (const auto& entry : cases) {
+    ASSERT_OK(agent_->stop());
+    ASSERT_EQ(::chmod(entry.dir.c_str(), entry.mode), 0);
+    ASSERT_EQ(::chown(entry.dir.c_str(), entry.owner, entry.owner), 0);
+    const auto restarted = agent_->restart();
+    EXPECT_FALSE(restarted.has_value()) << entry.refusal;
+    EXPECT_THAT(agent_->runLog(), HasSubstr(entry.refusal));
+    ASSERT_EQ(::chmod(entry.dir.c_str(), 0755), 0);
+    ASSERT_EQ(::chown(entry.dir.c_str(), 0, 0), 0);
+    ASSERT_OK(agent_->restart()) << "put back, it serves again";
+  }
+}
 }  // namespace
 }  // namespace hostport::test

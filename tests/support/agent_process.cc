@@ -30,6 +30,10 @@ std::string describeStatus(int status) {
   return "status " + std::to_string(status);
 }
 
+std::string socketDir(const TempDir& dir, const AgentOptions& options) {
+  return options.socketSubdir.empty() ? dir.path() : (dir / options.socketSubdir).string();
+}
+
 }  // namespace
 
 AgentProcess::AgentProcess(TempDir dir, std::string binaryPath, std::string netnsPath,
@@ -38,8 +42,8 @@ AgentProcess::AgentProcess(TempDir dir, std::string binaryPath, std::string netn
       binaryPath_(std::move(binaryPath)),
       netnsPath_(std::move(netnsPath)),
       options_(std::move(options)),
-      socketPath_(dir_.path() + "/agent.sock"),
-      podSocketPath_(dir_.path() + "/pod/pod.sock"),
+      socketPath_(socketDir(dir_, options_) + "/agent.sock"),
+      podSocketPath_(socketDir(dir_, options_) + "/pod/pod.sock"),
       stateDir_(options_.stateDir.empty() ? dir_.path() + "/state" : options_.stateDir),
       releaseSpool_(dir_.path() + "/released"),
       logPath_(dir_.path() + "/agent.log") {}
@@ -119,7 +123,8 @@ Result<void> AgentProcess::launch() {
                         .loopback = netnsPath_.empty() ? Loopback::kUp : Loopback::kAsItIs,
                         .stdinFd = devNull.get(),
                         .stdoutFd = log.get(),
-                        .stderrFd = log.get()});
+                        .stderrFd = log.get(),
+                        .umask = options_.umask});
   if (!spawned) {
     lastExit_ = "not started";
     return std::unexpected(std::move(spawned).error());

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,11 @@ struct AgentOptions {
   // --state-dir; empty: "state" in the agent's temp dir. A test that needs the state dir on a
   // file system of its own (a small tmpfs it fills) mounts one and names it here.
   std::string stateDir;
+  // The agent's umask; none: the test process's.
+  std::optional<mode_t> umask;
+  // Where both sockets go under the agent's temp dir: "run/hostport" gives run/hostport/agent.sock
+  // and run/hostport/pod/pod.sock, directories the agent makes. Empty: the temp dir itself.
+  std::string socketSubdir;
 };
 
 class AgentProcess {

@@ -8,6 +8,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +66,8 @@ struct ChildPlan {
   Loopback loopback;
   int stdio[3];
   int report;
+  bool setUmask;
+  mode_t umask;
   char* const* argv;
   char* const* envp;
 };
@@ -103,6 +106,7 @@ struct ChildPlan {
       ::umount2("/sys", MNT_DETACH) == 0) {
     ::mount("sysfs", "/sys", "sysfs", 0, nullptr);
   }
+  if (plan.setUmask) ::umask(plan.umask);
   for (int target = 0; target < 3; ++target) {
     if (!installStdio(plan.stdio[target], target)) die(Step::kStdio, errno);
   }
@@ -185,6 +189,8 @@ Result<pid_t> spawn(const SpawnRequest& request) {
                        .loopback = request.loopback,
                        .stdio = {request.stdinFd, request.stdoutFd, request.stderrFd},
                        .report = reportWrite.get(),
+                       .setUmask = request.umask.has_value(),
+                       .umask = request.umask.value_or(0),
                        .argv = argv.data(),
                        .envp = envp.data()};
   const pid_t pid = ::fork();

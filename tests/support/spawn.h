@@ -13,6 +13,7 @@
 //   mount dance as `ip netns exec` gets a private mount namespace whose /sys shows that netns
 //   (best effort, as in iproute2);
 // - brings `lo` up when asked: a fresh netns starts with it down;
+// - sets the umask it is given;
 // - takes stdin, stdout and stderr from the given descriptors and marks every other one
 //   close-on-exec, so nothing the test process opened without O_CLOEXEC (a client's socket)
 //   stays open in the program (best effort: close_range needs Linux 5.11);
@@ -21,6 +22,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,7 @@ struct SpawnRequest {
   int stdinFd = -1;  // each must be open; the child gets them as 0, 1 and 2
   int stdoutFd = -1;
   int stderrFd = -1;
+  std::optional<mode_t> umask;  // the child's; none: the test process's
 };
 
 /// Forks and execs `request`; the child's pid once the exec has succeeded. When a step before it

@@ -20,6 +20,25 @@ namespace {
 
 constexpr const char* kSearchPath = "/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// write() to the program's stdin, which it may have closed: EPIPE then, without the SIGPIPE
+/// that would end the test process (blocked on this thread for the call, and a pending one taken).
+ssize_t writeWithoutSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe;
+  sigset_t old;
+  ::sigemptyset(&pipe);
+  ::sigaddset(&pipe, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  const ssize_t n = ::write(fd, data, size);
+  const int error = errno;
+  if (n < 0 && error == EPIPE) {
+    const timespec now{};
+    ::sigtimedwait(&pipe, nullptr, &now);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = error;
+  return n;
+}
+
 struct Pipe {
   UniqueFd read;
   UniqueFd write;
@@ -108,8 +127,8 @@ Result<CommandResult> runCommand(const Command& command) {
     drain(out->read, result.out);
     drain(err->read, result.err);
     if (stdinFd.valid() && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      const ssize_t n = ::write(stdinFd.get(), command.stdinData.data() + written,
-                                command.stdinData.size() - written);
+      const ssize_t n = writeWithoutSigpipe(stdinFd.get(), command.stdinData.data() + written,
+                                            command.stdinData.size() - written);
       if (n > 0) written += static_cast<size_t>(n);
       if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == command.stdinData.size()) {
         stdinFd.reset();  // EPIPE: the program stopped reading, which is its business

@@ -226,6 +226,27 @@ TEST(PluginConfigTest, ReadsTheUnionOfBothGcAttachmentLists) {
             (std::vector<agent::AttachmentKey>{{"a", "net1"}, {"b", "eth0"}, {"c", "eth0"}}));
 }
 
+TEST(PluginConfigTest, ReadsAGcOfTheMostKeysOfTheLongestIdsInBothLists) {
+  // What libcni sends for the largest GC the agent takes: both lists, each of kMaxGcKeys keys of
+  // the longest container ID and ifname.
+  json valid = json::array();
+  for (std::size_t i = 0; i < agent::api::kMaxGcKeys; ++i) {
+    std::string id = std::to_string(i);
+    id.insert(0, kMaxContainerIdLength - id.size(), 'c');
+    valid.push_back({{"containerID", id}, {"ifname", "eth0-abcdefghij"}});
+  }
+  json input = minimalConfig();
+  input["cni.dev/valid-attachments"] = valid;
+  input["cni.dev/attachments"] = valid;
+  const std::string text = input.dump();
+  ASSERT_LE(text.size(), kMaxConfigBytes);
+  const auto config = parsePluginConfig(text);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  const auto keys = parseValidAttachments(*config);
+  ASSERT_TRUE(keys.has_value()) << keys.error().message;
+  EXPECT_EQ(keys->size(), agent::api::kMaxGcKeys);
+}
+
 TEST(PluginConfigTest, TreatsAbsentOrNullGcAttachmentListsAsEmpty) {
   for (const char* lists : {"{}", R"({"cni.dev/valid-attachments": null})",
                             R"({"cni.dev/valid-attachments": [], "cni.dev/attachments": null})"}) {
@@ -426,12 +447,13 @@ TEST(PluginConfigTest, RejectsDeeplyNestedInput) {
 }
 
 TEST(PluginConfigTest, RejectsOversizedInput) {
-  const std::string huge = R"({"cniVersion": "1.0.0", "x": ")" + std::string(5 << 20, 'a') + "\"}";
+  const std::string huge =
+      R"({"cniVersion": "1.0.0", "x": ")" + std::string(kMaxConfigBytes, 'a') + "\"}";
 
   const Error error = errorOf(huge);
 
   EXPECT_EQ(error.code, ErrorCode::kDecode);
-  EXPECT_THAT(error.message, HasSubstr("exceed the limit of 4194304"));
+  EXPECT_THAT(error.message, HasSubstr("exceed the limit of " + std::to_string(kMaxConfigBytes)));
 }
 
 TEST(PluginConfigTest, RequiresAStringCniVersion) {

@@ -283,6 +283,21 @@ TEST(AgentClientTest, RejectsAnOversizedAnswer) {
   }
 }
 
+TEST(AgentClientTest, RefusesToSendABodyOverTheAgentsLimit) {
+  FakeAgentServer server(always(jsonReply(200, {{"released", json::array()}})));
+  GcRequest request;
+  request.network = "net";
+  // More keys than the plugin accepts, so more bytes than the agent takes.
+  request.valid.assign(kMaxRequestBytes / 20, AttachmentKey{std::string(40, 'c'), "eth0"});
+  const auto released = AgentClient::forSocket(server.path(), 5s).gc(request);
+  ASSERT_FALSE(released.has_value());
+  EXPECT_EQ(released.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(released.error().message,
+              HasSubstr("exceeds the control socket's limit of 10485760 bytes"));
+  EXPECT_THAT(released.error().message, StartsWith("POST /v1/gc: a body of "));
+  EXPECT_TRUE(server.requests().empty());
+}
+
 TEST(AgentClientTest, AcceptsAnAnswerAtTheSizeLimit) {
   const std::string body = toJson(sampleLease()).dump();
   FakeAgentServer server(always(FakeAgentServer::reply(200, body)));

@@ -71,6 +71,8 @@ TEST(HttpErrorsTest, FallsBackOnTheStatusForUnknownCodes) {
   EXPECT_EQ(errorCodeFor("", 503), ErrorCode::kUnavailable);
   EXPECT_EQ(errorCodeFor("", 500), ErrorCode::kInternal);
   EXPECT_EQ(errorCodeFor("", 418), ErrorCode::kInternal);
+  // The sessions' own refusal of a request over the size limit.
+  EXPECT_EQ(errorCodeFor("too_large", 413), ErrorCode::kInvalidArgument);
   EXPECT_EQ(errorCodeFor("pool_exhausted", 500), ErrorCode::kExhausted) << "the code wins";
 }
 

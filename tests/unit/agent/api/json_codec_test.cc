@@ -410,6 +410,27 @@ TEST(JsonCodecTest, NamesTheFieldOfEveryBodyError) {
   }
 }
 
+TEST(JsonCodecTest, AGcOfTheMostKeysOfTheLongestIdsFitsTheRequestLimit) {
+  // The one limit both sides use must hold the largest GC the plugin accepts.
+  GcRequest request;
+  request.network = std::string(kMaxNetworkNameLength, 'n');
+  for (std::size_t i = 0; i < kMaxGcKeys; ++i) {
+    std::string id = std::to_string(i);
+    id.insert(0, kMaxContainerIdLength - id.size(), 'c');
+    request.valid.push_back({id, "eth0-abcdefghij"});
+  }
+  ASSERT_EQ(request.valid.back().containerId.size(), kMaxContainerIdLength);
+  const std::string body = dumpBody(gcRequestBody(request));
+  EXPECT_LE(body.size(), kMaxGcBodyBytes);
+  EXPECT_GT(body.size(), kMaxGcBodyBytes - 64) << "the bound is tight, not a guess";
+  EXPECT_LE(kMaxGcBodyBytes, kMaxRequestBytes);
+  const auto parsed = parseBody(body);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+  const auto decoded = gcRequestFromJson(*parsed);
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+  EXPECT_EQ(decoded->valid.size(), kMaxGcKeys);
+}
+
 TEST(JsonCodecTest, EchoesHostileValuesQuotedAndCut) {
   const std::string message =
       requestError("/containerId", std::string("x\"\n\x1b") + std::string(1024 * 1024, 'a'));
@@ -425,7 +446,7 @@ TEST(JsonCodecTest, ParseBodyRejectsOversizedDeepAndMalformedInput) {
   const auto tooBig = parseBody(std::string(kMaxRequestBytes + 1, ' '));
   ASSERT_FALSE(tooBig.has_value());
   EXPECT_EQ(tooBig.error().code, ErrorCode::kDecode);
-  EXPECT_THAT(tooBig.error().message, HasSubstr("exceed the limit of 1048576"));
+  EXPECT_THAT(tooBig.error().message, HasSubstr("exceed the limit of 10485760"));
   EXPECT_TRUE(parseBody("{}", 2).has_value());
   EXPECT_FALSE(parseBody("{} ", 2).has_value());
 

@@ -1,5 +1,6 @@
-// The control socket's transport against real Unix sockets in a temp dir: permissions, the
-// socket lock, size limits, and a slow client that must not stall anyone else.
+// The control socket's transport against real Unix sockets in a temp dir: permissions and the
+// socket's directory, the socket lock, size limits, framing, a slow client that must not stall
+// anyone else, and a client that goes while its request is held.
 
 #include "agent/server/unix_http_server.h"
 
@@ -10,15 +11,20 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "agent/api/agent_client.h"
 #include "common/unique_fd.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace hostport::agent::server {
 namespace {
@@ -37,6 +43,32 @@ class UnixHttpServerTest : public ::testing::Test {
                 [](const HttpRequest&, const PathParams& params, Responder respond) {
                   respond({200, "text/plain", params.at("id")});
                 });
+    // Holds its request until the test answers it, as the pod socket's ?wait= does.
+    router_.add("GET", "/hold",
+                [this](const HttpRequest& request, const PathParams&, Responder respond) {
+                  std::lock_guard lock(heldMutex_);
+                  held_ = std::move(respond);
+                  request.clientGone->onGone([this] { clientGone_ = true; });
+                });
+  }
+
+  /// Answers the request /hold holds, once it holds one.
+  void answerHeld(api::HttpResponse response) {
+    ASSERT_TRUE(test::waitUntil([this] {
+      std::lock_guard lock(heldMutex_);
+      return static_cast<bool>(held_);
+    }));
+    Responder respond;
+    {
+      std::lock_guard lock(heldMutex_);
+      respond = std::exchange(held_, nullptr);
+    }
+    respond(std::move(response));
+  }
+
+  bool holding() {
+    std::lock_guard lock(heldMutex_);
+    return static_cast<bool>(held_);
   }
 
   void TearDown() override {
@@ -63,8 +95,44 @@ class UnixHttpServerTest : public ::testing::Test {
     return fd;
   }
 
+  /// Sends `request` on a connection of its own and reads until the server closes it or has sent
+  /// one whole answer; the answer's text.
+  std::string rawExchange(const std::string& request) const {
+    UniqueFd fd = rawConnect();
+    EXPECT_EQ(::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    return readAnswer(fd.get());
+  }
+
+  static std::string readAnswer(int fd) {
+    timeval wait{10, 0};
+    EXPECT_EQ(::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
+    std::string answer;
+    char buffer[4096];
+    for (;;) {
+      const auto headerEnd = answer.find("\r\n\r\n");
+      if (headerEnd != std::string::npos) {
+        const auto length = answer.find("Content-Length: ");
+        if (length != std::string::npos &&
+            answer.size() >= headerEnd + 4 + std::stoul(answer.substr(length + 16))) {
+          return answer;
+        }
+      }
+      const ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
+      if (got <= 0) return answer;
+      answer.append(buffer, static_cast<std::size_t>(got));
+    }
+  }
+
+  static unsigned statusOf(const std::string& answer) {
+    return answer.starts_with("HTTP/1.1 ") ? std::stoul(answer.substr(9, 3)) : 0;
+  }
+
   test::TempDir dir_;
   std::string path_ = (dir_ / "agent.sock").string();
+  std::mutex heldMutex_;
+  Responder held_;
+  std::atomic<bool> clientGone_ = false;
   Router router_;
   boost::asio::io_context io_;
   std::unique_ptr<UnixHttpServer> server_;
@@ -215,9 +283,118 @@ TEST_F(UnixHttpServerTest, LogsWhereItListensAndEachAnswerAtDebug) {
               ::testing::StartsWith("server.request method=GET path=/items/a%20b status=200 us="));
   EXPECT_THAT(answered[1],
               ::testing::StartsWith("server.request method=DELETE path=/echo status=405 us="));
-  // Refused before it was parsed: no method or path to tell.
+  // Refused before its body was read: its header tells what it was.
   EXPECT_THAT(answered[2],
-              ::testing::StartsWith("server.request method=\"\" path=\"\" status=413 us="));
+              ::testing::StartsWith("server.request method=POST path=/echo status=413 us="));
+}
+
+TEST_F(UnixHttpServerTest, MakesTheSocketsDirectory0755WhateverTheUmask) {
+  path_ = (dir_ / "run" / "agent.sock").string();
+  const mode_t was = ::umask(0);
+  start();
+  ::umask(was);
+  struct stat info {};
+  ASSERT_EQ(::stat((dir_ / "run").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0755u);
+  auto answer = client().exchange(api::HttpMethod::kPost, "/echo", "x");
+  ASSERT_TRUE(answer) << answer.error().message;
+}
+
+TEST_F(UnixHttpServerTest, RefusesADirectoryOthersMayWrite) {
+  const auto open = dir_ / "open";
+  ASSERT_EQ(::mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  path_ = (open / "agent.sock").string();
+  auto refused = UnixHttpServer::listen(io_, path_, 0600, router_, {});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kNotAllowed);
+  EXPECT_THAT(refused.error().message, ::testing::HasSubstr(open.string() + " is mode 0777"));
+  EXPECT_FALSE(std::filesystem::exists(path_));
+}
+
+TEST_F(UnixHttpServerTest, AnswersABodyOverTheLimit413NamingItWhileTheClientStillSends) {
+  ServerLimits limits;
+  limits.maxBodyBytes = 1024;
+  start(limits);
+  // Far more than the socket's buffers hold: the server answers and closes while the client is
+  // still sending, and the client must still read that answer.
+  auto answer = client().exchange(api::HttpMethod::kPost, "/echo", std::string(8 << 20, 'x'));
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(answer->status, 413u);
+  EXPECT_THAT(answer->body,
+              ::testing::HasSubstr("POST /echo: the request body exceeds the agent's limit of "
+                                   "1024 bytes"));
+}
+
+TEST_F(UnixHttpServerTest, AnswersEachTransferEncodingAsRfc9112Says) {
+  start();
+  const std::string chunkedBody = "4\r\nbody\r\n0\r\n\r\n";
+  const auto post = [&](const std::string& fields) {
+    return "POST /echo HTTP/1.1\r\nHost: x\r\n" + fields + "\r\n" + chunkedBody;
+  };
+  const std::vector<std::pair<std::string, unsigned>> cases = {
+      {post("Transfer-Encoding: chunked\r\n"), 200},
+      {post("Transfer-Encoding: xchunked\r\n"), 400},
+      {post("Transfer-Encoding: chunked, identity\r\n"), 400},
+      {post("Transfer-Encoding: identity\r\n"), 400},
+      {post("Transfer-Encoding: chunked, chunked\r\n"), 400},
+      {post("Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n"), 400},
+      {post("Transfer-Encoding: chunked\r\nContent-Length: 4\r\n"), 400},
+      {"POST /echo HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunkedBody, 400},
+      {post("Transfer-Encoding: gzip, chunked\r\n"), 501},
+      {post("Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n"), 501},
+      {"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nbody", 400},
+  };
+  for (const auto& [request, status] : cases) {
+    const std::string answer = rawExchange(request);
+    EXPECT_EQ(statusOf(answer), status) << request << "\n---\n" << answer;
+    if (status == 200) EXPECT_TRUE(answer.ends_with("\r\n\r\nbody")) << answer;
+  }
+}
+
+TEST_F(UnixHttpServerTest, HearsAtOnceThatTheClientOfAHeldRequestHasGone) {
+  ServerLimits limits;
+  limits.maxConnections = 1;
+  start(limits);
+  {
+    UniqueFd client = rawConnect();
+    const std::string request = "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(::send(client.get(), request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    ASSERT_TRUE(test::waitUntil([this] { return holding(); }));
+  }  // closed while its request is held
+  EXPECT_TRUE(test::waitUntil([this] { return clientGone_.load(); }));
+  // The handler lets go, and the connection's slot is free for the next client.
+  answerHeld({200, "text/plain", "nobody to read this"});
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!client().exchange(api::HttpMethod::kPost, "/echo", "next")) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+TEST_F(UnixHttpServerTest, KeepsTheRequestsPipelinedBehindAHeldOne) {
+  start();
+  UniqueFd client = rawConnect();
+  const std::string requests =
+      "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nafter";
+  ASSERT_EQ(::send(client.get(), requests.data(), requests.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(requests.size()));
+  ASSERT_TRUE(test::waitUntil([this] { return holding(); }));
+  std::this_thread::sleep_for(50ms);  // time for the watch to read what follows, if it would
+  EXPECT_FALSE(clientGone_.load());
+  answerHeld({200, "text/plain", "held"});
+  timeval wait{10, 0};
+  ASSERT_EQ(::setsockopt(client.get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
+  std::string answers;
+  char buffer[4096];
+  while (!answers.ends_with("\r\n\r\nafter")) {
+    const ssize_t got = ::recv(client.get(), buffer, sizeof buffer, 0);
+    ASSERT_GT(got, 0) << answers;
+    answers.append(buffer, static_cast<std::size_t>(got));
+  }
+  EXPECT_NE(answers.find("\r\n\r\nheldHTTP/1.1 200"), std::string::npos) << answers;
 }
 
 }  // namespace
