@@ -464,9 +464,12 @@ void AgentService::maybeCompact() {
   store_.submitCompaction(
       std::move(leases),
       [this, count](Result<void> written) {
+        std::optional<uint64_t> failures;
         {
           std::lock_guard lock(mutex_);
           compactionQueued_ = false;
+          // A full disk fails the compaction every request queues: one line a second, counting.
+          if (!written) failures = compactionFailedLog_.admit(log::RateLimiter::Clock::now());
         }
         if (written) {
           log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});
@@ -478,9 +481,12 @@ void AgentService::maybeCompact() {
         if (storeFailed) {
           if (onStoreFailure()) logUnhealthy(written.error());
         }
+        if (!failures) return;
         log::event(Component::kStore, storeFailed ? Level::kError : Level::kWarn,
                    "store.compaction_failed",
-                   {{"cause", written.error().message}, {"store_failed", storeFailed}});
+                   {{"cause", written.error().message},
+                    {"store_failed", storeFailed},
+                    {"failures", *failures}});
       },
       allocator_.stickyEntries());
 }
