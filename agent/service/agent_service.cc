@@ -192,6 +192,17 @@ void AgentService::allocate(const AllocationRequest& request,
     done(journalFailedEarlier());
     return;
   }
+  auto netnsId = netnsIdOf(request.netns);
+  if (!netnsId) {
+    const Error error = netnsId.error();
+    done(std::unexpected(error));
+    log::event(Component::kAlloc, Level::kInfo, "alloc.refused",
+               {keyField(request.key),
+                podField(request.pod),
+                {"code", api::machineCode(error.code)},
+                {"cause", error.message}});
+    return;
+  }
   // The host's sockets are read before the lock: the snapshot is per request, narrowed to what
   // the request can ask about (socket_probe.h).
   auto probe = probes_(request);
@@ -204,7 +215,7 @@ void AgentService::allocate(const AllocationRequest& request,
   }
   BusyRecordingProbe recording(**probe, request.key);
   AllocationRequest identified = request;
-  identified.netnsId = netnsIdOf(request.netns);
+  identified.netnsId = *netnsId;
   std::unique_lock lock(mutex_);
   auto lease = allocator_.allocate(identified, recording);
   if (!lease) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <optional>
@@ -805,6 +806,33 @@ TEST_F(AgentServiceLogTest, LogsCompactionsThatKeepFailingOnceASecondCountingThe
       << log_.text();
   EXPECT_FALSE(agent.store().stats().failed);
   EXPECT_TRUE(agent.service().healthy());
+}
+
+// The plugin checks CNI_NETNS; the agent, which records the namespace's identity and judges the
+// sandbox by it, checks again rather than trust it.
+TEST_F(AgentServiceLogTest, RefusesAGrantWhoseNetnsIsNoNetworkNamespace) {
+  Agent agent(dir_, probe_);
+  const std::string file = (dir_ / "not-a-netns").string();
+  std::ofstream(file) << "x";
+  for (const auto& [path, what] : {std::pair<std::string, std::string>{file, "a regular file"},
+                                   {"/proc/self/ns/mnt", "a mnt namespace"}}) {
+    AllocationRequest r = request("c1", "ns", "p1");
+    r.netns = path;
+    const auto lease = agent.allocate(r);
+    ASSERT_FALSE(lease.has_value()) << path;
+    EXPECT_EQ(lease.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(lease.error().message,
+              "netns: \"" + path + "\" is " + what + ", not a network namespace");
+  }
+  EXPECT_FALSE(agent.service().get({"c1", "eth0"}).has_value());
+  const auto refused = log_.events("alloc.refused");
+  ASSERT_EQ(refused.size(), 2u) << log_.text();
+  EXPECT_THAT(refused[0], ::testing::StartsWith("alloc.refused key=c1/eth0 pod=ns/p1 code="));
+  // A network namespace is recorded by its identity.
+  AllocationRequest r = request("c1", "ns", "p1");
+  r.netns = "/proc/self/ns/net";
+  ASSERT_OK_AND_ASSIGN(const Lease lease, agent.allocate(r));
+  EXPECT_TRUE(lease.netnsId.known());
 }
 
 TEST_F(AgentServiceLogTest, LogsASocketSnapshotThatFailed) {
