@@ -2,9 +2,9 @@
 // error code and leave the node's whole nftables ruleset exactly as it was: both on a fresh node
 // and on one where another pod already has mappings.
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <filesystem>

@@ -650,7 +650,9 @@ TEST_F(LeaseStoreTest, RefusesALiveJournalEmptiedCutOrRemovedAfterAcknowledgedRe
       ASSERT_OK(store->recover());
       ASSERT_OK(submitAndWait(*store, grant(0)));
       ASSERT_OK(submitAndWait(*store, grant(1)));
-      if (c.compacted) ASSERT_OK(compactAndWait(*store, {sampleLease(0), sampleLease(1)}));
+      if (c.compacted) {
+        ASSERT_OK(compactAndWait(*store, {sampleLease(0), sampleLease(1)}));
+      }
       ASSERT_OK(submitAndWait(*store, grant(2)));
       ASSERT_OK(submitAndWait(*store, release(0)));
     }
@@ -664,7 +666,10 @@ TEST_F(LeaseStoreTest, RefusesALiveJournalEmptiedCutOrRemovedAfterAcknowledgedRe
     auto store = openStore();
     ASSERT_NE(store, nullptr);
     auto leases = store->recover();
-    ASSERT_FALSE(leases.has_value()) << leases->size() << " leases recovered";
+    if (leases) {
+      ADD_FAILURE() << "recovered " << leases->size() << " leases; 3 were acknowledged";
+      continue;
+    }
     EXPECT_EQ(leases.error().code, ErrorCode::kIo);
     EXPECT_NE(leases.error().message.find(live.string()), std::string::npos)
         << leases.error().message;
