@@ -169,7 +169,7 @@ Result<std::unique_ptr<server::PodServer>> servePods(boost::asio::io_context& io
                                                      std::unique_ptr<PodApi>& api) {
   if (config.podSocketPath.empty()) return nullptr;
   // A caller in the agent's own netns (hostNetwork, as the DaemonSet runs it) is on the node.
-  api = std::make_unique<PodApi>(service, io, netnsIdOf("/proc/self/ns/net"));
+  api = std::make_unique<PodApi>(service, io, netnsIdOf("/proc/self/ns/net").value_or(NetnsId{}));
   api->registerRoutes(router);
   server::PodServerOptions options;
   options.path = config.podSocketPath;

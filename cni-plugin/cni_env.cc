@@ -108,6 +108,19 @@ std::string_view verbName(Verb verb) {
   return "UNKNOWN";
 }
 
+Result<void> checkCniNetns(const CniEnv& env, const NetnsCheck& check) {
+  if (env.verb != Verb::kAdd && env.verb != Verb::kCheck) return {};
+  HOSTPORT_TRY_VOID(checkGrammar("CNI_NETNS", env.netns, netnsPathProblem));
+  if (auto found = check(env.netns); !found) {
+    // Not there, something else or unreadable: to the runtime each is an environment it must not
+    // have passed. The errno stays the cause.
+    auto refused = envError("CNI_NETNS", env.netns, found.error().message);
+    refused.error().cause = found.error().cause;
+    return refused;
+  }
+  return {};
+}
+
 Result<CniEnv> parseCniEnv(const std::function<const char*(const char*)>& getenv) {
   CniEnv env;
   HOSTPORT_TRY(env.verb, parseVerb(readVariable(getenv, "CNI_COMMAND")));

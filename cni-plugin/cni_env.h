@@ -30,4 +30,15 @@ Result<CniEnv> parseCniEnv(const std::function<const char*(const char*)>& getenv
 
 std::string_view verbName(Verb verb);  // "ADD", ...
 
+/// Says whether `path` names a network namespace: hostnet::networkNamespaceAt() in the plugin
+/// binary (its errors are worded to follow the path), a fake in tests.
+using NetnsCheck = std::function<Result<void>(const std::string& path)>;
+
+/// For ADD and CHECK, refuses a CNI_NETNS that is not an absolute path or that `check` says names
+/// no network namespace: kInvalidEnvironment (CNI code 4) naming the variable, the path and what
+/// is there instead. A lease for it would forward to a sandbox that cannot exist, and one the
+/// agent's reconciler could never judge gone. DEL's netns may be gone already; other verbs have
+/// none.
+Result<void> checkCniNetns(const CniEnv& env, const NetnsCheck& check);
+
 }  // namespace hostport::cni

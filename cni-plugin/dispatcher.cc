@@ -443,6 +443,9 @@ int runPlugin(const PluginIo& io, const PluginBackends& backends) {
   auto env = parseCniEnv(io.getenv);
   if (!env) return report(io, versionOf(config), env.error());
   if (env->verb == Verb::kVersion) return printVersion(io, config);
+  if (auto netns = checkCniNetns(*env, backends.netnsCheck); !netns) {
+    return report(io, versionOf(config), netns.error());
+  }
 
   Invocation invocation(io, backends, *env);
   const int code = runVerb(io, invocation, env->verb, config);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "cni-plugin/agent_status.h"
+#include "cni-plugin/cni_env.h"
 #include "cni-plugin/port_authority.h"
 #include "common/error.h"
 #include "hostnet/host_network.h"
@@ -29,6 +30,8 @@ struct PluginBackends {
   std::function<std::unique_ptr<PortAuthority>(const std::string& socketPath)> portAuthority;
   /// STATUS's clock (agent_status.h); tests move it by hand.
   std::function<BootInstant()> clock = bootClockNow;
+  /// What CNI_NETNS names (cni_env.h); main.cc asks the kernel (hostnet/network_namespace.h).
+  NetnsCheck netnsCheck;
   /// Called once a verb that opened the table has written its answer, with the exit code, while
   /// the kernel handles are still open: closing them would make this process wait for the kernel
   /// to free what a deletion (its own, or anyone's just before) deleted (detached_teardown.h).

@@ -10,6 +10,7 @@
 #include "cni-plugin/dispatcher.h"
 #include "cni-plugin/plugin_config.h"
 #include "hostnet/netlink_host_network.h"
+#include "hostnet/network_namespace.h"
 #include "nft/kernel/nft_ruleset.h"
 
 namespace {
@@ -41,6 +42,10 @@ int main() {
         return std::unique_ptr<hostnet::HostNetwork>(std::move(network));
       },
       [](const std::string& socketPath) { return cni::agentPortAuthority(socketPath); }};
+  backends.netnsCheck = [](const std::string& path) -> Result<void> {
+    HOSTPORT_TRY_VOID(hostnet::networkNamespaceAt(path));
+    return {};
+  };
   backends.exitBeforeTeardown = [](int exitCode) {
     cni::exitLeavingTeardownToChild(exitCode, std::cout, std::cerr);
   };

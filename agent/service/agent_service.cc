@@ -192,6 +192,17 @@ void AgentService::allocate(const AllocationRequest& request,
     done(journalFailedEarlier());
     return;
   }
+  auto netnsId = netnsIdOf(request.netns);
+  if (!netnsId) {
+    const Error error = netnsId.error();
+    done(std::unexpected(error));
+    log::event(Component::kAlloc, Level::kInfo, "alloc.refused",
+               {keyField(request.key),
+                podField(request.pod),
+                {"code", api::machineCode(error.code)},
+                {"cause", error.message}});
+    return;
+  }
   // The host's sockets are read before the lock: the snapshot is per request, narrowed to what
   // the request can ask about (socket_probe.h).
   auto probe = probes_(request);
@@ -204,7 +215,7 @@ void AgentService::allocate(const AllocationRequest& request,
   }
   BusyRecordingProbe recording(**probe, request.key);
   AllocationRequest identified = request;
-  identified.netnsId = netnsIdOf(request.netns);
+  identified.netnsId = *netnsId;
   std::unique_lock lock(mutex_);
   auto lease = allocator_.allocate(identified, recording);
   if (!lease) {
@@ -505,9 +516,12 @@ void AgentService::maybeCompact() {
   store_.submitCompaction(
       std::move(leases),
       [this, count](Result<void> written) {
+        std::optional<uint64_t> failures;
         {
           std::lock_guard lock(mutex_);
           compactionQueued_ = false;
+          // A full disk fails the compaction every request queues: one line a second, counting.
+          if (!written) failures = compactionFailedLog_.admit(log::RateLimiter::Clock::now());
         }
         if (written) {
           log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});
@@ -519,9 +533,12 @@ void AgentService::maybeCompact() {
         if (storeFailed) {
           if (onStoreFailure()) logUnhealthy(written.error());
         }
+        if (!failures) return;
         log::event(Component::kStore, storeFailed ? Level::kError : Level::kWarn,
                    "store.compaction_failed",
-                   {{"cause", written.error().message}, {"store_failed", storeFailed}});
+                   {{"cause", written.error().message},
+                    {"store_failed", storeFailed},
+                    {"failures", *failures}});
       },
       allocator_.stickyEntries());
 }

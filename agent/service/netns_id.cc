@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <string>
 
+#include "common/json_fields.h"
+#include "hostnet/network_namespace.h"
+
 namespace hostport::agent::service {
 namespace {
 
@@ -14,11 +17,12 @@ NetnsId identityOf(const struct stat& info) {
 
 }  // namespace
 
-NetnsId netnsIdOf(std::string_view path) {
-  if (path.empty()) return {};
-  struct stat info {};
-  if (::stat(std::string(path).c_str(), &info) != 0) return {};
-  return identityOf(info);
+Result<NetnsId> netnsIdOf(std::string_view path) {
+  if (path.empty()) return NetnsId{};
+  auto found = hostnet::networkNamespaceAt(std::string(path));
+  if (found) return NetnsId{found->device, found->inode};
+  if (found.error().code != ErrorCode::kInvalidArgument) return NetnsId{};
+  return invalidValue("netns", std::string(path), found.error().message);
 }
 
 SandboxRef sandboxOf(const Lease& lease) { return {lease.key, lease.netns, lease.netnsId}; }

@@ -4,16 +4,24 @@
 // like /var/run/netns/cni-<uuid> are unique, but /proc/<pid>/ns/net is reused with the pid),
 // means the sandbox is gone. The agent must see the path (the DaemonSet mounts /var/run/netns);
 // where it cannot, the identity stays unknown and liveness is not judged.
+//
+// The path comes from whoever asks for the lease (the plugin, from CNI_NETNS), and the agent does
+// not take its word: a path that leads to anything but a network namespace is refused, as the
+// plugin refuses it (hostnet/network_namespace.h, the one check both make). A path the agent
+// cannot see or read is not: its mount namespace is not the plugin's.
 
 #include <string>
 #include <string_view>
 
 #include "agent/lease.h"
+#include "common/error.h"
 
 namespace hostport::agent::service {
 
-/// The identity of the namespace at `path`; unknown when it cannot be read.
-NetnsId netnsIdOf(std::string_view path);
+/// The identity of the network namespace at `path`; unknown for an empty path or one the agent
+/// cannot see or read. kInvalidArgument naming `netns` when the path leads to something else (a
+/// regular file, a FIFO, a device, another kind of namespace).
+Result<NetnsId> netnsIdOf(std::string_view path);
 
 enum class NetnsLiveness {
   kAlive,    // the path names the recorded namespace

@@ -46,7 +46,13 @@ Result<core::Allocator> restoreLeases(store::LeaseStore& store,
                                       std::size_t stickyCapacity) {
   core::StickyMemory recalled(stickyCapacity);
   auto leases = store.recover([&recalled](const StickyEntry& entry) { recalled.apply(entry); });
-  if (!leases) return withContext(leases.error(), "cannot recover leases");
+  if (!leases) {
+    // The store refuses what it found on disk: the event a store failing later logs too, so one
+    // grep finds both. The agent does not start (exit 1).
+    log::event(log::Component::kStore, log::Level::kError, "store.failed",
+               {{"cause", leases.error().message}, {"exit_in_ms", 0}});
+    return withContext(leases.error(), "cannot recover leases");
+  }
   auto allocator = core::Allocator::create(pools, std::move(random), {}, stickyCapacity);
   if (!allocator) return withContext(allocator.error(), "invalid pools");
   allocator->reserve(leases->size());

@@ -110,21 +110,28 @@ Result<JournalFile> JournalFile::create(std::shared_ptr<FileOps> fs, std::filesy
 
 Result<JournalFile::Opened> JournalFile::open(std::shared_ptr<FileOps> fs,
                                               std::filesystem::path path, uint64_t generation,
-                                              const RecordSink& sink) {
+                                              TornCreation torn, const RecordSink& sink) {
   const std::string name = path.string();
   HOSTPORT_TRY(UniqueFd fd, fs->open(path, O_RDWR, 0));
   auto image = readAll(*fs, fd.get());
   if (!image) return withContext(image.error(), "journal " + name);
 
+  if (image->size() < kJournalHeaderBytes && torn == TornCreation::kImpossible) {
+    return std::unexpected(ioError(
+        name, "is " + std::to_string(image->size()) + " bytes long, shorter than its " +
+                  std::to_string(kJournalHeaderBytes) +
+                  "-byte header, which was on disk before the journal became live: it was "
+                  "emptied or cut since, and acknowledged leases may be lost; refusing to start "
+                  "(inspect or restore the file)"));
+  }
   if (image->size() < kJournalHeaderBytes) {
-    // Creation fsyncs the header before the journal becomes live, so a short header means no
-    // record was ever acknowledged here: start it over.
-    const uint64_t torn = image->size();
+    // Not yet live (see TornCreation): no record was ever acknowledged here, so start it over.
+    const uint64_t tornBytes = image->size();
     const std::string header = journalHeader(generation);
     if (auto ok = fs->ftruncate(fd.get(), 0); !ok) return withContext(ok.error(), name);
     if (auto ok = writeAll(*fs, fd.get(), header, 0); !ok) return withContext(ok.error(), name);
     if (auto ok = fs->fsync(fd.get()); !ok) return withContext(ok.error(), name);
-    JournalScan scan{.validEnd = header.size(), .tornTail = torn > 0, .tornBytes = torn};
+    JournalScan scan{.validEnd = header.size(), .tornTail = tornBytes > 0, .tornBytes = tornBytes};
     return Opened{
         JournalFile(std::move(fs), std::move(fd), std::move(path), generation, header.size()),
         scan};

@@ -13,6 +13,25 @@
 //   kMaxRecordBytes is invalid, so zero-filled space after a crash is never mistaken for a record.
 // - Writes use pwrite at a tracked offset instead of O_APPEND, so the end is exactly what this
 //   process wrote and synced.
+// - A header shorter than 16 bytes (an empty file too) is a creation torn by a crash only where
+//   a crash can leave one, and is refused everywhere else. create() writes the header and fsyncs
+//   it; a journal becomes live when a snapshot of its generation is renamed into place, and that
+//   rename comes after the header's fsync and a directory fsync (snapshot.h, compaction steps
+//   2-4; a new store's first snapshot, writeFirstSnapshot(), after createJournal's). So:
+//     journal.G next to snapshot G      live, its header durable: short is a refusal (kIo naming
+//                                       the file), as a missing one is (state_dir.h). Open with
+//                                       TornCreation::kImpossible.
+//     journal.0 with no snapshot        a new store that crashed before its first snapshot, or a
+//                                       store written before every store had one: no record of it
+//                                       was acknowledged while its header was short (the agent
+//                                       serves after recovery, which fsyncs the header first).
+//                                       Short is started over. TornCreation::kPossible.
+//     journal.(G+1) next to snapshot G  a compaction that crashed before its rename: never
+//                                       opened, only checked to hold no record and removed
+//                                       (state_dir.h), whatever its length.
+//   What this cannot tell: a live journal cut back to its header or to a frame boundary reads as
+//   one with fewer records, and journal.0 emptied next to no snapshot (only a store written
+//   before first snapshots existed has that) as a torn creation.
 
 #include <cstdint>
 #include <filesystem>
@@ -56,6 +75,12 @@ using RecordSink = std::function<Result<void>(std::string_view payload, uint64_t
 Result<JournalScan> scanFrames(std::string_view file, uint64_t start, std::string_view name,
                                const RecordSink& sink);
 
+/// Whether a crash can have left a journal's header short (see the design note).
+enum class TornCreation {
+  kImpossible,  // a snapshot names this journal: a short header is a loud kIo error
+  kPossible,    // journal.0 before the store's first snapshot: a short header is started over
+};
+
 class JournalFile {
  public:
   struct Opened;
@@ -65,10 +90,11 @@ class JournalFile {
   static Result<JournalFile> create(std::shared_ptr<FileOps> fs, std::filesystem::path path,
                                     uint64_t generation);
   /// Opens an existing journal, feeds every good record to `sink` in order, and cuts a torn
-  /// tail away (ftruncate + fsync). A header shorter than 16 bytes is a journal whose creation
-  /// was torn: it held no records and is rewritten empty.
+  /// tail away (ftruncate + fsync). A header shorter than 16 bytes is, with `torn` kPossible, a
+  /// journal whose creation was torn: it held no records and is rewritten empty; with
+  /// kImpossible, a file cut or emptied after the fact: kIo naming it, the file left as it is.
   static Result<Opened> open(std::shared_ptr<FileOps> fs, std::filesystem::path path,
-                             uint64_t generation, const RecordSink& sink);
+                             uint64_t generation, TornCreation torn, const RecordSink& sink);
 
   JournalFile(JournalFile&&) = default;
   JournalFile& operator=(JournalFile&&) = default;

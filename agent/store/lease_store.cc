@@ -48,8 +48,9 @@ Result<std::optional<uint64_t>> adoptSnapshot(FileOps& fs, const std::filesystem
 /// Replays the live journal at `path` onto `state`, cutting a torn tail, and returns it open for
 /// appends.
 Result<JournalFile> replayJournal(const std::shared_ptr<FileOps>& fs,
-                                  const std::filesystem::path& path, ReplayState& state,
-                                  RecoveryStats& recovery, const StickySink& sticky) {
+                                  const std::filesystem::path& path, TornCreation torn,
+                                  ReplayState& state, RecoveryStats& recovery,
+                                  const StickySink& sticky) {
   // Sizing the table up front saves rehashing and moving every lease as it grows; records are
   // rarely smaller than ~100 bytes, so this over-reserves a little at most.
   if (auto fd = fs->open(path, O_RDONLY, 0)) {
@@ -69,7 +70,8 @@ Result<JournalFile> replayJournal(const std::shared_ptr<FileOps>& fs,
     }
     return {};
   };
-  HOSTPORT_TRY(JournalFile::Opened opened, JournalFile::open(fs, path, recovery.generation, apply));
+  HOSTPORT_TRY(JournalFile::Opened opened,
+               JournalFile::open(fs, path, recovery.generation, torn, apply));
   recovery.recordsReplayed = opened.scan.records;
   recovery.tornTailDropped = opened.scan.tornTail;
   recovery.tornBytes = opened.scan.tornBytes;
@@ -171,12 +173,19 @@ Result<std::vector<Lease>> LeaseStore::recover(const StickySink& sticky) {
   }
   if (plan.refusal) return withContext(*plan.refusal, where);
   // Nothing on disk has changed up to here, so each refusal above leaves every file as it was.
+  // Only journal.0 before the store's first snapshot can have been left short by a crash.
+  const bool hasSnapshot = snapshotGeneration->has_value();
+  const TornCreation torn = hasSnapshot ? TornCreation::kImpossible : TornCreation::kPossible;
   auto journal = plan.liveJournalExists
-                     ? replayJournal(fs_, plan.liveJournal, state, recovery, sticky)
+                     ? replayJournal(fs_, plan.liveJournal, torn, state, recovery, sticky)
                      : createJournal(fs_, dir_, plan.liveJournal, recovery.generation);
   if (!journal) return withContext(journal.error(), where);
-  journal_.emplace(std::move(*journal));
   recovery.staleFilesRemoved = removeLeftovers(*fs_, dir_, plan.stale);
+  if (!hasSnapshot) {
+    // Before serving: from here on the journal is named by a snapshot (snapshot.h).
+    if (auto ok = writeFirstSnapshot(*fs_, dir_); !ok) return withContext(ok.error(), where);
+  }
+  journal_.emplace(std::move(*journal));
   std::vector<Lease> leases = state.takeSorted();
 
   recovery.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(

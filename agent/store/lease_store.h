@@ -3,13 +3,15 @@
 //
 // Files in the state directory (created 0700, files 0600):
 //   lock        flock'd by the running agent, holds its pid (informational)
-//   snapshot    all leases as of the last compaction, generation G (see snapshot.h)
+//   snapshot    all leases as of the last compaction, generation G; an empty one of generation
+//               0 from the store's first start until then (see snapshot.h)
 //   journal.G   records since that snapshot (see journal_file.h; codec in lease_codec.h)
 // What recovery makes of these and of the leftovers of interrupted compactions: state_dir.h.
 //
 // Lifecycle: open() takes the lock; recover() reads snapshot + journal once, cuts a torn tail,
-// removes leftovers of interrupted compactions and starts the committer thread; then submit()
-// and submitCompaction() from any thread. Records submitted before recover() wait for it.
+// removes leftovers of interrupted compactions, writes the first snapshot of a store that has
+// none, and starts the committer thread; then submit() and submitCompaction() from any thread.
+// Records submitted before recover() wait for it.
 //
 // Group commit: one committer thread takes everything queued, writes the records in submission
 // order with one pwrite, issues ONE fdatasync for the batch, then calls each `done` in submission

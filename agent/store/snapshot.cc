@@ -20,6 +20,20 @@ std::unexpected<Error> corrupt(std::string message) {
   return fail(ErrorCode::kDecode, "snapshot: " + std::move(message));
 }
 
+/// Compaction step 1: `image` in <dir>/snapshot.tmp, fsynced. The error names the step.
+Result<void> writeSnapshotTmp(FileOps& fs, const std::filesystem::path& tmpPath,
+                              std::string_view image) {
+  auto fd = fs.open(tmpPath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!fd) return withContext(fd.error(), "creating " + tmpPath.string());
+  if (auto ok = writeAll(fs, fd->get(), image, 0); !ok) {
+    return withContext(ok.error(), "writing " + tmpPath.string());
+  }
+  if (auto ok = fs.fsync(fd->get()); !ok) {
+    return withContext(ok.error(), "fsync of " + tmpPath.string());
+  }
+  return {};
+}
+
 }  // namespace
 
 std::filesystem::path journalPath(const std::filesystem::path& dir, uint64_t generation) {
@@ -157,6 +171,28 @@ Result<Snapshot> readSnapshot(FileOps& fs, const std::filesystem::path& dir) {
   return snapshot;
 }
 
+Result<void> writeFirstSnapshot(FileOps& fs, const std::filesystem::path& dir) {
+  const auto tmpPath = dir / kSnapshotTmpName;
+  const std::string context = "first snapshot of " + dir.string();
+  HOSTPORT_TRY(const std::string image, encodeSnapshot(0, {}));
+  if (auto ok = writeSnapshotTmp(fs, tmpPath, image); !ok) {
+    (void)fs.unlink(tmpPath);
+    return withContext(ok.error(), context);
+  }
+  // Step 3: journal.0's name is durable before the switch, whoever created it.
+  if (auto ok = fs.syncDir(dir); !ok) {
+    (void)fs.unlink(tmpPath);
+    return withContext(ok.error(), context + ": fsync of the directory");
+  }
+  if (auto ok = fs.rename(tmpPath, dir / kSnapshotName); !ok) {
+    return withContext(ok.error(), context + ": installing the snapshot");
+  }
+  if (auto ok = fs.syncDir(dir); !ok) {
+    return withContext(ok.error(), context + ": fsync of the directory");
+  }
+  return {};
+}
+
 std::expected<JournalFile, CompactionError> compact(std::shared_ptr<FileOps> fs,
                                                     const std::filesystem::path& dir,
                                                     uint64_t newGeneration,
@@ -165,25 +201,19 @@ std::expected<JournalFile, CompactionError> compact(std::shared_ptr<FileOps> fs,
   const auto tmpPath = dir / kSnapshotTmpName;
   const auto newJournalPath = journalPath(dir, newGeneration);
   // Before the rename nothing live has changed: clean up and keep the old generation.
+  // `step` empty: the error names its step already.
   auto abandon = [&](Error error, std::string_view step) {
     (void)fs->unlink(tmpPath);
     (void)fs->unlink(newJournalPath);
     error.message = "compaction to generation " + std::to_string(newGeneration) + ": " +
-                    std::string(step) + ": " + error.message;
+                    (step.empty() ? "" : std::string(step) + ": ") + error.message;
     return std::unexpected(CompactionError{std::move(error), false});
   };
 
   auto image = encodeSnapshot(newGeneration, leases, sticky);
   if (!image) return abandon(image.error(), "encoding the snapshot");
-  {
-    auto fd = fs->open(tmpPath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (!fd) return abandon(fd.error(), "creating " + tmpPath.string());
-    if (auto ok = writeAll(*fs, fd->get(), *image, 0); !ok) {
-      return abandon(ok.error(), "writing " + tmpPath.string());
-    }
-    if (auto ok = fs->fsync(fd->get()); !ok) {
-      return abandon(ok.error(), "fsync of " + tmpPath.string());
-    }
+  if (auto ok = writeSnapshotTmp(*fs, tmpPath, *image); !ok) {
+    return abandon(ok.error(), "");
   }
   auto journal = JournalFile::create(fs, newJournalPath, newGeneration);
   if (!journal) return abandon(journal.error(), "creating the new journal");

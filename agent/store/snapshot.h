@@ -19,6 +19,12 @@
 //     5. unlink journal.G (best effort; startup deletes it otherwise).
 //   Nothing is appended to journal.(G+1) until step 4 has returned, so at startup a journal.(G+1)
 //   next to snapshot G is a leftover of an interrupted compaction and must be empty.
+// - A new store gets its snapshot the same way, before it serves: journal.0 is created (header
+//   fsynced, then the directory), then an empty snapshot of generation 0 is renamed into place
+//   (writeFirstSnapshot). From then on every live journal is named by a snapshot, so a live
+//   journal that is missing or shorter than its header was removed or cut after the fact, never
+//   by a crash (journal_file.h). A store written before first snapshots existed (journal.0
+//   alone) gets its first snapshot at its next start, when its journal.0 has been replayed.
 
 #include <cstdint>
 #include <filesystem>
@@ -69,6 +75,11 @@ struct CompactionError {
   /// directory fsync after it failed, so which generation is durable is unknown.
   bool switchUncertain = false;
 };
+
+/// Makes journal.0 of a store with no snapshot live for good: an empty snapshot of generation 0
+/// (the state before journal.0's first record), written as compaction writes one (steps 1, 3 and
+/// 4). Call once journal.0's header is durable.
+Result<void> writeFirstSnapshot(FileOps& fs, const std::filesystem::path& dir);
 
 /// Runs compaction steps 1-5 (see above) and returns the new, empty live journal.
 std::expected<JournalFile, CompactionError> compact(std::shared_ptr<FileOps> fs,

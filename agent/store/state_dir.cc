@@ -43,6 +43,12 @@ StateDirPlan classifyStateDir(const std::filesystem::path& dir,
                              plan.liveJournal.string() +
                              " is missing; acknowledged leases may be lost, refusing to start",
                          {}};
+  } else if (!plan.liveJournalExists && plan.nextJournal) {
+    plan.refusal = Error{ErrorCode::kIo,
+                         plan.nextJournal->string() + " is there but neither the snapshot nor " +
+                             plan.liveJournal.string() +
+                             " is; acknowledged leases may be lost, refusing to start",
+                         {}};
   }
   return plan;
 }

@@ -3,7 +3,10 @@
 // anything is touched, so a refusal leaves every file as it was. Design note: with the snapshot
 // at generation G (no snapshot: G = 0; see snapshot.h for the compaction order),
 //   journal.G        the live journal. Replayed; missing is a refusal when there is a snapshot
-//                    (its records would be lost) and a new store when there is none.
+//                    (its records would be lost) and a new store when there is none, unless
+//                    journal.1 is there: only a compaction makes one, and its old journal.0 goes
+//                    after its snapshot is in place, so both gone means the snapshot was lost.
+//                    Short: journal_file.h says when a crash can leave it so.
 //   journal.<G       stale: its records are in the snapshot, its unlink had not happened.
 //   journal.(G+1)    left by a compaction interrupted before its rename. Stale only if it holds
 //                    no records, which needs its size: checkNextJournalIsEmpty() asks FileOps.

@@ -2,12 +2,18 @@
 // error code and leave the node's whole nftables ruleset exactly as it was: both on a fresh node
 // and on one where another pod already has mappings.
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
+#include "common/unique_fd.h"
 #include "tests/support/plugin_fixture.h"
+#include "tests/support/temp_dir.h"
 
 namespace hostport::test {
 namespace {
@@ -178,6 +184,63 @@ TEST_P(PluginBadInputTest, FailsWithTheRightCodeAndLeavesTheRulesetUnchanged) {
   EXPECT_EQ(rulesetDifference(before, after), "")
       << "the failed ADD changed the ruleset; stdin: " << stdinText;
   EXPECT_THAT(ownedBy(entries(), pod->owner()), ::testing::IsEmpty());
+}
+
+// CNI_NETNS must name a network namespace: anything else there would get forwards (and, with an
+// agent, a lease the reconciler could never judge gone). The plugin runs as the runtime runs it,
+// as root in the node's mount namespace, so it sees every path below as the runtime does.
+class PluginBadNetnsTest : public PluginFixture {
+ protected:
+  PluginBadNetnsTest() : PluginFixture(HOSTPORT_PLUGIN_PATH) {}
+  TempDir scratch_;
+};
+
+TEST_F(PluginBadNetnsTest, RefusesACniNetnsThatIsNoNetworkNamespaceWithCode4NamingIt) {
+  const std::string file = (scratch_ / "file").string();
+  std::ofstream(file) << "not a namespace";
+  const std::string fifo = (scratch_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);  // the plugin must not block opening it
+  const std::string dir = (scratch_ / "dir").string();
+  std::filesystem::create_directory(dir);
+  const std::string missing = (scratch_ / "missing").string();
+  // Some sandboxes deny even root the namespaces of their pid 1; refused all the same.
+  const UniqueFd initMnt(::open("/proc/1/ns/mnt", O_PATH | O_CLOEXEC));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {file, "is a regular file, not a network namespace"},
+      {fifo, "is a FIFO, not a network namespace"},
+      {"/dev/zero", "is a character device, not a network namespace"},
+      {"/proc/1/ns/mnt", initMnt.valid() ? "is a mnt namespace, not a network namespace"
+                                         : "cannot be opened: Permission denied"},
+      {"/proc/self/ns/mnt", "is a mnt namespace, not a network namespace"},
+      {"/proc/self/ns/pid", "is a pid namespace, not a network namespace"},
+      {dir, "is a directory, not a network namespace"},
+      {missing, "does not exist"},
+      {"proc/1/ns/net", "must be an absolute path of printable characters"},
+  };
+  Pod* pod = bridgedPod("pod-a");
+  ASSERT_NE(pod, nullptr);
+  const std::string config = node()
+                                 .pluginConfig(defaultCniVersion(), {}, pod->bridgeResult,
+                                               {{kHostPort, kContainerPort, "tcp"}})
+                                 .dump();
+  ASSERT_OK_AND_ASSIGN(const std::string before, rulesetJson(nodeNetns()));
+  for (const auto& [netns, what] : cases) {
+    SCOPED_TRACE(netns);
+    ASSERT_OK_AND_ASSIGN(auto result,
+                         node().invokePlugin("ADD", *pod, config, {{"CNI_NETNS", netns}}));
+    EXPECT_FALSE(result.timedOut);
+    EXPECT_THAT(result, FailsWithCode(kInvalidEnvironment));
+    auto error = parseCniError(result.out);
+    ASSERT_OK(error) << result.out;
+    EXPECT_EQ(error->msg, "CNI_NETNS: \"" + netns + "\" " + what);
+    ASSERT_OK_AND_ASSIGN(const std::string after, rulesetJson(nodeNetns()));
+    EXPECT_EQ(rulesetDifference(before, after), "") << "the refused ADD changed the ruleset";
+  }
+  EXPECT_THAT(ownedBy(entries(), pod->owner()), ::testing::IsEmpty());
+
+  // The control: the pod's own netns path is taken.
+  ASSERT_OK_AND_ASSIGN(auto added, node().invokePlugin("ADD", *pod, config));
+  EXPECT_THAT(added, Succeeded());
 }
 
 std::vector<Scenario> scenarios() {

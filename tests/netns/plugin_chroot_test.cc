@@ -26,12 +26,14 @@ class PluginChrootTest : public AgentPluginTest {
     fs::copy_file(HOSTPORT_PLUGIN_PATH, root_ / "hostport");
     // The runtime's view of the plugin: a program that enters the empty root. Bound in, in a
     // mount namespace of the plugin's own so nothing leaks to the host: the temp base (where the
-    // agent keeps its socket, state dir and release spool) at its own path, and /proc (the
-    // kernel's, which every node has: route_localnet lives there).
+    // agent keeps its socket, state dir and release spool) at its own path, /proc (the
+    // kernel's, which every node has: route_localnet lives there) and /run/netns (where the
+    // pods' CNI_NETNS are, which the plugin checks: the runtime's paths are the node's).
     const std::string base = fs::path(root_.path()).parent_path().string();
     const std::string rootPath = (root_ / "root").string();
     fs::create_directories(rootPath + base);
     fs::create_directories(rootPath + "/proc");
+    fs::create_directories(rootPath + "/run/netns");
     fs::rename(root_ / "hostport", rootPath + "/hostport");
     // Named as the plugin, so the harness configures it as it does the plugin itself.
     fs::create_directories(root_ / "bin");
@@ -40,6 +42,7 @@ class PluginChrootTest : public AgentPluginTest {
                             << "exec /usr/bin/unshare --mount --propagation private /bin/sh -c '"
                             << "/bin/mount --bind " << base << " " << rootPath << base
                             << " && /bin/mount --rbind /proc " << rootPath << "/proc"
+                            << " && /bin/mount --rbind /run/netns " << rootPath << "/run/netns"
                             << " && exec /usr/sbin/chroot " << rootPath << " /hostport'\n";
     fs::permissions(wrapper_, fs::perms::owner_all);
     pluginPath_ = wrapper_;

@@ -195,6 +195,48 @@ TEST(CniEnvTest, RequiresNetnsForAddAndCheck) {
   }
 }
 
+TEST(CniEnvTest, ChecksThatTheNetnsOfAnAddOrCheckIsANetworkNamespace) {
+  std::vector<std::string> asked;
+  const NetnsCheck regularFile = [&asked](const std::string& path) -> Result<void> {
+    asked.push_back(path);
+    return std::unexpected(Error{ErrorCode::kInvalidArgument,
+                                 "is a regular file, not a network namespace",
+                                 {},
+                                 std::make_error_code(std::errc::invalid_argument)});
+  };
+  for (const std::string verb : {"ADD", "CHECK"}) {
+    Environment environment = addEnvironment();
+    environment["CNI_COMMAND"] = verb;
+    const auto env = parse(environment);
+    ASSERT_TRUE(env.has_value()) << env.error().message;
+    const auto checked = checkCniNetns(*env, regularFile);
+    ASSERT_FALSE(checked.has_value()) << verb;
+    EXPECT_EQ(checked.error().code, ErrorCode::kInvalidEnvironment);
+    EXPECT_EQ(checked.error().message,
+              "CNI_NETNS: \"/var/run/netns/cni-1234\" is a regular file, not a network "
+              "namespace");
+    EXPECT_EQ(checked.error().cause, std::make_error_code(std::errc::invalid_argument));
+  }
+  EXPECT_EQ(asked.size(), 2u);
+
+  // Never looked up: a relative path (it would be read from the plugin's working directory), and
+  // DEL's netns, which may be gone.
+  Environment relative = addEnvironment();
+  relative["CNI_NETNS"] = "proc/1/ns/net";
+  const auto env = parse(relative);
+  ASSERT_TRUE(env.has_value()) << env.error().message;
+  const auto checked = checkCniNetns(*env, regularFile);
+  ASSERT_FALSE(checked.has_value());
+  EXPECT_EQ(checked.error().message,
+            "CNI_NETNS: \"proc/1/ns/net\" must be an absolute path of printable characters");
+  Environment del = addEnvironment();
+  del["CNI_COMMAND"] = "DEL";
+  const auto delEnv = parse(del);
+  ASSERT_TRUE(delEnv.has_value());
+  EXPECT_TRUE(checkCniNetns(*delEnv, regularFile).has_value());
+  EXPECT_EQ(asked.size(), 2u);
+}
+
 TEST(CniEnvTest, AcceptsDelWithEmptyNetnsAsContainerdSendsAtSandboxRemoval) {
   Environment environment = addEnvironment();
   environment["CNI_COMMAND"] = "DEL";

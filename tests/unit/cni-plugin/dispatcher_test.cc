@@ -83,7 +83,13 @@ class DispatcherTest : public ::testing::Test {
           agentSocketUsed_ = socketPath;
           return std::unique_ptr<PortAuthority>(new ForwardingPortAuthority(agent_));
         },
-        [this] { return now_; }};
+        [this] { return now_; },
+        [this](const std::string& path) -> Result<void> {
+          netnsChecked_.push_back(path);
+          const auto found = notNetns_.find(path);
+          if (found == notNetns_.end()) return {};
+          return fail(ErrorCode::kInvalidArgument, found->second);
+        }};
     const int code = runPlugin(io, backends);
     return {code, out.str(), err.str()};
   }
@@ -156,6 +162,8 @@ class DispatcherTest : public ::testing::Test {
   FakePortAuthority agent_{&ruleset_};
   std::string agentSocketUsed_;
   int rulesetOpened_ = 0;
+  std::map<std::string, std::string> notNetns_;  // path -> what the netns check says it is
+  std::vector<std::string> netnsChecked_;
   test::TempDir stateDir_;  // STATUS's record, never the node's /var/lib/cni/hostport
   BootInstant now_{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", std::chrono::hours(1)};
 };
@@ -248,6 +256,38 @@ TEST_F(DispatcherTest, BadEnvironmentIsCode4) {
   env_["CNI_IFNAME"] = "eth0";
   env_["CNI_CONTAINERID"] = "bad\"id";
   EXPECT_EQ(run("ADD", config().dump()).document()["code"], 4);
+}
+
+// A lease for a netns that is not one would forward to a sandbox that cannot exist, and one the
+// agent could never judge gone: refused as a bad environment before anyone is asked for ports.
+TEST_F(DispatcherTest, RefusesACniNetnsThatIsNoNetworkNamespaceWithCode4) {
+  notNetns_["/run/netns/p"] = "is a regular file, not a network namespace";
+  for (const std::string verb : {"ADD", "CHECK"}) {
+    SCOPED_TRACE(verb);
+    const auto outcome = run(verb, agentConfig().dump());
+    EXPECT_EQ(outcome.exitCode, 1);
+    EXPECT_EQ(outcome.document()["code"], 4) << outcome.out;
+    EXPECT_EQ(outcome.document()["msg"],
+              "CNI_NETNS: \"/run/netns/p\" is a regular file, not a network namespace");
+  }
+  EXPECT_TRUE(agent_.leases.empty());
+  EXPECT_EQ(rulesetOpened_, 0);
+  EXPECT_TRUE(agentSocketUsed_.empty());
+
+  // Relative paths are never looked up: they would be read from the plugin's working directory.
+  env_["CNI_NETNS"] = "proc/1/ns/net";
+  netnsChecked_.clear();
+  const auto relative = run("ADD", agentConfig().dump());
+  EXPECT_EQ(relative.document()["code"], 4) << relative.out;
+  EXPECT_EQ(relative.document()["msg"].get<std::string>().rfind("CNI_NETNS: ", 0), 0u)
+      << relative.out;
+  EXPECT_TRUE(netnsChecked_.empty());
+}
+
+TEST_F(DispatcherTest, DelDoesNotLookAtTheNetnsWhichMayBeGone) {
+  notNetns_["/run/netns/p"] = "does not exist";
+  EXPECT_EQ(run("DEL", config().dump()).exitCode, 0);
+  EXPECT_TRUE(netnsChecked_.empty());
 }
 
 TEST_F(DispatcherTest, SkipsMappingsForAFamilyTheContainerLacks) {

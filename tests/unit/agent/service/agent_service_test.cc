@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <optional>
@@ -755,6 +756,83 @@ TEST_F(AgentServiceLogTest, ACompactionThatLeavesTheStoreWorkingKeepsTheAgentHea
   EXPECT_TRUE(agent.service().healthy());
   EXPECT_TRUE(log_.events("agent.unhealthy").empty()) << log_.text();
   EXPECT_TRUE(agent.allocate(request("after", "ns", "p")));
+}
+
+/// The `failures=N` of a store.compaction_failed line.
+uint64_t failuresOf(const std::string& line) {
+  const auto at = line.rfind(" failures=");
+  return at == std::string::npos ? 0 : std::stoull(line.substr(at + 10));
+}
+
+// A full disk fails the compaction that every write queues, thousands a second under load: one
+// line a second, and the lines' counts add up to every failure.
+TEST_F(AgentServiceLogTest, LogsCompactionsThatKeepFailingOnceASecondCountingThem) {
+  auto faulty = std::make_shared<FaultyFileOps>();
+  Agent agent(dir_, probe_, faulty, ServiceOptions{1});  // compact after every write
+  faulty->failAlways(Op::kFsync, ENOSPC);  // each compaction's snapshot fsync; records still sync
+  const int fsyncsBefore = faulty->calls(Op::kFsync);
+  // Every queued compaction has run and logged once a record submitted after it is answered.
+  const auto drain = [&] {
+    Waiter<Result<void>> barrier;
+    agent.store().submit(
+        {store::JournalRecord::Kind::kRelease, Lease{{"barrier", "eth0"}, {}, {}, {}, {}}},
+        barrier.callback());
+    ASSERT_OK(barrier.get());
+  };
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(agent.allocate(request("c", "ns", "p")));
+    ASSERT_TRUE(agent.release({"c", "eth0"}));
+  }
+  ASSERT_NO_FATAL_FAILURE(drain());
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
+          .count();
+  const int failed = faulty->calls(Op::kFsync) - fsyncsBefore;  // one fsync per compaction
+  auto lines = log_.events("store.compaction_failed");
+  ASSERT_GE(failed, 2);
+  ASSERT_FALSE(lines.empty()) << log_.text();
+  EXPECT_LE(lines.size(), static_cast<size_t>(seconds) + 1) << failed << " failures";
+  EXPECT_THAT(lines[0], HasSubstr(" store_failed=false failures=1"));
+
+  // A line after the interval stands for everything held back since the one before.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_TRUE(agent.allocate(request("d", "ns", "p")));
+  ASSERT_NO_FATAL_FAILURE(drain());
+  lines = log_.events("store.compaction_failed");
+  uint64_t counted = 0;
+  for (const auto& line : lines) counted += failuresOf(line);
+  EXPECT_EQ(counted, static_cast<uint64_t>(faulty->calls(Op::kFsync) - fsyncsBefore))
+      << log_.text();
+  EXPECT_FALSE(agent.store().stats().failed);
+  EXPECT_TRUE(agent.service().healthy());
+}
+
+// The plugin checks CNI_NETNS; the agent, which records the namespace's identity and judges the
+// sandbox by it, checks again rather than trust it.
+TEST_F(AgentServiceLogTest, RefusesAGrantWhoseNetnsIsNoNetworkNamespace) {
+  Agent agent(dir_, probe_);
+  const std::string file = (dir_ / "not-a-netns").string();
+  std::ofstream(file) << "x";
+  for (const auto& [path, what] : {std::pair<std::string, std::string>{file, "a regular file"},
+                                   {"/proc/self/ns/mnt", "a mnt namespace"}}) {
+    AllocationRequest r = request("c1", "ns", "p1");
+    r.netns = path;
+    const auto lease = agent.allocate(r);
+    ASSERT_FALSE(lease.has_value()) << path;
+    EXPECT_EQ(lease.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(lease.error().message,
+              "netns: \"" + path + "\" is " + what + ", not a network namespace");
+  }
+  EXPECT_FALSE(agent.service().get({"c1", "eth0"}).has_value());
+  const auto refused = log_.events("alloc.refused");
+  ASSERT_EQ(refused.size(), 2u) << log_.text();
+  EXPECT_THAT(refused[0], ::testing::StartsWith("alloc.refused key=c1/eth0 pod=ns/p1 code="));
+  // A network namespace is recorded by its identity.
+  AllocationRequest r = request("c1", "ns", "p1");
+  r.netns = "/proc/self/ns/net";
+  ASSERT_OK_AND_ASSIGN(const Lease lease, agent.allocate(r));
+  EXPECT_TRUE(lease.netnsId.known());
 }
 
 TEST_F(AgentServiceLogTest, LogsASocketSnapshotThatFailed) {

@@ -136,6 +136,22 @@ TEST_F(RecoveryTest, RefusesOverlappingLeases) {
   EXPECT_THAT(state.error().message, StartsWith("cannot restore a recovered lease: "));
 }
 
+TEST_F(RecoveryTest, LogsStoreFailedNamingTheFileWhenTheStoreRefusesItsState) {
+  ASSERT_NO_FATAL_FAILURE(writeGrants({lease("c1", 30000)}));
+  const auto journal = dir_ / "journal.0";
+  store::testing::writeFile(journal, "");
+  auto state = recover();
+  ASSERT_FALSE(state);
+  EXPECT_EQ(state.error().code, ErrorCode::kIo);
+  EXPECT_THAT(state.error().message, StartsWith("cannot recover leases: "));
+  const auto lines = log_.events("store.failed");
+  ASSERT_EQ(lines.size(), 1u) << log_.text();
+  EXPECT_THAT(lines[0], StartsWith("store.failed cause=\"lease store " + dir_.path() +
+                                   ": journal " + journal.string() + ": is 0 bytes long"));
+  EXPECT_THAT(lines[0], HasSubstr(" exit_in_ms=0"));
+  EXPECT_TRUE(log_.events("store.recovered").empty());
+}
+
 TEST_F(RecoveryTest, RefusesAStateDirAnotherAgentHolds) {
   auto holder = LeaseStore::open(dir_.path());
   ASSERT_OK(holder);

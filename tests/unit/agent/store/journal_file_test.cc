@@ -48,8 +48,10 @@ class JournalFileTest : public ::testing::Test {
     return offsets;
   }
 
-  Result<JournalFile::Opened> open(Replayed& replayed) {
-    return JournalFile::open(realFileOps(), path(), 7, replayed.sink());
+  /// Opens journal.7 as a live one (a snapshot names it) unless `torn` says otherwise.
+  Result<JournalFile::Opened> open(Replayed& replayed,
+                                   TornCreation torn = TornCreation::kImpossible) {
+    return JournalFile::open(realFileOps(), path(), 7, torn, replayed.sink());
   }
 
   TempDir dir_;
@@ -202,7 +204,7 @@ TEST_F(JournalFileTest, ReportsAnUnreadableRecordWithItsOffset) {
     if (++seen == 2) return fail(ErrorCode::kDecode, "journal record: unknown kind 9");
     return {};
   };
-  auto opened = JournalFile::open(realFileOps(), path(), 7, sink);
+  auto opened = JournalFile::open(realFileOps(), path(), 7, TornCreation::kImpossible, sink);
   ASSERT_FALSE(opened.has_value());
   EXPECT_EQ(opened.error().code, ErrorCode::kIo);
   EXPECT_NE(opened.error().message.find("byte offset " + std::to_string(offsets[1])),
@@ -229,14 +231,38 @@ TEST_F(JournalFileTest, RejectsAWrongMagicVersionOrGeneration) {
   }
 }
 
-TEST_F(JournalFileTest, StartsOverAJournalWhoseHeaderWasTorn) {
-  writeFile(path(), journalHeader(7).substr(0, 5));
-  Replayed replayed;
-  auto opened = open(replayed);
-  ASSERT_OK(opened);
-  EXPECT_TRUE(replayed.payloads.empty());
-  EXPECT_TRUE(opened->scan.tornTail);
-  EXPECT_EQ(readFile(path()), journalHeader(7));
+TEST_F(JournalFileTest, StartsOverAJournalWhoseHeaderWasTornBeforeItBecameLive) {
+  for (const size_t length : {size_t{0}, size_t{5}, kJournalHeaderBytes - 1}) {
+    SCOPED_TRACE(length);
+    writeFile(path(), journalHeader(7).substr(0, length));
+    Replayed replayed;
+    auto opened = open(replayed, TornCreation::kPossible);
+    ASSERT_OK(opened);
+    EXPECT_TRUE(replayed.payloads.empty());
+    EXPECT_EQ(opened->scan.tornTail, length > 0);
+    EXPECT_EQ(opened->scan.tornBytes, length);
+    EXPECT_EQ(readFile(path()), journalHeader(7));
+  }
+}
+
+// A live journal's header was fsynced before a snapshot named it, so no crash leaves it short:
+// emptied or cut, its acknowledged records are gone, and starting it over would hide that.
+TEST_F(JournalFileTest, RefusesALiveJournalShorterThanItsHeaderAndLeavesItAsItIs) {
+  for (const size_t length : {size_t{0}, size_t{1}, size_t{8}, kJournalHeaderBytes - 1}) {
+    SCOPED_TRACE(length);
+    const std::string cut = journalHeader(7).substr(0, length);
+    writeFile(path(), cut);
+    Replayed replayed;
+    auto opened = open(replayed, TornCreation::kImpossible);
+    ASSERT_FALSE(opened.has_value());
+    EXPECT_EQ(opened.error().code, ErrorCode::kIo);
+    EXPECT_EQ(opened.error().message,
+              "journal " + path().string() + ": is " + std::to_string(length) +
+                  " bytes long, shorter than its 16-byte header, which was on disk before the "
+                  "journal became live: it was emptied or cut since, and acknowledged leases may "
+                  "be lost; refusing to start (inspect or restore the file)");
+    EXPECT_EQ(readFile(path()), cut);
+  }
 }
 
 TEST_F(JournalFileTest, ScanFramesIsPureAndReportsRecordCounts) {

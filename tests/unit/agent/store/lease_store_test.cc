@@ -119,6 +119,9 @@ TEST_F(LeaseStoreTest, CreatesAPrivateStateDirectoryAndStartsEmpty) {
   ASSERT_EQ(::stat(stateDir().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_EQ(readFile(stateDir() / "journal.0"), journalHeader(0));
+  // The first snapshot names journal.0, so from now on it cannot go missing or short unnoticed.
+  EXPECT_EQ(readFile(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
+  EXPECT_FALSE(std::filesystem::exists(stateDir() / "snapshot.tmp"));
   EXPECT_EQ(readFile(stateDir() / "lock"), std::to_string(::getpid()) + "\n");
   EXPECT_EQ(store->stats().recovery.generation, 0u);
 }
@@ -474,6 +477,42 @@ TEST_F(LeaseStoreTest, KeepsEveryAcknowledgedRecordWhenCrashingAtAnyStep) {
   }
 }
 
+// The first start, crashed at each of its mutating steps (with and without losing what was not
+// fsynced): nothing was acknowledged yet, so the next start must begin an empty store, not refuse
+// a journal.0 whose creation was torn. Its journal is then guarded like any live one.
+TEST_F(LeaseStoreTest, StartsEmptyAfterACrashAtAnyStepOfTheFirstStart) {
+  for (const bool powerLoss : {false, true}) {
+    for (int step = 1;; ++step) {
+      SCOPED_TRACE("crash at step " + std::to_string(step) + (powerLoss ? " with" : " without") +
+                   " power loss");
+      std::error_code ignored;
+      std::filesystem::remove_all(stateDir(), ignored);
+      auto fs = std::make_shared<FaultyFileOps>();
+      fs->crashAfter(step);
+      bool recovered = false;
+      if (auto store = LeaseStore::open(stateDir(), {.fileOps = fs})) {
+        recovered = (*store)->recover().has_value();
+      }
+      const bool crashed = fs->crashed();
+      if (powerLoss) fs->loseUnsyncedData();
+      reopened_.reset();
+      LeaseStore* store = nullptr;
+      EXPECT_TRUE(reopenAndRecover(&store).empty());
+      ASSERT_NE(store, nullptr);
+      EXPECT_EQ(readFile(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
+      ASSERT_TRUE(submitAndWait(*store, grant(0)).has_value());
+      reopened_.reset();
+      EXPECT_EQ(reopenAndRecover().size(), 1u);
+      if (!crashed) {
+        EXPECT_TRUE(recovered);
+        EXPECT_GT(step, 5);
+        break;
+      }
+      ASSERT_LT(step, 100) << "runaway loop";
+    }
+  }
+}
+
 class LeaseStoreDiskStateTest : public LeaseStoreTest {
  protected:
   void SetUp() override { std::filesystem::create_directory(stateDir()); }
@@ -580,6 +619,109 @@ TEST_F(LeaseStoreDiskStateTest, RefusesCorruptionInTheMiddleOfTheJournalNamingTh
   EXPECT_EQ(error.code, ErrorCode::kIo);
   EXPECT_NE(error.message.find("byte offset 16"), std::string::npos) << error.message;
   EXPECT_EQ(readFile(journalPath(stateDir(), 0)), image);
+}
+
+// A live journal is named by a snapshot whose rename followed the fsync of the journal's header
+// (a new store's first snapshot included), so no crash leaves it missing or shorter than its
+// header. Emptied, cut or removed after the fact, it must stop the start, not hand out the
+// ports of the acknowledged grants it held again.
+TEST_F(LeaseStoreTest, RefusesALiveJournalEmptiedCutOrRemovedAfterAcknowledgedRecords) {
+  struct Case {
+    std::string name;
+    bool compacted;  // journal.1 after a compaction, else journal.0 of a store that never compacted
+    std::optional<size_t> keep;  // bytes left in the live journal; nullopt: removed
+  };
+  const std::vector<Case> cases = {
+      {"journal.1 emptied after a compaction", true, 0},
+      {"journal.1 cut to 7 bytes after a compaction", true, 7},
+      {"journal.1 cut to 15 bytes after a compaction", true, 15},
+      {"journal.1 removed after a compaction", true, std::nullopt},
+      {"journal.0 emptied", false, 0},
+      {"journal.0 cut to 10 bytes", false, 10},
+      {"journal.0 removed", false, std::nullopt},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::error_code ignored;
+    std::filesystem::remove_all(stateDir(), ignored);
+    {
+      auto store = openStore();
+      ASSERT_NE(store, nullptr);
+      ASSERT_OK(store->recover());
+      ASSERT_OK(submitAndWait(*store, grant(0)));
+      ASSERT_OK(submitAndWait(*store, grant(1)));
+      if (c.compacted) {
+        ASSERT_OK(compactAndWait(*store, {sampleLease(0), sampleLease(1)}));
+      }
+      ASSERT_OK(submitAndWait(*store, grant(2)));
+      ASSERT_OK(submitAndWait(*store, release(0)));
+    }
+    const auto live = journalPath(stateDir(), c.compacted ? 1 : 0);
+    ASSERT_TRUE(std::filesystem::exists(live));
+    if (c.keep) {
+      writeFile(live, readFile(live).substr(0, *c.keep));
+    } else {
+      std::filesystem::remove(live);
+    }
+    auto store = openStore();
+    ASSERT_NE(store, nullptr);
+    auto leases = store->recover();
+    if (leases) {
+      ADD_FAILURE() << "recovered " << leases->size() << " leases; 3 were acknowledged";
+      continue;
+    }
+    EXPECT_EQ(leases.error().code, ErrorCode::kIo);
+    EXPECT_NE(leases.error().message.find(live.string()), std::string::npos)
+        << leases.error().message;
+    EXPECT_NE(leases.error().message.find("refusing to start"), std::string::npos)
+        << leases.error().message;
+    // Left as found, for an operator to inspect or restore.
+    if (c.keep) {
+      EXPECT_EQ(std::filesystem::file_size(live), *c.keep);
+    } else {
+      EXPECT_FALSE(std::filesystem::exists(live));
+    }
+  }
+}
+
+// A store written before every store had a snapshot: journal.0 alone. Its records are replayed
+// and its first snapshot written, after which it is guarded as a new store's is.
+TEST_F(LeaseStoreDiskStateTest, AdoptsAJournalWithoutASnapshotAndGuardsItFromThenOn) {
+  writeJournal(0, {grant(0), grant(1), release(0)});
+  EXPECT_EQ(keysOf(reopenAndRecover()), (std::set<std::string>{sampleLease(1).key.str()}));
+  EXPECT_EQ(readFile(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
+  reopened_.reset();
+  EXPECT_EQ(reopenAndRecover().size(), 1u);  // the snapshot of generation 0 is empty
+  reopened_.reset();
+  writeFile(journalPath(stateDir(), 0), "");
+  const Error error = recoverError();
+  EXPECT_EQ(error.code, ErrorCode::kIo);
+  EXPECT_NE(error.message.find(journalPath(stateDir(), 0).string()), std::string::npos);
+}
+
+// What a crash on a first start before this version can leave: journal.0 short, no snapshot.
+TEST_F(LeaseStoreDiskStateTest, StartsOverAJournalZeroWhoseCreationWasTornWithoutASnapshot) {
+  for (const size_t length : {size_t{0}, size_t{9}}) {
+    SCOPED_TRACE(length);
+    std::filesystem::remove(stateDir() / "snapshot");
+    writeFile(journalPath(stateDir(), 0), journalHeader(0).substr(0, length));
+    LeaseStore* store = nullptr;
+    EXPECT_TRUE(reopenAndRecover(&store).empty());
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->stats().recovery.tornTailDropped, length > 0);
+    EXPECT_EQ(readFile(journalPath(stateDir(), 0)), journalHeader(0));
+    EXPECT_EQ(readFile(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
+    reopened_.reset();
+  }
+}
+
+TEST_F(LeaseStoreDiskStateTest, RefusesANextJournalWithNeitherTheSnapshotNorTheJournalBeforeIt) {
+  writeJournal(1, {});  // what a deleted snapshot leaves right after a compaction
+  const Error error = recoverError();
+  EXPECT_EQ(error.code, ErrorCode::kIo);
+  EXPECT_NE(error.message.find(journalPath(stateDir(), 1).string()), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(journalPath(stateDir(), 1)));
+  EXPECT_FALSE(std::filesystem::exists(stateDir() / "snapshot"));
 }
 
 TEST_F(LeaseStoreDiskStateTest, ReportsATornTailInTheRecoveryStats) {

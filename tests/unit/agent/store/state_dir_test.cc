@@ -112,10 +112,24 @@ TEST_F(StateDirTest, CreatesTheFirstJournalWhenThereIsNoSnapshotAndNoJournal) {
   EXPECT_FALSE(plan.refusal.has_value());
 }
 
-TEST_F(StateDirTest, ANewStoreMayFindAnEmptyNextJournal) {
-  const StateDirPlan plan = classifyStateDir(kDir, {"journal.1"}, std::nullopt);
+// Only a compaction from generation 0 makes journal.1, and it removes journal.0 only once its
+// snapshot is in place: journal.1 alone means the snapshot went, and with it the leases.
+TEST_F(StateDirTest, RefusesANextJournalWithNeitherTheSnapshotNorTheJournalBeforeIt) {
+  const StateDirPlan plan = classifyStateDir(kDir, {"lock", "journal.1"}, std::nullopt);
   EXPECT_FALSE(plan.liveJournalExists);
+  EXPECT_EQ(plan.nextJournal, kDir / "journal.1");  // checked before the refusal
+  ASSERT_TRUE(plan.refusal.has_value());
+  EXPECT_EQ(plan.refusal->code, ErrorCode::kIo);
+  EXPECT_EQ(plan.refusal->message,
+            "/state/journal.1 is there but neither the snapshot nor /state/journal.0 is; "
+            "acknowledged leases may be lost, refusing to start");
+}
+
+TEST_F(StateDirTest, AcceptsANextJournalBesideJournalZeroWithoutASnapshot) {
+  const StateDirPlan plan = classifyStateDir(kDir, {"journal.1", "journal.0"}, std::nullopt);
+  EXPECT_TRUE(plan.liveJournalExists);
   EXPECT_EQ(plan.nextJournal, kDir / "journal.1");
+  EXPECT_EQ(plan.stale, (Paths{kDir / "journal.1"}));
   EXPECT_FALSE(plan.refusal.has_value());
 }
 
