@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "tests/support/sanitized.h"
+
 namespace hostport::cni {
 namespace {
 
@@ -230,7 +232,8 @@ TEST(PluginConfigTest, ReadsAGcOfTheMostKeysOfTheLongestIdsInBothLists) {
   // What libcni sends for the largest GC the agent takes: both lists, each of kMaxGcKeys keys of
   // the longest container ID and ifname.
   json valid = json::array();
-  for (std::size_t i = 0; i < agent::api::kMaxGcKeys; ++i) {
+  const std::size_t keys = test::sizedForTheTree(agent::api::kMaxGcKeys);
+  for (std::size_t i = 0; i < keys; ++i) {
     std::string id = std::to_string(i);
     id.insert(0, kMaxContainerIdLength - id.size(), 'c');
     valid.push_back({{"containerID", id}, {"ifname", "eth0-abcdefghij"}});
@@ -242,9 +245,9 @@ TEST(PluginConfigTest, ReadsAGcOfTheMostKeysOfTheLongestIdsInBothLists) {
   ASSERT_LE(text.size(), kMaxConfigBytes);
   const auto config = parsePluginConfig(text);
   ASSERT_TRUE(config.has_value()) << config.error().message;
-  const auto keys = parseValidAttachments(*config);
-  ASSERT_TRUE(keys.has_value()) << keys.error().message;
-  EXPECT_EQ(keys->size(), agent::api::kMaxGcKeys);
+  const auto parsed = parseValidAttachments(*config);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+  EXPECT_EQ(parsed->size(), keys);
 }
 
 TEST(PluginConfigTest, TreatsAbsentOrNullGcAttachmentListsAsEmpty) {

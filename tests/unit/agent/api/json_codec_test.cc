@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/sanitized.h"
+
 namespace hostport::agent::api {
 namespace {
 
@@ -414,7 +416,8 @@ TEST(JsonCodecTest, AGcOfTheMostKeysOfTheLongestIdsFitsTheRequestLimit) {
   // The one limit both sides use must hold the largest GC the plugin accepts.
   GcRequest request;
   request.network = std::string(kMaxNetworkNameLength, 'n');
-  for (std::size_t i = 0; i < kMaxGcKeys; ++i) {
+  const std::size_t keys = test::sizedForTheTree(kMaxGcKeys);
+  for (std::size_t i = 0; i < keys; ++i) {
     std::string id = std::to_string(i);
     id.insert(0, kMaxContainerIdLength - id.size(), 'c');
     request.valid.push_back({id, "eth0-abcdefghij"});
@@ -422,13 +425,15 @@ TEST(JsonCodecTest, AGcOfTheMostKeysOfTheLongestIdsFitsTheRequestLimit) {
   ASSERT_EQ(request.valid.back().containerId.size(), kMaxContainerIdLength);
   const std::string body = dumpBody(gcRequestBody(request));
   EXPECT_LE(body.size(), kMaxGcBodyBytes);
-  EXPECT_GT(body.size(), kMaxGcBodyBytes - 64) << "the bound is tight, not a guess";
+  if (keys == kMaxGcKeys) {
+    EXPECT_GT(body.size(), kMaxGcBodyBytes - 64) << "the bound is tight, not a guess";
+  }
   EXPECT_LE(kMaxGcBodyBytes, kMaxRequestBytes);
   const auto parsed = parseBody(body);
   ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
   const auto decoded = gcRequestFromJson(*parsed);
   ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
-  EXPECT_EQ(decoded->valid.size(), kMaxGcKeys);
+  EXPECT_EQ(decoded->valid.size(), keys);
 }
 
 TEST(JsonCodecTest, EchoesHostileValuesQuotedAndCut) {
