@@ -9,6 +9,8 @@ set -euo pipefail
 readonly PROG="build-image.sh"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
+# shellcheck source=scripts/lib/apt_sources.sh
+source "${REPO_ROOT}/scripts/lib/apt_sources.sh"
 readonly DOCKERFILE="${REPO_ROOT}/daemonset/Dockerfile"
 readonly DAEMONSET="${REPO_ROOT}/daemonset/daemonset.yaml"
 # The agent runs the nft command for rules with conditions (nft/kernel/nft_context.h), so ldd
@@ -58,18 +60,6 @@ cleanup() {
   if [[ -n "$WORK" && -d "$WORK" ]]; then
     rm -rf "$WORK"
   fi
-}
-
-# The machine's apt sources: the deb822 files, else sources.list.
-sources_file() {
-  local file
-  for file in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list; do
-    if [[ -f "$file" ]]; then
-      printf '%s\n' "$file"
-      return 0
-    fi
-  done
-  die "no apt sources found (/etc/apt/sources.list.d/*.sources or /etc/apt/sources.list)"
 }
 
 # Prints the Debian package that owns the shared library at $1 (a path from ldd). With merged

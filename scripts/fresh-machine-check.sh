@@ -58,6 +58,8 @@ readonly PASS_ENV=(HOSTPORT_JOBS NODE_EXTRA_CA_CERTS http_proxy https_proxy no_p
 readonly LOCAL_CAS="/usr/local/share/ca-certificates"
 # shellcheck source=scripts/lib/podman.sh
 source "${REPO_ROOT}/scripts/lib/podman.sh"
+# shellcheck source=scripts/lib/apt_sources.sh
+source "${REPO_ROOT}/scripts/lib/apt_sources.sh"
 
 # PID 1 in the container: runs "$@" in a process group of its own (set -m, so SIGINT is not
 # ignored in it and the demo's traps work), forwards SIGINT and SIGTERM to that group (podman's
@@ -137,19 +139,6 @@ builds the plugin and the agent, about 10+ minutes; the test about an hour (ever
 every tier, the sanitizer stage). A full run needs about ${MIN_FREE_GIB} GiB free in DIR.
 Needs root, mmdebstrap, podman, runc and git (scripts/setup.sh installs them).
 EOF
-}
-
-# The machine's apt sources, as scripts/build-image.sh picks them: the first deb822 file, else
-# sources.list.
-sources_file() {
-  local file
-  for file in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list; do
-    if [[ -f "$file" ]]; then
-      printf '%s\n' "$file"
-      return 0
-    fi
-  done
-  die "no apt sources found (/etc/apt/sources.list.d/*.sources or /etc/apt/sources.list)"
 }
 
 # Formats seconds (an integer, or with a fraction) as 1h02m03s, 12m34s or 5.2s.
