@@ -79,12 +79,6 @@ constexpr auto kCompactionWaitTimeout = 5s;  // then the kill happens anyway
 // ---------------------------------------------------------------------------------------------
 // The agent and its state dir
 
-/// The agent under test: the built one unless HOSTPORT_TEST_AGENT names another.
-std::string agentPath() {
-  const char* path = std::getenv("HOSTPORT_TEST_AGENT");
-  return path != nullptr && *path != '\0' ? path : HOSTPORT_AGENT_PATH;
-}
-
 /// The "store.recovered leases=N ms=M ..." line of the agent's current run, or "" if absent.
 std::string recoveryLine(const AgentProcess& agent) {
   std::istringstream in(agent.runLog());
@@ -647,12 +641,13 @@ class AgentCrashTest : public ::testing::Test {
     if (agent_) return agent_->restart();
     std::ostringstream config;
     config << "compactAfterJournalBytes: " << kCompactAfterJournalBytes << "\n";
-    HOSTPORT_TRY(agent_, AgentProcess::start(agentPath(), {.portRange = kPool.str(),
-                                                           .configYaml = config.str(),
-                                                           .reserveLocalPorts = false,
-                                                           .logLevel = "info",
-                                                           .readyTimeout = kReadyTimeout,
-                                                           .privateNetns = true}));
+    HOSTPORT_TRY(agent_, AgentProcess::start(test::agentUnderTest(HOSTPORT_AGENT_PATH),
+                                             {.portRange = kPool.str(),
+                                              .configYaml = config.str(),
+                                              .reserveLocalPorts = false,
+                                              .logLevel = "info",
+                                              .readyTimeout = kReadyTimeout,
+                                              .privateNetns = true}));
     return {};
   }
 

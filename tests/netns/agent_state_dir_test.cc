@@ -13,10 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +22,7 @@
 #include "agent/api/agent_client.h"
 #include "agent/lease.h"
 #include "tests/support/agent_process.h"
+#include "tests/support/live_journal_damage.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/wait.h"
@@ -42,19 +41,8 @@ using ::testing::HasSubstr;
 constexpr uint64_t kCompactAfterJournalBytes = 4096;
 constexpr int kGrantsAfterCompaction = 5;
 
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void writeFile(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-/// The agent under test: the built one unless HOSTPORT_TEST_AGENT names another.
-std::string agentPath() {
-  const char* path = std::getenv("HOSTPORT_TEST_AGENT");
-  return path != nullptr && *path != '\0' ? path : HOSTPORT_AGENT_PATH;
 }
 
 agent::AllocationRequest requestFor(int i) {
@@ -87,7 +75,7 @@ class AgentStateDirTest : public ::testing::Test {
       options.configYaml =
           "compactAfterJournalBytes: " + std::to_string(kCompactAfterJournalBytes) + "\n";
     }
-    return AgentProcess::start(agentPath(), options);
+    return AgentProcess::start(agentUnderTest(HOSTPORT_AGENT_PATH), options);
   }
 
   /// Acknowledged grants and a release. With `compacting`: grants until the compaction to
@@ -130,32 +118,13 @@ class AgentStateDirTest : public ::testing::Test {
 // Issue 29, item 5: after a compaction, `: > state/journal.1` and a restart came up with the
 // snapshot's leases alone, no error, and granted the lost leases' ports again.
 TEST_F(AgentStateDirTest, RefusesToStartOnALiveJournalEmptiedCutOrRemoved) {
-  struct Damage {
-    std::string name;
-    bool compacting;             // the live journal is journal.1 after a compaction, else journal.0
-    std::optional<size_t> keep;  // bytes left of it; nullopt: removed
-  };
-  const std::vector<Damage> damages = {
-      {"journal.1 emptied after a compaction", true, 0},
-      {"journal.1 cut to 7 bytes after a compaction", true, 7},
-      {"journal.1 cut to 15 bytes after a compaction", true, 15},
-      {"journal.1 removed after a compaction", true, std::nullopt},
-      {"journal.0 emptied", false, 0},
-      {"journal.0 cut to 10 bytes", false, 10},
-      {"journal.0 removed", false, std::nullopt},
-  };
-  for (const Damage& damage : damages) {
+  for (const LiveJournalDamage& damage : liveJournalDamages()) {
     SCOPED_TRACE(damage.name);
-    ASSERT_OK_AND_ASSIGN(auto agent, startAgent(damage.compacting));
+    ASSERT_OK_AND_ASSIGN(auto agent, startAgent(damage.compacted));
     std::vector<agent::Lease> held;
-    ASSERT_NO_FATAL_FAILURE(grantAndRelease(*agent, damage.compacting, held));
-    const fs::path live =
-        fs::path(agent->stateDir()) / (damage.compacting ? "journal.1" : "journal.0");
-    if (damage.keep) {
-      writeFile(live, readFile(live).substr(0, *damage.keep));
-    } else {
-      fs::remove(live);
-    }
+    ASSERT_NO_FATAL_FAILURE(grantAndRelease(*agent, damage.compacted, held));
+    const fs::path live = fs::path(agent->stateDir()) / damage.journal();
+    damage.applyTo(live);
 
     if (agent->restart()) {
       const auto leases = agent->client().list("", "");
@@ -191,7 +160,7 @@ TEST_F(AgentStateDirTest, StartsOnWhatACrashOrAnOlderAgentLeaves) {
     ASSERT_OK(agent->stop());
     const fs::path dir = agent->stateDir();
     fs::remove(dir / "snapshot");
-    writeFile(dir / "journal.0", readFile(dir / "journal.0").substr(0, 9));
+    fs::resize_file(dir / "journal.0", 9);
     ASSERT_NO_FATAL_FAILURE(expectStartsWith(*agent, {}));
     EXPECT_THAT(agent->runLog(), HasSubstr(" torn_tail=true torn_bytes=9 "));
     EXPECT_TRUE(fs::exists(dir / "snapshot"));

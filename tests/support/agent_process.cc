@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -250,6 +251,11 @@ std::string AgentProcess::log() const {
 std::string AgentProcess::runLog() const {
   const std::string text = log();
   return runLogOffset_ < text.size() ? text.substr(runLogOffset_) : std::string();
+}
+
+std::string agentUnderTest(const std::string& builtPath) {
+  const char* override = std::getenv("HOSTPORT_TEST_AGENT");
+  return override && *override ? override : builtPath;
 }
 
 bool AgentProcess::waitForLog(std::string_view text, std::chrono::milliseconds timeout) const {

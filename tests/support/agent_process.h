@@ -49,6 +49,10 @@ struct AgentOptions {
   std::string socketSubdir;
 };
 
+/// The agent under test: $HOSTPORT_TEST_AGENT when set (an older build, to show a regression test
+/// fails on it), else `builtPath`. The agent's twin of pluginUnderTest() (cni_node.h).
+std::string agentUnderTest(const std::string& builtPath);
+
 class AgentProcess {
  public:
   /// Starts `binaryPath` (the built hostport-agent) inside `netns` and waits until /readyz

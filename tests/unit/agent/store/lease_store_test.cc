@@ -16,6 +16,7 @@
 #include "agent/store/snapshot.h"
 #include "store_test_util.h"
 #include "tests/fakes/faulty_file_ops.h"
+#include "tests/support/live_journal_damage.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
 
@@ -626,21 +627,7 @@ TEST_F(LeaseStoreDiskStateTest, RefusesCorruptionInTheMiddleOfTheJournalNamingTh
 // header. Emptied, cut or removed after the fact, it must stop the start, not hand out the
 // ports of the acknowledged grants it held again.
 TEST_F(LeaseStoreTest, RefusesALiveJournalEmptiedCutOrRemovedAfterAcknowledgedRecords) {
-  struct Case {
-    std::string name;
-    bool compacted;  // journal.1 after a compaction, else journal.0 of a store that never compacted
-    std::optional<size_t> keep;  // bytes left in the live journal; nullopt: removed
-  };
-  const std::vector<Case> cases = {
-      {"journal.1 emptied after a compaction", true, 0},
-      {"journal.1 cut to 7 bytes after a compaction", true, 7},
-      {"journal.1 cut to 15 bytes after a compaction", true, 15},
-      {"journal.1 removed after a compaction", true, std::nullopt},
-      {"journal.0 emptied", false, 0},
-      {"journal.0 cut to 10 bytes", false, 10},
-      {"journal.0 removed", false, std::nullopt},
-  };
-  for (const Case& c : cases) {
+  for (const test::LiveJournalDamage& c : test::liveJournalDamages()) {
     SCOPED_TRACE(c.name);
     std::error_code ignored;
     std::filesystem::remove_all(stateDir(), ignored);
@@ -658,11 +645,7 @@ TEST_F(LeaseStoreTest, RefusesALiveJournalEmptiedCutOrRemovedAfterAcknowledgedRe
     }
     const auto live = journalPath(stateDir(), c.compacted ? 1 : 0);
     ASSERT_TRUE(std::filesystem::exists(live));
-    if (c.keep) {
-      writeFile(live, readFile(live).substr(0, *c.keep));
-    } else {
-      std::filesystem::remove(live);
-    }
+    c.applyTo(live);
     auto store = openStore();
     ASSERT_NE(store, nullptr);
     auto leases = store->recover();
