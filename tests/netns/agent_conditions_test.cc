@@ -8,13 +8,13 @@
 // daddr` passed for the host IP, so the reconciler added the rule again ten times a second.
 
 #include <chrono>
-#include <functional>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "tests/netns/agent_plugin_fixture.h"
+#include "tests/support/wait.h"
 
 namespace hostport::test {
 namespace {
@@ -25,16 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kHostPort = 9101;
 constexpr int kContainerPort = 80;
-
-/// True once `done` holds, checked every 20 ms until `deadline` from now.
-bool within(std::chrono::milliseconds deadline, const std::function<bool()>& done) {
-  const auto until = Clock::now() + deadline;
-  while (!done()) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
 
 class ConditionsFixture : public AgentPluginTest {
  protected:
@@ -75,6 +65,17 @@ class ConditionsFixture : public AgentPluginTest {
   }
 
   std::string agentLog() const { return agent_ ? agent_->log() : std::string(); }
+
+  /// Grants kHostPort to a new pod-b: outside traffic to the port reaches pod-b, not a rule its
+  /// old owner left, and no removal failed on the way.
+  void expectTheNextOwnerGetsThePort() {
+    Pod* next = addPod("pod-b", staticPort({}));
+    ASSERT_NE(next, nullptr);
+    auto nextServer = serve(*next, Transport::kTcp, kContainerPort);
+    ASSERT_NE(nextServer, nullptr);
+    EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, kHostPort), RepliesFrom("pod-b tcp"));
+    EXPECT_THAT(agentLog(), Not(HasSubstr("table.remove_failed")));
+  }
 };
 
 using AgentConditionsTest = ConditionsFixture;
@@ -95,12 +96,7 @@ TEST_F(AgentConditionsTest, ARangeConditionIsRemovedAtDelAndTheNextOwnerOfThePor
 
   EXPECT_EQ(rulesOf(*old), 0u) << "DEL answered success with the rule left behind";
   EXPECT_EQ(leaseOf(*old), std::nullopt);
-  Pod* next = addPod("pod-b", staticPort({}));
-  ASSERT_NE(next, nullptr);
-  auto nextServer = serve(*next, Transport::kTcp, kContainerPort);
-  ASSERT_NE(nextServer, nullptr);
-  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, kHostPort), RepliesFrom("pod-b tcp"));
-  EXPECT_THAT(agentLog(), Not(HasSubstr("table.remove_failed")));
+  ASSERT_NO_FATAL_FAILURE(expectTheNextOwnerGetsThePort());
 }
 
 // Issue 29, item 2: the user's `ip daddr` was read as the forward's host IP, so the reconciler
@@ -141,11 +137,11 @@ TEST_F(AgentConditionsTest, AnOwnerTaggedRuleWithoutALeaseGoesWhateverItsConditi
     for (const auto& entry : entries()) count += entry.comment == stray ? 1 : 0;
     return count;
   };
-  EXPECT_TRUE(within(std::chrono::milliseconds(3000), [&] { return strayRules() == 0; }))
+  EXPECT_TRUE(waitUntil([&] { return strayRules() == 0; }, std::chrono::milliseconds(3000)))
       << agent_->describe();
   EXPECT_EQ(ownedBy(entries(), "not an owner").size(), 1u);
   EXPECT_EQ(rulesOf(*pod), 1u) << "the leased rule is left as it is";
-  EXPECT_THAT(agentLog(), HasSubstr("table.stray_removed owner=" + stray));
+  EXPECT_TRUE(agent_->waitForLog("table.stray_removed owner=" + stray)) << agent_->describe();
 }
 
 /// One shape of user conditions: whether traffic from outside to the node IP meets them.
@@ -200,12 +196,7 @@ TEST_P(ConditionShapeTest, TheRuleIsWrittenOnceRemovedAtDelAndTheNextOwnerGetsTh
   EXPECT_EQ(rulesOf(*old), 0u) << "the rule outlived its DEL";
   EXPECT_TRUE(ownedBy(entries(), old->owner()).empty());
 
-  Pod* next = addPod("pod-b", staticPort({}));
-  ASSERT_NE(next, nullptr);
-  auto nextServer = serve(*next, Transport::kTcp, kContainerPort);
-  ASSERT_NE(nextServer, nullptr);
-  EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, kHostPort), RepliesFrom("pod-b tcp"));
-  EXPECT_THAT(agentLog(), Not(HasSubstr("table.remove_failed")));
+  ASSERT_NO_FATAL_FAILURE(expectTheNextOwnerGetsThePort());
   EXPECT_THAT(agentLog(), Not(HasSubstr("table.repair_not_converging")));
 }
 
