@@ -433,7 +433,8 @@ TEST_F(AgentPodSocketTest, NamespacesOneUserMakesShareOneCapAndNeverWait) {
     EXPECT_THAT(reply.text, HasSubstr("and none ever will: it belongs to a user namespace that "
                                       "uid 65534 made"));
   }
-  EXPECT_THAT(agent_->runLog(), HasSubstr("server.pod_connection_shed caller=\"uid 65534\""));
+  EXPECT_TRUE(agent_->waitForLog("server.pod_connection_shed caller=\"uid 65534\""))
+      << agent_->describe();
 }
 
 TEST_F(AgentPodSocketTest, TheProcessesOfOneContainerShareOneCapHoweverManyNetnsTheyMake) {
@@ -454,7 +455,8 @@ TEST_F(AgentPodSocketTest, TheProcessesOfOneContainerShareOneCapHoweverManyNetns
   const auto replies = repliesTo(sockets, "/v1/self", std::chrono::seconds(10));
   EXPECT_EQ(countOf(replies, Reply::Kind::kAnswered), 16u) << agent_->describe();
   EXPECT_EQ(countOf(replies, Reply::Kind::kClosedUnanswered), 8u);
-  EXPECT_THAT(agent_->runLog(), HasSubstr("server.pod_connection_shed caller=\"pid namespace"));
+  EXPECT_TRUE(agent_->waitForLog("server.pod_connection_shed caller=\"pid namespace"))
+      << agent_->describe();
 }
 
 TEST_F(AgentPodSocketTest, ASandboxInAUserNamespaceOfItsOwnWaitsAndIsAnswered) {
