@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/ip_address.h"
+#include "common/namespace_id.h"
 #include "common/protocol.h"
 
 namespace hostport::agent {
@@ -92,12 +93,7 @@ struct Forwarding {
 
 /// The network namespace a sandbox had at ADD. Its path gone, or naming another namespace (a
 /// different inode: paths are reused), means the sandbox is gone.
-struct NetnsId {
-  uint64_t device = 0;
-  uint64_t inode = 0;
-  bool known() const { return inode != 0; }
-  friend bool operator==(const NetnsId&, const NetnsId&) = default;
-};
+using NetnsId = NamespaceId;
 
 inline constexpr std::string_view kDefaultPool = "default";
 

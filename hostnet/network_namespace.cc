@@ -80,7 +80,7 @@ Result<struct stat> statOf(int fd) {
 
 }  // namespace
 
-Result<NamespaceInode> networkNamespaceAt(const std::string& path) {
+Result<NamespaceId> networkNamespaceAt(const std::string& path) {
   HOSTPORT_TRY(const UniqueFd located, openPath(path, O_PATH));
   HOSTPORT_TRY(const struct stat found, statOf(located.get()));
   struct statfs filesystem {};
@@ -92,13 +92,13 @@ Result<NamespaceInode> networkNamespaceAt(const std::string& path) {
   // A namespace file: opening it for reading has no side effect.
   HOSTPORT_TRY(const UniqueFd opened, openPath(path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
   HOSTPORT_TRY(const struct stat reached, statOf(opened.get()));
-  if (reached.st_dev != found.st_dev || reached.st_ino != found.st_ino) {
+  if (namespaceIdOf(reached) != namespaceIdOf(found)) {
     return fail(ErrorCode::kIo, "was replaced while it was being checked");
   }
   const int type = ::ioctl(opened.get(), NS_GET_NSTYPE);
   if (type < 0) return failSystem(ErrorCode::kIo, "is a namespace of unknown type", errno);
   if (type != CLONE_NEWNET) return notANetworkNamespace(namespaceKind(type));
-  return NamespaceInode{static_cast<uint64_t>(found.st_dev), static_cast<uint64_t>(found.st_ino)};
+  return namespaceIdOf(found);
 }
 
 }  // namespace hostport::hostnet

@@ -17,19 +17,14 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/namespace_id.h"
 
 namespace hostport::hostnet {
-
-/// A namespace's identity: the device and inode of its nsfs file, as stat() reports them.
-struct NamespaceInode {
-  uint64_t device = 0;
-  uint64_t inode = 0;
-};
 
 /// The network namespace `path` names. Errors say why not, worded to follow the path ("is a
 /// regular file, not a network namespace"): kNotFound when nothing is there (ENOENT, ENOTDIR),
 /// kInvalidArgument when something else is, kIo when it cannot be looked at (EACCES, ELOOP...).
 /// The errno, where there is one, is the cause.
-Result<NamespaceInode> networkNamespaceAt(const std::string& path);
+Result<NamespaceId> networkNamespaceAt(const std::string& path);
 
 }  // namespace hostport::hostnet

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <linux/nsfs.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <string>
@@ -18,12 +17,6 @@ Result<NamespaceId> idOfFile(const char* path) {
 }
 
 }  // namespace
-
-Result<NamespaceId> namespaceIdOf(int fd) {
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) return failSystem(ErrorCode::kIo, "fstat of a namespace", errno);
-  return NamespaceId{static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
-}
 
 Result<NetnsOwner> netnsOwner(int netnsFd, const NamespaceId& agentUserns) {
   // EPERM: the owner is not the agent's user namespace or below it.

@@ -16,22 +16,12 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/namespace_id.h"
 #include "common/unique_fd.h"
 
 namespace hostport::agent::server {
 
-/// A namespace's identity: the device and inode of its nsfs file (what stat(2) of
-/// /proc/<pid>/ns/<kind> gives).
-struct NamespaceId {
-  uint64_t device = 0;
-  uint64_t inode = 0;
-  friend auto operator<=>(const NamespaceId&, const NamespaceId&) = default;
-};
-
 inline constexpr int kMaxNamespaceDepth = 32;
-
-/// The identity of the namespace behind `fd` (an open nsfs file).
-Result<NamespaceId> namespaceIdOf(int fd);
 
 /// Where a network namespace's owning user namespace sits relative to the agent's.
 struct NetnsOwner {

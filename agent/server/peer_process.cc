@@ -230,9 +230,7 @@ ConnectionPeer ConnectionPeer::identify(int socketFd, const AgentNamespaces& age
     const Error error = netnsFd.error();
     return {std::move(process), std::unexpected(error), std::unexpected(error)};
   }
-  auto id = namespaceIdOf(netnsFd->get());
-  Result<NetnsId> netns = id ? Result<NetnsId>(NetnsId{id->device, id->inode})
-                             : Result<NetnsId>(std::unexpected(id.error()));
+  Result<NetnsId> netns = namespaceIdOf(netnsFd->get());
   Result<CallerNamespaces> namespaces = namespacesOf(*process, netnsFd->get(), agent);
   return {std::move(process), std::move(netns), std::move(namespaces)};
 }

@@ -9,18 +9,10 @@
 #include "hostnet/network_namespace.h"
 
 namespace hostport::agent::service {
-namespace {
-
-NetnsId identityOf(const struct stat& info) {
-  return {static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino)};
-}
-
-}  // namespace
-
 Result<NetnsId> netnsIdOf(std::string_view path) {
   if (path.empty()) return NetnsId{};
   auto found = hostnet::networkNamespaceAt(std::string(path));
-  if (found) return NetnsId{found->device, found->inode};
+  if (found) return *found;
   if (found.error().code != ErrorCode::kInvalidArgument) return NetnsId{};
   return invalidValue("netns", std::string(path), found.error().message);
 }
@@ -33,7 +25,7 @@ NetnsLiveness netnsLiveness(const SandboxRef& sandbox) {
   if (::stat(sandbox.netns.c_str(), &info) != 0) {
     return errno == ENOENT || errno == ENOTDIR ? NetnsLiveness::kGone : NetnsLiveness::kUnknown;
   }
-  return identityOf(info) == sandbox.netnsId ? NetnsLiveness::kAlive : NetnsLiveness::kGone;
+  return namespaceIdOf(info) == sandbox.netnsId ? NetnsLiveness::kAlive : NetnsLiveness::kGone;
 }
 
 }  // namespace hostport::agent::service
