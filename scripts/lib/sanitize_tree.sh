@@ -8,10 +8,10 @@
 
 # The symbolizer of the clang that builds the tree (package llvm-16, scripts/setup.sh --fuzz),
 # named to every sanitized process: left to search PATH, a runtime takes whatever
-# llvm-symbolizer comes first (llvm-14's from the image's `llvm` package), and a process whose
-# search came up with a path it could not run later wrote files that held only "WARNING: invalid
-# path to external symbolizer!": no report, yet the stage counted them, and a real report would
-# have had no file:line (issue 22).
+# llvm-symbolizer comes first (llvm-14's from the image's `llvm` package), not the one of the clang
+# that built it. On a fresh machine the stage failed on files that held only "WARNING: invalid
+# path to external symbolizer!" (issue 22); which processes wrote them was not found on the
+# development machine, where they did not recur, and the report names now carry the program.
 readonly SANITIZER_SYMBOLIZER=/usr/lib/llvm-16/bin/llvm-symbolizer
 
 # sanitizer_options ASAN|UBSAN [LOG_PREFIX]: the options every sanitized run of ours uses. Every
