@@ -134,6 +134,9 @@ class DispatcherTest : public ::testing::Test {
     Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) override {
       return fake.flushUdpConntrack(ports);
     }
+    Result<bool> isLocalAddress(const IpAddress& address) override {
+      return fake.isLocalAddress(address);
+    }
     FakeHostNetwork& fake;
   };
 
