@@ -30,12 +30,30 @@ constexpr std::array kRefusedV6 = {
     Block{"ff00::/8", "is a multicast address"},
 };
 
+/// A block parsed, once: the reconciler judges every lease on every compare.
+struct ParsedBlock {
+  IpPrefix prefix;
+  std::string_view problem;
+};
+
 template <std::size_t N>
-Problem blockProblem(const std::array<Block, N>& blocks, const IpAddress& address) {
-  for (const Block& block : blocks) {
-    if (IpPrefix::parse(block.cidr)->contains(address)) return block.problem;
-  }
-  return std::nullopt;
+std::array<ParsedBlock, N> parsed(const std::array<Block, N>& blocks) {
+  std::array<ParsedBlock, N> out{};
+  for (std::size_t i = 0; i < N; ++i)
+    out[i] = {*IpPrefix::parse(blocks[i].cidr), blocks[i].problem};
+  return out;
+}
+
+Problem blockProblem(const IpAddress& address) {
+  static const auto v4 = parsed(kRefusedV4);
+  static const auto v6 = parsed(kRefusedV6);
+  const auto check = [&](const auto& blocks) -> Problem {
+    for (const ParsedBlock& block : blocks) {
+      if (block.prefix.contains(address)) return block.problem;
+    }
+    return std::nullopt;
+  };
+  return address.family() == Family::kIPv4 ? check(v4) : check(v6);
 }
 
 /// The subnet's own special addresses: its network address (IPv6's Subnet-Router anycast,
@@ -55,10 +73,7 @@ Problem subnetEndProblem(const IpPrefix& address) {
 
 Problem podAddressProblem(const IpPrefix& address) {
   const bool v4 = address.address.family() == Family::kIPv4;
-  if (Problem problem = v4 ? blockProblem(kRefusedV4, address.address)
-                           : blockProblem(kRefusedV6, address.address)) {
-    return problem;
-  }
+  if (Problem problem = blockProblem(address.address)) return problem;
   if (address.length < (v4 ? kWidestPodPrefixV4 : kWidestPodPrefixV6)) {
     return v4 ? "has a prefix wider than /8, which no pod subnet is: every source inside it would "
                 "be masqueraded toward the node's pods"
