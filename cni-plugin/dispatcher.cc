@@ -146,15 +146,15 @@ Result<Invocation::Attachment> Invocation::attachment(const PluginConfig& config
 
 Result<Grant> Invocation::grantPorts(const PluginConfig& config, const Attachment& attachment) {
   HOSTPORT_TRY(auto annotations, parsePortAnnotations(config.podAnnotations));
-  if (config.agentSocket.empty()) {
-    if (!annotations.dynamics.empty() || !annotations.pool.empty()) {
-      return fail(ErrorCode::kInvalidArgument,
-                  "annotations hostport.io/ports and hostport.io/pool need hostport-agent, but "
-                  "this network runs hostport standalone (agentSocket is \"\")");
-    }
-    return Grant{config.portMappings, false};
+  if (config.agentSocket.empty() && (!annotations.dynamics.empty() || !annotations.pool.empty())) {
+    return fail(ErrorCode::kInvalidArgument,
+                "annotations hostport.io/ports and hostport.io/pool need hostport-agent, but "
+                "this network runs hostport standalone (agentSocket is \"\")");
   }
   if (annotations.dynamics.empty() && config.portMappings.empty()) return Grant{{}, false};
+  // Before anyone is asked for a port: none may be held for a pod it cannot reach.
+  HOSTPORT_TRY_VOID(requireContainerAddress(attachment.addresses, env_.ifname));
+  if (config.agentSocket.empty()) return Grant{config.portMappings, false};
   auto request =
       allocationRequestFor(env_, config, std::move(annotations.dynamics), annotations.pool);
   request.forwarding = forwardingOf(config, attachment.addresses);
@@ -189,6 +189,7 @@ Result<nft::AttachmentPlan> Invocation::plan(const PluginConfig& config,
   HOSTPORT_TRY(auto planned, nft::planAttachment(attachment.owner, mappings,
                                                  podTarget(config, attachment.addresses)));
   for (const auto& warning : planned.warnings) log(warning);
+  HOSTPORT_TRY_VOID(nft::requireForwards(planned));
   return planned;
 }
 
@@ -202,6 +203,7 @@ void Invocation::releaseLease(const PluginConfig& config) {
 
 Result<void> Invocation::install(const nft::AttachmentPlan& plan) {
   if (plan.rules.empty()) return {};
+  HOSTPORT_TRY_VOID(agent::forwards::refuseNodeTargets(plan, network()));
   HOSTPORT_TRY(auto* tables, ruleset());
   HOSTPORT_TRY_VOID(agent::forwards::writePlan(plan, *tables, network(), *this));
   log("installed " + std::to_string(plan.rules.forwards.size()) + " forward(s)");
@@ -327,6 +329,9 @@ Result<void> firstDifference(const nft::RulesDiff& difference, const std::string
 Result<void> Invocation::check(const PluginConfig& config) {
   HOSTPORT_TRY(const auto target, attachment(config, "CHECK"));
   HOSTPORT_TRY(const auto mappings, grantedMappings(config));
+  if (!mappings.empty()) {
+    HOSTPORT_TRY_VOID(requireContainerAddress(target.addresses, env_.ifname));
+  }
   HOSTPORT_TRY(const auto planned, plan(config, target, mappings));
   HOSTPORT_TRY(auto* tables, ruleset());
   HOSTPORT_TRY(const auto installed, tables->listOwned(target.owner));

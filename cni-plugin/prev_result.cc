@@ -5,10 +5,11 @@
 #include <string>
 
 #include "common/json_fields.h"
+#include "common/pod_address.h"
 
 // The previous plugin's result is trusted no more than the rest of stdin: a chained plugin may
 // report the host-side veth, other attachments or garbage, and only the container's own
-// interface may become a DNAT target.
+// interface may become a DNAT target, with an address a pod can have (common/pod_address.h).
 
 namespace hostport::cni {
 namespace {
@@ -85,9 +86,25 @@ Result<ContainerAddresses> containerAddresses(const json& prevResult,
     if (!onContainer) continue;
     const IpPrefix& address = addresses[i];
     auto& slot = address.address.family() == Family::kIPv4 ? result.v4 : result.v6;
-    if (!slot) slot = address;  // the first of each family wins, as in portmap
+    if (slot) continue;  // the first of each family wins, as in portmap
+    // Refused, not skipped for the next one: a result that names such an address is broken.
+    if (const Problem problem = podAddressProblem(address)) {
+      return invalidValue(jsonField((*ips)[i], elementPath(kIps, i), "address"), *problem);
+    }
+    slot = address;
   }
   return result;
+}
+
+Result<void> requireContainerAddress(const ContainerAddresses& addresses, std::string_view ifname) {
+  if (!addresses.empty()) return {};
+  const std::string name(ifname);
+  return fail(ErrorCode::kInvalidArgument,
+              "prevResult names no address on interface " + name +
+                  " inside the sandbox, so the pod's ports would be forwarded nowhere (an entry "
+                  "of prevResult.ips counts when its \"interface\" is the index of a "
+                  "prevResult.interfaces entry named " +
+                  name + " with a \"sandbox\", or when it has no \"interface\")");
 }
 
 }  // namespace hostport::cni

@@ -23,6 +23,11 @@ class HostNetwork {
   /// how many entries were deleted. Each dump walks the whole conntrack table (hundreds of
   /// thousands of entries on a busy node), so the ports go together: one walk per family.
   virtual Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) = 0;
+
+  /// True when the kernel routes `address` as local (`ip route get` says "local"): the node
+  /// takes traffic to it itself (an address of any interface, 127.0.0.0/8, an AnyIP route), so
+  /// a DNAT to it reaches the node's own services, never a pod. False when it has no route.
+  virtual Result<bool> isLocalAddress(const IpAddress& address) = 0;
 };
 
 }  // namespace hostport::hostnet

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <unistd.h>
 
@@ -83,7 +84,10 @@ Result<std::unique_ptr<NetlinkHostNetwork>> NetlinkHostNetwork::create(std::stri
 }
 
 Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
-  HOSTPORT_TRY(auto request, buildRouteGet(podIp));
+  if (podIp.family() != Family::kIPv4) {
+    return fail(ErrorCode::kInvalidArgument, "route_localnet is IPv4 only, got " + podIp.str());
+  }
+  auto request = buildRouteGet(podIp);
   HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_ROUTE));
 
   const std::string what = "route lookup for " + podIp.str();
@@ -107,6 +111,25 @@ Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
                 what + ": refusing unexpected interface name for index " + std::to_string(*oif));
   }
   return writeSysctl(routeLocalnetPath(procSysNet_, name), "1");
+}
+
+Result<bool> NetlinkHostNetwork::isLocalAddress(const IpAddress& address) {
+  auto request = buildRouteGet(address);
+  HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_ROUTE));
+  const std::string what = "route lookup for " + address.str();
+  std::optional<RouteReply> reply;
+  // No route at all (unreachable, prohibited, a family the netns has no address of) is no local
+  // address either: local routes are the kernel's own, there whenever the address is.
+  HOSTPORT_TRY(
+      const int status,
+      socket.requestAccepting(request, what, {ENETUNREACH, EHOSTUNREACH, EACCES, EAFNOSUPPORT},
+                              [&](std::span<const std::byte> message) -> Result<void> {
+                                HOSTPORT_TRY(reply, parseRouteReply(message));
+                                return {};
+                              }));
+  if (status != 0) return false;
+  if (!reply) return fail(ErrorCode::kKernel, what + ": the kernel acknowledged without a route");
+  return reply->type == RTN_LOCAL;
 }
 
 Result<int> NetlinkHostNetwork::flushUdpConntrack(const std::vector<uint16_t>& ports) {

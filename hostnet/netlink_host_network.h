@@ -20,7 +20,7 @@
 namespace hostport::hostnet {
 
 /// The real HostNetwork: RTM_GETROUTE + <procSysNet>/ipv4/conf for route_localnet, ctnetlink for
-/// conntrack.
+/// conntrack, RTM_GETROUTE for local addresses.
 class NetlinkHostNetwork final : public HostNetwork {
  public:
   /// `procSysNet`: where the net sysctls are (the agent's procSysNet; the plugin, on the host,
@@ -30,6 +30,7 @@ class NetlinkHostNetwork final : public HostNetwork {
 
   Result<void> enableRouteLocalnet(const IpAddress& podIp) override;
   Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) override;
+  Result<bool> isLocalAddress(const IpAddress& address) override;
 
  private:
   explicit NetlinkHostNetwork(std::string procSysNet) : procSysNet_(std::move(procSysNet)) {}

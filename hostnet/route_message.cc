@@ -26,13 +26,11 @@ std::unexpected<Error> malformed(const std::string& why) {
 
 }  // namespace
 
-Result<std::vector<std::byte>> buildRouteGet(const IpAddress& destination) {
-  if (destination.family() != Family::kIPv4) {
-    return fail(ErrorCode::kInvalidArgument, "route lookup is IPv4 only, got " + destination.str());
-  }
+std::vector<std::byte> buildRouteGet(const IpAddress& destination) {
+  const bool v4 = destination.family() == Family::kIPv4;
   rtmsg route{};
-  route.rtm_family = AF_INET;
-  route.rtm_dst_len = 32;  // a host lookup, as `ip route get` does
+  route.rtm_family = v4 ? AF_INET : AF_INET6;
+  route.rtm_dst_len = v4 ? 32 : 128;  // a host lookup, as `ip route get` does
   NetlinkWriter writer;
   writer.beginMessage(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_ACK, route);
   writer.attribute(RTA_DST, std::as_bytes(destination.bytes()));
@@ -40,7 +38,7 @@ Result<std::vector<std::byte>> buildRouteGet(const IpAddress& destination) {
   return writer.take();
 }
 
-Result<uint32_t> parseRouteOutputInterface(std::span<const std::byte> message) {
+Result<RouteReply> parseRouteReply(std::span<const std::byte> message) {
   const auto bytes = messageBytes(message);
   if (!bytes) return malformed("truncated netlink header or bad nlmsg_len");
   const auto header = readStruct<nlmsghdr>(*bytes);
@@ -50,7 +48,7 @@ Result<uint32_t> parseRouteOutputInterface(std::span<const std::byte> message) {
   const Bytes body = bytes->subspan(NLMSG_HDRLEN);
   const auto rtm = readStruct<rtmsg>(body);
   if (!rtm) return malformed("truncated rtmsg");
-  if (rtm->rtm_family != AF_INET) {
+  if (rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6) {
     return malformed("unexpected family " + std::to_string(rtm->rtm_family));
   }
   std::optional<uint32_t> oif;
@@ -64,11 +62,17 @@ Result<uint32_t> parseRouteOutputInterface(std::span<const std::byte> message) {
   });
   if (badOif) return malformed("RTA_OIF is not four bytes");
   if (!ok) return malformed("bad attribute length");
-  if (!oif || *oif == 0) {
+  if (oif == 0u) oif.reset();
+  return RouteReply{rtm->rtm_type, oif};
+}
+
+Result<uint32_t> parseRouteOutputInterface(std::span<const std::byte> message) {
+  HOSTPORT_TRY(const RouteReply reply, parseRouteReply(message));
+  if (!reply.outputInterface) {
     return fail(ErrorCode::kNotFound,
                 "route has no single output interface (blackhole, prohibit or multipath)");
   }
-  return *oif;
+  return *reply.outputInterface;
 }
 
 }  // namespace hostport::hostnet

@@ -77,6 +77,24 @@ Result<AttachmentPlan> planAttachment(const std::string& owner,
   return plan;
 }
 
+std::vector<IpPrefix> podSubnetsOf(const PodTarget& target) {
+  std::vector<IpPrefix> subnets;
+  if (target.masqAll || !target.snat) return subnets;
+  for (const auto& pod : {target.v4, target.v6}) {
+    if (pod) subnets.push_back(pod->network());
+  }
+  return subnets;
+}
+
+Result<void> requireForwards(const AttachmentPlan& plan) {
+  // One warning per skipped mapping: with no forward, every mapping was skipped.
+  if (!plan.rules.forwards.empty() || plan.warnings.empty()) return {};
+  return fail(ErrorCode::kInvalidArgument,
+              "none of the " + std::to_string(plan.warnings.size()) +
+                  " port mapping(s) can be forwarded, so their ports would be held for nothing (" +
+                  plan.warnings.front() + ")");
+}
+
 std::vector<uint16_t> udpHostPorts(const std::vector<Forward>& forwards) {
   std::vector<uint16_t> ports;
   for (const auto& forward : forwards) {

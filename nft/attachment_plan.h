@@ -50,6 +50,16 @@ Result<AttachmentPlan> planAttachment(const std::string& owner,
                                       const std::vector<PortMapping>& mappings,
                                       const PodTarget& pod);
 
+/// The pod subnets `target`'s forwards may need in the shared set: the networks of its addresses
+/// when its snat masquerade tests sources against them (snat without masqAll). A plan holds those
+/// of the families its mappings use.
+std::vector<IpPrefix> podSubnetsOf(const PodTarget& target);
+
+/// kInvalidArgument when the plan was given mappings and forwards none of them (the pod has no
+/// address of any of their families): ports granted and forwarded nowhere. An attachment being
+/// added or checked calls it; removal and repair plan leases as they are.
+Result<void> requireForwards(const AttachmentPlan& plan);
+
 /// The UDP host ports among `forwards`, each once.
 std::vector<uint16_t> udpHostPorts(const std::vector<Forward>& forwards);
 

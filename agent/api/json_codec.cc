@@ -7,6 +7,7 @@
 #include "common/bounded_json.h"
 #include "common/identifiers.h"
 #include "common/json_fields.h"
+#include "common/pod_address.h"
 #include "common/quote.h"
 
 namespace hostport::agent::api {
@@ -152,7 +153,12 @@ Result<std::optional<IpPrefix>*> podAddressSlot(Forwarding& forwarding, const Js
   return &slot;
 }
 
-Result<Forwarding> forwardingAt(const json& value, std::string_view path) {
+/// How far a forwarding's pod addresses are checked: a request's against podAddressProblem (the
+/// agent trusts no plugin with its DNAT targets); a lease's are read as recorded, so an operator
+/// can still list and release one an older agent granted.
+enum class PodAddresses { kChecked, kAsRecorded };
+
+Result<Forwarding> forwardingAt(const json& value, std::string_view path, PodAddresses policy) {
   HOSTPORT_TRY_VOID(requireObject(value, path));
   Forwarding forwarding;
   HOSTPORT_TRY(forwarding.network, stringField(value, path, "network", false, networkNameProblem));
@@ -163,6 +169,9 @@ Result<Forwarding> forwardingAt(const json& value, std::string_view path) {
     auto prefix = IpPrefix::parse(text);
     if (!prefix)
       return invalidValue(entry, "must be an address with its prefix, like 10.88.0.5/16");
+    if (policy == PodAddresses::kChecked) {
+      if (const Problem problem = podAddressProblem(*prefix)) return invalidValue(entry, *problem);
+    }
     HOSTPORT_TRY(auto* slot, podAddressSlot(forwarding, entry, *prefix));
     *slot = *prefix;
   }
@@ -188,10 +197,21 @@ json toJson(const Forwarding& forwarding) {
   return body;
 }
 
-Result<std::optional<Forwarding>> optionalForwardingAt(const json& value, std::string_view path) {
+Result<std::optional<Forwarding>> optionalForwardingAt(const json& value, std::string_view path,
+                                                       PodAddresses policy) {
   const json* member = jsonMember(value, "forwarding");
   if (member == nullptr) return std::nullopt;
-  return forwardingAt(*member, memberPath(path, "forwarding"));
+  return forwardingAt(*member, memberPath(path, "forwarding"), policy);
+}
+
+/// A request whose forwarding names no address but asks for ports would hold them for nothing.
+Result<void> requireForwardingAddress(const AllocationRequest& request) {
+  const auto& forwarding = request.forwarding;
+  const std::size_t rows = request.statics.size() + request.dynamics.size();
+  if (!forwarding || forwarding->podV4 || forwarding->podV6 || rows == 0) return {};
+  return fail(ErrorCode::kInvalidArgument,
+              "forwarding.podIPs: names no pod address, but the request asks for " +
+                  std::to_string(rows) + " port row(s): they would be forwarded nowhere");
 }
 
 Result<PortGrant> portGrantAt(const json& value, std::string_view path) {
@@ -223,7 +243,7 @@ Result<Lease> leaseAt(const json& value, std::string_view path) {
                  portGrantAt((*ports)[i], elementPath(memberPath(path, "ports"), i)));
     lease.ports.push_back(std::move(grant));
   }
-  HOSTPORT_TRY(lease.forwarding, optionalForwardingAt(value, path));
+  HOSTPORT_TRY(lease.forwarding, optionalForwardingAt(value, path, PodAddresses::kAsRecorded));
   HOSTPORT_TRY(lease.sticky, readBool(jsonField(value, path, "sticky"), true));
   return lease;
 }
@@ -378,7 +398,8 @@ Result<AllocationRequest> allocationRequestFromJson(const json& value) {
     }
     request.dynamics.push_back(std::move(dynamic));
   }
-  HOSTPORT_TRY(request.forwarding, optionalForwardingAt(value, ""));
+  HOSTPORT_TRY(request.forwarding, optionalForwardingAt(value, "", PodAddresses::kChecked));
+  HOSTPORT_TRY_VOID(requireForwardingAddress(request));
   HOSTPORT_TRY(request.sticky, readBool(jsonField(value, "", "sticky"), true));
   return request;
 }

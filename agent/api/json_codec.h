@@ -85,7 +85,9 @@ Result<PodIdentity> podIdentityFromJson(const nlohmann::json& value);
 //                 "conditionsV4", "conditionsV6"}}
 // containerId and ifname are required; pod, netns, pool, static, dynamic and forwarding may be
 // absent; protocol defaults to tcp and count to 1. hostIP "" or unspecified (0.0.0.0, ::) means
-// any. In forwarding, podIPs holds at most one address per family, snat defaults to true.
+// any. In forwarding, podIPs holds at most one address per family, each one a pod may have
+// (common/pod_address.h), and at least one when static or dynamic asks for a port; snat defaults
+// to true. A lease's forwarding is read as recorded.
 nlohmann::json toJson(const AllocationRequest& request);
 Result<AllocationRequest> allocationRequestFromJson(const nlohmann::json& value);
 

@@ -1,6 +1,30 @@
 #include "agent/forwards/plan_writer.h"
 
+#include <algorithm>
+
 namespace hostport::agent::forwards {
+
+Result<void> refuseNodeTargets(const nft::AttachmentPlan& plan, const HostNetworkAccess& network) {
+  std::vector<IpAddress> targets;
+  for (const auto& forward : plan.rules.forwards) {
+    if (std::ranges::find(targets, forward.containerIp) == targets.end()) {
+      targets.push_back(forward.containerIp);
+    }
+  }
+  if (targets.empty()) return {};
+  HOSTPORT_TRY(auto* host, network());
+  for (const IpAddress& target : targets) {
+    auto local = host->isLocalAddress(target);
+    if (!local) return withContext(local.error(), "checking pod address " + target.str());
+    if (*local) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "pod address " + target.str() +
+                      " is an address of this node (the kernel routes it as local): a DNAT to "
+                      "it would reach the node's own services, not a pod");
+    }
+  }
+  return {};
+}
 
 Result<void> writePlan(const nft::AttachmentPlan& plan, nft::Ruleset& rules,
                        const HostNetworkAccess& network, WriteReport& report) {

@@ -36,6 +36,12 @@ using HostNetworkAccess = std::function<Result<hostnet::HostNetwork*>()>;
 Result<void> writePlan(const nft::AttachmentPlan& plan, nft::Ruleset& rules,
                        const HostNetworkAccess& network, WriteReport& report);
 
+/// kInvalidArgument when a forward of the plan targets an address the node itself holds
+/// (HostNetwork::isLocalAddress): a DNAT to it reaches the node's own services, never a pod. One
+/// route lookup per pod address; run before a new attachment's first write (ADD), not on every
+/// restore, where it would cost a lookup per lease at a flush repair.
+Result<void> refuseNodeTargets(const nft::AttachmentPlan& plan, const HostNetworkAccess& network);
+
 /// Deletes UDP conntrack entries of the ports (one walk of the table per family), reporting each
 /// port when that fails.
 void flushUdpConntrack(const std::vector<uint16_t>& ports, const HostNetworkAccess& network,

@@ -37,7 +37,13 @@ ForwardWriter::ForwardWriter(std::unique_ptr<nft::Ruleset> ruleset,
 
 Result<void> ForwardWriter::install(const Lease& lease) {
   std::lock_guard guard(mutex_);
-  return installLocked(lease);
+  if (!lease.forwarding) return {};
+  HOSTPORT_TRY(const nft::AttachmentPlan plan, forwards::planOf(lease));
+  // What a request cannot show by itself: whether its ports reach the pod at all (hostIPs of a
+  // family it lacks) and whether its address is the node's own. A restore does not ask again.
+  HOSTPORT_TRY_VOID(nft::requireForwards(plan));
+  HOSTPORT_TRY_VOID(forwards::refuseNodeTargets(plan, network()));
+  return writeLocked(lease.key, plan);
 }
 
 Result<void> ForwardWriter::remove(const Lease& lease) {
@@ -60,7 +66,11 @@ void ForwardWriter::leftBehind() {
 Result<void> ForwardWriter::installLocked(const Lease& lease) {
   if (!lease.forwarding) return {};
   HOSTPORT_TRY(const nft::AttachmentPlan plan, forwards::planOf(lease));
-  EventReport report(lease.key);
+  return writeLocked(lease.key, plan);
+}
+
+Result<void> ForwardWriter::writeLocked(const AttachmentKey& key, const nft::AttachmentPlan& plan) {
+  EventReport report(key);
   auto written = forwards::writePlan(plan, *ruleset_, network(), report);
   if (!written) failedWrite_ = true;
   return written;

@@ -28,10 +28,12 @@ class ForwardWriter {
   ForwardWriter(std::unique_ptr<nft::Ruleset> ruleset,
                 std::unique_ptr<hostnet::HostNetwork> network);
 
-  /// Installs the lease's elements (all or nothing), then sets route_localnet for its pod when
+  /// Installs a new grant's elements (all or nothing), then sets route_localnet for its pod when
   /// 127.0.0.1 is forwarded and flushes stale UDP conntrack entries of its host ports. A failed
   /// route_localnet removes the elements again; a failed flush is only a warning (a stale flow
-  /// delays traffic, it does not misroute it for long). kConflict when another owner holds a key.
+  /// delays traffic, it does not misroute it for long). kConflict when another owner holds a key;
+  /// kInvalidArgument, with nothing written, when none of its ports can be forwarded
+  /// (nft::requireForwards) or its pod address is the node's own (forwards::refuseNodeTargets).
   Result<void> install(const Lease& lease);
 
   /// Removes exactly the lease's elements, by key (nft::Ruleset::removeExact), and flushes UDP
@@ -41,8 +43,8 @@ class ForwardWriter {
   /// For the reconciler: every write stays out while it holds this, so what it read stays true
   /// until it has written.
   std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
-  /// install() with the lock already held (by lock()), and the table under it: the reconciler
-  /// reads and repairs through these.
+  /// install() with the lock already held (by lock()), without a new grant's checks, and the
+  /// table under it: the reconciler reads and repairs through these.
   Result<void> installLocked(const Lease& lease);
   nft::Ruleset& ruleset() { return *ruleset_; }
   /// True once since a write failed: the kernel may differ from the leases while the ruleset's
@@ -57,6 +59,7 @@ class ForwardWriter {
 
  private:
   Result<void> removeLocked(const Lease& lease);
+  Result<void> writeLocked(const AttachmentKey& key, const nft::AttachmentPlan& plan);
   forwards::HostNetworkAccess network();
 
   std::mutex mutex_;

@@ -12,6 +12,7 @@
 #include "agent/service/heap.h"
 #include "agent/service/netns_id.h"
 #include "common/atomic_file.h"
+#include "common/pod_address.h"
 
 namespace hostport::agent::service {
 namespace {
@@ -96,6 +97,33 @@ std::string whatIsAmiss(const nft::RulesDiff& difference, const nft::AttachmentR
     return "unexpected masquerade " + nft::describe(difference.unexpectedMasquerades.front());
   }
   return std::to_string(conditionalRuleCount(have)) + " rules where the lease has fewer";
+}
+
+/// "127.0.0.1/8 is a loopback address: ..." when the lease records a pod address no pod may have
+/// (common/pod_address.h): one an agent granted before it checked them. None when it is fine.
+std::optional<std::string> refusedTarget(const Forwarding& forwarding) {
+  for (const auto& pod : {forwarding.podV4, forwarding.podV6}) {
+    if (!pod) continue;
+    if (const Problem problem = podAddressProblem(*pod)) {
+      return pod->str() + " " + std::string(*problem);
+    }
+  }
+  return std::nullopt;
+}
+
+/// The pod subnets the leases record (nft::podSubnetsOf), each once; none when a lease has no
+/// forwarding record (an older plugin's), whose subnet nobody here knows. A refused target's
+/// subnet counts for nothing.
+std::optional<std::vector<IpPrefix>> recordedSubnets(const std::vector<Lease>& leases) {
+  std::vector<IpPrefix> subnets;
+  for (const Lease& lease : leases) {
+    if (!lease.forwarding) return std::nullopt;
+    if (refusedTarget(*lease.forwarding)) continue;
+    for (IpPrefix& subnet : nft::podSubnetsOf(forwards::podTargetOf(*lease.forwarding))) {
+      if (std::ranges::find(subnets, subnet) == subnets.end()) subnets.push_back(std::move(subnet));
+    }
+  }
+  return subnets;
 }
 
 }  // namespace
@@ -345,38 +373,51 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report, bool quiet)
 Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::TableState state,
                                         nft::Ruleset& lister) {
   Repairs repairs;
-  const std::vector<IpPrefix> podSubnets = state.podSubnets;
+  // A subnet stays only when a lease's recorded subnet names it exactly: one that merely overlaps
+  // them (0.0.0.0/0 from a forged prevResult) would masquerade every client toward every snat
+  // pod, and serves no lease the kernel would not take its own subnet for. Decided before any
+  // lease is compared, so a lease whose subnet such an entry stood in for is restored in this
+  // pass, after the entry goes (repair()).
+  const std::optional<std::vector<IpPrefix>> recorded = recordedSubnets(leases);
+  std::vector<IpPrefix> podSubnets;
+  for (IpPrefix& subnet : state.podSubnets) {
+    const bool kept = !recorded || std::ranges::find(*recorded, subnet) != recorded->end();
+    (kept ? podSubnets : repairs.unusedSubnets).push_back(std::move(subnet));
+  }
   // What each lease has is taken out of `installed`; what is left then has no lease.
   auto installed = byOwner(std::move(state));
-  std::vector<IpPrefix> neededSubnets;
-  bool everySubnetKnown = true;
   for (const Lease& lease : leases) {
     auto owner = forwards::ownerOf(lease.key);
     if (!owner) continue;
+    if (const auto refused = lease.forwarding ? refusedTarget(*lease.forwarding) : std::nullopt) {
+      // The journal of an agent that took the plugin's word: the lease is kept (its DEL releases
+      // it), but its forwards are neither laid out again nor left: they go with the strays.
+      log::event(Component::kTable, Level::kError, "table.refused_target",
+                 {keyField(lease.key), {"cause", *refused}});
+      continue;
+    }
     nft::AttachmentRules have{*owner, {}, {}, podSubnets};
     if (auto found = installed.find(*owner); found != installed.end()) {
       have.forwards = std::move(found->second.forwards);
       have.masquerades = std::move(found->second.masquerades);
       installed.erase(found);
     }
-    if (!lease.forwarding) {  // the plugin writes this lease's forwards itself
-      everySubnetKnown = false;
-      continue;
-    }
+    if (!lease.forwarding) continue;  // the plugin writes this lease's forwards itself
     auto plan = forwards::planOf(lease);
     if (!plan) {
       log::event(Component::kTable, Level::kError, "table.unplannable",
                  {keyField(lease.key), {"cause", plan.error().message}});
       continue;
     }
-    neededSubnets.insert(neededSubnets.end(), plan->rules.podSubnets.begin(),
-                         plan->rules.podSubnets.end());
     if (plan->rules.hasConditions()) {
       // Conditional forwards are rules, not elements: only a listing shows them.
       auto listed = lister.listOwned(*owner);
       if (!listed) continue;
-      have = std::move(*listed);
+      have.forwards = std::move(listed->forwards);
+      have.masquerades = std::move(listed->masquerades);
     }
+    // A kept subnet that overlaps the lease's serves it (nft::diff): the kernel refuses a subnet
+    // nested in another network's.
     const nft::RulesDiff difference = nft::diff(plan->rules, have);
     nft::AttachmentRules extra{*owner, difference.unexpectedForwards,
                                difference.unexpectedMasquerades};
@@ -398,15 +439,6 @@ Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::T
     if (!nft::isOwnerTag(owner)) continue;
     const bool wholeOwner = rules.hasConditions();
     repairs.strays.push_back({owner, std::move(rules), "no lease", wholeOwner});
-  }
-  // A lease without a forwarding record (an older plugin's) needs a subnet nobody here knows.
-  if (!everySubnetKnown) return repairs;
-  for (const IpPrefix& subnet : podSubnets) {
-    // One that overlaps a needed one serves it (nft::diff): it stays.
-    if (std::ranges::none_of(neededSubnets,
-                             [&](const IpPrefix& want) { return want.overlaps(subnet); })) {
-      repairs.unusedSubnets.push_back(subnet);
-    }
   }
   return repairs;
 }
@@ -457,6 +489,9 @@ void Reconciler::repair(const Repairs& repairs, bool quiet, PassReport& report) 
     ++report.straysRemoved;
     backoff_.carriedOut(strayId(stray.owner));
   }
+  // Then subnets no lease records: a restore's own subnet, nested in one of them, is refused by
+  // the kernel while it is there.
+  if (!repairs.unusedSubnets.empty()) report.subnetsRemoved = removeSubnets(repairs.unusedSubnets);
   RepairLog restores("table.restored", "table.restore_failed");
   for (const auto& restore : repairs.restores) {
     if (!due()) continue;
@@ -479,7 +514,6 @@ void Reconciler::repair(const Repairs& repairs, bool quiet, PassReport& report) 
   }
   strays.finish();
   restores.finish();
-  if (!repairs.unusedSubnets.empty()) report.subnetsRemoved = removeSubnets(repairs.unusedSubnets);
   metrics_.countRepairs(Metrics::Repair::kMissing, report.leasesRestored);
   metrics_.countRepairs(Metrics::Repair::kStray, report.straysRemoved + report.subnetsRemoved);
 }
@@ -491,7 +525,7 @@ std::size_t Reconciler::removeSubnets(const std::vector<IpPrefix>& unused) {
   log::event(Component::kTable, removed ? Level::kInfo : Level::kError,
              removed ? "table.subnets_removed" : "table.subnets_remove_failed",
              {{"subnets", listed},
-              {"why", removed ? std::string("no lease in them") : removed.error().message}});
+              {"why", removed ? std::string("no lease records them") : removed.error().message}});
   return removed ? unused.size() : 0;
 }
 

@@ -11,12 +11,15 @@
 //      are removed (a DEL the agent never saw, a lease released while it was down). Elements whose
 //      comment is not our owner tag are someone else's and are never touched. The pod subnets,
 //      shared by the leases in them, are restored with any lease that needs one and deleted once
-//      no lease is in them. Rules of the conditional chain count by their owner tag too: an
-//      owner-tagged rule without a lease goes, whatever its conditions hold; a lease with
-//      conditions is compared through a listing of its owner (our own part of each rule, never
-//      the user's matches: nft/table_state.h), and anything amiss there is rewritten whole
-//      (Repairs::Restore::rewrite). A repair found again with nothing else changed did not
-//      converge, and waits before it is tried again (repair_backoff.h);
+//      no lease records them exactly (one wider than a lease's own serves none: 0.0.0.0/0 would
+//      masquerade every client). A lease whose recorded pod address no pod may have
+//      (common/pod_address.h; granted before the agent checked) has its elements removed, never
+//      restored, and is logged (table.refused_target). Rules of the conditional chain count by
+//      their owner tag too: an owner-tagged rule without a lease goes, whatever its conditions
+//      hold; a lease with conditions is compared through a listing of its owner (our own part of
+//      each rule, never the user's matches: nft/table_state.h), and anything amiss there is
+//      rewritten whole (Repairs::Restore::rewrite). A repair found again with nothing else changed
+//      did not converge, and waits before it is tried again (repair_backoff.h);
 //   3. releases leases whose sandbox is gone (netns_id.h) for longer than the grace: a pod deleted
 //      while the agent was down, whose DEL never came.
 // Passes run at start (first thing on the loop's thread, as the socket starts to serve), when
@@ -69,7 +72,7 @@ struct PassReport {
   bool layoutRepaired = false;
   std::size_t leasesRestored = 0;  // leases whose missing forwards were installed again
   std::size_t straysRemoved = 0;   // owners whose elements had no lease
-  std::size_t subnetsRemoved = 0;  // pod subnets no lease was in
+  std::size_t subnetsRemoved = 0;  // pod subnets no lease recorded
   std::size_t released = 0;        // leases released because their sandbox was gone
   std::size_t deferred = 0;        // repairs held back: they did not converge (repair_backoff.h)
   bool compared = false;           // the table was read and compared with every lease
@@ -123,7 +126,7 @@ class Reconciler {
     };
     std::vector<Stray> strays;
     std::vector<Restore> restores;
-    std::vector<IpPrefix> unusedSubnets;  // pod subnets no lease is in
+    std::vector<IpPrefix> unusedSubnets;  // pod subnets no lease records
     bool empty() const { return strays.empty() && restores.empty() && unusedSubnets.empty(); }
   };
 

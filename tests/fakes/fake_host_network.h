@@ -2,6 +2,7 @@
 // A HostNetwork (hostnet/host_network.h) in memory, for tests of the plugin's verbs without a
 // kernel.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,7 +12,8 @@
 
 namespace hostport::hostnet {
 
-/// In-memory HostNetwork: records the pods and ports it was asked about; can refuse route_localnet.
+/// In-memory HostNetwork: records the pods and ports it was asked about; can refuse route_localnet;
+/// holds the addresses it calls local.
 class FakeHostNetwork : public HostNetwork {
  public:
   Result<void> enableRouteLocalnet(const IpAddress& podIp) override {
@@ -24,6 +26,12 @@ class FakeHostNetwork : public HostNetwork {
     if (failFlush) return fail(ErrorCode::kKernel, "cannot flush conntrack");
     return 0;
   }
+  Result<bool> isLocalAddress(const IpAddress& address) override {
+    if (failLocalLookup) return fail(ErrorCode::kKernel, "cannot look the route up");
+    return std::ranges::find(localAddresses, address.str()) != localAddresses.end();
+  }
+  std::vector<std::string> localAddresses;  // what isLocalAddress() says is the node's
+  bool failLocalLookup = false;
   std::vector<std::string> localnetFor;
   std::vector<uint16_t> flushedPorts;
   bool failLocalnet = false;

@@ -1,12 +1,14 @@
 // The control socket's JSON bodies (agent/api/json_codec.h), which the agent decodes from anything
 // that can open its socket and the plugin decodes from the agent. One body is tried as every
 // document the codec reads. Invariants: what decodes encodes to JSON that decodes to the same
-// value; and an allocation request's forwarding, planned as the agent plans a lease from it,
-// passes every check of plan_check.h.
+// value; an allocation request's pod addresses pass common/pod_address.h, and there is one when
+// it asks for ports; and its forwarding, planned as the agent plans a lease from it, passes
+// every check of plan_check.h.
 
 #include <nlohmann/json.hpp>
 
 #include "agent/api/json_codec.h"
+#include "common/pod_address.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/plan_check.h"
 
@@ -29,6 +31,15 @@ void checkAllocationRequest(const nlohmann::json& body) {
   const nlohmann::json encoded = api::toJson(*request);
   const auto again = api::allocationRequestFromJson(api::parseBody(api::dumpBody(encoded)).value());
   FUZZ_CHECK(again.has_value() && api::toJson(*again) == encoded);
+  // The agent takes no pod address on the plugin's word (issue 29): an accepted request's are
+  // ones a pod may have, and it names one whenever it asks for a port.
+  if (const auto& forwarding = request->forwarding) {
+    for (const auto& address : {forwarding->podV4, forwarding->podV6}) {
+      FUZZ_CHECK(!address || !hostport::podAddressProblem(*address));
+    }
+    const bool asksForPorts = !request->statics.empty() || !request->dynamics.empty();
+    FUZZ_CHECK(!asksForPorts || forwarding->podV4 || forwarding->podV6);
+  }
   hostport::fuzz::checkLeasePlan(hostport::fuzz::leaseAtOwnNumbers(*request));
 }
 

@@ -1,8 +1,9 @@
 // The network configuration a runtime writes on the plugin's stdin: our options, runtimeConfig
 // (portMappings, the pod's annotations) and prevResult (cni-plugin/plugin_config.h,
 // prev_result.h), read as ADD, CHECK and GC read them. Invariants: accepted values keep their
-// documented bounds; prevResult's addresses survive conversion to every CNI version; and an
-// ADD's forwards, planned as the dispatcher plans them, pass every check of plan_check.h.
+// documented bounds; prevResult's addresses survive conversion to every CNI version; a picked
+// container address passes common/pod_address.h; and an ADD's forwards, planned as the
+// dispatcher plans them, pass every check of plan_check.h.
 
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "cni-plugin/cni_version.h"
 #include "cni-plugin/plugin_config.h"
 #include "cni-plugin/prev_result.h"
+#include "common/pod_address.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/plan_check.h"
 
@@ -52,6 +54,10 @@ void checkAddPlan(const cni::PluginConfig& config) {
   checkConversions(*config.prevResult, *addresses);
   const auto pod = cni::containerAddresses(*config.prevResult, *addresses, "eth0");
   if (!pod) return;
+  // Only addresses a pod may have become DNAT targets and pod subnets (issue 29).
+  for (const auto& address : {pod->v4, pod->v6}) {
+    FUZZ_CHECK(!address || !hostport::podAddressProblem(*address));
+  }
   // What the plugin records for the agent (dispatcher.cc's forwardingOf).
   const hostport::agent::Forwarding forwarding{.network = config.name,
                                                .podV4 = pod->v4,

@@ -60,7 +60,11 @@ class AgentGcStatusTest : public PluginFixture {
     request.key = {containerId, "eth0"};
     request.pod = {"ns", containerId, ""};
     request.dynamics.push_back({"web", 80, 1, agent::PortProtocol::kTcp});
-    if (!network.empty()) request.forwarding = agent::Forwarding{.network = network};
+    if (!network.empty()) {
+      // A pod address without a route here: snat off, so no route_localnet is asked for.
+      request.forwarding = agent::Forwarding{
+          .network = network, .podV4 = IpPrefix::parse("10.99.0.5/24").value(), .snat = false};
+    }
     ASSERT_OK(agent_->client().allocate(request));
   }
 

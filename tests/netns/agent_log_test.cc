@@ -39,7 +39,10 @@ AllocationRequest request(const std::string& containerId, const std::string& pod
   r.key = {containerId, "eth0"};
   r.pod = {"games", pod, "uid-" + containerId};
   r.netns = "/run/netns/" + containerId;
-  r.forwarding = agent::Forwarding{.network = "games-net"};  // what GC is scoped by
+  // The network is what GC is scoped by; a pod address without a route here, so snat is off
+  // (route_localnet needs the route).
+  r.forwarding = agent::Forwarding{
+      .network = "games-net", .podV4 = IpPrefix::parse("10.99.0.5/24").value(), .snat = false};
   return r;
 }
 

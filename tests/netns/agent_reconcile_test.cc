@@ -162,6 +162,48 @@ TEST_F(AgentReconcileTest, APodSubnetIsRestoredForItsLeasesAndGoesWithTheLastOfT
       << agent_->describe();
 }
 
+// Issue 29 item 6: a podnets entry wider than any lease's subnet (0.0.0.0/0, as a forged
+// prevResult once put there) masquerades every outside client toward every snat pod. It goes,
+// since no lease records it exactly; and when it had stood in for a lease's own subnet, that
+// subnet comes back in the same repair.
+TEST_F(AgentReconcileTest, APodSubnetNoLeaseRecordsGoesAndOutsideClientsKeepTheirAddress) {
+  ASSERT_NO_FATAL_FAILURE(startAgent(kSmallPool, {"--table-repair-interval", "1"}));
+  const Served a = servedPod("pod-a");
+  ASSERT_NE(a.port, 0);
+  const std::string own = std::string(kPodSubnetV4) + " . " + kPodSubnetV4;
+  const std::string everything = "0.0.0.0/0 . 0.0.0.0/0";
+  const auto podnetsHold = [&](const std::string& value) {
+    return std::ranges::any_of(entries(), [&](const NftEntry& entry) {
+      return entry.set == "podnets" && entry.key == value;
+    });
+  };
+  const auto peerSeenFrom = [&](const Netns& client) {
+    auto reply = tcpRequest(client, kNodeIpV4, a.port);
+    return reply ? reply->peer : "no reply: " + reply.error().message;
+  };
+  ASSERT_TRUE(podnetsHold(own));
+  ASSERT_EQ(peerSeenFrom(outside()), kOutsideIpV4);
+
+  ASSERT_NO_FATAL_FAILURE(
+      nft({"add", "element", "ip", "hostport", "podnets", "{ " + everything + " }"}));
+  EXPECT_TRUE(waitUntil([&] { return !podnetsHold(everything) && podnetsHold(own); },
+                        std::chrono::milliseconds(3000)))
+      << agent_->describe();
+  EXPECT_EQ(peerSeenFrom(outside()), kOutsideIpV4);
+  EXPECT_EQ(peerSeenFrom(a.pod->netns), kPodGatewayV4) << "hairpin is still masqueraded";
+  EXPECT_TRUE(agent_->waitForLog("table.subnets_removed subnets=0.0.0.0/0")) << agent_->describe();
+
+  // The kernel refuses a subnet nested in one that is there: with the wide one in the lease's
+  // place, its own is restored only once the wide one is gone.
+  ASSERT_NO_FATAL_FAILURE(nft({"delete element ip hostport podnets { " + own +
+                               " }; add element ip hostport podnets { " + everything + " }"}));
+  EXPECT_TRUE(waitUntil([&] { return !podnetsHold(everything) && podnetsHold(own); },
+                        std::chrono::milliseconds(3000)))
+      << agent_->describe();
+  EXPECT_EQ(peerSeenFrom(outside()), kOutsideIpV4);
+  EXPECT_EQ(peerSeenFrom(a.pod->netns), kPodGatewayV4);
+}
+
 // A stray that holds the very key a lease lost (same key, same data, another tag: adding the
 // lease's element again would keep the stray's tag) goes before the lease is restored, so the
 // restore is not undone by the stray's removal.

@@ -44,6 +44,18 @@ void setMapping(nlohmann::json& config, const std::string& key, nlohmann::json v
   config["runtimeConfig"]["portMappings"][0][key] = std::move(value);
 }
 
+/// Puts `address` in the place of the container's first address.
+std::function<void(nlohmann::json&)> containerAddress(std::string address) {
+  return [address](nlohmann::json& c) { c["prevResult"]["ips"][0]["address"] = address; };
+}
+
+/// Points every prevResult address at interface `index`.
+std::function<void(nlohmann::json&)> containerIndex(nlohmann::json index) {
+  return [index](nlohmann::json& c) {
+    for (auto& ip : c["prevResult"]["ips"]) ip["interface"] = index;
+  };
+}
+
 std::vector<BadInput> badInputs() {
   auto none = [](nlohmann::json&) {};
   return {
@@ -59,6 +71,35 @@ std::vector<BadInput> badInputs() {
       {"PrevResultWithBadAddress",
        [](auto& c) { c["prevResult"]["ips"][0]["address"] = "10.88.0.300/24"; },
        {kInvalidConfig}},
+      // Issue 29 items 4 and 6: addresses no pod has, and prefixes no pod subnet has.
+      {"PrevResultLoopbackAddress", containerAddress("127.0.0.1/8"), {kInvalidConfig}},
+      {"PrevResultUnspecifiedDefaultRoute", containerAddress("0.0.0.0/0"), {kInvalidConfig}},
+      {"PrevResultPrefixWiderThanAPodSubnet", containerAddress("10.88.0.200/4"), {kInvalidConfig}},
+      {"PrevResultLinkLocalAddress", containerAddress("169.254.169.254/16"), {kInvalidConfig}},
+      {"PrevResultMulticastAddress", containerAddress("224.0.0.251/24"), {kInvalidConfig}},
+      {"PrevResultBroadcastAddress", containerAddress("255.255.255.255/32"), {kInvalidConfig}},
+      {"PrevResultSubnetBroadcastAddress", containerAddress("10.88.0.255/24"), {kInvalidConfig}},
+      {"PrevResultIpv6LoopbackAddress", containerAddress("::1/128"), {kInvalidConfig}},
+      {"PrevResultIpv6LinkLocalAddress", containerAddress("fe80::1/64"), {kInvalidConfig}},
+      {"PrevResultBridgeGatewayAddress", containerAddress("10.88.0.1/24"), {kInvalidConfig}},
+      // Issue 29 item 8: no address on the container's interface, with a port to forward.
+      {"PrevResultInterfaceIndexOutOfRange", containerIndex(99), {kInvalidConfig}},
+      {"PrevResultInterfaceIndexNegative", containerIndex(-1), {kInvalidConfig}},
+      {"PrevResultInterfaceIndexTwoToThe63",
+       containerIndex(nlohmann::json(uint64_t{1} << 63)),
+       {kInvalidConfig}},
+      {"PrevResultInterfaceWithoutSandbox",
+       [](auto& c) {
+         for (auto& interface : c["prevResult"]["interfaces"]) interface.erase("sandbox");
+       },
+       {kInvalidConfig}},
+      {"PrevResultOfVersion020Shape",
+       [](auto& c) {
+         c["prevResult"] = {{"cniVersion", "0.2.0"},
+                            {"ip4", {{"ip", "10.88.0.200/24"}, {"gateway", "10.88.0.1"}}}};
+       },
+       {kInvalidConfig}},
+      {"IfnameThePrevResultDoesNotName", none, {kInvalidConfig}, "", {{"CNI_IFNAME", "net1"}}},
       {"HostPortZero", [](auto& c) { setMapping(c, "hostPort", 0); }, {kInvalidConfig}},
       {"HostPortTooLarge", [](auto& c) { setMapping(c, "hostPort", 65536); }, {kInvalidConfig}},
       {"HostPortNegative", [](auto& c) { setMapping(c, "hostPort", -80); }, {kInvalidConfig}},

@@ -157,16 +157,18 @@ Server::Server(Transport transport, UniqueFd socket, UniqueFd stop, std::string 
 }
 
 Result<std::unique_ptr<Server>> Server::start(const Netns& netns, Transport transport,
-                                              uint16_t port, std::string id) {
+                                              uint16_t port, std::string id,
+                                              const std::string& address) {
   const int type = transport == Transport::kTcp ? SOCK_STREAM : SOCK_DGRAM;
   HOSTPORT_TRY(UniqueFd fd, socketIn(netns, AF_INET6, type));
   const int zero = 0;
   const int one = 1;
   ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  auto any = makeAddress("::", port);
-  const std::string where = "[::]:" + std::to_string(port) + " in " + netns.name();
-  if (::bind(fd.get(), any->get(), any->length) != 0) {
+  auto bound = makeAddress(address, port);
+  if (!bound) return std::unexpected(bound.error());
+  const std::string where = "[" + address + "]:" + std::to_string(port) + " in " + netns.name();
+  if (::bind(fd.get(), bound->get(), bound->length) != 0) {
     const int error = errno;
     return failSystem(ErrorCode::kIo, "bind " + where, error);
   }

@@ -32,8 +32,11 @@ enum class Transport { kTcp, kUdp };
 /// Serves one port (dual-stack, "[::]:port") in a netns on a background thread until destroyed.
 class Server {
  public:
+  /// `address` is an IPv6 one: "::" every address, "::ffff:127.0.0.1" the IPv4 loopback alone (a
+  /// node service nobody off the node should reach).
   static Result<std::unique_ptr<Server>> start(const Netns& netns, Transport transport,
-                                               uint16_t port, std::string id);
+                                               uint16_t port, std::string id,
+                                               const std::string& address = "::");
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   ~Server();

@@ -140,6 +140,9 @@ class DispatcherTest : public ::testing::Test {
     Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) override {
       return fake.flushUdpConntrack(ports);
     }
+    Result<bool> isLocalAddress(const IpAddress& address) override {
+      return fake.isLocalAddress(address);
+    }
     FakeHostNetwork& fake;
   };
 
@@ -293,12 +296,185 @@ TEST_F(DispatcherTest, DelDoesNotLookAtTheNetnsWhichMayBeGone) {
 TEST_F(DispatcherTest, SkipsMappingsForAFamilyTheContainerLacks) {
   auto input = config();
   input["runtimeConfig"]["portMappings"] =
-      json::array({{{"hostPort", 8080}, {"containerPort", 80}, {"hostIP", "2001:db8::1"}}});
+      json::array({{{"hostPort", 8080}, {"containerPort", 80}, {"hostIP", "2001:db8::1"}},
+                   {{"hostPort", 9090}, {"containerPort", 90}}});
   const auto outcome = run("ADD", input.dump());
   ASSERT_EQ(outcome.exitCode, 0) << outcome.out;
-  EXPECT_NE(outcome.err.find("skipping port mapping"), std::string::npos) << outcome.err;
-  EXPECT_TRUE(ruleset_.installed.empty());
+  EXPECT_NE(outcome.err.find("skipping port mapping tcp [2001:db8::1]:8080"), std::string::npos)
+      << outcome.err;
+  ASSERT_EQ(ruleset_.installed.at("c0ffee/eth0").forwards.size(), 1u);
+  EXPECT_EQ(nft::describe(ruleset_.installed.at("c0ffee/eth0").forwards[0]),
+            "tcp 0.0.0.0:9090 -> 10.88.0.5:90");
+}
+
+// When it can forward none of them, the pod would run without the ports it asked for.
+TEST_F(DispatcherTest, AddThatCanForwardNoneOfItsMappingsIsCode7) {
+  auto input = config();
+  input["runtimeConfig"]["portMappings"] =
+      json::array({{{"hostPort", 8080}, {"containerPort", 80}, {"hostIP", "2001:db8::1"}}});
+  const auto outcome = run("ADD", input.dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 7) << outcome.out;
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find(
+                "none of the 1 port mapping(s) can be forwarded"),
+            std::string::npos)
+      << outcome.out;
   EXPECT_EQ(rulesetOpened_, 0);
+  EXPECT_TRUE(ruleset_.installed.empty());
+}
+
+/// prevResult with `address` in place of the container's IPv4 address.
+json withContainerAddress(json input, const std::string& address) {
+  input["prevResult"]["ips"][0]["address"] = address;
+  return input;
+}
+
+const std::vector<std::pair<std::string, std::string>>& refusedAddresses() {
+  static const std::vector<std::pair<std::string, std::string>> addresses = {
+      {"127.0.0.1/8", "loopback"},
+      {"0.0.0.0/0", "0.0.0.0/8"},
+      {"10.88.0.5/0", "wider than /8"},
+      {"169.254.169.254/16", "link-local"},
+      {"224.0.0.1/24", "multicast"},
+      {"255.255.255.255/32", "broadcast"},
+      {"10.88.255.255/16", "broadcast"},
+      {"10.88.0.0/16", "network address"},
+      {"::1/128", "loopback"},
+      {"::/0", "unspecified"},
+      {"fe80::1/64", "link-local"},
+      {"ff02::1/64", "multicast"},
+      {"::ffff:127.0.0.1/96", "IPv4-mapped"},
+      {"fd00::5/16", "wider than /48"},
+  };
+  return addresses;
+}
+
+// Issue 29 items 4 and 6: a prevResult address no pod has is refused with code 7 naming the
+// field and the value, standalone and with the agent, before anything is asked or written.
+TEST_F(DispatcherTest, AddRefusesAContainerAddressNoPodHasBeforeAnythingIsAskedOrWritten) {
+  for (const bool withAgent : {false, true}) {
+    for (const auto& [address, says] : refusedAddresses()) {
+      const json input = withContainerAddress(
+          withAgent ? agentConfig({{"hostport.io/ports", "a=80"}}) : config(), address);
+
+      const auto outcome = run("ADD", input.dump());
+
+      EXPECT_NE(outcome.exitCode, 0) << address;
+      EXPECT_EQ(outcome.document()["code"], 7) << address << ": " << outcome.out;
+      const std::string message = outcome.document()["msg"];
+      EXPECT_NE(message.find("prevResult.ips[0].address: \"" + address + "\""), std::string::npos)
+          << message;
+      EXPECT_NE(message.find(says), std::string::npos) << message;
+      EXPECT_TRUE(outcome.out.find("\"ips\"") == std::string::npos) << "no result printed";
+    }
+  }
+  EXPECT_TRUE(agent_.requests.empty());
+  EXPECT_EQ(rulesetOpened_, 0);
+  EXPECT_TRUE(ruleset_.installed.empty());
+  EXPECT_TRUE(ruleset_.podSubnets.empty());
+}
+
+// Issue 29 item 8: every prevResult that names no container address on CNI_IFNAME, with ports
+// asked for, is code 7 saying so, and no port is leased or forwarded.
+TEST_F(DispatcherTest, AddWithPortsButNoContainerAddressIsCode7AndLeasesNothing) {
+  const auto withIndex = [](json input, const json& index) {
+    input["prevResult"]["ips"][0]["interface"] = index;
+    return input;
+  };
+  const auto withoutSandbox = [](json input) {
+    input["prevResult"]["interfaces"][2].erase("sandbox");
+    return input;
+  };
+  const auto v020 = [](json input) {
+    input["prevResult"] = json::parse(R"({"cniVersion": "0.2.0",
+        "ip4": {"ip": "10.88.0.5/16", "gateway": "10.88.0.1"}})");
+    return input;
+  };
+  for (const bool withAgent : {false, true}) {
+    const json base = withAgent ? agentConfig({{"hostport.io/ports", "a=80"}}) : config();
+    const std::vector<std::tuple<std::string, json, std::string>> shapes = {
+        {"interface 99", withIndex(base, 99), "eth0"},
+        {"interface -1", withIndex(base, -1), "eth0"},
+        {"interface 2^63", withIndex(base, json(uint64_t{1} << 63)), "eth0"},
+        {"interface without sandbox", withoutSandbox(base), "eth0"},
+        {"a 0.2.0-shaped result", v020(base), "eth0"},
+        {"a CNI_IFNAME prevResult does not name", base, "net1"},
+    };
+    for (const auto& [shape, input, ifname] : shapes) {
+      env_["CNI_IFNAME"] = ifname;
+      const auto outcome = run("ADD", input.dump());
+
+      EXPECT_NE(outcome.exitCode, 0) << shape;
+      EXPECT_EQ(outcome.document()["code"], 7) << shape << ": " << outcome.out;
+      EXPECT_NE(outcome.document()["msg"].get<std::string>().find(
+                    "prevResult names no address on interface " + ifname + " inside the sandbox"),
+                std::string::npos)
+          << shape << ": " << outcome.out;
+      EXPECT_EQ(outcome.err.find("installed"), std::string::npos) << shape << ": " << outcome.err;
+    }
+    env_["CNI_IFNAME"] = "eth0";
+  }
+  EXPECT_TRUE(agent_.requests.empty()) << "the agent was asked for ports";
+  EXPECT_TRUE(agent_.leases.empty());
+  EXPECT_EQ(rulesetOpened_, 0);
+
+  // Without ports asked for, a pod without an address is no business of ours.
+  auto noPorts = withIndex(config(), 99);
+  noPorts["runtimeConfig"]["portMappings"] = json::array();
+  EXPECT_EQ(run("ADD", noPorts.dump()).exitCode, 0);
+}
+
+// Item 8's CHECK half: a lease without forwards fails CHECK, whatever prevResult says.
+TEST_F(DispatcherTest, CheckFailsOnALeaseWithoutForwards) {
+  // A lease an older plugin got with "podIPs": [] and nothing installed for it.
+  agent_.installs = true;
+  agent::AllocationRequest request;
+  request.key = {"c0ffee", "eth0"};
+  request.statics = {{8080, 80, agent::PortProtocol::kTcp, std::nullopt}};
+  request.forwarding = agent::Forwarding{.network = "testnet"};
+  ASSERT_TRUE(agent_.allocate(request));
+  agent_.requests.clear();
+  auto input = agentConfig();
+  input["runtimeConfig"]["portMappings"] =
+      json::array({{{"hostPort", 8080}, {"containerPort", 80}}});
+
+  const auto sameResult = run("CHECK", withContainerAddress(input, "10.88.0.5/16").dump());
+  EXPECT_NE(sameResult.exitCode, 0) << "the forward the lease stands for is not there";
+  EXPECT_NE(sameResult.document()["msg"].get<std::string>().find("is missing"), std::string::npos)
+      << sameResult.out;
+
+  auto noAddress = input;
+  noAddress["prevResult"]["ips"][0]["interface"] = 99;
+  const auto outcome = run("CHECK", noAddress.dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 7) << outcome.out;
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find("names no address on interface eth0"),
+            std::string::npos)
+      << outcome.out;
+
+  // Standalone, the same: mappings with nowhere to go are no passing CHECK.
+  auto standalone = config();
+  standalone["prevResult"]["ips"][0]["interface"] = 99;
+  EXPECT_EQ(run("CHECK", standalone.dump()).document()["code"], 7);
+  standalone = config();
+  standalone["runtimeConfig"]["portMappings"] =
+      json::array({{{"hostPort", 8080}, {"containerPort", 80}, {"hostIP", "2001:db8::1"}}});
+  EXPECT_EQ(run("CHECK", standalone.dump()).document()["code"], 7);
+}
+
+// A target the node itself holds (the bridge's gateway, the node's own address) would DNAT the
+// host port to the node's services: refused before anything is written.
+TEST_F(DispatcherTest, StandaloneAddRefusesATargetTheNodeHolds) {
+  network_.localAddresses = {"10.88.0.5"};
+  const auto outcome = run("ADD", config().dump());
+  EXPECT_NE(outcome.exitCode, 0);
+  EXPECT_EQ(outcome.document()["code"], 7) << outcome.out;
+  EXPECT_NE(outcome.document()["msg"].get<std::string>().find(
+                "pod address 10.88.0.5 is an address of this node"),
+            std::string::npos)
+      << outcome.out;
+  EXPECT_EQ(rulesetOpened_, 0);
+  EXPECT_TRUE(ruleset_.installed.empty());
 }
 
 TEST_F(DispatcherTest, ConflictIsOurCodeAndNamesTheHolder) {

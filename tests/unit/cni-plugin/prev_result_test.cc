@@ -212,5 +212,95 @@ TEST(PrevResultTest, EscapesAndTruncatesHostileAddressesInMessages) {
   EXPECT_LT(message.size(), 200u);
 }
 
+// Item 4 and 6 of issue 29: an address no pod has, or a prefix no pod subnet has, is refused
+// where it is picked, naming the field and the value (common/pod_address.h has the classes).
+TEST(PrevResultTest, RefusesAContainerAddressNoPodHasNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"127.0.0.1/8", "loopback"},
+      {"127.0.0.1/32", "loopback"},
+      {"0.0.0.0/0", "0.0.0.0/8"},
+      {"0.0.0.0/32", "0.0.0.0/8"},
+      {"10.88.0.5/0", "wider than /8"},
+      {"10.88.0.5/4", "wider than /8"},
+      {"169.254.169.254/16", "link-local"},
+      {"224.0.0.5/24", "multicast"},
+      {"255.255.255.255/32", "broadcast"},
+      {"10.88.255.255/16", "broadcast"},
+      {"10.88.0.0/16", "network address"},
+      {"::1/128", "loopback"},
+      {"::/0", "unspecified"},
+      {"fe80::5/64", "link-local"},
+      {"ff02::1/64", "multicast"},
+      {"::ffff:127.0.0.1/96", "IPv4-mapped"},
+      {"fd00:88::5/0", "wider than /48"},
+      {"fd00:88::/64", "Subnet-Router"},
+  };
+  for (const auto& [address, says] : refused) {
+    json result = bridgeResult();
+    const bool v6 = address.find(':') != std::string::npos;
+    result["ips"][v6 ? 1 : 0]["address"] = address;
+
+    const std::string message = errorOf(result);
+
+    EXPECT_THAT(message, HasSubstr("prevResult.ips[" + std::string(v6 ? "1" : "0") +
+                                   "].address: \"" + address + "\" "))
+        << address;
+    EXPECT_THAT(message, HasSubstr(says)) << address;
+  }
+}
+
+// Only what becomes a target is judged: the host side's addresses are skipped, as before.
+TEST(PrevResultTest, JudgesOnlyTheAddressesItPicks) {
+  json result = bridgeResult();
+  result["ips"].insert(result["ips"].begin(), json{{"interface", 1}, {"address", "127.0.0.1/8"}});
+  result["ips"].push_back(json{{"interface", 3}, {"address", "0.0.0.0/0"}});
+
+  EXPECT_EQ(addressesOf(result).v4, prefix("10.88.0.5/16"));
+}
+
+// Item 8 of issue 29: every shape of prevResult that names no address on the attachment's
+// interface inside the sandbox leaves a pod with ports nowhere to forward them: an error that
+// says what is missing.
+TEST(PrevResultTest, RequiresAContainerAddressForEveryShapeThatNamesNone) {
+  const auto withIndex = [](json index) {
+    json result = bridgeResult();
+    for (auto& ip : result["ips"]) ip["interface"] = index;
+    return result;
+  };
+  json withoutSandbox = bridgeResult();
+  withoutSandbox["interfaces"][2].erase("sandbox");
+  json emptySandbox = bridgeResult();
+  emptySandbox["interfaces"][2]["sandbox"] = "";
+  const json v020 = json::parse(R"({"cniVersion": "0.2.0",
+      "ip4": {"ip": "10.88.0.5/16", "gateway": "10.88.0.1"},
+      "ip6": {"ip": "fd00:88::5/64"}})");
+  const std::vector<std::pair<std::string, json>> shapes = {
+      {"interface 99", withIndex(99)},
+      {"interface -1", withIndex(-1)},
+      {"interface 2^63", withIndex(json(uint64_t{1} << 63))},
+      {"interface without sandbox", withoutSandbox},
+      {"interface with an empty sandbox", emptySandbox},
+      {"0.2.0 shape", v020},
+      {"no ips", json::object()},
+  };
+  for (const auto& [shape, result] : shapes) {
+    const ContainerAddresses addresses = addressesOf(result);
+    EXPECT_TRUE(addresses.empty()) << shape;
+
+    const auto required = requireContainerAddress(addresses, "eth0");
+
+    ASSERT_FALSE(required) << shape;
+    EXPECT_EQ(required.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_THAT(required.error().message,
+                HasSubstr("prevResult names no address on interface eth0 inside the sandbox"))
+        << shape;
+  }
+  // A CNI_IFNAME the result does not name.
+  EXPECT_TRUE(addressesOf(bridgeResult(), "net1").empty());
+  EXPECT_THAT(requireContainerAddress(addressesOf(bridgeResult(), "net1"), "net1").error().message,
+              HasSubstr("no address on interface net1"));
+  EXPECT_TRUE(requireContainerAddress(addressesOf(bridgeResult()), "eth0"));
+}
+
 }  // namespace
 }  // namespace hostport::cni

@@ -21,10 +21,11 @@ using test::hostBytes;
 using test::message;
 
 /// A hand-built rtnetlink message: header, 12-byte rtmsg, attributes.
-ByteVector routeMessage(uint16_t type, int family, std::initializer_list<ByteVector> attributes) {
+ByteVector routeMessage(uint16_t type, int family, std::initializer_list<ByteVector> attributes,
+                        int routeType = RTN_UNICAST) {
   return message(type, 0,
-                 bytesOf({family, 32, 0, 0, RT_TABLE_MAIN, RTPROT_KERNEL, RT_SCOPE_LINK,
-                          RTN_UNICAST, 0, 0, 0, 0}),
+                 bytesOf({family, family == AF_INET ? 32 : 128, 0, 0, RT_TABLE_MAIN, RTPROT_KERNEL,
+                          RT_SCOPE_LINK, routeType, 0, 0, 0, 0}),
                  attributes);
 }
 
@@ -52,15 +53,48 @@ TEST(RouteMessageTest, GetRouteRequestMatchesGoldenBytes) {
       0x08, 0x00, 0x01, 0x00,  // RTA_DST, len 8
       0x0a, 0x01, 0x02, 0x03,  //   10.1.2.3 in network order
   });
-  auto request = buildRouteGet(ip("10.1.2.3"));
-  ASSERT_TRUE(request) << request.error().message;
-  EXPECT_EQ(*request, expected);
+  EXPECT_EQ(buildRouteGet(ip("10.1.2.3")), expected);
 }
 
-TEST(RouteMessageTest, GetRouteRefusesIpv6) {
-  auto request = buildRouteGet(ip("2001:db8::1"));
-  ASSERT_FALSE(request);
-  EXPECT_EQ(request.error().code, ErrorCode::kInvalidArgument);
+TEST(RouteMessageTest, GetRouteRequestForIpv6MatchesGoldenBytes) {
+  const ByteVector expected = bytesOf({
+      0x30, 0x00, 0x00, 0x00,  // nlmsg_len 48
+      0x1a, 0x00,              // RTM_GETROUTE
+      0x05, 0x00,              // NLM_F_REQUEST | NLM_F_ACK
+      0x00, 0x00, 0x00, 0x00,  // seq (set by the socket)
+      0x00, 0x00, 0x00, 0x00,  // pid
+      0x0a, 0x80, 0x00, 0x00,  // rtmsg: AF_INET6, dst_len 128, src_len 0, tos 0
+      0x00, 0x00, 0x00, 0x00,  //        table, protocol, scope, type: unspecified
+      0x00, 0x00, 0x00, 0x00,  //        flags
+      0x14, 0x00, 0x01, 0x00,  // RTA_DST, len 20
+      0x20, 0x01, 0x0d, 0xb8,  //   2001:db8::1 in network order
+      0x00, 0x00, 0x00, 0x00,  //
+      0x00, 0x00, 0x00, 0x00,  //
+      0x00, 0x00, 0x00, 0x01,  //
+  });
+  EXPECT_EQ(buildRouteGet(ip("2001:db8::1")), expected);
+}
+
+TEST(RouteMessageTest, ParsesTheRouteTypeOfEitherFamily) {
+  // `ip route get 10.88.0.1` on the node that holds it: type local, through lo.
+  auto local = parseRouteReply(
+      routeMessage(RTM_NEWROUTE, AF_INET, {attr(RTA_OIF, hostBytes<uint32_t>(1))}, RTN_LOCAL));
+  ASSERT_TRUE(local) << local.error().message;
+  EXPECT_EQ(local->type, RTN_LOCAL);
+  EXPECT_EQ(local->outputInterface, 1u);
+
+  auto v6 = parseRouteReply(
+      routeMessage(RTM_NEWROUTE, AF_INET6,
+                   {attr(RTA_DST, bytesOf({0xfd, 0, 0, 0x88, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5})),
+                    attr(RTA_OIF, hostBytes<uint32_t>(4))}));
+  ASSERT_TRUE(v6) << v6.error().message;
+  EXPECT_EQ(v6->type, RTN_UNICAST);
+  EXPECT_EQ(v6->outputInterface, 4u);
+
+  auto unreachable = parseRouteReply(routeMessage(RTM_NEWROUTE, AF_INET, {}, RTN_UNREACHABLE));
+  ASSERT_TRUE(unreachable) << unreachable.error().message;
+  EXPECT_EQ(unreachable->type, RTN_UNREACHABLE);
+  EXPECT_EQ(unreachable->outputInterface, std::nullopt);
 }
 
 TEST(RouteMessageTest, ParsesOutputInterfaceFromReply) {
@@ -91,7 +125,7 @@ TEST(RouteMessageTest, RejectsOtherMessagesAndFamilies) {
   EXPECT_FALSE(parseRouteOutputInterface(
       routeMessage(RTM_NEWLINK, AF_INET, {attr(RTA_OIF, hostBytes<uint32_t>(7))})));
   EXPECT_FALSE(parseRouteOutputInterface(
-      routeMessage(RTM_NEWROUTE, AF_INET6, {attr(RTA_OIF, hostBytes<uint32_t>(7))})));
+      routeMessage(RTM_NEWROUTE, AF_BRIDGE, {attr(RTA_OIF, hostBytes<uint32_t>(7))})));
 }
 
 TEST(RouteMessageTest, RejectsEveryTruncation) {

@@ -69,6 +69,37 @@ TEST(AttachmentPlanTest, WarnsWithTheHostEndpointAsPeopleWriteIt) {
                                                      "container has no address of its family"});
 }
 
+// A pod that asked for ports and can be forwarded none: an error for ADD and CHECK, not a lease
+// that holds ports for nothing. One mapping it can forward is enough (portmap skips the rest).
+TEST(AttachmentPlanTest, RequireForwardsRefusesAPlanThatForwardsNoneOfItsMappings) {
+  PodTarget v4Only;
+  v4Only.v4 = *IpPrefix::parse("10.88.0.5/24");
+  const std::vector<std::pair<std::vector<PortMapping>, PodTarget>> nothingForwarded = {
+      {{mapping(8080, 80)}, PodTarget{}},
+      {{mapping(8080, 80), mapping(53, 53, Protocol::kUdp)}, PodTarget{}},
+      {{mapping(80, 80, Protocol::kTcp, "2001:db8::1")}, v4Only},
+  };
+  for (const auto& [mappings, target] : nothingForwarded) {
+    auto plan = planAttachment("o/eth0", mappings, target);
+    ASSERT_TRUE(plan);
+    const auto required = requireForwards(*plan);
+    ASSERT_FALSE(required) << mappings.size();
+    EXPECT_EQ(required.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(required.error().message.find("none of the " + std::to_string(mappings.size()) +
+                                            " port mapping(s) can be forwarded"),
+              std::string::npos)
+        << required.error().message;
+  }
+
+  auto some = planAttachment(
+      "o/eth0", {mapping(80, 80, Protocol::kTcp, "2001:db8::1"), mapping(8080, 80)}, v4Only);
+  ASSERT_TRUE(some);
+  EXPECT_TRUE(requireForwards(*some));
+  auto none = planAttachment("o/eth0", {}, PodTarget{});
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(requireForwards(*none)) << "no mapping asked for, none to forward";
+}
+
 TEST(AttachmentPlanTest, MasqueradesSubnetPeersAndLocalhostWithSnat) {
   auto plan = planAttachment("o/eth0", {mapping(8080, 80)}, dualStack());
   ASSERT_TRUE(plan);

@@ -139,6 +139,59 @@ TEST(JsonCodecTest, NamesTheFieldOfEveryForwardingError) {
   EXPECT_THAT(errorOfForwarding(R"({"conditionsV4": 7})"), HasSubstr("forwarding.conditionsV4"));
 }
 
+// The agent trusts no plugin with its DNAT targets: the same policy as the plugin's
+// (common/pod_address.h), named by the request's own field. A lease's forwarding is read as
+// recorded, so one an older agent granted can still be listed and released.
+TEST(JsonCodecTest, RefusesARequestToForwardToAnAddressNoPodHas) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"127.0.0.1/8", "loopback"},
+      {"0.0.0.0/0", "0.0.0.0/8"},
+      {"10.88.0.5/0", "wider than /8"},
+      {"169.254.169.254/16", "link-local"},
+      {"224.0.0.1/24", "multicast"},
+      {"255.255.255.255/32", "broadcast"},
+      {"10.88.0.255/24", "broadcast"},
+      {"10.88.0.0/24", "network address"},
+      {"::1/128", "loopback"},
+      {"::/0", "unspecified"},
+      {"fe80::5/64", "link-local"},
+      {"ff02::1/64", "multicast"},
+      {"::ffff:127.0.0.1/96", "IPv4-mapped"},
+      {"fd00::5/8", "wider than /48"},
+  };
+  for (const auto& [address, says] : refused) {
+    AllocationRequest request = sampleRequest();
+    json body = toJson(request);
+    body["forwarding"] = {{"network", "net"}, {"podIPs", {"fd00:88::5/64", address}}};
+    if (address.find(':') != std::string::npos) body["forwarding"]["podIPs"][0] = "10.88.0.5/24";
+    const std::string error = errorOf(allocationRequestFromJson(body));
+    EXPECT_THAT(error, HasSubstr("forwarding.podIPs[1]: \"" + address + "\" ")) << address;
+    EXPECT_THAT(error, HasSubstr(says)) << address;
+
+    Lease lease = sampleLease();
+    json recorded = toJson(lease);
+    recorded["forwarding"] = body["forwarding"];
+    EXPECT_TRUE(leaseFromJson(recorded).has_value()) << address;
+  }
+}
+
+TEST(JsonCodecTest, RefusesARequestForPortsWithoutAPodAddress) {
+  json body = toJson(sampleRequest());
+  body["forwarding"] = {{"network", "net"}, {"podIPs", json::array()}};
+  EXPECT_EQ(errorOf(allocationRequestFromJson(body)),
+            "forwarding.podIPs: names no pod address, but the request asks for 6 port row(s): "
+            "they would be forwarded nowhere");
+  body["forwarding"].erase("podIPs");
+  body["static"] = json::array();
+  EXPECT_THAT(errorOf(allocationRequestFromJson(body)), HasSubstr("3 port row(s)"));
+
+  body["dynamic"] = json::array();
+  EXPECT_TRUE(allocationRequestFromJson(body).has_value()) << "no ports, nothing to forward";
+  body = toJson(sampleRequest());
+  EXPECT_TRUE(allocationRequestFromJson(body).has_value())
+      << "no forwarding: an older plugin installs the forwards itself";
+}
+
 TEST(JsonCodecTest, RoundTripsALease) {
   const auto decoded = leaseFromJson(wire(toJson(sampleLease())));
   ASSERT_TRUE(decoded.has_value()) << decoded.error().message;

@@ -86,5 +86,25 @@ TEST_F(PlanWriterTest, OpensTheHostNetworkOnlyWhenThePlanNeedsIt) {
             (std::vector<std::string>{"flush 53: no netlink", "flush 5353: no netlink"}));
 }
 
+TEST_F(PlanWriterTest, RefusesATargetTheNodeHoldsItself) {
+  network_.localAddresses = {"10.88.0.5"};
+  const auto refused = refuseNodeTargets(plan(true), access());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("pod address 10.88.0.5 is an address of this node"),
+            std::string::npos)
+      << refused.error().message;
+
+  network_.localAddresses = {"10.88.0.1"};
+  EXPECT_OK(refuseNodeTargets(plan(true), access()));
+  network_.failLocalLookup = true;
+  const auto unknown = refuseNodeTargets(plan(true), access());
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kKernel) << "an unanswered lookup is no verdict";
+  opened_ = 0;
+  EXPECT_OK(refuseNodeTargets(nft::AttachmentPlan{}, access()));
+  EXPECT_EQ(opened_, 0) << "nothing to check, nothing opened";
+}
+
 }  // namespace
 }  // namespace hostport::agent::forwards

@@ -950,6 +950,36 @@ TEST_F(AgentServiceWriterTest, AReleaseWhoseForwardsCannotBeRemovedFailsAndKeeps
   EXPECT_FALSE(table_->installed.contains("c1/eth0"));
 }
 
+// What a request cannot show by itself is judged at install, before anything is written, and the
+// grant is taken back: a pod address the node holds (a DNAT to the node's own services), and
+// ports none of which reach the pod (hostIPs of a family it has no address of).
+TEST_F(AgentServiceWriterTest, AGrantToTheNodesOwnAddressOrForwardingNothingIsTakenBack) {
+  Agent agent(dir_, probe_, {}, options());
+  network_->localAddresses = {"10.88.0.5"};
+  const auto local = agent.allocate(forwarded("c1"));
+  ASSERT_FALSE(local.has_value());
+  EXPECT_EQ(local.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(local.error().message.find("pod address 10.88.0.5 is an address of this node"),
+            std::string::npos)
+      << local.error().message;
+
+  network_->localAddresses.clear();
+  AllocationRequest otherFamily = forwarded("c2");
+  otherFamily.dynamics.clear();
+  otherFamily.statics = {{8080, 80, PortProtocol::kTcp, *IpAddress::parse("2001:db8::1")}};
+  const auto nowhere = agent.allocate(otherFamily);
+  ASSERT_FALSE(nowhere.has_value());
+  EXPECT_EQ(nowhere.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(nowhere.error().message.find("none of the 1 port mapping(s) can be forwarded"),
+            std::string::npos)
+      << nowhere.error().message;
+
+  EXPECT_TRUE(agent.service().list("", "").empty());
+  EXPECT_TRUE(table_->installed.empty());
+  EXPECT_TRUE(table_->podSubnets.empty());
+  EXPECT_EQ(agent.service().poolRows().at(0).used, 0u);
+}
+
 TEST_F(AgentServiceWriterTest, ALeaseWithoutForwardingIsLeftToThePlugin) {
   Agent agent(dir_, probe_, {}, options());
   ASSERT_OK_AND_ASSIGN(const Lease lease, agent.allocate(request("c1", "ns", "pod")));

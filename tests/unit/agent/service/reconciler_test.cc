@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/forwards/lease_forwards.h"
 #include "agent/service/forward_writer.h"
 #include "tests/fakes/fake_host_network.h"
 #include "tests/fakes/fake_ruleset.h"
@@ -250,6 +251,64 @@ TEST_F(ReconcilerRepairTest, ARepairUndoneBySomeoneElseIsCarriedOutEveryTime) {
     EXPECT_EQ(report.deferred, 0u) << i;
   }
   EXPECT_TRUE(log_.events("table.repair_not_converging").empty());
+}
+
+// Issue 29 item 6: a pod subnet stays only while a lease records it exactly. One that merely
+// overlaps a lease's (0.0.0.0/0) masquerades every client toward every snat pod: it goes, and
+// the lease's own subnet, which it stood in for, is laid out in the same pass.
+TEST_F(ReconcilerRepairTest, ASubnetNoLeaseRecordsExactlyGoesEvenWhenItOverlapsOne) {
+  using testing::allocationBody;
+  using testing::httpRequest;
+  ASSERT_EQ(
+      agent_.call(httpRequest("POST", "/v1/attachments", allocationBody("c1", "eth0", "kube")))
+          .status,
+      200u);
+  const IpPrefix own = IpPrefix::parse("10.99.0.0/24").value();  // allocationBody's pod subnet
+  const IpPrefix everything = IpPrefix::parse("0.0.0.0/0").value();
+  table_->podSubnets = {everything};
+  table_->foreignChange();
+
+  const PassReport report = reconciler_->pass(false);
+
+  EXPECT_EQ(report.subnetsRemoved, 1u);
+  EXPECT_EQ(report.leasesRestored, 1u);
+  EXPECT_EQ(table_->podSubnets, std::vector<IpPrefix>{own});
+  table_->podSubnets.push_back(IpPrefix::parse("10.0.0.0/8").value());
+  table_->foreignChange();
+  EXPECT_EQ(reconciler_->pass(false).subnetsRemoved, 1u) << "a wider one around it goes too";
+  EXPECT_EQ(table_->podSubnets, std::vector<IpPrefix>{own});
+}
+
+// A lease recorded before the agent checked pod addresses (an older agent took the plugin's word
+// for 127.0.0.1/8): its forwards and its subnet go, and are not laid out again; the lease stays
+// for its DEL.
+TEST_F(ReconcilerRepairTest, ALeaseWithARefusedPodAddressHasItsForwardsRemovedNotRestored) {
+  AllocationRequest request;
+  request.key = {"c1", "eth0"};
+  request.statics = {{9100, 80, PortProtocol::kTcp, std::nullopt}};
+  request.forwarding =
+      Forwarding{.network = "kube", .podV4 = IpPrefix::parse("127.0.0.1/8").value()};
+  std::promise<Result<Lease>> granted;
+  agent_.service().allocate(request, [&](Result<Lease> lease) { granted.set_value(lease); });
+  ASSERT_OK_AND_ASSIGN(const Lease lease, granted.get_future().get());
+  {
+    // As the older agent laid it out.
+    const auto plan = forwards::planOf(lease);
+    ASSERT_TRUE(plan.has_value());
+    ASSERT_OK(table_->install(plan->rules));
+  }
+  ASSERT_EQ(table_->podSubnets, std::vector{IpPrefix::parse("127.0.0.0/8").value()});
+
+  const PassReport report = reconciler_->pass(false);
+
+  EXPECT_EQ(report.leasesRestored, 0u);
+  EXPECT_EQ(report.straysRemoved, 1u);
+  EXPECT_EQ(report.subnetsRemoved, 1u);
+  EXPECT_TRUE(table_->installed.empty());
+  EXPECT_TRUE(table_->podSubnets.empty());
+  EXPECT_EQ(agent_.service().list("", "").size(), 1u) << "the lease waits for its DEL";
+  EXPECT_EQ(reconciler_->pass(false).leasesRestored, 0u) << "and is never laid out again";
+  EXPECT_TRUE(table_->installed.empty());
 }
 
 }  // namespace

@@ -49,7 +49,10 @@ inline std::string allocationBody(const std::string& containerId,
   request.key = {containerId, ifname};
   request.pod = {"ns", "pod-" + containerId, ""};
   request.dynamics.push_back({"web", 80, 1, PortProtocol::kTcp});
-  if (!network.empty()) request.forwarding = Forwarding{.network = network};
+  if (!network.empty()) {
+    request.forwarding =
+        Forwarding{.network = network, .podV4 = IpPrefix::parse("10.99.0.5/24").value()};
+  }
   return api::dumpBody(api::toJson(request));
 }
 
