@@ -28,8 +28,12 @@
 # /sys/fs/cgroup/cpuset/libpod_parent/...: read-only file system"), and it needs --register=no
 # --keep-unit without a systemd PID 1. The network is the machine's (--network=host): apt and npm
 # reach their registries without NAT rules on the machine; the demo and the tests work in network
-# namespaces of their own. /dev/shm is a tmpfs the size of the machine's; no pids limit.
-# The commands run under a small PID 1 (a bash that forwards SIGINT and SIGTERM to their process
+# namespaces of their own. So is the pid namespace (--pid=host), as on a real machine: the agent
+# tells its own nf_tables commits by the committing thread's id in the initial pid namespace
+# (nft/kernel/table_events.h; the DaemonSet sets hostPID), and in a pid namespace of the
+# container's own TableEventsTest.ChangesMadeByThisProcessAreNotReported fails, as it should.
+# /dev/shm is a tmpfs the size of the machine's; no pids limit.
+# The commands run under a small first process (PID1, a bash that forwards SIGINT and SIGTERM to their process
 # group and returns their exit code) with a clean login environment (env -i, bash --login).
 # The machine's network goes along: the CAs it adds to its store (a TLS-intercepting egress
 # proxy's, here) are added to the copy's, and its proxy and NODE_EXTRA_CA_CERTS variables are
@@ -61,9 +65,9 @@ source "${REPO_ROOT}/scripts/lib/podman.sh"
 # shellcheck source=scripts/lib/apt_sources.sh
 source "${REPO_ROOT}/scripts/lib/apt_sources.sh"
 
-# PID 1 in the container: runs "$@" in a process group of its own (set -m, so SIGINT is not
+# The container's first process: runs "$@" in a process group of its own (set -m, so SIGINT is not
 # ignored in it and the demo's traps work), forwards SIGINT and SIGTERM to that group (podman's
-# sig-proxy and `podman rm` signal PID 1 only, and a PID 1 without handlers ignores them), and
+# sig-proxy and `podman rm` signal that process only, not its children), and
 # exits with its code. stderr goes to stdout, so the log keeps the order of the lines.
 # shellcheck disable=SC2016 # expanded in the container
 readonly PID1='exec 2>&1
@@ -310,7 +314,7 @@ run_in_fresh_machine() {
   # apt-get or build step; cleanup then stops the container (SIGTERM, which PID1 forwards, then
   # SIGKILL after 10 s). A background podman ignores SIGINT: only cleanup stops it.
   # --rootfs is a flag: the rootfs path takes the image's place, before the command.
-  "${podman[@]}" run --rm --name "$CONTAINER" --privileged --network=host \
+  "${podman[@]}" run --rm --name "$CONTAINER" --privileged --network=host --pid=host \
     --hostname "$GUEST_HOSTNAME" --pids-limit=-1 --shm-size="${shm_bytes}b" \
     --log-driver=none --workdir /root --rootfs "$ROOTFS" \
     /bin/bash -c "$PID1" pid1 env -i "${guest_env[@]}" /bin/bash --login -c "$command" \

@@ -16,6 +16,7 @@ PACKAGES=(
   podman runc busybox-static iptables
   curl procps ca-certificates jq
   mmdebstrap    # scripts/build-image.sh and the image test (tests/image)
+  yq            # the image test reads the rendered manifests (tests/image/image_test.sh)
   clang-format  # scripts/format.sh and the ctest SourcesAreClangFormatted
   yamllint      # tests/manifests: the DaemonSet manifests
 )
