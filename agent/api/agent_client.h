@@ -11,8 +11,8 @@
 //  - the agent's own ErrorCode and message for an HTTP error body (see http_errors.h);
 //  - kInternal: a response that is not HTTP, larger than the limit, or not the expected JSON.
 //  - kInvalidArgument: an empty or too long socket path, or a request body over kMaxRequestBytes
-//    (json_codec.h), the agent's limit too, which the client refuses to send. An older agent's
-//    smaller limit comes back as its 413, "... exceeds the limit of N bytes", as kInvalidArgument.
+//    (json_codec.h), the agent's limit too, which the client refuses to send. The agent's own 413,
+//    "... exceeds the limit of N bytes", comes back as kInvalidArgument.
 
 #include <chrono>
 #include <cstddef>

@@ -12,16 +12,15 @@ constexpr uint8_t kFlagHostIp = 0x02;
 constexpr uint8_t kKnownFlags = kFlagStatic | kFlagHostIp;
 constexpr uint8_t kMaxProtocol = static_cast<uint8_t>(PortProtocol::kTcpUdp);
 
-// The flags byte that ends a version 2 lease.
+// The flags byte that ends a lease.
 constexpr uint8_t kHasForwarding = 0x01;
 constexpr uint8_t kSnat = 0x02;
 constexpr uint8_t kMasqAll = 0x04;
 constexpr uint8_t kPodV4 = 0x08;
 constexpr uint8_t kPodV6 = 0x10;
 constexpr uint8_t kHasNetnsId = 0x20;
-constexpr uint8_t kNotSticky = 0x40;  // version 3
-
-uint8_t knownLeaseFlags(uint8_t version) { return version >= 3 ? 0x7f : 0x3f; }
+constexpr uint8_t kNotSticky = 0x40;
+constexpr uint8_t kKnownLeaseFlags = 0x7f;
 
 /// A port range base..base+count-1 must stay inside 0..65535.
 bool rangeFits(uint16_t base, uint16_t count) {
@@ -213,11 +212,11 @@ std::optional<IpPrefix> readPrefix(Reader& in, Family family) {
       length};
 }
 
-void readForwarding(Reader& in, Lease& lease, uint8_t version) {
+void readForwarding(Reader& in, Lease& lease) {
   const size_t at = in.offset();
   const auto flags = in.integer<uint8_t>();
   if (!in.ok()) return;
-  if ((flags & ~knownLeaseFlags(version)) != 0 ||
+  if ((flags & ~kKnownLeaseFlags) != 0 ||
       ((flags & kHasForwarding) == 0 && (flags & ~(kHasNetnsId | kNotSticky)) != 0)) {
     in.setError("invalid lease flags " + std::to_string(flags), at);
     return;
@@ -242,7 +241,7 @@ void readForwarding(Reader& in, Lease& lease, uint8_t version) {
   }
 }
 
-void readLease(Reader& in, Lease& lease, uint8_t version) {
+void readLease(Reader& in, Lease& lease) {
   std::string* const strings[] = {&lease.key.containerId,
                                   &lease.key.ifname,
                                   &lease.pod.namespaceName,
@@ -282,7 +281,7 @@ void readLease(Reader& in, Lease& lease, uint8_t version) {
     }
     lease.ports.push_back(std::move(grant));
   }
-  if (version >= 2 && in.ok()) readForwarding(in, lease, version);
+  if (in.ok()) readForwarding(in, lease);
 }
 
 }  // namespace
@@ -294,13 +293,10 @@ Result<void> encodeLease(const Lease& lease, std::string& out) {
   return ok;
 }
 
-Result<Lease> decodeLease(std::string_view data, uint8_t version) {
-  if (version < kOldestCodecVersion || version > kCodecVersion) {
-    return fail(ErrorCode::kDecode, "lease: unsupported codec version " + std::to_string(version));
-  }
+Result<Lease> decodeLease(std::string_view data) {
   Reader in(data);
   Lease lease;
-  readLease(in, lease, version);
+  readLease(in, lease);
   if (in.ok() && !in.atEnd()) in.setError("trailing bytes", in.offset());
   if (!in.ok()) return in.failure("lease");
   return lease;
@@ -396,16 +392,15 @@ Result<JournalRecord> decodeRecord(std::string_view data) {
   const auto version = in.integer<uint8_t>();
   const auto kind = in.integer<uint8_t>();
   if (!in.ok()) return in.failure("journal record");
-  if (version < kOldestCodecVersion || version > kCodecVersion) {
+  if (version != kCodecVersion) {
     return fail(ErrorCode::kDecode, "journal record: unsupported codec version " +
                                         std::to_string(version) + " (this agent reads " +
-                                        std::to_string(kOldestCodecVersion) + " to " +
                                         std::to_string(kCodecVersion) + ")");
   }
   JournalRecord record;
   if (kind == static_cast<uint8_t>(JournalRecord::Kind::kGrant)) {
     record.kind = JournalRecord::Kind::kGrant;
-    readLease(in, record.lease, version);
+    readLease(in, record.lease);
   } else if (kind == static_cast<uint8_t>(JournalRecord::Kind::kRelease)) {
     record.kind = JournalRecord::Kind::kRelease;
     record.lease.key.containerId = in.string(kMaxStringBytes);

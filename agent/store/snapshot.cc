@@ -93,11 +93,10 @@ Result<Snapshot> decodeSnapshot(std::string_view image) {
   }
   if (image.substr(0, 4) != kSnapshotMagic) return corrupt("bad magic: not a hostport snapshot");
   const auto version = bytes::get<uint32_t>(image, 4);
-  if (version < kOldestSnapshotFormatVersion || version > kSnapshotFormatVersion) {
-    return corrupt("unsupported format version " + std::to_string(version));
+  if (version != kSnapshotFormatVersion) {
+    return corrupt("unsupported format version " + std::to_string(version) + " (this agent reads " +
+                   std::to_string(kSnapshotFormatVersion) + ")");
   }
-  // Snapshot format N holds leases of codec version N.
-  const auto leaseVersion = static_cast<uint8_t>(version);
   const auto bodyLength = bytes::get<uint64_t>(image, 20);
   if (bodyLength != image.size() - kSnapshotHeaderBytes - kSnapshotCrcBytes) {
     return corrupt("body length " + std::to_string(bodyLength) + " does not match file size " +
@@ -121,7 +120,7 @@ Result<Snapshot> decodeSnapshot(std::string_view image) {
     const auto length = bytes::get<uint32_t>(image, at);
     at += 4;
     if (length > crcAt - at) return corrupt("lease " + std::to_string(i) + " runs past the end");
-    auto lease = decodeLease(image.substr(at, length), leaseVersion);
+    auto lease = decodeLease(image.substr(at, length));
     if (!lease) {
       return corrupt("lease " + std::to_string(i) + " at byte offset " + std::to_string(at - 4) +
                      ": " + lease.error().message);
@@ -129,29 +128,27 @@ Result<Snapshot> decodeSnapshot(std::string_view image) {
     snapshot.leases.push_back(std::move(*lease));
     at += length;
   }
-  if (version >= 3) {
-    if (crcAt - at < 4) return corrupt("truncated before the sticky memory");
-    const auto entries = bytes::get<uint32_t>(image, at);
+  if (crcAt - at < 4) return corrupt("truncated before the sticky memory");
+  const auto entries = bytes::get<uint32_t>(image, at);
+  at += 4;
+  if (entries > (crcAt - at) / 4) {
+    return corrupt("sticky entry count " + std::to_string(entries) + " too big");
+  }
+  snapshot.sticky.reserve(entries);
+  for (uint32_t i = 0; i < entries; ++i) {
+    if (crcAt - at < 4) return corrupt("truncated at sticky entry " + std::to_string(i));
+    const auto length = bytes::get<uint32_t>(image, at);
     at += 4;
-    if (entries > (crcAt - at) / 4) {
-      return corrupt("sticky entry count " + std::to_string(entries) + " too big");
+    if (length > crcAt - at) {
+      return corrupt("sticky entry " + std::to_string(i) + " runs past the end");
     }
-    snapshot.sticky.reserve(entries);
-    for (uint32_t i = 0; i < entries; ++i) {
-      if (crcAt - at < 4) return corrupt("truncated at sticky entry " + std::to_string(i));
-      const auto length = bytes::get<uint32_t>(image, at);
-      at += 4;
-      if (length > crcAt - at) {
-        return corrupt("sticky entry " + std::to_string(i) + " runs past the end");
-      }
-      auto entry = decodeStickyEntry(image.substr(at, length));
-      if (!entry) {
-        return corrupt("sticky entry " + std::to_string(i) + " at byte offset " +
-                       std::to_string(at - 4) + ": " + entry.error().message);
-      }
-      snapshot.sticky.push_back(std::move(*entry));
-      at += length;
+    auto entry = decodeStickyEntry(image.substr(at, length));
+    if (!entry) {
+      return corrupt("sticky entry " + std::to_string(i) + " at byte offset " +
+                     std::to_string(at - 4) + ": " + entry.error().message);
     }
+    snapshot.sticky.push_back(std::move(*entry));
+    at += length;
   }
   if (at != crcAt) return corrupt("trailing bytes after " + std::to_string(count) + " leases");
   return snapshot;

@@ -5,10 +5,10 @@
 //   no leases.
 // - Snapshot file: "HPSN", u32 format version, u64 generation, u32 lease count, u64 body length,
 //   body = per lease [u32 length][lease encoding], then u32 CRC-32C of everything before it.
-//   Format 3 adds to the body, after the leases: u32 sticky entry count, per entry [u32 length]
+//   After the leases, the body holds a u32 sticky entry count, per entry [u32 length]
 //   [sticky entry encoding] (lease_codec.h), oldest first: the sticky memory, which the journal's
 //   grants rebuild between snapshots but which compaction would otherwise drop with the released
-//   leases. Formats 1 and 2 have no such section and still load.
+//   leases. Format 3 (the lease codec's version) is the one written and the one read.
 //   A snapshot only ever appears through rename, so any defect in it is loud corruption.
 // - Compaction to G+1 is ordered so that a crash after any step leaves either (snapshot G,
 //   journal.G) or (snapshot G+1, journal.G+1) complete on disk:
@@ -44,9 +44,8 @@ namespace hostport::agent::store {
 
 inline constexpr std::string_view kSnapshotName = "snapshot";
 inline constexpr std::string_view kSnapshotTmpName = "snapshot.tmp";
-// Format N holds leases of lease codec version N (lease_codec.h); 1 is still read.
+// Format N holds leases of lease codec version N (lease_codec.h).
 inline constexpr uint32_t kSnapshotFormatVersion = kCodecVersion;
-inline constexpr uint32_t kOldestSnapshotFormatVersion = kOldestCodecVersion;
 
 /// <dir>/journal.<generation>
 std::filesystem::path journalPath(const std::filesystem::path& dir, uint64_t generation);
@@ -56,7 +55,7 @@ std::optional<uint64_t> parseJournalName(std::string_view name);
 struct Snapshot {
   uint64_t generation = 0;
   std::vector<Lease> leases;
-  std::vector<StickyEntry> sticky;  // oldest first; empty in formats 1 and 2
+  std::vector<StickyEntry> sticky;  // oldest first
 };
 
 /// The whole snapshot file image; kInvalidArgument when a lease exceeds the codec's bounds.
