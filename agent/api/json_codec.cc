@@ -154,8 +154,8 @@ Result<std::optional<IpPrefix>*> podAddressSlot(Forwarding& forwarding, const Js
 }
 
 /// How far a forwarding's pod addresses are checked: a request's against podAddressProblem (the
-/// agent trusts no plugin with its DNAT targets); a lease's are read as recorded, so an operator
-/// can still list and release one an older agent granted.
+/// agent trusts no plugin with its DNAT targets); a lease's are read as recorded, so whatever a
+/// journal holds can still be listed and released (the reconciler never lays a refused one out).
 enum class PodAddresses { kChecked, kAsRecorded };
 
 Result<Forwarding> forwardingAt(const json& value, std::string_view path, PodAddresses policy) {
@@ -253,7 +253,7 @@ Problem usageNamespaceProblem(std::string_view text) {
   return text.empty() ? std::nullopt : dnsLabelProblem(text);
 }
 
-/// A pool's "rules" and "namespaceUsage" (both optional: an older agent sends neither).
+/// A pool's "rules" (absent when it has none) and "namespaceUsage".
 Result<void> poolRulesAt(const json& value, std::string_view path, PoolUsageRow& row) {
   constexpr uint32_t kMaxCount = std::numeric_limits<uint32_t>::max();
   constexpr std::size_t kMaxEntries = 4096;
@@ -272,7 +272,7 @@ Result<void> poolRulesAt(const json& value, std::string_view path, PoolUsageRow&
       HOSTPORT_TRY(*target, integerField(*rules, at, key, 1, kMaxCount));
     }
   }
-  HOSTPORT_TRY(const json* usage, arrayField(value, path, "namespaceUsage", false, kMaxEntries));
+  HOSTPORT_TRY(const json* usage, arrayField(value, path, "namespaceUsage", true, kMaxEntries));
   for (std::size_t i = 0; i < usage->size(); ++i) {
     const std::string at = elementPath(memberPath(path, "namespaceUsage"), i);
     HOSTPORT_TRY_VOID(requireObject((*usage)[i], at));
@@ -364,7 +364,7 @@ json toJson(const AllocationRequest& request) {
   body["static"] = std::move(statics);
   body["dynamic"] = std::move(dynamics);
   if (request.forwarding) body["forwarding"] = toJson(*request.forwarding);
-  if (!request.sticky) body["sticky"] = false;  // only then: an older agent knows no such key
+  if (!request.sticky) body["sticky"] = false;  // absent: sticky, the default
   return body;
 }
 

@@ -189,7 +189,7 @@ TEST(JsonCodecTest, RefusesARequestForPortsWithoutAPodAddress) {
   EXPECT_TRUE(allocationRequestFromJson(body).has_value()) << "no ports, nothing to forward";
   body = toJson(sampleRequest());
   EXPECT_TRUE(allocationRequestFromJson(body).has_value())
-      << "no forwarding: an older plugin installs the forwards itself";
+      << "no forwarding: a lease that forwards nothing";
 }
 
 TEST(JsonCodecTest, RoundTripsALease) {
@@ -208,12 +208,13 @@ TEST(JsonCodecTest, RoundTripsPoolRulesAndNamespaceUsage) {
   EXPECT_EQ(body["rules"]["namespaces"], nlohmann::json::array({"games-*", "media"}));
   EXPECT_EQ(body["namespaceUsage"][1], nlohmann::json({{"namespace", "games-a"}, {"used", 10}}));
   EXPECT_EQ(poolUsageRowFromJson(wire(body)).value(), row);
-  // An older agent's row: no rules, no usage.
+  // A pool without rules has no "rules"; its usage is always there.
   const PoolUsageRow plain{"default", 10, 1, 9, "lowest", {{1, 10}}};
-  auto older = toJson(plain);
-  older.erase("namespaceUsage");
-  EXPECT_FALSE(older.contains("rules"));
-  EXPECT_EQ(poolUsageRowFromJson(wire(older)).value(), plain);
+  auto withoutUsage = toJson(plain);
+  EXPECT_FALSE(withoutUsage.contains("rules"));
+  EXPECT_EQ(poolUsageRowFromJson(wire(withoutUsage)).value(), plain);
+  withoutUsage.erase("namespaceUsage");
+  EXPECT_FALSE(poolUsageRowFromJson(wire(withoutUsage)).has_value());
   auto zero = body;
   zero["rules"]["maxPortsPerPod"] = 0;
   EXPECT_FALSE(poolUsageRowFromJson(wire(zero)).has_value());
@@ -222,7 +223,7 @@ TEST(JsonCodecTest, RoundTripsPoolRulesAndNamespaceUsage) {
 TEST(JsonCodecTest, CarriesAnOptOutOfStickyPortsOnlyWhenSet) {
   AllocationRequest request;
   request.key = {"c0ffee", "eth0"};
-  EXPECT_FALSE(toJson(request).contains("sticky"));  // an older agent knows no such key
+  EXPECT_FALSE(toJson(request).contains("sticky"));  // absent: sticky, the default
   request.sticky = false;
   EXPECT_EQ(toJson(request)["sticky"], false);
   const auto decoded = allocationRequestFromJson(wire(toJson(request)));
