@@ -104,8 +104,8 @@ struct AllocationRequest {
   std::string pool;  // empty: "default"
   std::vector<StaticPortClaim> statics;
   std::vector<DynamicPortRequest> dynamics;
-  /// Present: the agent installs the forwards itself (agent mode). Absent: a plugin that writes
-  /// the table on its own (an older plugin), and the agent only keeps the lease.
+  /// How the ports reach the pod: the agent lays the forwards out from it (the plugin always sends
+  /// it). Absent: nothing is forwarded, the lease only holds its ports (a load generator's).
   std::optional<Forwarding> forwarding;
   /// Not sent: the agent fills it in from the netns path when the request arrives.
   NetnsId netnsId;
@@ -140,7 +140,7 @@ struct Lease {
   std::string netns;
   std::string pool;
   std::vector<PortGrant> ports;
-  std::optional<Forwarding> forwarding;  // absent: the plugin owns the forwards (see above)
+  std::optional<Forwarding> forwarding;  // absent: nothing is forwarded (see above)
   NetnsId netnsId;                       // unknown: liveness is not checked
   bool sticky = true;                    // the request's: false, the pod opted out of sticky ports
 

@@ -39,9 +39,8 @@ Result<std::string> ownerOf(const AttachmentKey& key) {
 
 Result<nft::AttachmentPlan> planOf(const Lease& lease) {
   if (!lease.forwarding) {
-    return fail(ErrorCode::kInvalidArgument,
-                "the lease of " + lease.key.str() +
-                    " has no forwarding record: an older agent left its forwards to the plugin");
+    return fail(ErrorCode::kInvalidArgument, "the lease of " + lease.key.str() +
+                                                 " has no forwarding record: it forwards nothing");
   }
   HOSTPORT_TRY(const std::string owner, ownerOf(lease.key));
   nft::PodTarget target = podTargetOf(*lease.forwarding);

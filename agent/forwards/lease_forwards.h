@@ -22,8 +22,8 @@ nft::PodTarget podTargetOf(const Forwarding& forwarding);
 Result<std::string> ownerOf(const AttachmentKey& key);
 
 /// Everything the lease's attachment owns in table ip/ip6 hostport. kInvalidArgument for a lease
-/// without a forwarding record (written before the agent installed forwards itself) or whose
-/// recorded conditions do not pass nft::validateConditions.
+/// without a forwarding record (it forwards nothing) or whose recorded conditions do not pass
+/// nft::validateConditions.
 Result<nft::AttachmentPlan> planOf(const Lease& lease);
 
 }  // namespace hostport::agent::forwards

@@ -468,7 +468,7 @@ void AgentService::collectGarbage(const std::string& network, const std::set<Att
   {
     std::lock_guard lock(mutex_);
     allocator_.forEachLease([&](const Lease& lease) {
-      // A lease without forwarding came from a plugin that named no network: no GC can claim it.
+      // A lease without forwarding names no network: no GC can claim it.
       if (!lease.forwarding || lease.forwarding->network != network) return;
       ++onNetwork;
       if (!valid.contains(lease.key)) keys.push_back(lease.key);

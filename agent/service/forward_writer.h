@@ -4,9 +4,9 @@
 // what someone removed. Every write goes through this class, one at a time, so the service's
 // store callbacks and the reconciler never interleave half-done changes.
 //
-// Leases without a forwarding record (granted to a plugin that writes the table itself, or by an
-// agent before this one) are the plugin's business: install() does nothing for them and remove()
-// removes whatever their owner tag holds.
+// A lease without a forwarding record forwards nothing: install() writes nothing for it, and
+// remove() still removes whatever its owner tag holds, so nothing left under that tag can take
+// the traffic of its ports' next owner.
 
 #include <atomic>
 #include <functional>

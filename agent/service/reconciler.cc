@@ -111,14 +111,12 @@ std::optional<std::string> refusedTarget(const Forwarding& forwarding) {
   return std::nullopt;
 }
 
-/// The pod subnets the leases record (nft::podSubnetsOf), each once; none when a lease has no
-/// forwarding record (an older plugin's), whose subnet nobody here knows. A refused target's
-/// subnet counts for nothing.
-std::optional<std::vector<IpPrefix>> recordedSubnets(const std::vector<Lease>& leases) {
+/// The pod subnets the leases record (nft::podSubnetsOf), each once. A lease without a
+/// forwarding record forwards nothing and records none; a refused target's counts for nothing.
+std::vector<IpPrefix> recordedSubnets(const std::vector<Lease>& leases) {
   std::vector<IpPrefix> subnets;
   for (const Lease& lease : leases) {
-    if (!lease.forwarding) return std::nullopt;
-    if (refusedTarget(*lease.forwarding)) continue;
+    if (!lease.forwarding || refusedTarget(*lease.forwarding)) continue;
     for (IpPrefix& subnet : nft::podSubnetsOf(forwards::podTargetOf(*lease.forwarding))) {
       if (std::ranges::find(subnets, subnet) == subnets.end()) subnets.push_back(std::move(subnet));
     }
@@ -378,10 +376,10 @@ Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::T
   // pod, and serves no lease the kernel would not take its own subnet for. Decided before any
   // lease is compared, so a lease whose subnet such an entry stood in for is restored in this
   // pass, after the entry goes (repair()).
-  const std::optional<std::vector<IpPrefix>> recorded = recordedSubnets(leases);
+  const std::vector<IpPrefix> recorded = recordedSubnets(leases);
   std::vector<IpPrefix> podSubnets;
   for (IpPrefix& subnet : state.podSubnets) {
-    const bool kept = !recorded || std::ranges::find(*recorded, subnet) != recorded->end();
+    const bool kept = std::ranges::find(recorded, subnet) != recorded.end();
     (kept ? podSubnets : repairs.unusedSubnets).push_back(std::move(subnet));
   }
   // What each lease has is taken out of `installed`; what is left then has no lease.
@@ -402,7 +400,7 @@ Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::T
       have.masquerades = std::move(found->second.masquerades);
       installed.erase(found);
     }
-    if (!lease.forwarding) continue;  // the plugin writes this lease's forwards itself
+    if (!lease.forwarding) continue;  // it forwards nothing
     auto plan = forwards::planOf(lease);
     if (!plan) {
       log::event(Component::kTable, Level::kError, "table.unplannable",

@@ -27,13 +27,8 @@ class FakePortAuthority : public PortAuthority {
     requests.push_back(request);
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable at /x.sock");
     if (exhausted) return fail(ErrorCode::kExhausted, "pool \"default\" has no free port");
-    agent::Lease lease{request.key,
-                       request.pod,
-                       request.netns,
-                       request.pool,
-                       {},
-                       installs ? request.forwarding : std::nullopt,
-                       {}};
+    agent::Lease lease{request.key,        request.pod, request.netns, request.pool, {},
+                       request.forwarding, {}};
     uint16_t next = 30000;
     for (const auto& claim : request.statics) {
       lease.ports.push_back(
@@ -98,7 +93,6 @@ class FakePortAuthority : public PortAuthority {
   std::vector<std::pair<std::string, std::vector<agent::AttachmentKey>>> gcRequests;
   bool down = false;
   bool exhausted = false;
-  bool installs = true;  // false: an agent from before forwarding records, which installs nothing
 
  private:
   nft::Ruleset* table_;

@@ -54,7 +54,7 @@ class AgentGcStatusTest : public PluginFixture {
   }
 
   /// A lease for `containerId`/eth0 as the plugin's ADD on `network` makes it; "" for one
-  /// without a forwarding record (an older plugin).
+  /// without a forwarding record (it names no network).
   void lease(const std::string& containerId, const std::string& network) {
     agent::AllocationRequest request;
     request.key = {containerId, "eth0"};

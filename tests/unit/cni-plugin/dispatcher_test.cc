@@ -426,8 +426,7 @@ TEST_F(DispatcherTest, AddWithPortsButNoContainerAddressIsCode7AndLeasesNothing)
 
 // Item 8's CHECK half: a lease without forwards fails CHECK, whatever prevResult says.
 TEST_F(DispatcherTest, CheckFailsOnALeaseWithoutForwards) {
-  // A lease an older plugin got with "podIPs": [] and nothing installed for it.
-  agent_.installs = true;
+  // A lease granted with "podIPs": [] and nothing installed for it (what item 8 found).
   agent::AllocationRequest request;
   request.key = {"c0ffee", "eth0"};
   request.statics = {{8080, 80, agent::PortProtocol::kTcp, std::nullopt}};
@@ -665,15 +664,6 @@ TEST_F(DispatcherTest, AGrantTheAgentCannotInstallFailsAddAndLeavesNoLease) {
   EXPECT_EQ(outcome.document()["code"], 101);
   EXPECT_TRUE(agent_.leases.empty());  // the agent took its grant back
   EXPECT_TRUE(ruleset_.installed.empty());
-}
-
-TEST_F(DispatcherTest, AnOlderAgentsLeaseIsInstalledByThePluginAndReleasedOnFailure) {
-  agent_.installs = false;  // an agent from before forwarding records
-  ruleset_.conflict = true;
-  const auto outcome = run("ADD", agentConfig({{"hostport.io/ports", "a=80"}}).dump());
-  EXPECT_EQ(outcome.document()["code"], 101);
-  EXPECT_EQ(agent_.released, std::vector<std::string>{"c0ffee/eth0"});
-  EXPECT_TRUE(agent_.leases.empty());
 }
 
 TEST_F(DispatcherTest, MalformedAnnotationIsCode7NamingTheToken) {

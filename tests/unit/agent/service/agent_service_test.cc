@@ -324,7 +324,7 @@ TEST_F(AgentServiceTest, CollectGarbageTouchesOnlyTheLeasesOfItsNetwork) {
     ASSERT_TRUE(agent.allocate(onNetwork(request("k1", "ns", "k1"), "kube")));
     ASSERT_TRUE(agent.allocate(onNetwork(request("k2", "ns", "k2"), "kube")));
     ASSERT_TRUE(agent.allocate(onNetwork(request("m1", "ns", "m1"), "macvlan")));
-    ASSERT_TRUE(agent.allocate(request("old", "ns", "old")));  // an older plugin: no forwarding
+    ASSERT_TRUE(agent.allocate(request("old", "ns", "old")));  // no forwarding: no network
     auto released = agent.collectGarbage("kube", {{"k2", "eth0"}});
     ASSERT_OK(released);
     EXPECT_EQ(keysOf(*released), std::set<std::string>{"k1/eth0"});
@@ -980,7 +980,7 @@ TEST_F(AgentServiceWriterTest, AGrantToTheNodesOwnAddressOrForwardingNothingIsTa
   EXPECT_EQ(agent.service().poolRows().at(0).used, 0u);
 }
 
-TEST_F(AgentServiceWriterTest, ALeaseWithoutForwardingIsLeftToThePlugin) {
+TEST_F(AgentServiceWriterTest, ALeaseWithoutForwardingForwardsNothing) {
   Agent agent(dir_, probe_, {}, options());
   ASSERT_OK_AND_ASSIGN(const Lease lease, agent.allocate(request("c1", "ns", "pod")));
   EXPECT_FALSE(lease.forwarding.has_value());

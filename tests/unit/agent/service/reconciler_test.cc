@@ -279,6 +279,26 @@ TEST_F(ReconcilerRepairTest, ASubnetNoLeaseRecordsExactlyGoesEvenWhenItOverlapsO
   EXPECT_EQ(table_->podSubnets, std::vector<IpPrefix>{own});
 }
 
+// A lease without a forwarding record forwards nothing and records no subnet; it does not make
+// every subnet in the table one that "some lease might need" (once, such a lease's forwards were
+// the plugin's, with a subnet nobody here knew, and a forged 0.0.0.0/0 stayed for good).
+TEST_F(ReconcilerRepairTest, ALeaseWithoutForwardingKeepsNoSubnetInTheTable) {
+  AllocationRequest bare;
+  bare.key = {"bare", "eth0"};
+  bare.statics = {{9102, 80, PortProtocol::kTcp, std::nullopt}};
+  std::promise<Result<Lease>> granted;
+  agent_.service().allocate(bare, [&](Result<Lease> lease) { granted.set_value(lease); });
+  ASSERT_OK(granted.get_future().get());
+  table_->podSubnets = {IpPrefix::parse("0.0.0.0/0").value()};
+  table_->foreignChange();
+
+  const PassReport report = reconciler_->pass(false);
+
+  EXPECT_EQ(report.subnetsRemoved, 1u);
+  EXPECT_TRUE(table_->podSubnets.empty());
+  EXPECT_TRUE(table_->installed.empty()) << "nothing is laid out for it";
+}
+
 // A lease recorded before the agent checked pod addresses (an older agent took the plugin's word
 // for 127.0.0.1/8): its forwards and its subnet go, and are not laid out again; the lease stays
 // for its DEL.
