@@ -57,12 +57,12 @@ json runLoad(const std::string& socket, long clients, double seconds, const std:
       };
       long sequence = 0;
       while (Clock::now() < deadline) {
-        agent::AllocationRequest request;
+        AllocationRequest request;
         request.key = {"load" + randomHex(60), "eth0"};
         request.pod = {"bench", "load-" + std::to_string(c) + "-" + std::to_string(sequence++),
                        randomHex(8)};
         request.netns = netns;
-        request.dynamics.push_back({"web", 8080, 1, agent::PortProtocol::kTcp});
+        request.dynamics.push_back({"web", 8080, 1, PortProtocol::kTcp});
         const auto begin = Clock::now();
         auto lease = client.allocate(request);
         const double allocated = msSince(begin);

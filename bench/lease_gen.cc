@@ -43,7 +43,7 @@ std::string uuid() {
 struct ForwardingShape {
   std::string network;
   IpPrefix firstPod;  // lease i gets firstPod.address + i, with firstPod.length
-  agent::NetnsId netnsId;
+  NetnsId netnsId;
 };
 
 IpAddress ipv4Plus(const IpAddress& first, long offset) {
@@ -76,21 +76,21 @@ std::optional<ForwardingShape> forwardingShape(const Args& args, long count) {
   return shape;
 }
 
-agent::Lease makeLease(long index, long firstPort, const std::string& netns,
-                       const std::optional<ForwardingShape>& shape) {
-  agent::Lease lease;
+Lease makeLease(long index, long firstPort, const std::string& netns,
+                const std::optional<ForwardingShape>& shape) {
+  Lease lease;
   lease.key = {randomHex(64), "eth0"};
   lease.pod = {"bench", "game-server-" + std::to_string(index), uuid()};
   lease.netns = netns.empty() ? "/var/run/netns/cni-" + uuid() : netns;
   lease.pool = "default";
-  agent::PortGrant grant;
+  PortGrant grant;
   grant.name = "web";
-  grant.protocol = agent::PortProtocol::kTcp;
+  grant.protocol = PortProtocol::kTcp;
   grant.hostPort = static_cast<uint16_t>(firstPort + index);
   grant.containerPort = 8080;
   lease.ports.push_back(grant);
   if (shape) {
-    agent::Forwarding forwarding;
+    Forwarding forwarding;
     forwarding.network = shape->network;
     forwarding.podV4 = IpPrefix{ipv4Plus(shape->firstPod.address, index), shape->firstPod.length};
     lease.forwarding = std::move(forwarding);
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
       (*store)->submit({agent::store::JournalRecord::Kind::kGrant, make(i)}, waiter.callback());
     }
   } else {
-    std::vector<agent::Lease> leases;
+    std::vector<Lease> leases;
     leases.reserve(static_cast<std::size_t>(count));
     for (long i = 0; i < count; ++i) leases.push_back(make(i));
     (*store)->submitCompaction(std::move(leases), waiter.callback());

@@ -23,8 +23,7 @@ class AgentMode : public AttachmentMode {
   Result<void> add(const PluginConfig& config) override;
   Result<void> del(const PluginConfig& config) override;
   Result<void> status(const PluginConfig& config) override;
-  Result<void> gc(const PluginConfig& config,
-                  const std::vector<agent::AttachmentKey>& valid) override;
+  Result<void> gc(const PluginConfig& config, const std::vector<AttachmentKey>& valid) override;
 
  protected:
   Result<std::vector<PortMapping>> granted(const PluginConfig& config) override;
@@ -49,8 +48,8 @@ Result<void> AgentMode::add(const PluginConfig& config) {
   if (!annotations.dynamics.empty() || !config.portMappings.empty()) {
     // Before the agent is asked: no port may be held for a pod it cannot reach.
     HOSTPORT_TRY_VOID(requireContainerAddress(target.addresses, invocation_.env().ifname));
-    auto request = allocationRequestFor(invocation_.env(), config,
-                                        std::move(annotations.dynamics), annotations.pool);
+    auto request = allocationRequestFor(invocation_.env(), config, std::move(annotations.dynamics),
+                                        annotations.pool);
     request.forwarding = forwardingOf(config, target);
     request.sticky = annotations.sticky;
     HOSTPORT_TRY(const auto lease, authority(config).allocate(request));
@@ -59,8 +58,7 @@ Result<void> AgentMode::add(const PluginConfig& config) {
       invocation_.log("warning: cannot keep the attachment record: " + kept.error().message);
     }
     invocation_.log("hostport-agent installed the forwards of " +
-                    std::to_string(agent::forwards::mappingsOf(lease).size()) +
-                    " port mapping(s)");
+                    std::to_string(forwards::mappingsOf(lease).size()) + " port mapping(s)");
   }
   invocation_.print(result);
   return {};
@@ -68,7 +66,7 @@ Result<void> AgentMode::add(const PluginConfig& config) {
 
 Result<std::vector<PortMapping>> AgentMode::granted(const PluginConfig& config) {
   HOSTPORT_TRY(const auto lease, authority(config).get(invocation_.key()));
-  if (lease) return agent::forwards::mappingsOf(*lease);
+  if (lease) return forwards::mappingsOf(*lease);
   auto annotations = parsePortAnnotations(config.podAnnotations);
   const bool asked =
       !config.portMappings.empty() || (annotations && !annotations->dynamics.empty());
@@ -80,18 +78,18 @@ Result<void> AgentMode::removeWithoutAgent(const PluginConfig& config, const Err
   invocation_.log("warning: hostport-agent cannot release the lease (" + why.message +
                   "): removing the forwards here and leaving a release note in " +
                   config.releaseSpool);
-  const agent::AttachmentKey key = invocation_.key();
+  const AttachmentKey key = invocation_.key();
   auto record = agent::api::readAttachmentRecord(config.stateDir, key);
   if (!record) {
     invocation_.log("warning: ignoring the attachment record: " + record.error().message);
   }
   auto plan = record && *record && (*record)->forwarding
-                  ? agent::forwards::planOf(**record)
+                  ? forwards::planOf(**record)
                   : Result<nft::AttachmentPlan>(fail(ErrorCode::kNotFound, "no record"));
   if (plan) {
     HOSTPORT_TRY(auto* tables, invocation_.ruleset());
     HOSTPORT_TRY_VOID(tables->removeExact(plan->rules));
-    agent::forwards::flushUdpConntrack(plan->udpHostPorts, invocation_.network(), invocation_);
+    forwards::flushUdpConntrack(plan->udpHostPorts, invocation_.network(), invocation_);
     invocation_.log("removed " + std::to_string(plan->rules.forwards.size()) +
                     " forward(s) by key");
   } else {
@@ -117,8 +115,7 @@ Result<void> AgentMode::status(const PluginConfig& config) {
       [this](const std::string& message) { invocation_.verbLog("STATUS", message); });
 }
 
-Result<void> AgentMode::gc(const PluginConfig& config,
-                           const std::vector<agent::AttachmentKey>& valid) {
+Result<void> AgentMode::gc(const PluginConfig& config, const std::vector<AttachmentKey>& valid) {
   if (const Problem problem = networkNameProblem(config.name)) {
     return invalidValue("name", nlohmann::json(config.name), *problem);
   }

@@ -41,12 +41,12 @@ std::optional<uint16_t> parsePort(std::string_view text) {
   return static_cast<uint16_t>(value);
 }
 
-Result<agent::DynamicPortRequest> parseEntry(std::string_view entry) {
+Result<DynamicPortRequest> parseEntry(std::string_view entry) {
   const std::size_t equals = entry.find('=');
   if (equals == std::string_view::npos) {
     return badEntry(entry, "expected " + std::string(kEntryForm));
   }
-  agent::DynamicPortRequest request;
+  DynamicPortRequest request;
   const std::string_view name = entry.substr(0, equals);
   if (name.empty()) return badEntry(entry, "missing name before '='");
   if (const Problem problem = dnsLabelProblem(name)) {
@@ -59,7 +59,7 @@ Result<agent::DynamicPortRequest> parseEntry(std::string_view entry) {
     const std::string_view protocol = ports.substr(slash + 1);
     ports = ports.substr(0, slash);
     if (protocol.empty()) return badEntry(entry, "missing protocol after '/'");
-    auto parsed = agent::parsePortProtocol(protocol);
+    auto parsed = parsePortProtocol(protocol);
     if (!parsed) {
       return badEntry(
           entry, "unknown protocol " + quoteText(protocol) + " (want tcp, udp, sctp or tcpudp)");
@@ -86,23 +86,23 @@ Result<agent::DynamicPortRequest> parseEntry(std::string_view entry) {
     }
   }
   const uint32_t count = static_cast<uint32_t>(last) - *first + 1;
-  if (count > agent::kMaxRangeWidth) {
+  if (count > kMaxRangeWidth) {
     return badEntry(entry, "range " + std::to_string(*first) + "-" + std::to_string(last) +
                                " holds " + std::to_string(count) + " ports, more than " +
-                               std::to_string(agent::kMaxRangeWidth));
+                               std::to_string(kMaxRangeWidth));
   }
   request.containerPort = *first;
   request.count = static_cast<uint16_t>(count);
   return request;
 }
 
-Result<std::vector<agent::DynamicPortRequest>> parsePorts(std::string_view text) {
+Result<std::vector<DynamicPortRequest>> parsePorts(std::string_view text) {
   if (text.size() > kMaxPortsAnnotationBytes) {
     return annotationError(kPortsAnnotation, std::to_string(text.size()) +
                                                  " bytes exceed the limit of " +
                                                  std::to_string(kMaxPortsAnnotationBytes));
   }
-  std::vector<agent::DynamicPortRequest> requests;
+  std::vector<DynamicPortRequest> requests;
   std::set<std::string, std::less<>> names;
   std::size_t index = 0;
   for (std::size_t start = 0; start <= text.size(); ++index) {
@@ -117,11 +117,11 @@ Result<std::vector<agent::DynamicPortRequest>> parsePorts(std::string_view text)
       return annotationError(kPortsAnnotation, "entry " + std::to_string(index + 1) +
                                                    " is empty (in " + quoteText(text) + ")");
     }
-    if (requests.size() == agent::kMaxPortsPerRequest) {
-      return annotationError(
-          kPortsAnnotation, "more than " + std::to_string(agent::kMaxPortsPerRequest) + " entries");
+    if (requests.size() == kMaxPortsPerRequest) {
+      return annotationError(kPortsAnnotation,
+                             "more than " + std::to_string(kMaxPortsPerRequest) + " entries");
     }
-    HOSTPORT_TRY(agent::DynamicPortRequest request, parseEntry(entry));
+    HOSTPORT_TRY(DynamicPortRequest request, parseEntry(entry));
     if (!names.insert(request.name).second) {
       return badEntry(entry, "name " + quoteText(request.name) + " is used twice");
     }

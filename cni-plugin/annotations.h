@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/lease.h"
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::cni {
 
@@ -19,8 +19,8 @@ inline constexpr std::string_view kStickyAnnotation = "hostport.io/sticky";
 inline constexpr std::size_t kMaxPortsAnnotationBytes = 4096;
 
 struct PortAnnotations {
-  std::vector<agent::DynamicPortRequest> dynamics;  // in annotation order
-  std::string pool;                                 // empty: the agent's default pool
+  std::vector<DynamicPortRequest> dynamics;  // in annotation order
+  std::string pool;                          // empty: the agent's default pool
   bool sticky = true;  // hostport.io/sticky: "false" opts out of getting previous ports back
   friend bool operator==(const PortAnnotations&, const PortAnnotations&) = default;
 };
@@ -31,9 +31,9 @@ struct PortAnnotations {
 /// hostport.io/ports: `name=containerPort[-lastPort][/protocol]` entries separated by commas,
 /// e.g. "grpc=19805, rtp=20000-20009/udp, game=7000/tcpudp".
 ///  - name: a DNS label ([a-z0-9]([a-z0-9-]*[a-z0-9])?, at most 63), unique in the annotation;
-///  - ports: decimal 1..65535; a range needs first <= last and at most agent::kMaxRangeWidth
+///  - ports: decimal 1..65535; a range needs first <= last and at most kMaxRangeWidth
 ///    ports; protocol tcp (default), udp, sctp or tcpudp, case-insensitive;
-///  - at most agent::kMaxPortsPerRequest entries and kMaxPortsAnnotationBytes bytes.
+///  - at most kMaxPortsPerRequest entries and kMaxPortsAnnotationBytes bytes.
 /// Leniency, chosen for hand-written and templated YAML: blanks (space, tab, CR, LF) around an
 /// entry are ignored; one trailing comma is ignored; an empty or blank value asks for nothing.
 /// Blanks inside an entry, and empty entries elsewhere (",a=1", "a=1,,b=2"), are errors.

@@ -11,10 +11,10 @@
 #include <memory>
 #include <vector>
 
-#include "agent/lease.h"
 #include "cni-plugin/invocation.h"
 #include "cni-plugin/plugin_config.h"
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::cni {
 
@@ -33,8 +33,7 @@ class AttachmentMode {
   /// Whether ADDs can be taken now.
   virtual Result<void> status(const PluginConfig& config) = 0;
   /// Frees what the network holds for attachments not in `valid`.
-  virtual Result<void> gc(const PluginConfig& config,
-                          const std::vector<agent::AttachmentKey>& valid) = 0;
+  virtual Result<void> gc(const PluginConfig& config, const std::vector<AttachmentKey>& valid) = 0;
 
   /// CHECK: the table holds exactly the forwards of what was granted (granted()); the first
   /// difference as kNotFound.

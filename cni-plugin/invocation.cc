@@ -30,8 +30,7 @@ void Invocation::verbLog(std::string_view verb, const std::string& message) cons
   io_.err << "hostport " + std::string(verb) + ": " + message + "\n";
 }
 
-Result<Attachment> Invocation::attachment(const PluginConfig& config,
-                                          std::string_view verb) const {
+Result<Attachment> Invocation::attachment(const PluginConfig& config, std::string_view verb) const {
   if (!config.prevResult) {
     return fail(ErrorCode::kInvalidArgument,
                 "prevResult is missing: hostport is a chained plugin and must follow the "
@@ -56,9 +55,9 @@ Result<nft::AttachmentPlan> Invocation::plan(const PluginConfig& config,
 
 Result<void> Invocation::install(const nft::AttachmentPlan& plan) {
   if (plan.rules.empty()) return {};
-  HOSTPORT_TRY_VOID(agent::forwards::refuseNodeTargets(plan, network()));
+  HOSTPORT_TRY_VOID(forwards::refuseNodeTargets(plan, network()));
   HOSTPORT_TRY(auto* tables, ruleset());
-  HOSTPORT_TRY_VOID(agent::forwards::writePlan(plan, *tables, network(), *this));
+  HOSTPORT_TRY_VOID(forwards::writePlan(plan, *tables, network(), *this));
   log("installed " + std::to_string(plan.rules.forwards.size()) + " forward(s)");
   return {};
 }
@@ -73,7 +72,7 @@ Result<void> Invocation::removeOwned() {
 }
 
 void Invocation::settleRemoved(const nft::AttachmentRules& removed) {
-  agent::forwards::flushUdpConntrack(nft::udpHostPorts(removed.forwards), network(), *this);
+  forwards::flushUdpConntrack(nft::udpHostPorts(removed.forwards), network(), *this);
   if (!removed.empty()) log("removed " + std::to_string(removed.forwards.size()) + " forward(s)");
 }
 
@@ -95,13 +94,13 @@ void Invocation::conntrackFlushFailed(uint16_t port, const Error& cause) {
       cause.message);
 }
 
-agent::Forwarding forwardingOf(const PluginConfig& config, const Attachment& attachment) {
+Forwarding forwardingOf(const PluginConfig& config, const Attachment& attachment) {
   return {config.name,    attachment.addresses.v4, attachment.addresses.v6, config.snat,
           config.masqAll, config.conditionsV4,     config.conditionsV6};
 }
 
 nft::PodTarget podTarget(const PluginConfig& config, const Attachment& attachment) {
-  return agent::forwards::podTargetOf(forwardingOf(config, attachment));
+  return forwards::podTargetOf(forwardingOf(config, attachment));
 }
 
 }  // namespace hostport::cni

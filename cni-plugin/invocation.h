@@ -8,15 +8,15 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/forwards/lease_forwards.h"
-#include "agent/forwards/plan_writer.h"
-#include "agent/lease.h"
 #include "cni-plugin/cni_env.h"
 #include "cni-plugin/dispatcher.h"
 #include "cni-plugin/plugin_config.h"
 #include "cni-plugin/prev_result.h"
 #include "common/error.h"
 #include "common/ip_address.h"
+#include "forwards/lease_forwards.h"
+#include "forwards/plan_writer.h"
+#include "lease/lease.h"
 #include "nft/attachment_plan.h"
 #include "nft/ruleset.h"
 
@@ -31,18 +31,18 @@ struct Attachment {
 
 /// What the agent needs to lay the attachment's forwards out (and out again) on its own; the
 /// plugin plans from the same record in standalone mode, so both plan alike.
-agent::Forwarding forwardingOf(const PluginConfig& config, const Attachment& attachment);
+Forwarding forwardingOf(const PluginConfig& config, const Attachment& attachment);
 /// The pod end of the attachment's forwards.
 nft::PodTarget podTarget(const PluginConfig& config, const Attachment& attachment);
 
-class Invocation : public agent::forwards::WriteReport {
+class Invocation : public forwards::WriteReport {
  public:
   Invocation(const PluginIo& io, const PluginBackends& backends, CniEnv env)
       : io_(io), backends_(backends), env_(std::move(env)) {}
 
   const CniEnv& env() const { return env_; }
   const PluginBackends& backends() const { return backends_; }
-  agent::AttachmentKey key() const { return {env_.containerId, env_.ifname}; }
+  AttachmentKey key() const { return {env_.containerId, env_.ifname}; }
   /// True once the table's handle was opened (and may have deleted elements).
   bool openedTable() const { return ruleset_ != nullptr; }
 
@@ -65,7 +65,7 @@ class Invocation : public agent::forwards::WriteReport {
   void print(const nlohmann::json& result) const;
 
   Result<nft::Ruleset*> ruleset();
-  agent::forwards::HostNetworkAccess network() {
+  forwards::HostNetworkAccess network() {
     return [this] { return hostNetwork(); };
   }
   /// One line on stderr naming the verb and the attachment. One write per line (stderr is

@@ -158,7 +158,7 @@ Result<void> parseOptions(const json& document, PluginConfig& config) {
 }
 
 /// One entry of a GC attachment list: {"containerID", "ifname"}, as libcni's GCAttachment.
-Result<agent::AttachmentKey> parseGcAttachment(const json& entry, const std::string& path) {
+Result<AttachmentKey> parseGcAttachment(const json& entry, const std::string& path) {
   if (!entry.is_object()) return invalidValue(path, entry, "must be an object");
   const auto read = [&](std::string_view key, Problem (*grammar)(std::string_view)) {
     const JsonField field = jsonField(entry, path, key);
@@ -168,7 +168,7 @@ Result<agent::AttachmentKey> parseGcAttachment(const json& entry, const std::str
       return Result<std::string>(invalidValue(field, *problem));
     return text;
   };
-  agent::AttachmentKey key;
+  AttachmentKey key;
   HOSTPORT_TRY(key.containerId, read("containerID", containerIdProblem));
   HOSTPORT_TRY(key.ifname, read("ifname", ifnameProblem));
   return key;
@@ -191,14 +191,13 @@ Result<PluginConfig> parsePluginConfig(std::string_view text) {
   return config;
 }
 
-Result<std::vector<agent::AttachmentKey>> parseValidAttachments(const PluginConfig& config) {
-  std::set<agent::AttachmentKey> keys;  // both lists usually hold the same keys
+Result<std::vector<AttachmentKey>> parseValidAttachments(const PluginConfig& config) {
+  std::set<AttachmentKey> keys;  // both lists usually hold the same keys
   for (const std::string_view list : kGcAttachmentLists) {
     const JsonField field = jsonField(config.raw, "", list);
     HOSTPORT_TRY(const json* entries, readArrayOrEmpty(field, agent::api::kMaxGcKeys));
     for (size_t i = 0; i < entries->size(); ++i) {
-      HOSTPORT_TRY(agent::AttachmentKey key,
-                   parseGcAttachment((*entries)[i], elementPath(field.path, i)));
+      HOSTPORT_TRY(AttachmentKey key, parseGcAttachment((*entries)[i], elementPath(field.path, i)));
       keys.insert(std::move(key));
     }
   }
@@ -207,7 +206,7 @@ Result<std::vector<agent::AttachmentKey>> parseValidAttachments(const PluginConf
                                                  " distinct attachments exceed the limit of " +
                                                  std::to_string(agent::api::kMaxGcKeys));
   }
-  return std::vector<agent::AttachmentKey>(keys.begin(), keys.end());
+  return std::vector<AttachmentKey>(keys.begin(), keys.end());
 }
 
 }  // namespace hostport::cni

@@ -10,10 +10,10 @@
 
 #include "agent/api/json_codec.h"
 #include "agent/api/node_files.h"
-#include "agent/lease.h"
 #include "common/error.h"
 #include "common/ip_address.h"
 #include "common/protocol.h"
+#include "lease/lease.h"
 #include "nft/attachment_plan.h"
 #include "nft/forward.h"
 
@@ -77,6 +77,6 @@ Result<PluginConfig> parsePluginConfig(std::string_view text);
 /// entry {"containerID", "ifname"}. kInvalidArgument naming the entry's field and value for a
 /// list that is not an array or holds more than kMaxGcKeys entries, an entry that is not an
 /// object, or a key that breaks its grammar (common/identifiers.h).
-Result<std::vector<agent::AttachmentKey>> parseValidAttachments(const PluginConfig& config);
+Result<std::vector<AttachmentKey>> parseValidAttachments(const PluginConfig& config);
 
 }  // namespace hostport::cni

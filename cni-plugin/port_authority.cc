@@ -11,21 +11,19 @@ class AgentPortAuthority : public PortAuthority {
   explicit AgentPortAuthority(const std::string& socketPath)
       : client_(agent::api::AgentClient::forSocket(socketPath)) {}
 
-  Result<agent::Lease> allocate(const agent::AllocationRequest& request) override {
+  Result<Lease> allocate(const AllocationRequest& request) override {
     return client_.allocate(request);
   }
-  Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) override {
-    return client_.get(key);
-  }
-  Result<std::optional<agent::Lease>> release(const agent::AttachmentKey& key) override {
+  Result<std::optional<Lease>> get(const AttachmentKey& key) override { return client_.get(key); }
+  Result<std::optional<Lease>> release(const AttachmentKey& key) override {
     return client_.release(key);
   }
   Result<void> ready() override {
     HOSTPORT_TRY_VOID(client_.getText(agent::api::kReadyzPath));
     return {};
   }
-  Result<std::vector<agent::Lease>> collectGarbage(
-      const std::string& network, const std::vector<agent::AttachmentKey>& valid) override {
+  Result<std::vector<Lease>> collectGarbage(const std::string& network,
+                                            const std::vector<AttachmentKey>& valid) override {
     return client_.gc({network, valid});
   }
 
@@ -44,18 +42,17 @@ std::unique_ptr<PortAuthority> agentPortAuthority(const std::string& socketPath)
   return std::make_unique<AgentPortAuthority>(socketPath);
 }
 
-agent::AllocationRequest allocationRequestFor(const CniEnv& env, const PluginConfig& config,
-                                              std::vector<agent::DynamicPortRequest> dynamics,
-                                              std::string pool) {
-  agent::AllocationRequest request;
+AllocationRequest allocationRequestFor(const CniEnv& env, const PluginConfig& config,
+                                       std::vector<DynamicPortRequest> dynamics, std::string pool) {
+  AllocationRequest request;
   request.key = {env.containerId, env.ifname};
   request.pod = {argument(env, "K8S_POD_NAMESPACE"), argument(env, "K8S_POD_NAME"),
                  argument(env, "K8S_POD_UID")};
   request.netns = env.netns;
   request.pool = std::move(pool);
   for (const auto& mapping : config.portMappings) {
-    request.statics.push_back({mapping.hostPort, mapping.containerPort,
-                               agent::portProtocol(mapping.protocol), mapping.hostIp});
+    request.statics.push_back(
+        {mapping.hostPort, mapping.containerPort, portProtocol(mapping.protocol), mapping.hostIp});
   }
   request.dynamics = std::move(dynamics);
   return request;

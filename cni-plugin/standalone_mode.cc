@@ -18,9 +18,7 @@ class StandaloneMode : public AttachmentMode {
   /// Nothing: the table's elements name their attachment but not their network, so GC of one
   /// network cannot tell its own from another's; libcni runs DEL for every cached attachment
   /// missing from the list before GC anyway.
-  Result<void> gc(const PluginConfig&, const std::vector<agent::AttachmentKey>&) override {
-    return {};
-  }
+  Result<void> gc(const PluginConfig&, const std::vector<AttachmentKey>&) override { return {}; }
 
  protected:
   Result<std::vector<PortMapping>> granted(const PluginConfig& config) override {

@@ -21,7 +21,7 @@
 // client's source inside. A subnet may hold node addresses: the bridge's gateway (10.88.0.1 in
 // 10.88.0.0/16), flannel's flannel.1 (10.244.1.0/32 in the node's /24) and Azure CNI's node NIC
 // in the VNet subnet its pods share all do, legitimately. A target that *is* a node address is
-// refused at install time, by a route lookup (agent/forwards/plan_writer.h).
+// refused at install time, by a route lookup (forwards/plan_writer.h).
 
 #include "common/identifiers.h"
 #include "common/ip_address.h"

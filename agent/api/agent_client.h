@@ -25,8 +25,8 @@
 #include "agent/api/json_codec.h"
 #include "agent/api/routes.h"  // kDefaultAgentSocket, for the client's callers
 #include "agent/api/unix_http_exchange.h"
-#include "agent/lease.h"
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::api {
 

@@ -7,8 +7,8 @@
 
 #include <string_view>
 
-#include "agent/lease.h"
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::api {
 

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/lease.h"
 #include "common/error.h"
 #include "common/identifiers.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::api {
 

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/lease.h"
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::api {
 

@@ -27,8 +27,8 @@
 #include <thread>
 
 #include "agent/cni_config/chain_files.h"
-#include "agent/cni_config/dir_watch.h"
 #include "agent/cni_config/flap_detector.h"
+#include "common/dir_watch.h"
 
 namespace hostport::agent::cni_config {
 

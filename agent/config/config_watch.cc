@@ -30,7 +30,7 @@ constexpr int kMaxDebounceRounds = 20;
 Result<std::unique_ptr<ConfigWatch>> ConfigWatch::start(std::filesystem::path file,
                                                         std::function<void()> changed,
                                                         std::chrono::milliseconds debounce) {
-  HOSTPORT_TRY(cni_config::DirWatch watch, cni_config::DirWatch::create());
+  HOSTPORT_TRY(DirWatch watch, DirWatch::create());
   const auto dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
   HOSTPORT_TRY_VOID(watch.watch(dir));
   std::unique_ptr<ConfigWatch> self(
@@ -46,7 +46,7 @@ Result<std::unique_ptr<ConfigWatch>> ConfigWatch::start(std::filesystem::path fi
 }
 
 ConfigWatch::ConfigWatch(std::filesystem::path file, std::function<void()> changed,
-                         std::chrono::milliseconds debounce, cni_config::DirWatch watch)
+                         std::chrono::milliseconds debounce, DirWatch watch)
     : file_(std::move(file)),
       changed_(std::move(changed)),
       debounce_(debounce),
@@ -62,18 +62,17 @@ void ConfigWatch::run() {
   for (;;) {
     if (watch_.watchLost()) (void)watch_.watch(dir);  // the dir was replaced: follow the new one
     auto wake = watch_.wait(Clock::now() + kIdleWake);
-    if (!wake || *wake == cni_config::DirWatch::Wake::kStopped) {
+    if (!wake || *wake == DirWatch::Wake::kStopped) {
       if (!wake) {
         log::event(log::Component::kAgent, log::Level::kError, "agent.config_watch_failed",
                    {{"cause", wake.error().message}, {"fallback", "SIGHUP"}});
       }
       return;
     }
-    if (*wake != cni_config::DirWatch::Wake::kChanged) continue;
-    for (int round = 0; *wake == cni_config::DirWatch::Wake::kChanged && round < kMaxDebounceRounds;
-         ++round) {
+    if (*wake != DirWatch::Wake::kChanged) continue;
+    for (int round = 0; *wake == DirWatch::Wake::kChanged && round < kMaxDebounceRounds; ++round) {
       wake = watch_.wait(Clock::now() + debounce_);
-      if (!wake || *wake == cni_config::DirWatch::Wake::kStopped) return;
+      if (!wake || *wake == DirWatch::Wake::kStopped) return;
     }
     std::string text = readText(file_);
     if (text == lastText_) continue;

@@ -1,6 +1,6 @@
 #pragma once
 // Notices that the agent's config file changed, for a reload without SIGHUP. The file's directory
-// is watched (inotify, agent/cni_config/dir_watch.h), not the file: a ConfigMap volume updates by
+// is watched (inotify, common/dir_watch.h), not the file: a ConfigMap volume updates by
 // writing a new timestamped dir and swapping the `..data` symlink, so the file's own inode never
 // changes and a watch on it would see nothing. Any change in the dir, once quiet for the debounce,
 // re-reads the file; the callback runs only when its text differs from the last one seen, so
@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/cni_config/dir_watch.h"
+#include "common/dir_watch.h"
 #include "common/error.h"
 
 namespace hostport::agent::config {
@@ -34,13 +34,13 @@ class ConfigWatch {
 
  private:
   ConfigWatch(std::filesystem::path file, std::function<void()> changed,
-              std::chrono::milliseconds debounce, cni_config::DirWatch watch);
+              std::chrono::milliseconds debounce, DirWatch watch);
   void run();
 
   const std::filesystem::path file_;
   const std::function<void()> changed_;
   const std::chrono::milliseconds debounce_;
-  cni_config::DirWatch watch_;
+  DirWatch watch_;
   std::string lastText_;  // the thread's: the file as last seen
   std::thread thread_;
 };

@@ -14,8 +14,8 @@
 
 #include "agent/core/pool_rules.h"
 #include "agent/core/sticky_memory.h"
-#include "agent/lease.h"
-#include "agent/sticky_entry.h"
+#include "lease/lease.h"
+#include "lease/sticky_entry.h"
 
 namespace hostport::agent::core {
 

@@ -35,7 +35,7 @@
 #include <string_view>
 
 #include "agent/core/string_table.h"
-#include "agent/lease.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::core {
 

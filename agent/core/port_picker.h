@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "agent/lease.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::core {
 

@@ -11,7 +11,7 @@
 //
 // Durable through the store: every grant is journaled, and replaying the grants in journal order
 // rebuilds the memory; a snapshot keeps entries() (oldest first), since compaction drops the
-// grants of released leases (agent/sticky_entry.h, agent/store/snapshot.h).
+// grants of released leases (lease/sticky_entry.h, agent/store/snapshot.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/lease.h"
-#include "agent/sticky_entry.h"
 #include "common/id_index.h"
+#include "lease/lease.h"
+#include "lease/sticky_entry.h"
 
 namespace hostport::agent::core {
 

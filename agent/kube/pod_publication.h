@@ -16,7 +16,7 @@
 #include <map>
 #include <string>
 
-#include "agent/lease.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::kube {
 

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/lease.h"
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::kube {
 

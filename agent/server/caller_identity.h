@@ -33,8 +33,8 @@
 #include <optional>
 #include <string>
 
-#include "agent/lease.h"
 #include "agent/server/namespace_origin.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::server {
 

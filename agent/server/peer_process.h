@@ -27,12 +27,12 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/lease.h"
 #include "agent/server/caller_identity.h"
 #include "agent/server/namespace_origin.h"
 #include "agent/server/proc_stat.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::server {
 

@@ -1,8 +1,8 @@
 #include "agent/service/forward_writer.h"
 
-#include "agent/forwards/lease_forwards.h"
-#include "agent/forwards/plan_writer.h"
 #include "agent/log/event_log.h"
+#include "forwards/lease_forwards.h"
+#include "forwards/plan_writer.h"
 
 namespace hostport::agent::service {
 namespace {

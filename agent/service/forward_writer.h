@@ -13,10 +13,10 @@
 #include <memory>
 #include <mutex>
 
-#include "agent/forwards/plan_writer.h"
-#include "agent/lease.h"
 #include "common/error.h"
+#include "forwards/plan_writer.h"
 #include "hostnet/host_network.h"
+#include "lease/lease.h"
 #include "nft/ruleset.h"
 
 namespace hostport::agent::service {

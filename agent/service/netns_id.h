@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/lease.h"
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::service {
 

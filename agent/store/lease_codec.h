@@ -32,9 +32,9 @@
 #include <string>
 #include <string_view>
 
-#include "agent/lease.h"
-#include "agent/sticky_entry.h"
 #include "common/error.h"
+#include "lease/lease.h"
+#include "lease/sticky_entry.h"
 
 namespace hostport::agent::store {
 

@@ -46,12 +46,12 @@
 #include <variant>
 #include <vector>
 
-#include "agent/lease.h"
 #include "agent/store/file_ops.h"
 #include "agent/store/journal_file.h"
 #include "agent/store/lease_codec.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::store {
 

@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "agent/lease.h"
 #include "common/id_index.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::store {
 

@@ -34,11 +34,11 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/lease.h"
 #include "agent/store/file_ops.h"
 #include "agent/store/journal_file.h"
 #include "agent/store/lease_codec.h"
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::store {
 

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent/forwards/lease_forwards.h"
 #include "cni-plugin/port_authority.h"
 #include "common/error.h"
+#include "forwards/lease_forwards.h"
 #include "nft/ruleset.h"
 
 namespace hostport::cni {
@@ -23,12 +23,11 @@ class FakePortAuthority : public PortAuthority {
  public:
   explicit FakePortAuthority(nft::Ruleset* table = nullptr) : table_(table) {}
 
-  Result<agent::Lease> allocate(const agent::AllocationRequest& request) override {
+  Result<Lease> allocate(const AllocationRequest& request) override {
     requests.push_back(request);
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable at /x.sock");
     if (exhausted) return fail(ErrorCode::kExhausted, "pool \"default\" has no free port");
-    agent::Lease lease{request.key,        request.pod, request.netns, request.pool, {},
-                       request.forwarding, {}};
+    Lease lease{request.key, request.pod, request.netns, request.pool, {}, request.forwarding, {}};
     uint16_t next = 30000;
     for (const auto& claim : request.statics) {
       lease.ports.push_back(
@@ -40,26 +39,26 @@ class FakePortAuthority : public PortAuthority {
       next = static_cast<uint16_t>(next + dynamic.count);
     }
     if (table_ != nullptr && lease.forwarding) {
-      HOSTPORT_TRY(const auto plan, agent::forwards::planOf(lease));
+      HOSTPORT_TRY(const auto plan, forwards::planOf(lease));
       HOSTPORT_TRY_VOID(table_->install(plan.rules));
     }
     leases[request.key.str()] = lease;
     return lease;
   }
-  Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& key) override {
+  Result<std::optional<Lease>> get(const AttachmentKey& key) override {
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
     auto found = leases.find(key.str());
     return found == leases.end() ? std::nullopt : std::optional(found->second);
   }
-  Result<std::optional<agent::Lease>> release(const agent::AttachmentKey& key) override {
+  Result<std::optional<Lease>> release(const AttachmentKey& key) override {
     released.push_back(key.str());
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
     const auto found = leases.find(key.str());
     if (found == leases.end()) return std::nullopt;
-    agent::Lease lease = found->second;
+    Lease lease = found->second;
     leases.erase(found);
     if (table_ != nullptr && lease.forwarding) {
-      HOSTPORT_TRY(const auto plan, agent::forwards::planOf(lease));
+      HOSTPORT_TRY(const auto plan, forwards::planOf(lease));
       HOSTPORT_TRY_VOID(table_->removeExact(plan.rules));
     }
     return lease;
@@ -69,11 +68,11 @@ class FakePortAuthority : public PortAuthority {
     return {};
   }
   /// Releases the leases of `network` (by their forwarding) missing from `valid`.
-  Result<std::vector<agent::Lease>> collectGarbage(
-      const std::string& network, const std::vector<agent::AttachmentKey>& valid) override {
+  Result<std::vector<Lease>> collectGarbage(const std::string& network,
+                                            const std::vector<AttachmentKey>& valid) override {
     gcRequests.push_back({network, valid});
     if (down) return fail(ErrorCode::kUnavailable, "hostport-agent is not reachable");
-    std::vector<agent::Lease> collected;
+    std::vector<Lease> collected;
     for (auto it = leases.begin(); it != leases.end();) {
       const auto& lease = it->second;
       const bool onNetwork = lease.forwarding && lease.forwarding->network == network;
@@ -87,10 +86,10 @@ class FakePortAuthority : public PortAuthority {
     return collected;
   }
 
-  std::vector<agent::AllocationRequest> requests;
-  std::map<std::string, agent::Lease> leases;
+  std::vector<AllocationRequest> requests;
+  std::map<std::string, Lease> leases;
   std::vector<std::string> released;
-  std::vector<std::pair<std::string, std::vector<agent::AttachmentKey>>> gcRequests;
+  std::vector<std::pair<std::string, std::vector<AttachmentKey>>> gcRequests;
   bool down = false;
   bool exhausted = false;
 

@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (const auto lease = api::leaseFromJson(*body)) {
     checkRoundTrip(
-        *lease, [](const agent::Lease& value) { return api::toJson(value); }, api::leaseFromJson);
+        *lease, [](const Lease& value) { return api::toJson(value); }, api::leaseFromJson);
     hostport::fuzz::checkLeasePlan(*lease);
   }
   if (const auto leases = api::leaseListFromJson(*body, "leases")) {

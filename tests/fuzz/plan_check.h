@@ -3,7 +3,7 @@
 // builders: whatever a parser accepted is planned the way the agent plans it, and every builder's
 // output is read back.
 
-#include "agent/lease.h"
+#include "lease/lease.h"
 #include "nft/forward.h"
 
 namespace hostport::fuzz {
@@ -17,12 +17,12 @@ void checkRules(const nft::AttachmentRules& rules);
 
 /// The lease the agent would grant `request` if every port it asks for were free at its own
 /// number: each dynamic request's host ports are its container ports.
-agent::Lease leaseAtOwnNumbers(const agent::AllocationRequest& request);
+Lease leaseAtOwnNumbers(const AllocationRequest& request);
 
-/// Plans `lease` as the agent does (agent/forwards) and, when that succeeds, checks its rules;
+/// Plans `lease` as the agent does (forwards/) and, when that succeeds, checks its rules;
 /// leases of more than 256 ports are skipped (see plan_check.cc).
 /// The lease must hold what a parser accepted: planning may refuse it (no forwarding record, two
 /// grants on one host key), but never crash or let an unchecked value through.
-void checkLeasePlan(const agent::Lease& lease);
+void checkLeasePlan(const Lease& lease);
 
 }  // namespace hostport::fuzz

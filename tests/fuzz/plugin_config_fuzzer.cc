@@ -7,12 +7,12 @@
 
 #include <string>
 
-#include "agent/forwards/lease_forwards.h"
 #include "cni-plugin/annotations.h"
 #include "cni-plugin/cni_version.h"
 #include "cni-plugin/plugin_config.h"
 #include "cni-plugin/prev_result.h"
 #include "common/pod_address.h"
+#include "forwards/lease_forwards.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/plan_check.h"
 
@@ -59,15 +59,15 @@ void checkAddPlan(const cni::PluginConfig& config) {
     FUZZ_CHECK(!address || !hostport::podAddressProblem(*address));
   }
   // What the plugin records for the agent (dispatcher.cc's forwardingOf).
-  const hostport::agent::Forwarding forwarding{.network = config.name,
-                                               .podV4 = pod->v4,
-                                               .podV6 = pod->v6,
-                                               .snat = config.snat,
-                                               .masqAll = config.masqAll,
-                                               .conditionsV4 = config.conditionsV4,
-                                               .conditionsV6 = config.conditionsV6};
+  const hostport::Forwarding forwarding{.network = config.name,
+                                        .podV4 = pod->v4,
+                                        .podV6 = pod->v6,
+                                        .snat = config.snat,
+                                        .masqAll = config.masqAll,
+                                        .conditionsV4 = config.conditionsV4,
+                                        .conditionsV6 = config.conditionsV6};
   const auto plan = nft::planAttachment("fuzz/eth0", config.portMappings,
-                                        hostport::agent::forwards::podTargetOf(forwarding));
+                                        hostport::forwards::podTargetOf(forwarding));
   if (plan) hostport::fuzz::checkRules(plan->rules);
 }
 

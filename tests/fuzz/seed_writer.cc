@@ -48,27 +48,27 @@ void write(const std::string& target, const std::string& name, const ByteVector&
   write(target, name, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-agent::Lease sampleLease(std::string containerId, bool withForwarding) {
-  agent::Lease lease{.key = {std::move(containerId), "eth0"},
-                     .pod = {"games", "server-0", "0b5e6c1a"},
-                     .netns = "/var/run/netns/cni-1",
-                     .pool = "default"};
+Lease sampleLease(std::string containerId, bool withForwarding) {
+  Lease lease{.key = {std::move(containerId), "eth0"},
+              .pod = {"games", "server-0", "0b5e6c1a"},
+              .netns = "/var/run/netns/cni-1",
+              .pool = "default"};
   lease.ports.push_back({.name = "rtp",
-                         .protocol = agent::PortProtocol::kUdp,
+                         .protocol = PortProtocol::kUdp,
                          .hostPort = 40000,
                          .containerPort = 20000,
                          .count = 4});
-  lease.ports.push_back({.protocol = agent::PortProtocol::kTcpUdp,
+  lease.ports.push_back({.protocol = PortProtocol::kTcpUdp,
                          .hostPort = 8080,
                          .containerPort = 80,
                          .hostIp = IpAddress::parse("fd00::1").value(),
                          .isStatic = true});
   if (withForwarding) {
-    lease.forwarding = agent::Forwarding{.network = "kube",
-                                         .podV4 = IpPrefix::parse("10.88.0.5/16").value(),
-                                         .podV6 = IpPrefix::parse("fd00::5/64").value(),
-                                         .snat = true,
-                                         .conditionsV4 = "ip saddr 10.0.0.0/8"};
+    lease.forwarding = Forwarding{.network = "kube",
+                                  .podV4 = IpPrefix::parse("10.88.0.5/16").value(),
+                                  .podV6 = IpPrefix::parse("fd00::5/64").value(),
+                                  .snat = true,
+                                  .conditionsV4 = "ip saddr 10.0.0.0/8"};
     lease.netnsId = {.device = 4, .inode = 4026532000};
     lease.sticky = false;
   }
@@ -91,10 +91,10 @@ void writeStoreSeeds() {
   const std::string release = frameOf({store::JournalRecord::Kind::kRelease, a});
   write("journal", "grant-grant-release", grants + release);
   write("journal", "torn-tail", grants + release.substr(0, release.size() / 2));
-  write("snapshot", "two-leases",
-        store::encodeSnapshot(7, {a, b},
-                              {agent::StickyEntry{"games", "server-0", "default", {a.ports[0]}}})
-            .value());
+  write(
+      "snapshot", "two-leases",
+      store::encodeSnapshot(7, {a, b}, {StickyEntry{"games", "server-0", "default", {a.ports[0]}}})
+          .value());
   write("snapshot", "empty", store::encodeSnapshot(0, {}).value());
 }
 

@@ -45,7 +45,7 @@
 
 #include "agent/api/agent_client.h"
 #include "agent/api/json_codec.h"
-#include "agent/lease.h"
+#include "lease/lease.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"

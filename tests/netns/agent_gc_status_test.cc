@@ -56,13 +56,13 @@ class AgentGcStatusTest : public PluginFixture {
   /// A lease for `containerId`/eth0 as the plugin's ADD on `network` makes it; "" for one
   /// without a forwarding record (it names no network).
   void lease(const std::string& containerId, const std::string& network) {
-    agent::AllocationRequest request;
+    AllocationRequest request;
     request.key = {containerId, "eth0"};
     request.pod = {"ns", containerId, ""};
-    request.dynamics.push_back({"web", 80, 1, agent::PortProtocol::kTcp});
+    request.dynamics.push_back({"web", 80, 1, PortProtocol::kTcp});
     if (!network.empty()) {
       // A pod address without a route here: snat off, so no route_localnet is asked for.
-      request.forwarding = agent::Forwarding{
+      request.forwarding = Forwarding{
           .network = network, .podV4 = IpPrefix::parse("10.99.0.5/24").value(), .snat = false};
     }
     ASSERT_OK(agent_->client().allocate(request));
@@ -80,11 +80,11 @@ class AgentGcStatusTest : public PluginFixture {
 
   /// The plugin's GC on this node's network, as libcni sends it: both attachment lists.
   Result<CommandResult> gc(const std::vector<std::string>& validContainers) {
-    std::vector<agent::AttachmentKey> keys;
+    std::vector<AttachmentKey> keys;
     for (const auto& id : validContainers) keys.push_back({id, "eth0"});
     return gcOfKeys(keys);
   }
-  Result<CommandResult> gcOfKeys(const std::vector<agent::AttachmentKey>& validKeys) {
+  Result<CommandResult> gcOfKeys(const std::vector<AttachmentKey>& validKeys) {
     nlohmann::json valid = nlohmann::json::array();
     for (const auto& key : validKeys) {
       valid.push_back({{"containerID", key.containerId}, {"ifname", key.ifname}});
@@ -161,7 +161,7 @@ TEST_F(AgentGcStatusTest, AGcOfTheMostAttachmentsOfTheLongestIdsReachesTheAgent)
                           Size{agent::api::kMaxGcKeys, kMaxContainerIdLength, "eth0-abcdefghij"}}) {
     ASSERT_NO_FATAL_FAILURE(lease("keep1", network_));
     ASSERT_NO_FATAL_FAILURE(lease("gone1", network_));
-    std::vector<agent::AttachmentKey> valid = {{"keep1", "eth0"}};
+    std::vector<AttachmentKey> valid = {{"keep1", "eth0"}};
     for (std::size_t i = 1; i < size.keys; ++i) {
       std::string id = std::to_string(i);
       id.insert(0, size.idLength - id.size(), 'c');

@@ -28,11 +28,8 @@
 namespace hostport::test {
 namespace {
 
-using agent::AllocationRequest;
-
 /// A process's name is its own to choose (prctl PR_SET_NAME): quotes, spaces and '=' included.
 constexpr const char* kHostileComm = "a\" b=c}";
-using agent::PortProtocol;
 
 AllocationRequest request(const std::string& containerId, const std::string& pod) {
   AllocationRequest r;
@@ -41,7 +38,7 @@ AllocationRequest request(const std::string& containerId, const std::string& pod
   r.netns = "/run/netns/" + containerId;
   // The network is what GC is scoped by; a pod address without a route here, so snat is off
   // (route_localnet needs the route).
-  r.forwarding = agent::Forwarding{
+  r.forwarding = Forwarding{
       .network = "games-net", .podV4 = IpPrefix::parse("10.99.0.5/24").value(), .snat = false};
   return r;
 }

@@ -55,8 +55,8 @@ inline std::optional<double> metricValue(const std::string& page, const std::str
   return std::nullopt;
 }
 
-inline const agent::PortGrant* grantNamed(const agent::Lease& lease, const std::string& name) {
-  const auto found = std::ranges::find(lease.ports, name, &agent::PortGrant::name);
+inline const PortGrant* grantNamed(const Lease& lease, const std::string& name) {
+  const auto found = std::ranges::find(lease.ports, name, &PortGrant::name);
   return found == lease.ports.end() ? nullptr : &*found;
 }
 
@@ -95,11 +95,11 @@ class AgentPluginTest : public PluginFixture {
     return {.pluginKeys = keys};
   }
 
-  static agent::AttachmentKey keyOf(const Pod& pod) { return {pod.containerId, pod.ifname}; }
+  static AttachmentKey keyOf(const Pod& pod) { return {pod.containerId, pod.ifname}; }
 
   /// The agent's lease for the pod, nullopt when it holds none; a test failure when the agent
   /// cannot be asked.
-  std::optional<agent::Lease> leaseOf(const Pod& pod) {
+  std::optional<Lease> leaseOf(const Pod& pod) {
     auto lease = client().get(keyOf(pod));
     if (!lease) {
       ADD_FAILURE() << "GET lease of " << pod.label << ": " << lease.error().message;
@@ -108,7 +108,7 @@ class AgentPluginTest : public PluginFixture {
     return *lease;
   }
 
-  std::vector<agent::Lease> allLeases() {
+  std::vector<Lease> allLeases() {
     auto leases = client().list("", "");
     if (!leases) {
       ADD_FAILURE() << "listing leases: " << leases.error().message;
@@ -118,14 +118,14 @@ class AgentPluginTest : public PluginFixture {
   }
 
   /// The host port of the pod's grant `name`, checked to be in [first, last]; 0 on failure.
-  uint16_t grantedPort(const Pod& pod, const std::string& name, agent::PortProtocol protocol,
+  uint16_t grantedPort(const Pod& pod, const std::string& name, PortProtocol protocol,
                        uint16_t count = 1) {
     const auto lease = leaseOf(pod);
     if (!lease) {
       ADD_FAILURE() << "the agent holds no lease for " << pod.label;
       return 0;
     }
-    const agent::PortGrant* grant = grantNamed(*lease, name);
+    const PortGrant* grant = grantNamed(*lease, name);
     if (grant == nullptr) {
       ADD_FAILURE() << "the lease of " << pod.label << " has no grant named " << name;
       return 0;

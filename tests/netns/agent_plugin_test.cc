@@ -43,8 +43,8 @@ TEST_F(AgentPluginTest, DynamicTcpAndUdpPortsReachThePodFromTheNodeAndFromOutsid
   auto udp = serve(*pod, Transport::kUdp, 53);
   ASSERT_TRUE(tcp && udp);
 
-  const uint16_t web = grantedPort(*pod, "web", agent::PortProtocol::kTcp);
-  const uint16_t dns = grantedPort(*pod, "dns", agent::PortProtocol::kUdp);
+  const uint16_t web = grantedPort(*pod, "web", PortProtocol::kTcp);
+  const uint16_t dns = grantedPort(*pod, "dns", PortProtocol::kUdp);
 
   EXPECT_THAT(web, AllOf(Ge(41000), Le(41019)));
   EXPECT_THAT(dns, AllOf(Ge(41000), Le(41019)));
@@ -73,8 +73,8 @@ TEST_F(AgentPluginTest, TcpudpAndRangeRequestsGetContiguousHostPortsThatAllForwa
     ASSERT_NE(rtp.back(), nullptr);
   }
 
-  const uint16_t game = grantedPort(*pod, "game", agent::PortProtocol::kTcpUdp);
-  const uint16_t first = grantedPort(*pod, "rtp", agent::PortProtocol::kUdp, 3);
+  const uint16_t game = grantedPort(*pod, "game", PortProtocol::kTcpUdp);
+  const uint16_t first = grantedPort(*pod, "rtp", PortProtocol::kUdp, 3);
 
   ASSERT_NE(game, 0);
   ASSERT_NE(first, 0);
@@ -249,8 +249,8 @@ TEST_F(AgentPluginTest, ExhaustedPoolFailsNamingThePoolAndItsSizeWithoutPartialS
   EXPECT_THAT(ownedBy(entries(), podC->owner()), IsEmpty());
   EXPECT_THAT(leaseOf(*podC), Eq(std::nullopt));
   EXPECT_THAT(allLeases(), SizeIs(2));
-  const uint16_t portA = grantedPort(*podA, "web", agent::PortProtocol::kTcp);
-  const uint16_t portB = grantedPort(*podB, "web", agent::PortProtocol::kTcp);
+  const uint16_t portA = grantedPort(*podA, "web", PortProtocol::kTcp);
+  const uint16_t portB = grantedPort(*podB, "web", PortProtocol::kTcp);
   EXPECT_EQ((std::set<uint16_t>{portA, portB}), (std::set<uint16_t>{41000, 41001}));
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, portA), RepliesFrom("pod-a tcp"));
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, portB), RepliesFrom("pod-b tcp"));
@@ -332,7 +332,7 @@ TEST_F(AgentPluginTest, AReleasedPortIsNotGrantedAgainWhileOthersAreFreeButIsWhe
   ASSERT_NO_FATAL_FAILURE(startAgent("41000-41002"));  // the default reuse delay: 30 s
   Pod* first = addAgentPod("pod-a", "web=8080");
   ASSERT_NE(first, nullptr);
-  const uint16_t released = grantedPort(*first, "web", agent::PortProtocol::kTcp);
+  const uint16_t released = grantedPort(*first, "web", PortProtocol::kTcp);
   ASSERT_OK_AND_ASSIGN(auto deleted, node().del(*first));
   ASSERT_THAT(deleted, Succeeded());
 
@@ -340,7 +340,7 @@ TEST_F(AgentPluginTest, AReleasedPortIsNotGrantedAgainWhileOthersAreFreeButIsWhe
   for (const char* label : {"pod-b", "pod-c"}) {
     Pod* pod = addAgentPod(label, "web=8080");
     ASSERT_NE(pod, nullptr);
-    others.insert(grantedPort(*pod, "web", agent::PortProtocol::kTcp));
+    others.insert(grantedPort(*pod, "web", PortProtocol::kTcp));
   }
   EXPECT_EQ(others.size(), 2u);
   EXPECT_FALSE(others.contains(released)) << "port " << released << " granted again at once";
@@ -348,7 +348,7 @@ TEST_F(AgentPluginTest, AReleasedPortIsNotGrantedAgainWhileOthersAreFreeButIsWhe
   // Only the quarantined port is free: quarantine never refuses it, and it forwards.
   Pod* last = addAgentPod("pod-d", "web=8080");
   ASSERT_NE(last, nullptr);
-  EXPECT_EQ(grantedPort(*last, "web", agent::PortProtocol::kTcp), released);
+  EXPECT_EQ(grantedPort(*last, "web", PortProtocol::kTcp), released);
   auto server = serve(*last, Transport::kTcp, 8080);
   ASSERT_TRUE(server);
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, released), RepliesFrom("pod-d tcp"));
@@ -364,12 +364,12 @@ TEST_F(AgentPluginTest, StaticHostPortAndDynamicPortInOnePodBothForward) {
 
   const auto lease = leaseOf(*pod);
   ASSERT_TRUE(lease.has_value());
-  const auto staticGrant = std::ranges::find_if(
-      lease->ports, [](const agent::PortGrant& grant) { return grant.isStatic; });
+  const auto staticGrant =
+      std::ranges::find_if(lease->ports, [](const PortGrant& grant) { return grant.isStatic; });
   ASSERT_NE(staticGrant, lease->ports.end());
   EXPECT_EQ(staticGrant->hostPort, 8080);
   EXPECT_EQ(staticGrant->containerPort, 80);
-  const uint16_t dns = grantedPort(*pod, "dns", agent::PortProtocol::kUdp);
+  const uint16_t dns = grantedPort(*pod, "dns", PortProtocol::kUdp);
   EXPECT_THAT(dns, AllOf(Ge(41000), Le(41019)));
 
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, 8080), RepliesFrom("pod-a tcp"));
@@ -402,7 +402,7 @@ TEST_F(AgentPluginTest, AgentRepairsAChainSomeoneFlushedAndTrafficFlowsAgain) {
   ASSERT_NE(pod, nullptr);
   auto server = serve(*pod, Transport::kTcp, 8080);
   ASSERT_NE(server, nullptr);
-  const uint16_t port = grantedPort(*pod, "web", agent::PortProtocol::kTcp);
+  const uint16_t port = grantedPort(*pod, "web", PortProtocol::kTcp);
   ASSERT_THAT(tcpRequest(outside(), kNodeIpV4, port), RepliesFrom("pod-a tcp"));
 
   // What another tool (or a hand) might do: the ADD path never looks at the chains again.

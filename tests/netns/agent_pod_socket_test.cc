@@ -42,8 +42,6 @@
 namespace hostport::test {
 namespace {
 
-using agent::AllocationRequest;
-using agent::PortProtocol;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -67,8 +65,8 @@ class AgentPodSocketTest : public ::testing::Test {
   }
 
   /// A lease for `pod` in netns `netns`, with dynamic ports named as given.
-  Result<agent::Lease> lease(const Netns& netns, const std::string& pod,
-                             const std::vector<std::string>& portNames) {
+  Result<Lease> lease(const Netns& netns, const std::string& pod,
+                      const std::vector<std::string>& portNames) {
     AllocationRequest request;
     request.key = {"c-" + netns.name(), "eth0"};
     request.pod = {"games", pod, "uid-" + pod};

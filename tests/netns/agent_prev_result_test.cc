@@ -117,7 +117,7 @@ TEST_F(AgentPrevResultTest, ADefaultRoutePrefixIsRefusedAndOutsideClientsKeepThe
   ASSERT_NE(neighbour, nullptr);
   auto server = serve(*neighbour, Transport::kTcp, 8080);
   ASSERT_NE(server, nullptr);
-  const uint16_t port = grantedPort(*neighbour, "web", agent::PortProtocol::kTcp);
+  const uint16_t port = grantedPort(*neighbour, "web", PortProtocol::kTcp);
   ASSERT_OK_AND_ASSIGN(const Reply before, tcpRequest(outside(), kNodeIpV4, port));
   ASSERT_EQ(before.peer, kOutsideIpV4);
   const auto entriesBefore = entries();

@@ -91,8 +91,8 @@ TEST_F(AgentPublicationTest, AGrantIsPublishedOnThePodInTheDocumentedShape) {
   Pod* pod = podInCluster("gs-0");
   ASSERT_NE(pod, nullptr);
   ASSERT_OK(node().add(*pod, withAgent("web=8080, voice=5000/udp")));
-  const uint16_t web = grantedPort(*pod, "web", agent::PortProtocol::kTcp);
-  const uint16_t voice = grantedPort(*pod, "voice", agent::PortProtocol::kUdp);
+  const uint16_t web = grantedPort(*pod, "web", PortProtocol::kTcp);
+  const uint16_t voice = grantedPort(*pod, "voice", PortProtocol::kUdp);
 
   const auto annotations = annotationsOnceSet("gs-0", "hostport.io/assigned");
   ASSERT_FALSE(annotations.is_null()) << agent_->log();
@@ -202,7 +202,7 @@ TEST_F(AgentPublicationTest, AddGoesOnWhileTheApiServerDoesNotAnswer) {
   Pod* pod = podInCluster("gs-4");
   ASSERT_NE(pod, nullptr);
   ASSERT_OK(node().add(*pod, withAgent("web=8080")));
-  EXPECT_NE(grantedPort(*pod, "web", agent::PortProtocol::kTcp), 0);
+  EXPECT_NE(grantedPort(*pod, "web", PortProtocol::kTcp), 0);
   // ADD has returned. Once the PATCH has reached the fake, it is still unanswered: ADD did not
   // wait for the publication.
   const auto patch = [&]() -> std::optional<agent::kube::FakeKubeRequest> {
@@ -222,7 +222,7 @@ TEST_F(AgentPublicationTest, AddSucceedsWhileTheApiServerIsDown) {
   api_.reset();  // nothing listens on its port any more
   Pod* pod = addAgentPod("gs-5", "web=8080");
   ASSERT_NE(pod, nullptr);
-  EXPECT_NE(grantedPort(*pod, "web", agent::PortProtocol::kTcp), 0);
+  EXPECT_NE(grantedPort(*pod, "web", PortProtocol::kTcp), 0);
   EXPECT_TRUE(agent_->waitForLog("publish.failed")) << agent_->describe();
   EXPECT_TRUE(agent_->waitForLog("reason=unavailable")) << agent_->describe();
 }

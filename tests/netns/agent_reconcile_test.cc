@@ -33,7 +33,7 @@ class AgentReconcileTest : public AgentPluginTest {
     if (served.pod == nullptr) return served;
     served.server = serve(*served.pod, Transport::kTcp, 8080);
     if (served.server == nullptr) return served;
-    served.port = grantedPort(*served.pod, "web", agent::PortProtocol::kTcp);
+    served.port = grantedPort(*served.pod, "web", PortProtocol::kTcp);
     EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, served.port), RepliesFrom(label + " tcp"));
     return served;
   }

@@ -180,7 +180,7 @@ TEST_F(AgentPoolRulesTest, GivesARecreatedPodItsPortsAfterAnAgentRestartUnlessIt
   ASSERT_THAT(a, Succeeded());  // 41000
   ASSERT_OK_AND_ASSIGN(auto b, addAs(*first, "games", "server-0", ports));
   ASSERT_THAT(b, Succeeded());
-  const uint16_t previous = grantedPort(*first, "game", agent::PortProtocol::kUdp);
+  const uint16_t previous = grantedPort(*first, "game", PortProtocol::kUdp);
   EXPECT_EQ(previous, 41001);
   ASSERT_OK_AND_ASSIGN(auto delFiller, delOf(*filler, ports));
   ASSERT_OK_AND_ASSIGN(auto delFirst, delOf(*first, ports));
@@ -194,7 +194,7 @@ TEST_F(AgentPoolRulesTest, GivesARecreatedPodItsPortsAfterAnAgentRestartUnlessIt
   ASSERT_NE(again, nullptr);
   ASSERT_OK_AND_ASSIGN(auto back, addAs(*again, "games", "server-0", ports));
   ASSERT_THAT(back, Succeeded());
-  EXPECT_EQ(grantedPort(*again, "game", agent::PortProtocol::kUdp), previous);
+  EXPECT_EQ(grantedPort(*again, "game", PortProtocol::kUdp), previous);
   ASSERT_OK_AND_ASSIGN(auto delAgain, delOf(*again, ports));
   ASSERT_THAT(delAgain, Succeeded());
 
@@ -205,7 +205,7 @@ TEST_F(AgentPoolRulesTest, GivesARecreatedPodItsPortsAfterAnAgentRestartUnlessIt
   ASSERT_NE(fresh, nullptr);
   ASSERT_OK_AND_ASSIGN(auto notBack, addAs(*fresh, "games", "server-0", optedOut));
   ASSERT_THAT(notBack, Succeeded());
-  EXPECT_EQ(grantedPort(*fresh, "game", agent::PortProtocol::kUdp), 41000);
+  EXPECT_EQ(grantedPort(*fresh, "game", PortProtocol::kUdp), 41000);
 }
 
 }  // namespace

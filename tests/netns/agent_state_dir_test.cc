@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "agent/api/agent_client.h"
-#include "agent/lease.h"
+#include "lease/lease.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/live_journal_damage.h"
 #include "tests/support/netns.h"
@@ -45,16 +45,16 @@ void writeFile(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-agent::AllocationRequest requestFor(int i) {
-  agent::AllocationRequest request;
+AllocationRequest requestFor(int i) {
+  AllocationRequest request;
   request.key = {"c" + std::to_string(i), "eth0"};
   request.pod = {"ns", "pod-" + std::to_string(i), ""};
-  request.dynamics.push_back({"web", 80, 1, agent::PortProtocol::kTcp});
+  request.dynamics.push_back({"web", 80, 1, PortProtocol::kTcp});
   return request;
 }
 
-std::vector<agent::AttachmentKey> keysOf(std::vector<agent::Lease> leases) {
-  std::vector<agent::AttachmentKey> keys;
+std::vector<AttachmentKey> keysOf(std::vector<Lease> leases) {
+  std::vector<AttachmentKey> keys;
   for (const auto& lease : leases) keys.push_back(lease.key);
   std::ranges::sort(keys, [](const auto& a, const auto& b) { return a.str() < b.str(); });
   return keys;
@@ -81,7 +81,7 @@ class AgentStateDirTest : public ::testing::Test {
   /// Acknowledged grants and a release. With `compacting`: grants until the compaction to
   /// generation 1 is complete (journal.0 is gone), then kGrantsAfterCompaction more and the
   /// release, which journal.1 holds. `held`: the leases the agent then holds. Stops the agent.
-  void grantAndRelease(AgentProcess& agent, bool compacting, std::vector<agent::Lease>& held) {
+  void grantAndRelease(AgentProcess& agent, bool compacting, std::vector<Lease>& held) {
     const auto client = agent.client();
     const fs::path dir = agent.stateDir();
     int next = 0;
@@ -108,7 +108,7 @@ class AgentStateDirTest : public ::testing::Test {
   }
 
   /// Starts `agent` again and expects it to serve `held` exactly.
-  void expectStartsWith(AgentProcess& agent, const std::vector<agent::Lease>& held) {
+  void expectStartsWith(AgentProcess& agent, const std::vector<Lease>& held) {
     ASSERT_OK(agent.restart());
     ASSERT_OK_AND_ASSIGN(const auto leases, agent.client().list("", ""));
     EXPECT_EQ(keysOf(leases), keysOf(held)) << agent.describe();
@@ -121,7 +121,7 @@ TEST_F(AgentStateDirTest, RefusesToStartOnALiveJournalEmptiedCutOrRemoved) {
   for (const LiveJournalDamage& damage : liveJournalDamages()) {
     SCOPED_TRACE(damage.name);
     ASSERT_OK_AND_ASSIGN(auto agent, startAgent(damage.compacted));
-    std::vector<agent::Lease> held;
+    std::vector<Lease> held;
     ASSERT_NO_FATAL_FAILURE(grantAndRelease(*agent, damage.compacted, held));
     const fs::path live = fs::path(agent->stateDir()) / damage.journal();
     damage.applyTo(live);
@@ -168,7 +168,7 @@ TEST_F(AgentStateDirTest, StartsOnWhatACrashOrAnOlderAgentLeaves) {
   {
     SCOPED_TRACE("a compaction's next journal torn before its rename");
     ASSERT_OK_AND_ASSIGN(auto agent, startAgent(true));
-    std::vector<agent::Lease> held;
+    std::vector<Lease> held;
     ASSERT_NO_FATAL_FAILURE(grantAndRelease(*agent, true, held));
     const fs::path dir = agent->stateDir();
     writeFile(dir / "journal.2", "HPJL");
@@ -178,7 +178,7 @@ TEST_F(AgentStateDirTest, StartsOnWhatACrashOrAnOlderAgentLeaves) {
   {
     SCOPED_TRACE("journal.0 alone, as an agent before first snapshots left it");
     ASSERT_OK_AND_ASSIGN(auto agent, startAgent(false));
-    std::vector<agent::Lease> held;
+    std::vector<Lease> held;
     ASSERT_NO_FATAL_FAILURE(grantAndRelease(*agent, false, held));
     const fs::path dir = agent->stateDir();
     fs::remove(dir / "snapshot");

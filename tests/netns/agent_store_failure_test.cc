@@ -98,10 +98,10 @@ TEST_F(AgentStoreFailureTest, AJournalWriteThatFailsIsLoggedAndStopsTheAgentWith
   const auto client = agent->client();
   std::optional<Error> failed;
   for (int i = 0; i < 500 && !failed; ++i) {
-    agent::AllocationRequest request;
+    AllocationRequest request;
     request.key = {"c" + std::to_string(i), "eth0"};
     request.pod = {"ns", "pod-" + std::to_string(i), ""};
-    request.dynamics.push_back({"web", 80, 1, agent::PortProtocol::kTcp});
+    request.dynamics.push_back({"web", 80, 1, PortProtocol::kTcp});
     if (auto lease = client.allocate(request); !lease) failed = lease.error();
   }
   ASSERT_TRUE(failed.has_value()) << "the journal never failed; " << agent->describe();

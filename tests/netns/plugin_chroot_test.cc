@@ -85,7 +85,7 @@ TEST_F(PluginChrootTest, AddsAndDeletesThroughTheAgentWithNoLibraryPresent) {
   ASSERT_NE(pod, nullptr);
   auto tcp = serve(*pod, Transport::kTcp, 8080);
   ASSERT_TRUE(tcp);
-  const uint16_t web = grantedPort(*pod, "web", agent::PortProtocol::kTcp);
+  const uint16_t web = grantedPort(*pod, "web", PortProtocol::kTcp);
   ASSERT_NE(web, 0);
   EXPECT_THAT(tcpRequest(outside(), kNodeIpV4, web), RepliesFrom("pod-a tcp"));
 

@@ -122,8 +122,8 @@ TEST_F(SocketProbeNetnsTest, ProbeAnswersInScopeFromItsSnapshotAndOutOfScopeByLo
     auto pool = NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
     ASSERT_OK(pool);
 
-    agent::AllocationRequest request;
-    request.dynamics.push_back({"web", 8080, 1, agent::PortProtocol::kTcp});
+    AllocationRequest request;
+    request.dynamics.push_back({"web", 8080, 1, PortProtocol::kTcp});
     const auto scope = agent::service::scopeOf(request, kSpans);
     EXPECT_EQ(scope.protocols, std::vector<Protocol>{Protocol::kTcp});
     auto probe = agent::service::SocketTableProbe::snapshot(*pool, scope);
@@ -147,8 +147,8 @@ TEST_F(SocketProbeNetnsTest, StaticClaimsOutsideThePoolsAreInScope) {
   ASSERT_OK(test::inPrivateNetns([] {
     const auto fds = bindAll({8443});
     for (const auto& fd : fds) ASSERT_TRUE(fd.valid());
-    agent::AllocationRequest request;
-    request.statics.push_back({8443, 443, agent::PortProtocol::kTcpUdp, std::nullopt});
+    AllocationRequest request;
+    request.statics.push_back({8443, 443, PortProtocol::kTcpUdp, std::nullopt});
     const auto scope = agent::service::scopeOf(request, kSpans);
     EXPECT_EQ(scope.protocols, (std::vector<Protocol>{Protocol::kTcp, Protocol::kUdp}));
     EXPECT_EQ(scope.ports, (std::vector<PortSpan>{{8443, 8443}, {20000, 20009}, {20500, 20500}}));

@@ -24,10 +24,10 @@ std::string portName(std::string_view protocol, uint32_t port) {
 }
 
 /// Every kernel protocol/port a lease's grants occupy (a range is each of its ports).
-std::vector<std::string> leasePorts(const std::vector<agent::PortGrant>& grants) {
+std::vector<std::string> leasePorts(const std::vector<PortGrant>& grants) {
   std::vector<std::string> ports;
   for (const auto& grant : grants) {
-    for (const Protocol protocol : agent::kernelProtocols(grant.protocol)) {
+    for (const Protocol protocol : kernelProtocols(grant.protocol)) {
       for (uint32_t offset = 0; offset < grant.count; ++offset) {
         ports.push_back(portName(protocolName(protocol), grant.hostPort + offset));
       }
@@ -43,7 +43,7 @@ std::string elementPort(const std::string& key) {
   return key.substr(0, dot) + "/" + key.substr(dot + 3);
 }
 
-std::string describeGrants(const std::vector<agent::PortGrant>& grants) {
+std::string describeGrants(const std::vector<PortGrant>& grants) {
   std::string text;
   for (const auto& grant : grants) text += (text.empty() ? "" : ", ") + grant.str();
   return "[" + text + "]";
@@ -62,7 +62,7 @@ Checker::Evaluation Checker::evaluate() {
     return out;
   }
   stats_.max("agent.max_leases", static_cast<int64_t>(leases->size()));
-  std::map<std::string, const agent::Lease*> byKey;
+  std::map<std::string, const Lease*> byKey;
   std::map<std::string, std::string> portOwner;  // "tcp/30001" -> lease key
   for (const auto& lease : *leases) {
     const std::string key = lease.key.str();
@@ -138,7 +138,7 @@ Checker::Evaluation Checker::evaluate() {
   for (const auto& pod : pods) {
     if (pod.state != PodState::kLive) continue;
     for (const auto& grant : pod.acked) {
-      for (const Protocol protocol : agent::kernelProtocols(grant.protocol)) {
+      for (const Protocol protocol : kernelProtocols(grant.protocol)) {
         for (uint32_t offset = 0; offset < grant.count; ++offset) {
           wantedData[portName(protocolName(protocol), grant.hostPort + offset)] =
               pod.ipv4 + " . " + std::to_string(grant.containerPort + offset);
@@ -194,8 +194,8 @@ void Checker::sampleTraffic(const PodView& pod, Evaluation& out) {
       static_cast<uint16_t>(std::uniform_int_distribution<int>(0, grant.count - 1)(rng_));
   const auto hostPort = static_cast<uint16_t>(grant.hostPort + offset);
   const auto containerPort = static_cast<uint16_t>(grant.containerPort + offset);
-  bool udp = grant.protocol == agent::PortProtocol::kUdp;
-  if (grant.protocol == agent::PortProtocol::kTcpUdp) udp = std::bernoulli_distribution(0.5)(rng_);
+  bool udp = grant.protocol == PortProtocol::kUdp;
+  if (grant.protocol == PortProtocol::kTcpUdp) udp = std::bernoulli_distribution(0.5)(rng_);
   const auto transport = udp ? test::Transport::kUdp : test::Transport::kTcp;
   const test::ClientOptions options{.timeout = kSampleTimeout};
   const auto reply = udp ? test::udpRequest(env_.node->node(), test::kNodeIpV4, hostPort, options)

@@ -158,7 +158,7 @@ Churn::Spec Churn::makeSpec(std::mt19937_64& rng) {
     std::lock_guard lock(mutex_);
     // Now and then claim a live pod's static port: the agent must refuse it (101).
     if (coin(rng, 0.04)) {
-      std::vector<std::pair<std::shared_ptr<SoakPod>, agent::PortGrant>> held;
+      std::vector<std::pair<std::shared_ptr<SoakPod>, PortGrant>> held;
       for (const auto& [key, pod] : pods_) {
         if (pod->state != PodState::kLive || pod->busy) continue;
         for (const auto& grant : pod->acked) {
@@ -172,10 +172,9 @@ Churn::Spec Churn::makeSpec(std::mt19937_64& rng) {
         holder->busy = true;
         spec.holder = holder;
         spec.probe = true;
-        mappings.push_back(
-            {{"hostPort", grant.hostPort},
-             {"containerPort", 8082},
-             {"protocol", grant.protocol == agent::PortProtocol::kUdp ? "udp" : "tcp"}});
+        mappings.push_back({{"hostPort", grant.hostPort},
+                            {"containerPort", 8082},
+                            {"protocol", grant.protocol == PortProtocol::kUdp ? "udp" : "tcp"}});
       }
     }
     if (!spec.probe && coin(rng, 0.3)) {

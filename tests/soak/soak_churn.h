@@ -55,7 +55,7 @@ struct PodView {
   std::string label;
   std::string ipv4;  // the pod's address, from bridge's result
   PodState state;
-  std::vector<agent::PortGrant> acked;
+  std::vector<PortGrant> acked;
   Clock::time_point since;
 };
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/lease.h"
+#include "lease/lease.h"
 #include "tests/support/cni_node.h"
 #include "tests/support/traffic.h"
 
@@ -50,7 +50,7 @@ struct SoakPod {
   test::Pod* pod = nullptr;  // owned by the CniNode
   std::string key;           // "containerId/ifname", the owner tag of its elements
   PodState state = PodState::kAddFailed;
-  std::vector<agent::PortGrant> acked;  // kLive: the ports ADD acknowledged
+  std::vector<PortGrant> acked;  // kLive: the ports ADD acknowledged
   std::vector<std::unique_ptr<test::Server>> servers;
   uint16_t staticPort = 0;    // a port of the static range this pod holds in the model
   bool probe = false;         // ADD claims a static port a live pod holds: must be refused (101)

@@ -8,8 +8,6 @@
 namespace hostport::cni {
 namespace {
 
-using agent::DynamicPortRequest;
-using agent::PortProtocol;
 using nlohmann::json;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -109,7 +107,7 @@ TEST(PortAnnotationsTest, AcceptsPortAndRangeBoundaries) {
   EXPECT_EQ(parsed->dynamics[0].containerPort, 1);
   EXPECT_EQ(parsed->dynamics[1].containerPort, 65535);
   EXPECT_EQ(parsed->dynamics[2].count, 1);
-  EXPECT_EQ(parsed->dynamics[3].count, agent::kMaxRangeWidth);
+  EXPECT_EQ(parsed->dynamics[3].count, kMaxRangeWidth);
   EXPECT_EQ(parsed->dynamics[4].count, 1024);
 }
 
@@ -180,12 +178,12 @@ TEST(PortAnnotationsTest, RejectsDuplicateNames) {
 
 TEST(PortAnnotationsTest, AcceptsTheMaximumNumberOfEntriesAndNoMore) {
   std::string value;
-  for (std::size_t i = 0; i < agent::kMaxPortsPerRequest; ++i) {
+  for (std::size_t i = 0; i < kMaxPortsPerRequest; ++i) {
     value += (i == 0 ? "p" : ",p") + std::to_string(i) + "=" + std::to_string(i + 1);
   }
   const auto parsed = parsePorts(value);
   ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
-  EXPECT_EQ(parsed->dynamics.size(), agent::kMaxPortsPerRequest);
+  EXPECT_EQ(parsed->dynamics.size(), kMaxPortsPerRequest);
   EXPECT_THAT(portsError(value + ",x=1"), HasSubstr("more than 256 entries"));
 }
 

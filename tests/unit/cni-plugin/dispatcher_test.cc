@@ -116,18 +116,14 @@ class DispatcherTest : public ::testing::Test {
   };
   struct ForwardingPortAuthority : PortAuthority {
     explicit ForwardingPortAuthority(FakePortAuthority& fake) : fake(fake) {}
-    Result<agent::Lease> allocate(const agent::AllocationRequest& r) override {
-      return fake.allocate(r);
-    }
-    Result<std::optional<agent::Lease>> get(const agent::AttachmentKey& k) override {
-      return fake.get(k);
-    }
-    Result<std::optional<agent::Lease>> release(const agent::AttachmentKey& k) override {
+    Result<Lease> allocate(const AllocationRequest& r) override { return fake.allocate(r); }
+    Result<std::optional<Lease>> get(const AttachmentKey& k) override { return fake.get(k); }
+    Result<std::optional<Lease>> release(const AttachmentKey& k) override {
       return fake.release(k);
     }
     Result<void> ready() override { return fake.ready(); }
-    Result<std::vector<agent::Lease>> collectGarbage(
-        const std::string& network, const std::vector<agent::AttachmentKey>& valid) override {
+    Result<std::vector<Lease>> collectGarbage(const std::string& network,
+                                              const std::vector<AttachmentKey>& valid) override {
       return fake.collectGarbage(network, valid);
     }
     FakePortAuthority& fake;
@@ -427,10 +423,10 @@ TEST_F(DispatcherTest, AddWithPortsButNoContainerAddressIsCode7AndLeasesNothing)
 // Item 8's CHECK half: a lease without forwards fails CHECK, whatever prevResult says.
 TEST_F(DispatcherTest, CheckFailsOnALeaseWithoutForwards) {
   // A lease granted with "podIPs": [] and nothing installed for it (what item 8 found).
-  agent::AllocationRequest request;
+  AllocationRequest request;
   request.key = {"c0ffee", "eth0"};
-  request.statics = {{8080, 80, agent::PortProtocol::kTcp, std::nullopt}};
-  request.forwarding = agent::Forwarding{.network = "testnet"};
+  request.statics = {{8080, 80, PortProtocol::kTcp, std::nullopt}};
+  request.forwarding = Forwarding{.network = "testnet"};
   ASSERT_TRUE(agent_.allocate(request));
   agent_.requests.clear();
   auto input = agentConfig();
@@ -814,9 +810,9 @@ json gcConfig(const json& valid) {
 /// A lease the fake agent holds for `containerId`/eth0 on CNI network `network`.
 void holdLease(FakePortAuthority& agent, const std::string& containerId,
                const std::string& network) {
-  agent::AllocationRequest request;
+  AllocationRequest request;
   request.key = {containerId, "eth0"};
-  request.forwarding = agent::Forwarding{.network = network};
+  request.forwarding = Forwarding{.network = network};
   ASSERT_TRUE(agent.allocate(request));
 }
 
@@ -832,7 +828,7 @@ TEST_F(DispatcherTest, GcSendsTheNetworkAndItsValidAttachmentsInOneRequest) {
   ASSERT_EQ(agent_.gcRequests.size(), 1u);
   EXPECT_EQ(agent_.gcRequests[0].first, "testnet");
   EXPECT_EQ(agent_.gcRequests[0].second,
-            (std::vector<agent::AttachmentKey>{{"keep", "eth0"}, {"keep", "net1"}}));
+            (std::vector<AttachmentKey>{{"keep", "eth0"}, {"keep", "net1"}}));
   EXPECT_EQ(agent_.leases.size(), 2u);
   EXPECT_FALSE(agent_.leases.contains("gone/eth0"));
   EXPECT_NE(outcome.err.find("hostport GC: network testnet: 2 valid attachment(s), released 1 "
@@ -850,9 +846,9 @@ TEST_F(DispatcherTest, GcReadsEitherAttachmentListAndTheirUnion) {
   input["cni.dev/valid-attachments"] = json::parse(R"([{"containerID": "b", "ifname": "eth0"}])");
   ASSERT_EQ(run("GC", input.dump()).exitCode, 0);
   ASSERT_EQ(agent_.gcRequests.size(), 2u);
-  EXPECT_EQ(agent_.gcRequests[0].second, (std::vector<agent::AttachmentKey>{{"a", "eth0"}}));
+  EXPECT_EQ(agent_.gcRequests[0].second, (std::vector<AttachmentKey>{{"a", "eth0"}}));
   EXPECT_EQ(agent_.gcRequests[1].second,
-            (std::vector<agent::AttachmentKey>{{"a", "eth0"}, {"b", "eth0"}}));
+            (std::vector<AttachmentKey>{{"a", "eth0"}, {"b", "eth0"}}));
 }
 
 TEST_F(DispatcherTest, GcRefusesAMalformedAttachmentNamingItsField) {

@@ -211,7 +211,7 @@ TEST(PluginConfigTest, RejectsBadStatusOptions) {
 }
 
 /// The GC attachment lists of a config, parsed.
-Result<std::vector<agent::AttachmentKey>> gcKeys(const json& lists) {
+Result<std::vector<AttachmentKey>> gcKeys(const json& lists) {
   json input = minimalConfig();
   for (const auto& [key, value] : lists.items()) input[key] = value;
   return parseValidAttachments(parsed(input));
@@ -224,8 +224,7 @@ TEST(PluginConfigTest, ReadsTheUnionOfBothGcAttachmentLists) {
     "cni.dev/attachments": [{"containerID": "b", "ifname": "eth0"},
                             {"containerID": "c", "ifname": "eth0"}]})"));
   ASSERT_TRUE(keys.has_value()) << keys.error().message;
-  EXPECT_EQ(*keys,
-            (std::vector<agent::AttachmentKey>{{"a", "net1"}, {"b", "eth0"}, {"c", "eth0"}}));
+  EXPECT_EQ(*keys, (std::vector<AttachmentKey>{{"a", "net1"}, {"b", "eth0"}, {"c", "eth0"}}));
 }
 
 TEST(PluginConfigTest, ReadsAGcOfTheMostKeysOfTheLongestIdsInBothLists) {

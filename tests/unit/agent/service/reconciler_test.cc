@@ -16,8 +16,8 @@
 #include <set>
 #include <thread>
 
-#include "agent/forwards/lease_forwards.h"
 #include "agent/service/forward_writer.h"
+#include "forwards/lease_forwards.h"
 #include "tests/fakes/fake_host_network.h"
 #include "tests/fakes/fake_ruleset.h"
 #include "tests/support/log_capture.h"

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <string>
 
-#include "agent/lease.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::store::testing {
 

@@ -1,8 +1,8 @@
-#include "agent/forwards/plan_writer.h"
+#include "forwards/plan_writer.h"
 
 #include <algorithm>
 
-namespace hostport::agent::forwards {
+namespace hostport::forwards {
 
 Result<void> refuseNodeTargets(const nft::AttachmentPlan& plan, const HostNetworkAccess& network) {
   std::vector<IpAddress> targets;
@@ -54,4 +54,4 @@ void flushUdpConntrack(const std::vector<uint16_t>& ports, const HostNetworkAcce
   for (const uint16_t port : ports) report.conntrackFlushFailed(port, flushed.error());
 }
 
-}  // namespace hostport::agent::forwards
+}  // namespace hostport::forwards

@@ -1,8 +1,8 @@
-#include "agent/lease.h"
+#include "lease/lease.h"
 
 #include <gtest/gtest.h>
 
-namespace hostport::agent {
+namespace hostport {
 namespace {
 
 TEST(LeaseTest, NamesAndParsesEveryProtocol) {
@@ -130,4 +130,4 @@ TEST(LeaseTest, PrintsGrantsAsHostToContainerPortsWithTheProtocol) {
 }
 
 }  // namespace
-}  // namespace hostport::agent
+}  // namespace hostport

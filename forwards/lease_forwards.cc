@@ -1,8 +1,8 @@
-#include "agent/forwards/lease_forwards.h"
+#include "forwards/lease_forwards.h"
 
 #include "nft/forward.h"
 
-namespace hostport::agent::forwards {
+namespace hostport::forwards {
 namespace {
 
 /// Conditions come from the plugin's config through the socket: checked again before they can
@@ -49,4 +49,4 @@ Result<nft::AttachmentPlan> planOf(const Lease& lease) {
   return nft::planAttachment(owner, mappingsOf(lease), target);
 }
 
-}  // namespace hostport::agent::forwards
+}  // namespace hostport::forwards

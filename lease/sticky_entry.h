@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/lease.h"
+#include "lease/lease.h"
 
-namespace hostport::agent {
+namespace hostport {
 
 struct StickyEntry {
   std::string namespaceName;
@@ -31,4 +31,4 @@ inline StickyEntry stickyEntryOf(const Lease& lease) {
   return entry;
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport

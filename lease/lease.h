@@ -15,7 +15,7 @@
 #include "common/namespace_id.h"
 #include "common/protocol.h"
 
-namespace hostport::agent {
+namespace hostport {
 
 /// What a port is asked for: tcpudp gives one number for both TCP and UDP.
 enum class PortProtocol : uint8_t { kTcp, kUdp, kSctp, kTcpUdp };
@@ -150,4 +150,4 @@ struct Lease {
 inline constexpr std::size_t kMaxPortsPerRequest = 256;  // rows, static and dynamic together
 inline constexpr uint16_t kMaxRangeWidth = 1024;         // ports in one contiguous request
 
-}  // namespace hostport::agent
+}  // namespace hostport

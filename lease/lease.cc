@@ -1,4 +1,4 @@
-#include "agent/lease.h"
+#include "lease/lease.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include "common/ascii.h"
 #include "common/quote.h"
 
-namespace hostport::agent {
+namespace hostport {
 namespace {
 
 // A port is 1 to 5 ASCII digits with a value in 1..65535; no sign, no spaces, no hex.
@@ -98,4 +98,4 @@ Result<PortRange> PortRange::parse(std::string_view text) {
   return PortRange{*first, *last};
 }
 
-}  // namespace hostport::agent
+}  // namespace hostport

@@ -1,4 +1,4 @@
-#include "agent/cni_config/dir_watch.h"
+#include "common/dir_watch.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
-namespace hostport::agent::cni_config {
+namespace hostport {
 namespace {
 
 /// Everything that changes what the runtime would load. IN_MODIFY is included for in-place
@@ -83,4 +83,4 @@ void DirWatch::wake() const {
   [[maybe_unused]] const auto written = ::write(wake_.get(), &one, sizeof one);
 }
 
-}  // namespace hostport::agent::cni_config
+}  // namespace hostport

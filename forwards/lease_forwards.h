@@ -5,11 +5,11 @@
 
 #include <vector>
 
-#include "agent/lease.h"
 #include "common/error.h"
+#include "lease/lease.h"
 #include "nft/attachment_plan.h"
 
-namespace hostport::agent::forwards {
+namespace hostport::forwards {
 
 /// The port mappings a lease grants: one per port of a range and per kernel protocol (tcpudp
 /// gives a TCP and a UDP mapping with the same numbers).
@@ -26,4 +26,4 @@ Result<std::string> ownerOf(const AttachmentKey& key);
 /// nft::validateConditions.
 Result<nft::AttachmentPlan> planOf(const Lease& lease);
 
-}  // namespace hostport::agent::forwards
+}  // namespace hostport::forwards

@@ -1,8 +1,8 @@
-#include "agent/forwards/lease_forwards.h"
+#include "forwards/lease_forwards.h"
 
 #include <gtest/gtest.h>
 
-namespace hostport::agent::forwards {
+namespace hostport::forwards {
 namespace {
 
 IpAddress ip(const char* text) { return IpAddress::parse(text).value(); }
@@ -92,4 +92,4 @@ TEST(LeaseForwardsTest, RefusesALeaseWithoutForwardingAndHostileConditions) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::forwards
+}  // namespace hostport::forwards

@@ -13,7 +13,7 @@
 #include "nft/attachment_plan.h"
 #include "nft/ruleset.h"
 
-namespace hostport::agent::forwards {
+namespace hostport::forwards {
 
 /// What writing a plan met that does not fail it.
 class WriteReport {
@@ -47,4 +47,4 @@ Result<void> refuseNodeTargets(const nft::AttachmentPlan& plan, const HostNetwor
 void flushUdpConntrack(const std::vector<uint16_t>& ports, const HostNetworkAccess& network,
                        WriteReport& report);
 
-}  // namespace hostport::agent::forwards
+}  // namespace hostport::forwards

@@ -1,7 +1,7 @@
 // Writing a plan is the same for the agent and the plugin: all of it or none of it, and what
 // fails without failing the write is reported, not swallowed.
 
-#include "agent/forwards/plan_writer.h"
+#include "forwards/plan_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include "tests/fakes/fake_ruleset.h"
 #include "tests/support/result_assertions.h"
 
-namespace hostport::agent::forwards {
+namespace hostport::forwards {
 namespace {
 
 class RecordingReport : public WriteReport {
@@ -107,4 +107,4 @@ TEST_F(PlanWriterTest, RefusesATargetTheNodeHoldsItself) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::forwards
+}  // namespace hostport::forwards

@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/unique_fd.h"
 
-namespace hostport::agent::cni_config {
+namespace hostport {
 
 class DirWatch {
  public:
@@ -40,4 +40,4 @@ class DirWatch {
   bool watchLost_ = false;
 };
 
-}  // namespace hostport::agent::cni_config
+}  // namespace hostport

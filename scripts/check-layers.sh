@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Checks the "never" arrows of docs/design.md's code map: includes that must not exist between the
+# project's folders. A ctest (LayersAreKept, label unit) runs it, so a change that makes an arrow
+# point back up fails the suite, naming the file, the line and the rule.
+set -euo pipefail
+
+readonly PROG="check-layers.sh"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
+
+usage() {
+  cat <<EOF
+Usage: scripts/check-layers.sh
+
+Reads every #include "..." of the production sources (common/ netlink/ hostnet/ nft/ lease/
+forwards/ agent/ cni-plugin/) and fails on one the code map forbids. Each rule is a folder, the
+include prefixes it may not use, and the ones allowed among those, with the reason:
+
+$(print_rules)
+EOF
+}
+
+# folder | forbidden include prefixes | allowed exceptions | why
+readonly RULES=(
+  "common/|netlink/ hostnet/ nft/ lease/ forwards/ agent/ cni-plugin/||the ground floor"
+  "lease/|netlink/ hostnet/ nft/ forwards/ agent/ cni-plugin/||the vocabulary is the floor above common"
+  "netlink/|hostnet/ nft/ lease/ forwards/ agent/ cni-plugin/||the transport knows no tables or leases"
+  "hostnet/|nft/ lease/ forwards/ agent/ cni-plugin/||host networking knows no leases"
+  "nft/|hostnet/ lease/ forwards/ agent/ cni-plugin/||the table model knows no leases"
+  "forwards/|agent/ cni-plugin/||forwards serve the agent and the plugin alike"
+  "cni-plugin/|agent/|agent/api/|the plugin is a client of the agent"
+  "agent/core/|agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/log/ agent/cni_config/ nft/ netlink/ hostnet/ forwards/||the allocation core is pure"
+  "agent/store/|agent/core/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/||durability needs the vocabulary, never the engine"
+  "agent/config/|agent/service/ agent/server/ agent/kube/ agent/cni_config/||configuration comes before what it configures"
+  "agent/service/|agent/config/ agent/daemon/||the daemon wires the service, not the reverse"
+)
+
+print_rules() {
+  local rule folder forbidden allowed why
+  for rule in "${RULES[@]}"; do
+    IFS='|' read -r folder forbidden allowed why <<<"$rule"
+    printf '  %-14s never %s%s (%s)\n' "$folder" "$forbidden" "${allowed:+, but $allowed}" "$why"
+  done
+}
+
+case "${1:-}" in
+  -h | --help)
+    usage
+    exit 0
+    ;;
+  "") ;;
+  *)
+    printf '%s: error: unknown argument: %s\n' "$PROG" "$1" >&2
+    exit 2
+    ;;
+esac
+
+violations=0
+for rule in "${RULES[@]}"; do
+  IFS='|' read -r folder forbidden allowed why <<<"$rule"
+  [[ -d "$REPO_ROOT/$folder" ]] || continue
+  while IFS=: read -r file line include; do
+    target="${include#*\"}"
+    target="${target%%\"*}"
+    for prefix in $forbidden; do
+      [[ "$target" == "$prefix"* ]] || continue
+      excepted=0
+      for exception in $allowed; do
+        [[ "$target" == "$exception"* ]] && excepted=1
+      done
+      ((excepted)) && continue
+      printf '%s: %s:%s includes "%s": %s never includes %s (%s)\n' "$PROG" "$file" "$line" \
+        "$target" "$folder" "$prefix" "$why"
+      violations=$((violations + 1))
+    done
+  done < <(cd "$REPO_ROOT" && { grep -rnE '^#include "' --include='*.h' --include='*.cc' "$folder" || true; })
+done
+
+if ((violations > 0)); then
+  printf '%s: %d include(s) break the code map (docs/design.md, "Code map")\n' "$PROG" \
+    "$violations" >&2
+  exit 1
+fi
+printf '%s: every include keeps the code map\n' "$PROG"
