@@ -4,7 +4,6 @@
 #include <linux/netlink.h>
 #include <sys/resource.h>
 
-#include <CLI/CLI.hpp>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -17,6 +16,7 @@
 #include "agent/api/json_codec.h"
 #include "agent/cni_config/chainer.h"
 #include "agent/config/agent_config.h"
+#include "agent/config/command_line.h"
 #include "agent/config/config_reloader.h"
 #include "agent/config/config_watch.h"
 #include "agent/config/listen_address.h"
@@ -62,7 +62,9 @@ constexpr uint64_t kCapacityResendEvery = 30;
 /// The logs as the flags ask, before the config is read (so its errors are logged that way).
 log::Options flagLogOptions(const config::CommandLine& flags) {
   log::Options options;
-  if (auto format = log::parseFormat(flags.logFormat)) options.format = *format;
+  const auto format = flags.settings.find("logFormat");
+  if (format == flags.settings.end() || !format->second) return options;
+  if (auto parsed = log::parseFormat(*format->second)) options.format = *parsed;
   return options;
 }
 
@@ -398,74 +400,7 @@ int main(int argc, char** argv) {
       "socket.",
       "hostport-agent"};
   config::CommandLine flags;
-  app.add_option("-c,--config", flags.configPath, "YAML config file (see docs/design.md)");
-  app.add_option("--port-range,--hostport-range", flags.portRange,
-                 "ranges of the default pool, e.g. 30000-32767 or 20000-20999,22000-22999 "
-                 "(default " +
-                     std::string(config::kDefaultPortRange) + ")");
-  app.add_option("--state-dir", flags.stateDir,
-                 "where the lease journal and snapshot live (default " +
-                     std::string(config::kDefaultStateDir) + ")");
-  app.add_option(
-      "--socket", flags.socketPath,
-      "control socket path, mode 0600 (default " + std::string(api::kDefaultAgentSocket) + ")");
-  app.add_option("--log-level", flags.logLevel, "trace, debug, info (default), warn or error");
-  app.add_option("--log-format", flags.logFormat,
-                 "text (default: key=value events) or json (one object per line)");
-  app.add_option("--table-repair-interval", flags.tableRepairSeconds,
-                 "seconds between the reconciler's full passes (table ip/ip6 hostport against the "
-                 "leases: layout, missing forwards, stray elements), a backstop to the table's "
-                 "change events; 0: no reconciler (default " +
-                     std::to_string(config::kDefaultTableRepairSeconds) + ")")
-      ->check(CLI::Range(0, 86400));
-  app.add_option("--vanished-grace", flags.vanishedGraceSeconds,
-                 "seconds a lease's sandbox netns must stay gone before the lease is released "
-                 "(default " +
-                     std::to_string(config::kDefaultVanishedGraceSeconds) + ")")
-      ->check(CLI::Range(0, 86400));
-  app.add_option("--release-spool", flags.releaseSpool,
-                 "where the plugin leaves release notes for DELs made while the agent was down "
-                 "(default " +
-                     std::string(api::kDefaultReleaseSpool) + ")");
-  app.add_option("--pod-socket", flags.podSocketPath,
-                 "where pods ask for their own ports (GET /v1/self), mode 0666, alone in its "
-                 "directory, which pods mount read-only; \"\" turns it off (default " +
-                     std::string(api::kDefaultPodSocket) + ")");
-  app.add_option("--metrics-address", flags.metricsAddress,
-                 "host:port where GET /metrics alone is served over TCP, e.g. 0.0.0.0:9810 or "
-                 "[::1]:9810; \"\" turns it off (default " +
-                     std::string(config::kDefaultMetricsAddress) + ")");
-  app.add_flag("--no-reserve-local-ports", flags.noReservedPorts,
-               "leave net.ipv4.ip_local_reserved_ports alone");
-  app.add_option("--proc-sys-net", flags.procSysNet,
-                 "the directory of the net sysctls the agent writes (ip_local_reserved_ports, "
-                 "route_localnet): the node's /proc/sys/net mounted read-write elsewhere, e.g. "
-                 "/host/proc/sys/net, when /proc/sys is read-only in the container (default " +
-                     std::string(config::kDefaultProcSysNet) + ")");
-  app.add_flag("--allow-empty-gc", flags.allowEmptyGc,
-               "let a CNI GC with an empty list of valid attachments release every lease of its "
-               "network (refused by default while the network holds more than emptyGcMaxLeases "
-               "leases: a runtime that lost its state must not wipe the node)");
-  app.add_option("--chain-cni", flags.chainCni,
-                 "chain the hostport plugin into the node's CNI configuration and keep it there: "
-                 "auto (default: only when running in a pod, KUBERNETES_SERVICE_HOST set), true "
-                 "or false; undo with `hostportctl uninstall-cni`");
-  app.add_option("--cni-conf-dir", flags.cniConfDir,
-                 "the runtime's CNI configuration dir (default " +
-                     std::string(config::kDefaultCniConfDir) + ")");
-  app.add_option("--cni-bin-dir", flags.cniBinDir,
-                 "where the runtime finds the hostport plugin; not chained before it is there "
-                 "(default " +
-                     std::string(config::kDefaultCniBinDir) + ")");
-  app.add_option("--replace-portmap", flags.replacePortmap,
-                 "true (default): hostport takes portmap's place in the chain; false: portmap "
-                 "keeps static hostPorts and hostport serves annotation ports only");
-  app.add_option("--kubeconfig", flags.kubeconfig,
-                 "kubeconfig of the cluster to publish pods' ports and the node's capacity to "
-                 "(default: the in-cluster config when running in a pod; neither: no publication)");
-  app.add_option("--node-name", flags.nodeName,
-                 "this node's name in the cluster (default: env NODE_NAME, which the DaemonSet "
-                 "sets from spec.nodeName)");
+  config::registerFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
 
   log::configure(flagLogOptions(flags));

@@ -407,7 +407,7 @@ start_full_space_agent() {  # netns state-dir socket log agent-flags...
   local netns=$1 state=$2 socket=$3 log=$4
   shift 4
   start_agent "$netns" "$state" "$socket" 1-65535 "$log" --metrics-address "" \
-    --no-reserve-local-ports "$@"
+    --reserve-local-ports=false "$@"
 }
 
 # A node netns with nothing in it yet: no nft table, a node IP and a route to the pod subnet
@@ -559,7 +559,7 @@ reconcile_size() {  # leases: one JSON object on stdout
   # port, and the probes need ephemeral ones (their source ports meet no DNAT: only new
   # connections' destination ports are looked up).
   start_agent "$NODE_NS" "$state" "$socket" "1-$n" "$log" --metrics-address "" \
-    --no-reserve-local-ports --log-level info --log-format json --table-repair-interval 1
+    --reserve-local-ports=false --log-level info --log-format json --table-repair-interval 1
   ready_ms=$AGENT_READY_MS
   # The start-up pass runs as the socket starts to serve: wait for its end.
   wait_event table.reconciled "$log" 900
@@ -581,7 +581,7 @@ reconcile_size() {  # leases: one JSON object on stdout
   # that compares and finds everything there (it logs only a repair, so its figures come from
   # /metrics, read before the first periodic pass of the default interval), then the socket.
   start_agent "$NODE_NS" "$state" "$socket" "1-$n" "$log.restart" --metrics-address "" \
-    --no-reserve-local-ports --log-level info --log-format json
+    --reserve-local-ports=false --log-level info --log-format json
   restart=$(jq -c -n --argjson ready "$AGENT_READY_MS" \
     --argjson pass "$("$PASSES_BENCH" --socket "$socket" --once)" \
     --argjson recovered "$(event_or_null store.recovered "$log.restart")" \

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include "agent/config/listen_address.h"
+#include "agent/config/settings.h"
 #include "agent/log/event_log.h"
 #include "common/ascii.h"
 #include "common/identifiers.h"
@@ -33,9 +33,12 @@ class YamlReader {
  public:
   explicit YamlReader(std::string_view source) : source_(source) {}
 
+  /// "config.yaml: pools.games.ranges[0]": where a key's value is, for an error.
+  std::string where(const std::string& key) const {
+    return std::string(source_) + ": " + keyPathText(key);
+  }
   std::unexpected<Error> error(const std::string& key, const std::string& problem) const {
-    return fail(ErrorCode::kInvalidArgument,
-                std::string(source_) + ": " + keyPathText(key) + ": " + problem);
+    return fail(ErrorCode::kInvalidArgument, where(key) + ": " + problem);
   }
 
   Result<std::string> scalar(const YAML::Node& node, const std::string& key) const {
@@ -47,23 +50,18 @@ class YamlReader {
   Result<uint64_t> count(const YAML::Node& node, const std::string& key, uint64_t min,
                          uint64_t max) const {
     HOSTPORT_TRY(const std::string text, scalar(node, key));
-    if (!std::ranges::all_of(text, ascii::isDigit) || text.empty() || text.size() > 15) {
-      return error(key, quoteText(text) + " is not a whole number");
-    }
-    const uint64_t value = std::stoull(text);
-    if (value < min) return error(key, quoteText(text) + " is below " + std::to_string(min));
-    if (value > max) return error(key, quoteText(text) + " is above " + std::to_string(max));
-    return value;
+    return parseWholeNumber(text, where(key), min, max);
   }
-  Result<bool> boolean(const YAML::Node& node, const std::string& key) const {
-    HOSTPORT_TRY(const std::string text, scalar(node, key));
-    if (text == "true") return true;
-    if (text == "false") return false;
-    return error(key, quoteText(text) + " is not true or false");
+
+  /// The file's top level: the settings' keys (settings.h) and pools.
+  Result<void> checkTopLevelKeys(const YAML::Node& root) const {
+    std::vector<std::string_view> keys{"pools"};
+    for (const Setting& setting : settings()) keys.push_back(setting.key);
+    return checkKeys(root, "", keys);
   }
 
   Result<void> checkKeys(const YAML::Node& map, const std::string& prefix,
-                         std::initializer_list<std::string_view> allowed) const {
+                         const std::vector<std::string_view>& allowed) const {
     if (!map.IsMap()) return error(prefix.empty() ? "(top level)" : prefix, "must be a mapping");
     HOSTPORT_TRY_VOID(checkUniqueKeys(map, prefix));
     for (const auto& entry : map) {
@@ -225,73 +223,13 @@ Result<void> applyYamlConfig(std::string_view text, std::string_view source, Age
   }
   if (root.IsNull()) return {};
   try {
-    HOSTPORT_TRY_VOID(yaml.checkKeys(root, "", {"stateDir",           "socket",
-                                                "reserveLocalPorts",  "logLevel",
-                                                "logFormat",          "compactAfterJournalBytes",
-                                                "tableRepairSeconds", "vanishedGraceSeconds",
-                                                "releaseSpool",       "allowEmptyGc",
-                                                "emptyGcMaxLeases",   "pools",
-                                                "chainCni",           "cniConfDir",
-                                                "cniBinDir",          "replacePortmap",
-                                                "metricsAddress",     "procSysNet",
-                                                "podSocket",          "kubeconfig",
-                                                "nodeName",           "apiQps",
-                                                "apiBurst",           "capacitySeconds"}));
-    for (const auto& [key, target] :
-         {std::pair<const char*, std::string*>{"stateDir", &config.stateDir},
-          {"socket", &config.socketPath},
-          {"logLevel", &config.logLevel},
-          {"logFormat", &config.logFormat},
-          {"releaseSpool", &config.releaseSpool},
-          {"cniConfDir", &config.cniConfDir},
-          {"cniBinDir", &config.cniBinDir},
-          {"metricsAddress", &config.metricsAddress},
-          {"procSysNet", &config.procSysNet},
-          {"podSocket", &config.podSocketPath},
-          {"kubeconfig", &config.kubeconfig},
-          {"nodeName", &config.nodeName}}) {
+    HOSTPORT_TRY_VOID(yaml.checkTopLevelKeys(root));
+    for (const Setting& setting : settings()) {
+      const std::string key(setting.key);
       if (const auto node = root[key]) {
-        HOSTPORT_TRY(*target, yaml.scalar(node, key));
+        HOSTPORT_TRY(const std::string text, yaml.scalar(node, key));
+        HOSTPORT_TRY_VOID(applySetting(setting, text, yaml.where(key), config));
       }
-    }
-    if (const auto node = root["reserveLocalPorts"]) {
-      HOSTPORT_TRY(config.reserveLocalPorts, yaml.boolean(node, "reserveLocalPorts"));
-    }
-    if (const auto node = root["compactAfterJournalBytes"]) {
-      HOSTPORT_TRY(config.compactAfterJournalBytes,
-                   yaml.count(node, "compactAfterJournalBytes", 4096, uint64_t{1} << 40));
-    }
-    if (const auto node = root["tableRepairSeconds"]) {
-      HOSTPORT_TRY(const uint64_t seconds, yaml.count(node, "tableRepairSeconds", 0, 86400));
-      config.tableRepairSeconds = static_cast<uint32_t>(seconds);
-    }
-    if (const auto node = root["vanishedGraceSeconds"]) {
-      HOSTPORT_TRY(const uint64_t seconds, yaml.count(node, "vanishedGraceSeconds", 0, 86400));
-      config.vanishedGraceSeconds = static_cast<uint32_t>(seconds);
-    }
-    if (const auto node = root["chainCni"]) {
-      HOSTPORT_TRY(const std::string text, yaml.scalar(node, "chainCni"));
-      auto chain = parseChainCni(text);
-      if (!chain) return yaml.error("chainCni", chain.error().message);
-      config.chainCni = *chain;
-    }
-    for (const auto& [key, target, min, max] :
-         {std::tuple<const char*, uint32_t*, uint64_t, uint64_t>{"apiQps", &config.apiQps, 1, 1000},
-          {"apiBurst", &config.apiBurst, 1, 10000},
-          {"capacitySeconds", &config.capacitySeconds, 0, 86400}}) {
-      if (const auto node = root[key]) {
-        HOSTPORT_TRY(const uint64_t value, yaml.count(node, key, min, max));
-        *target = static_cast<uint32_t>(value);
-      }
-    }
-    if (const auto node = root["replacePortmap"]) {
-      HOSTPORT_TRY(config.replacePortmap, yaml.boolean(node, "replacePortmap"));
-    }
-    if (const auto node = root["allowEmptyGc"]) {
-      HOSTPORT_TRY(config.allowEmptyGc, yaml.boolean(node, "allowEmptyGc"));
-    }
-    if (const auto node = root["emptyGcMaxLeases"]) {
-      HOSTPORT_TRY(config.emptyGcMaxLeases, yaml.count(node, "emptyGcMaxLeases", 0, 1'000'000));
     }
     if (const auto pools = root["pools"]) {
       if (!pools.IsMap()) return yaml.error("pools", "must be a mapping of pool name to pool");
@@ -385,6 +323,23 @@ Result<void> finalizeConfig(AgentConfig& config) {
   return {};
 }
 
+Result<void> applyCommandLine(const CommandLine& commandLine, AgentConfig& config) {
+  if (!commandLine.portRange.empty()) {
+    auto ranges = parsePortRanges(commandLine.portRange);
+    if (!ranges) return withContext(ranges.error(), "--port-range");
+    setDefaultPoolRanges(config, std::move(*ranges));
+  }
+  for (const auto& [key, text] : commandLine.settings) {
+    if (!text) continue;
+    const Setting* setting = findSetting(key);
+    if (setting == nullptr) {
+      return fail(ErrorCode::kInternal, "no setting " + quoteText(key) + " for a flag");
+    }
+    HOSTPORT_TRY_VOID(applySetting(*setting, *text, setting->flagName(), config));
+  }
+  return {};
+}
+
 Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
   AgentConfig config;
   if (!commandLine.configPath.empty()) {
@@ -396,44 +351,7 @@ Result<AgentConfig> resolveConfig(const CommandLine& commandLine) {
     text << file.rdbuf();
     HOSTPORT_TRY_VOID(applyYamlConfig(text.str(), commandLine.configPath, config));
   }
-  if (!commandLine.portRange.empty()) {
-    auto ranges = parsePortRanges(commandLine.portRange);
-    if (!ranges) return withContext(ranges.error(), "--port-range");
-    setDefaultPoolRanges(config, std::move(*ranges));
-  }
-  for (const auto& [flag, target] : {std::pair{&commandLine.stateDir, &config.stateDir},
-                                     {&commandLine.socketPath, &config.socketPath},
-                                     {&commandLine.logLevel, &config.logLevel},
-                                     {&commandLine.logFormat, &config.logFormat},
-                                     {&commandLine.releaseSpool, &config.releaseSpool},
-                                     {&commandLine.cniConfDir, &config.cniConfDir},
-                                     {&commandLine.cniBinDir, &config.cniBinDir},
-                                     {&commandLine.procSysNet, &config.procSysNet},
-                                     {&commandLine.kubeconfig, &config.kubeconfig},
-                                     {&commandLine.nodeName, &config.nodeName}}) {
-    if (!flag->empty()) *target = *flag;
-  }
-  if (!commandLine.chainCni.empty()) {
-    auto chain = parseChainCni(commandLine.chainCni);
-    if (!chain) return withContext(chain.error(), "--chain-cni");
-    config.chainCni = *chain;
-  }
-  if (!commandLine.replacePortmap.empty()) {
-    if (commandLine.replacePortmap != "true" && commandLine.replacePortmap != "false") {
-      return fail(
-          ErrorCode::kInvalidArgument,
-          "--replace-portmap: " + quoteText(commandLine.replacePortmap) + " is not true or false");
-    }
-    config.replacePortmap = commandLine.replacePortmap == "true";
-  }
-  if (commandLine.noReservedPorts) config.reserveLocalPorts = false;
-  if (commandLine.tableRepairSeconds) config.tableRepairSeconds = *commandLine.tableRepairSeconds;
-  if (commandLine.vanishedGraceSeconds) {
-    config.vanishedGraceSeconds = *commandLine.vanishedGraceSeconds;
-  }
-  if (commandLine.allowEmptyGc) config.allowEmptyGc = true;
-  if (commandLine.metricsAddress) config.metricsAddress = *commandLine.metricsAddress;
-  if (commandLine.podSocketPath) config.podSocketPath = *commandLine.podSocketPath;
+  HOSTPORT_TRY_VOID(applyCommandLine(commandLine, config));
   HOSTPORT_TRY_VOID(finalizeConfig(config));
   return config;
 }

@@ -3,6 +3,7 @@
 // so a typo fails at start instead of silently meaning the default.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,34 +87,22 @@ struct AgentConfig {
 /// chainCni resolved: kAuto is on only when `inCluster` (the agent runs in a pod).
 bool chainsCni(const AgentConfig& config, bool inCluster);
 
-/// What hostport-agent's flags set on top of the file; an empty or unset field leaves the file's
-/// value (or the default) alone.
+/// What hostport-agent's flags set on top of the file (command_line.h registers them).
 struct CommandLine {
   std::string configPath;  // --config
   std::string portRange;   // --port-range: the default pool's ranges
-  std::string stateDir;
-  std::string socketPath;
-  std::string logLevel;
-  std::string logFormat;
-  bool noReservedPorts = false;
-  std::string procSysNet;  // --proc-sys-net
-  std::optional<uint32_t> tableRepairSeconds;
-  std::optional<uint32_t> vanishedGraceSeconds;
-  std::string releaseSpool;
-  bool allowEmptyGc = false;  // --allow-empty-gc; false leaves the file's value
-  std::string chainCni;       // --chain-cni auto|true|false
-  std::string cniConfDir;
-  std::string cniBinDir;
-  std::string replacePortmap;                 // --replace-portmap true|false
-  std::optional<std::string> metricsAddress;  // --metrics-address; "" turns the listener off
-  std::optional<std::string> podSocketPath;   // --pod-socket; "" turns the pod socket off
-  std::string kubeconfig;                     // --kubeconfig
-  std::string nodeName;                       // --node-name
+  /// Each setting given as a flag, by its YAML key (settings.h), as the flag's text: "" is a
+  /// value too (--metrics-address "" turns the listener off). A setting not here, or here
+  /// without a value, keeps the file's value or the default.
+  std::map<std::string, std::optional<std::string>, std::less<>> settings;
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors
 /// name the flag or the file and key.
 Result<AgentConfig> resolveConfig(const CommandLine& commandLine);
+
+/// The flags (--port-range and the settings) over `config`, unfinalized; errors name the flag.
+Result<void> applyCommandLine(const CommandLine& commandLine, AgentConfig& config);
 
 /// Parses YAML text into `config`, keeping what the text does not set. `source` names the file in
 /// errors. Errors are kInvalidArgument naming the key path and the value:

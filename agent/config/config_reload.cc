@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "agent/config/settings.h"
+
 namespace hostport::agent::config {
 namespace {
 
@@ -10,35 +12,14 @@ const core::PoolSpec* findPool(const AgentConfig& config, const std::string& nam
   return found == config.pools.end() ? nullptr : &*found;
 }
 
-/// The top-level keys, by the name they have in the YAML file, and whether they differ.
-std::vector<std::string> changedTopLevelKeys(const AgentConfig& a, const AgentConfig& b) {
+/// The settings a reload cannot apply whose values differ, by their YAML keys (settings.h).
+std::vector<std::string> changedRestartSettings(const AgentConfig& a, const AgentConfig& b) {
   std::vector<std::string> keys;
-  const auto check = [&](const char* key, bool differs) {
-    if (differs) keys.emplace_back(key);
-  };
-  check("stateDir", a.stateDir != b.stateDir);
-  check("socket", a.socketPath != b.socketPath);
-  check("reserveLocalPorts", a.reserveLocalPorts != b.reserveLocalPorts);
-  check("procSysNet", a.procSysNet != b.procSysNet);
-  check("logLevel", a.logLevel != b.logLevel);
-  check("logFormat", a.logFormat != b.logFormat);
-  check("compactAfterJournalBytes", a.compactAfterJournalBytes != b.compactAfterJournalBytes);
-  check("tableRepairSeconds", a.tableRepairSeconds != b.tableRepairSeconds);
-  check("vanishedGraceSeconds", a.vanishedGraceSeconds != b.vanishedGraceSeconds);
-  check("releaseSpool", a.releaseSpool != b.releaseSpool);
-  check("allowEmptyGc", a.allowEmptyGc != b.allowEmptyGc);
-  check("emptyGcMaxLeases", a.emptyGcMaxLeases != b.emptyGcMaxLeases);
-  check("metricsAddress", a.metricsAddress != b.metricsAddress);
-  check("chainCni", a.chainCni != b.chainCni);
-  check("cniConfDir", a.cniConfDir != b.cniConfDir);
-  check("cniBinDir", a.cniBinDir != b.cniBinDir);
-  check("replacePortmap", a.replacePortmap != b.replacePortmap);
-  check("podSocket", a.podSocketPath != b.podSocketPath);
-  check("kubeconfig", a.kubeconfig != b.kubeconfig);
-  check("nodeName", a.nodeName != b.nodeName);
-  check("apiQps", a.apiQps != b.apiQps);
-  check("apiBurst", a.apiBurst != b.apiBurst);
-  check("capacitySeconds", a.capacitySeconds != b.capacitySeconds);
+  for (const Setting& setting : settings()) {
+    if (setting.reload == Reload::kRestart && settingText(setting, a) != settingText(setting, b)) {
+      keys.emplace_back(setting.key);
+    }
+  }
   return keys;
 }
 
@@ -46,7 +27,7 @@ std::vector<std::string> changedTopLevelKeys(const AgentConfig& a, const AgentCo
 
 ReloadPlan planReload(const AgentConfig& running, const AgentConfig& next) {
   ReloadPlan plan;
-  plan.needRestart = changedTopLevelKeys(running, next);
+  plan.needRestart = changedRestartSettings(running, next);
   for (const auto& pool : running.pools) {
     const core::PoolSpec* wanted = findPool(next, pool.name);
     const std::string prefix = "pools." + pool.name;

@@ -7,8 +7,9 @@
 // went below its use keeps its leases and refuses new requests. Everything else waits for a
 // restart, because it was acted on at start: the ranges, protocols, strategy and reuse delay of a
 // pool (the reserved ports, the socket probe's filter, the pickers and their order), pools added
-// or removed (a lease of a removed pool must keep its ports), and every top-level key (paths,
-// sockets, logs, the reconciler's timers, chaining). Such changes are named, and left alone.
+// or removed (a lease of a removed pool must keep its ports), and every setting whose row says
+// Reload::kRestart (settings.h; today all of them: paths, sockets, logs, the reconciler's timers,
+// chaining). Such changes are named, and left alone.
 
 #include <string>
 #include <utility>

@@ -103,7 +103,7 @@ Result<void> AgentProcess::launch() {
     args.insert(args.end(), {"--port-range", options_.portRange});
   }
   if (!configPath_.empty()) args.insert(args.end(), {"--config", configPath_});
-  if (!options_.reserveLocalPorts) args.push_back("--no-reserve-local-ports");
+  if (!options_.reserveLocalPorts) args.push_back("--reserve-local-ports=false");
   args.insert(args.end(), options_.extraArgs.begin(), options_.extraArgs.end());
 
   UniqueFd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));

@@ -31,7 +31,7 @@ namespace hostport::test {
 struct AgentOptions {
   std::string portRange;          // --port-range; empty: the agent's default
   std::string configYaml;         // written to <dir>/agent.yaml and passed as --config; empty: none
-  bool reserveLocalPorts = true;  // false: --no-reserve-local-ports
+  bool reserveLocalPorts = true;  // false: --reserve-local-ports=false
   std::string logLevel = "debug";
   std::vector<std::string> extraArgs;
   std::chrono::milliseconds readyTimeout{15'000};

@@ -490,7 +490,7 @@ TEST(AgentConfigTest, PodSocketMayNotShareOrContainTheControlSocketsDirectory) {
 
 TEST(AgentConfigTest, PodSocketFlagOverridesTheFile) {
   CommandLine flags;
-  flags.podSocketPath = "";
+  flags.settings["podSocket"] = "";
   auto config = resolveConfig(flags);
   ASSERT_TRUE(config.has_value()) << config.error().message;
   EXPECT_EQ(config->podSocketPath, "");
@@ -647,11 +647,11 @@ TEST(ResolveConfigTest, FlagsGoOnTopOfTheFile) {
       "pools:\n  default:\n    ranges: ['40000-40099']\n    strategy: random\n");
   CommandLine flags;
   flags.configPath = file.path();
-  flags.stateDir = "/var/lib/from-flag";
+  flags.settings["stateDir"] = "/var/lib/from-flag";
   flags.portRange = "30000-30009";
-  flags.noReservedPorts = true;
-  flags.tableRepairSeconds = 0;
-  flags.allowEmptyGc = true;
+  flags.settings["reserveLocalPorts"] = "false";
+  flags.settings["tableRepairSeconds"] = "0";
+  flags.settings["allowEmptyGc"] = "true";
   const auto config = resolveConfig(flags);
   ASSERT_TRUE(config.has_value()) << config.error().message;
   EXPECT_EQ(config->stateDir, "/var/lib/from-flag");
@@ -671,11 +671,11 @@ TEST(ResolveConfigTest, ProcSysNetFlagOverridesTheFileAndIsChecked) {
   const auto fromFile = resolveConfig(flags);
   ASSERT_TRUE(fromFile.has_value()) << fromFile.error().message;
   EXPECT_EQ(fromFile->procSysNet, "/host/proc/sys/net");
-  flags.procSysNet = "/mnt/net";
+  flags.settings["procSysNet"] = "/mnt/net";
   const auto fromFlag = resolveConfig(flags);
   ASSERT_TRUE(fromFlag.has_value()) << fromFlag.error().message;
   EXPECT_EQ(fromFlag->procSysNet, "/mnt/net");
-  flags.procSysNet = "proc/sys/net";
+  flags.settings["procSysNet"] = "proc/sys/net";
   const auto bad = resolveConfig(flags);
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().message, "procSysNet: \"proc/sys/net\" must be an absolute path");
@@ -688,11 +688,11 @@ TEST(ResolveConfigTest, MetricsAddressFlagOverridesTheFileAndEmptyTurnsItOff) {
   auto fromFile = resolveConfig(flags);
   ASSERT_TRUE(fromFile.has_value()) << fromFile.error().message;
   EXPECT_EQ(fromFile->metricsAddress, "0.0.0.0:9810");
-  flags.metricsAddress = "";
+  flags.settings["metricsAddress"] = "";
   auto off = resolveConfig(flags);
   ASSERT_TRUE(off.has_value()) << off.error().message;
   EXPECT_EQ(off->metricsAddress, "");
-  flags.metricsAddress = "[::1]";
+  flags.settings["metricsAddress"] = "[::1]";
   auto bad = resolveConfig(flags);
   ASSERT_FALSE(bad.has_value());
   EXPECT_THAT(bad.error().message, HasSubstr("metricsAddress: \"[::1]\""));
@@ -714,7 +714,7 @@ TEST(ResolveConfigTest, ErrorsNameTheFlagOrTheFile) {
   EXPECT_THAT(resolveConfig(badFile).error().message, HasSubstr("logLevel: \"loud\""));
 
   CommandLine badFlag;
-  badFlag.socketPath = "relative.sock";
+  badFlag.settings["socket"] = "relative.sock";
   EXPECT_THAT(resolveConfig(badFlag).error().message, ::testing::StartsWith("socket: "));
 }
 
@@ -763,9 +763,9 @@ TEST(CniChainingConfigTest, FlagsGoOnTopAndAreChecked) {
   const ConfigFile file("chainCni: \"true\"\ncniConfDir: /from/file\n");
   CommandLine flags;
   flags.configPath = file.path();
-  flags.chainCni = "false";
-  flags.cniConfDir = "/from/flag";
-  flags.replacePortmap = "false";
+  flags.settings["chainCni"] = "false";
+  flags.settings["cniConfDir"] = "/from/flag";
+  flags.settings["replacePortmap"] = "false";
   const auto config = resolveConfig(flags);
   ASSERT_TRUE(config.has_value()) << config.error().message;
   EXPECT_EQ(config->chainCni, ChainCni::kOff);
@@ -773,11 +773,11 @@ TEST(CniChainingConfigTest, FlagsGoOnTopAndAreChecked) {
   EXPECT_FALSE(config->replacePortmap);
 
   CommandLine bad;
-  bad.chainCni = "maybe";
+  bad.settings["chainCni"] = "maybe";
   EXPECT_EQ(resolveConfig(bad).error().message,
             "--chain-cni: \"maybe\" is not auto, true or false");
   CommandLine badReplace;
-  badReplace.replacePortmap = "1";
+  badReplace.settings["replacePortmap"] = "1";
   EXPECT_EQ(resolveConfig(badReplace).error().message,
             "--replace-portmap: \"1\" is not true or false");
 }
