@@ -16,7 +16,6 @@
 namespace {
 
 using hostport::DynamicPortRequest;
-namespace agent = hostport::agent;
 namespace cni = hostport::cni;
 
 std::vector<std::string_view> splitAtNul(std::string_view text) {
@@ -33,7 +32,7 @@ std::vector<std::string_view> splitAtNul(std::string_view text) {
 std::string entryText(const DynamicPortRequest& request) {
   std::string text = request.name + "=" + std::to_string(request.containerPort);
   if (request.count > 1) text += "-" + std::to_string(request.containerPort + request.count - 1);
-  return text + "/" + std::string(protocolName(request.protocol));
+  return text + "/" + std::string(hostport::protocolName(request.protocol));
 }
 
 nlohmann::json annotationsOf(const cni::PortAnnotations& parsed) {
@@ -49,13 +48,13 @@ nlohmann::json annotationsOf(const cni::PortAnnotations& parsed) {
 }
 
 void checkGrammar(const cni::PortAnnotations& parsed) {
-  FUZZ_CHECK(parsed.dynamics.size() <= kMaxPortsPerRequest);
+  FUZZ_CHECK(parsed.dynamics.size() <= hostport::kMaxPortsPerRequest);
   FUZZ_CHECK(parsed.pool.empty() || hostport::isDnsLabel(parsed.pool));
   for (std::size_t i = 0; i < parsed.dynamics.size(); ++i) {
     const auto& request = parsed.dynamics[i];
     FUZZ_CHECK(hostport::isDnsLabel(request.name));
     FUZZ_CHECK(request.containerPort >= 1);
-    FUZZ_CHECK(request.count >= 1 && request.count <= kMaxRangeWidth);
+    FUZZ_CHECK(request.count >= 1 && request.count <= hostport::kMaxRangeWidth);
     FUZZ_CHECK(request.containerPort + request.count - 1 <= 65535);
     for (std::size_t j = 0; j < i; ++j) FUZZ_CHECK(parsed.dynamics[j].name != request.name);
   }
@@ -63,12 +62,12 @@ void checkGrammar(const cni::PortAnnotations& parsed) {
 
 /// What the plugin asks the agent for: the annotations' requests, forwarded to a pod of both
 /// families.
-AllocationRequest requestOf(const cni::PortAnnotations& parsed) {
-  AllocationRequest request{.key = {"fuzz", "eth0"},
-                            .pool = parsed.pool,
-                            .dynamics = parsed.dynamics,
-                            .sticky = parsed.sticky};
-  request.forwarding = Forwarding{
+hostport::AllocationRequest requestOf(const cni::PortAnnotations& parsed) {
+  hostport::AllocationRequest request{.key = {"fuzz", "eth0"},
+                                      .pool = parsed.pool,
+                                      .dynamics = parsed.dynamics,
+                                      .sticky = parsed.sticky};
+  request.forwarding = hostport::Forwarding{
       .network = "fuzz",
       .podV4 = hostport::IpPrefix::parse("10.88.0.5/16").value(),
       .podV6 = hostport::IpPrefix::parse("fd00::5/64").value(),

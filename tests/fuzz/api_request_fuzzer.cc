@@ -14,7 +14,6 @@
 
 namespace {
 
-namespace agent = hostport::agent;
 namespace api = hostport::agent::api;
 
 /// decode(encode(value)) == value, for the codec's types that compare.
@@ -54,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (const auto lease = api::leaseFromJson(*body)) {
     checkRoundTrip(
-        *lease, [](const Lease& value) { return api::toJson(value); }, api::leaseFromJson);
+        *lease, [](const hostport::Lease& value) { return api::toJson(value); },
+        api::leaseFromJson);
     hostport::fuzz::checkLeasePlan(*lease);
   }
   if (const auto leases = api::leaseListFromJson(*body, "leases")) {

@@ -30,7 +30,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-namespace agent = hostport::agent;
 namespace store = hostport::agent::store;
 namespace nft = hostport::nft;
 using namespace hostport::test;  // the byte builders
@@ -48,27 +47,27 @@ void write(const std::string& target, const std::string& name, const ByteVector&
   write(target, name, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-Lease sampleLease(std::string containerId, bool withForwarding) {
-  Lease lease{.key = {std::move(containerId), "eth0"},
-              .pod = {"games", "server-0", "0b5e6c1a"},
-              .netns = "/var/run/netns/cni-1",
-              .pool = "default"};
+hostport::Lease sampleLease(std::string containerId, bool withForwarding) {
+  hostport::Lease lease{.key = {std::move(containerId), "eth0"},
+                        .pod = {"games", "server-0", "0b5e6c1a"},
+                        .netns = "/var/run/netns/cni-1",
+                        .pool = "default"};
   lease.ports.push_back({.name = "rtp",
-                         .protocol = PortProtocol::kUdp,
+                         .protocol = hostport::PortProtocol::kUdp,
                          .hostPort = 40000,
                          .containerPort = 20000,
                          .count = 4});
-  lease.ports.push_back({.protocol = PortProtocol::kTcpUdp,
+  lease.ports.push_back({.protocol = hostport::PortProtocol::kTcpUdp,
                          .hostPort = 8080,
                          .containerPort = 80,
                          .hostIp = IpAddress::parse("fd00::1").value(),
                          .isStatic = true});
   if (withForwarding) {
-    lease.forwarding = Forwarding{.network = "kube",
-                                  .podV4 = IpPrefix::parse("10.88.0.5/16").value(),
-                                  .podV6 = IpPrefix::parse("fd00::5/64").value(),
-                                  .snat = true,
-                                  .conditionsV4 = "ip saddr 10.0.0.0/8"};
+    lease.forwarding = hostport::Forwarding{.network = "kube",
+                                            .podV4 = IpPrefix::parse("10.88.0.5/16").value(),
+                                            .podV6 = IpPrefix::parse("fd00::5/64").value(),
+                                            .snat = true,
+                                            .conditionsV4 = "ip saddr 10.0.0.0/8"};
     lease.netnsId = {.device = 4, .inode = 4026532000};
     lease.sticky = false;
   }
@@ -91,10 +90,10 @@ void writeStoreSeeds() {
   const std::string release = frameOf({store::JournalRecord::Kind::kRelease, a});
   write("journal", "grant-grant-release", grants + release);
   write("journal", "torn-tail", grants + release.substr(0, release.size() / 2));
-  write(
-      "snapshot", "two-leases",
-      store::encodeSnapshot(7, {a, b}, {StickyEntry{"games", "server-0", "default", {a.ports[0]}}})
-          .value());
+  write("snapshot", "two-leases",
+        store::encodeSnapshot(7, {a, b},
+                              {hostport::StickyEntry{"games", "server-0", "default", {a.ports[0]}}})
+            .value());
   write("snapshot", "empty", store::encodeSnapshot(0, {}).value());
 }
 
