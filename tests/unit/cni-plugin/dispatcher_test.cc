@@ -15,6 +15,7 @@
 #include "tests/fakes/fake_host_network.h"
 #include "tests/fakes/fake_port_authority.h"
 #include "tests/fakes/fake_ruleset.h"
+#include "tests/support/refused_pod_addresses.h"
 #include "tests/support/temp_dir.h"
 
 namespace hostport::cni {
@@ -325,31 +326,11 @@ json withContainerAddress(json input, const std::string& address) {
   return input;
 }
 
-const std::vector<std::pair<std::string, std::string>>& refusedAddresses() {
-  static const std::vector<std::pair<std::string, std::string>> addresses = {
-      {"127.0.0.1/8", "loopback"},
-      {"0.0.0.0/0", "0.0.0.0/8"},
-      {"10.88.0.5/0", "wider than /8"},
-      {"169.254.169.254/16", "link-local"},
-      {"224.0.0.1/24", "multicast"},
-      {"255.255.255.255/32", "broadcast"},
-      {"10.88.255.255/16", "broadcast"},
-      {"10.88.0.0/16", "network address"},
-      {"::1/128", "loopback"},
-      {"::/0", "unspecified"},
-      {"fe80::1/64", "link-local"},
-      {"ff02::1/64", "multicast"},
-      {"::ffff:127.0.0.1/96", "IPv4-mapped"},
-      {"fd00::5/16", "wider than /48"},
-  };
-  return addresses;
-}
-
 // Issue 29 items 4 and 6: a prevResult address no pod has is refused with code 7 naming the
 // field and the value, standalone and with the agent, before anything is asked or written.
 TEST_F(DispatcherTest, AddRefusesAContainerAddressNoPodHasBeforeAnythingIsAskedOrWritten) {
   for (const bool withAgent : {false, true}) {
-    for (const auto& [address, says] : refusedAddresses()) {
+    for (const auto& [address, says] : test::refusedPodAddresses()) {
       const json input = withContainerAddress(
           withAgent ? agentConfig({{"hostport.io/ports", "a=80"}}) : config(), address);
 

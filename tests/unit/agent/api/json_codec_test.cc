@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/refused_pod_addresses.h"
 #include "tests/support/sanitized.h"
 
 namespace hostport::agent::api {
@@ -141,25 +142,9 @@ TEST(JsonCodecTest, NamesTheFieldOfEveryForwardingError) {
 
 // The agent trusts no plugin with its DNAT targets: the same policy as the plugin's
 // (common/pod_address.h), named by the request's own field. A lease's forwarding is read as
-// recorded, so one an older agent granted can still be listed and released.
+// recorded, so whatever a journal holds can still be listed and released.
 TEST(JsonCodecTest, RefusesARequestToForwardToAnAddressNoPodHas) {
-  const std::vector<std::pair<std::string, std::string>> refused = {
-      {"127.0.0.1/8", "loopback"},
-      {"0.0.0.0/0", "0.0.0.0/8"},
-      {"10.88.0.5/0", "wider than /8"},
-      {"169.254.169.254/16", "link-local"},
-      {"224.0.0.1/24", "multicast"},
-      {"255.255.255.255/32", "broadcast"},
-      {"10.88.0.255/24", "broadcast"},
-      {"10.88.0.0/24", "network address"},
-      {"::1/128", "loopback"},
-      {"::/0", "unspecified"},
-      {"fe80::5/64", "link-local"},
-      {"ff02::1/64", "multicast"},
-      {"::ffff:127.0.0.1/96", "IPv4-mapped"},
-      {"fd00::5/8", "wider than /48"},
-  };
-  for (const auto& [address, says] : refused) {
+  for (const auto& [address, says] : test::refusedPodAddresses()) {
     AllocationRequest request = sampleRequest();
     json body = toJson(request);
     body["forwarding"] = {{"network", "net"}, {"podIPs", {"fd00:88::5/64", address}}};
