@@ -78,13 +78,13 @@ void checkRules(const nft::AttachmentRules& rules) {
   checkElements(rules);
 }
 
-hostport::Lease leaseAtOwnNumbers(const hostport::AllocationRequest& request) {
-  hostport::Lease lease{.key = request.key,
-                        .pod = request.pod,
-                        .netns = request.netns,
-                        .pool = request.pool,
-                        .forwarding = request.forwarding,
-                        .sticky = request.sticky};
+Lease leaseAtOwnNumbers(const AllocationRequest& request) {
+  Lease lease{.key = request.key,
+              .pod = request.pod,
+              .netns = request.netns,
+              .pool = request.pool,
+              .forwarding = request.forwarding,
+              .sticky = request.sticky};
   for (const auto& claim : request.statics) {
     lease.ports.push_back({.protocol = claim.protocol,
                            .hostPort = claim.hostPort,
@@ -102,14 +102,14 @@ hostport::Lease leaseAtOwnNumbers(const hostport::AllocationRequest& request) {
   return lease;
 }
 
-void checkLeasePlan(const hostport::Lease& lease) {
+void checkLeasePlan(const Lease& lease) {
   // The bounds allow 256 rows of 1024 ports: planning thousands of ports takes milliseconds an
   // input (a hundredth of the runs) and covers nothing a few ports do not, so big leases are
   // left to the unit tests.
   std::size_t ports = 0;
   for (const auto& grant : lease.ports) ports += grant.count;
   if (ports > kMaxPlannedPorts) return;
-  const auto plan = hostport::forwards::planOf(lease);
+  const auto plan = forwards::planOf(lease);
   if (!plan) return;
   checkRules(plan->rules);
 }

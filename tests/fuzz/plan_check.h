@@ -17,12 +17,12 @@ void checkRules(const nft::AttachmentRules& rules);
 
 /// The lease the agent would grant `request` if every port it asks for were free at its own
 /// number: each dynamic request's host ports are its container ports.
-hostport::Lease leaseAtOwnNumbers(const hostport::AllocationRequest& request);
+Lease leaseAtOwnNumbers(const AllocationRequest& request);
 
 /// Plans `lease` as the agent does (forwards/) and, when that succeeds, checks its rules;
 /// leases of more than 256 ports are skipped (see plan_check.cc).
 /// The lease must hold what a parser accepted: planning may refuse it (no forwarding record, two
 /// grants on one host key), but never crash or let an unchecked value through.
-void checkLeasePlan(const hostport::Lease& lease);
+void checkLeasePlan(const Lease& lease);
 
 }  // namespace hostport::fuzz
