@@ -7,8 +7,9 @@
 namespace hostport::agent::config {
 namespace {
 
-std::string helpOf(const Setting& setting) {
-  const std::string current = settingText(setting, AgentConfig{});
+/// The row's help, with its default (read from `defaults`) and its file key.
+std::string helpOf(const Setting& setting, const AgentConfig& defaults) {
+  const std::string current = settingText(setting, defaults);
   return std::string(setting.help) + " (default " + (current.empty() ? "\"\"" : current) +
          "; file key " + std::string(setting.key) + ")";
 }
@@ -28,10 +29,12 @@ void registerFlags(CLI::App& app, CommandLine& commandLine) {
                  "ranges of the default pool, e.g. 30000-32767 or 20000-20999,22000-22999 "
                  "(default " +
                      std::string(kDefaultPortRange) + ")");
+  const AgentConfig defaults;
   for (const Setting& setting : settings()) {
     // A std::map's values stay where they are as it grows: CLI11 keeps a reference to each.
     std::optional<std::string>& slot = commandLine.settings[std::string(setting.key)];
-    CLI::Option* option = app.add_option(std::string(setting.flag), slot, helpOf(setting));
+    CLI::Option* option =
+        app.add_option(std::string(setting.flag), slot, helpOf(setting, defaults));
     if (std::holds_alternative<Switch>(setting.value)) {
       // Alone, the flag is its default_str: "true".
       option->expected(0, 1)->default_str("true")->option_text("[=true|false]");
