@@ -11,7 +11,7 @@
 #include "agent/api/agent_probe.h"
 #include "agent/api/http_errors.h"
 #include "agent/api/json_codec.h"
-#include "agent/api/pod_api.h"
+#include "agent/api/pod_codec.h"
 #include "agent/api/unix_http_exchange.h"
 #include "agent/cni_config/chain_files.h"
 #include "agent/cni_config/plugin_install.h"

@@ -32,7 +32,7 @@
 #include "agent/service/heap.h"
 #include "agent/service/lifecycle.h"
 #include "agent/service/netns_id.h"
-#include "agent/service/pod_api.h"
+#include "agent/service/pod_handlers.h"
 #include "agent/service/pool_capacity.h"
 #include "agent/service/pool_reservation.h"
 #include "agent/service/reconciler.h"
@@ -168,16 +168,17 @@ std::unique_ptr<server::TcpHttpServer> serveMetrics(boost::asio::io_context& io,
 Result<std::unique_ptr<server::PodServer>> servePods(boost::asio::io_context& io,
                                                      const AgentConfig& config,
                                                      AgentService& service, Router& router,
-                                                     std::unique_ptr<PodApi>& api) {
+                                                     std::unique_ptr<PodHandlers>& handlers) {
   if (config.podSocketPath.empty()) return nullptr;
   // A caller in the agent's own netns (hostNetwork, as the DaemonSet runs it) is on the node.
-  api = std::make_unique<PodApi>(service, io, netnsIdOf("/proc/self/ns/net").value_or(NetnsId{}));
-  api->registerRoutes(router);
+  handlers = std::make_unique<PodHandlers>(service, io,
+                                           netnsIdOf("/proc/self/ns/net").value_or(NetnsId{}));
+  handlers->registerRoutes(router);
   server::PodServerOptions options;
   options.path = config.podSocketPath;
   HOSTPORT_TRY(auto pods, server::PodServer::start(io, router, std::move(options)));
   service.watchLeases(
-      {.granted = [pods = api.get()](const Lease& lease) { pods->leaseGranted(lease); },
+      {.granted = [pods = handlers.get()](const Lease& lease) { pods->leaseGranted(lease); },
        .released = {}});
   return pods;
 }
@@ -317,8 +318,8 @@ Result<int> run(const AgentConfig& config, const config::CommandLine& flags) {
                                       .allowEmptyGc = config.allowEmptyGc});
   // Before the control socket: a pod socket that cannot start stops the agent before any grant.
   Router podRouter;
-  std::unique_ptr<PodApi> podApi;
-  HOSTPORT_TRY(auto podServer, servePods(podIo, config, service, podRouter, podApi));
+  std::unique_ptr<PodHandlers> podHandlers;
+  HOSTPORT_TRY(auto podServer, servePods(podIo, config, service, podRouter, podHandlers));
   // Every lease observer (the pod socket's above, the publisher's here) is registered before the
   // first thread that can grant or release starts: the reconciler's, then the sockets'.
   std::unique_ptr<kube::KubeClient> kubeClient;

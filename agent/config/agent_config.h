@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "agent/api/node_files.h"
-#include "agent/api/pod_api.h"
+#include "agent/api/pod_codec.h"
 #include "agent/api/routes.h"
 #include "agent/core/allocator.h"
 #include "common/error.h"
@@ -41,7 +41,7 @@ inline constexpr std::string_view kDefaultMetricsAddress = "127.0.0.1:9810";
 struct AgentConfig {
   std::string stateDir = std::string(kDefaultStateDir);
   std::string socketPath = std::string(api::kDefaultAgentSocket);
-  /// The pod socket (agent/api/pod_api.h), mode 0666, alone in its directory, which pods mount;
+  /// The pod socket (agent/api/pod_codec.h), mode 0666, alone in its directory, which pods mount;
   /// empty: not served. Never in (or above) the control socket's directory.
   std::string podSocketPath = std::string(api::kDefaultPodSocket);
   bool reserveLocalPorts = true;  // add pool ranges to net.ipv4.ip_local_reserved_ports

@@ -23,7 +23,7 @@
 
 #include "agent/api/routes.h"
 #include "agent/log/event_log.h"
-#include "agent/log/rate_limiter.h"
+#include "agent/log/line_throttle.h"
 #include "agent/server/http_framing.h"
 #include "agent/server/router.h"
 #include "agent/server/server_limits.h"
@@ -243,7 +243,7 @@ struct HttpAcceptLoop {
           if (ec) {
             // EMFILE, ENFILE, ENOBUFS: accepting again at once fails again at once, a busy loop
             // that starves everything else. Wait a moment; sessions closing free descriptors.
-            if (const auto failed = acceptFailedLog.admit(log::RateLimiter::Clock::now())) {
+            if (const auto failed = acceptFailedLog.admit(log::LineThrottle::Clock::now())) {
               log::event(log::Component::kServer, log::Level::kWarn, "server.accept_failed",
                          {{"cause", ec.message()}, {"failures", *failed}});
             }
@@ -255,7 +255,7 @@ struct HttpAcceptLoop {
           }
           if (open->load() >= limits.maxConnections) {
             // A flood sheds thousands a second: one line a second, counting them.
-            if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
+            if (const auto shed = shedLog.admit(log::LineThrottle::Clock::now())) {
               log::event(log::Component::kServer, log::Level::kWarn, "server.connection_shed",
                          {{"open", open->load()}, {"shed", *shed}});
             }
@@ -288,8 +288,8 @@ struct HttpAcceptLoop {
   const Router& router;
   ServerLimits limits;
   std::shared_ptr<std::atomic<std::size_t>> open = std::make_shared<std::atomic<std::size_t>>(0);
-  log::RateLimiter shedLog;  // only the accept handler uses it, one at a time
-  log::RateLimiter acceptFailedLog;
+  log::LineThrottle shedLog;  // only the accept handler uses it, one at a time
+  log::LineThrottle acceptFailedLog;
   static constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
   asio::steady_timer retry{io};
   AdmitPeer admit;  // set before accept() starts

@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "agent/log/event_log.h"
-#include "agent/log/rate_limiter.h"
+#include "agent/log/line_throttle.h"
 #include "agent/server/caller_identity.h"
 #include "agent/server/namespace_origin.h"
 #include "agent/server/unix_http_server.h"
@@ -48,7 +48,7 @@ struct PodServer::State {
     auto peer = std::make_shared<ConnectionPeer>(ConnectionPeer::identify(socketFd, agent));
     const CallerKey caller = peer->key();
     if (!counts->tryEnter(caller)) {
-      if (const auto shed = shedLog.admit(log::RateLimiter::Clock::now())) {
+      if (const auto shed = shedLog.admit(log::LineThrottle::Clock::now())) {
         log::event(log::Component::kServer, log::Level::kWarn, "server.pod_connection_shed",
                    {{"caller", caller.str()},
                     {"pid", peer->process ? peer->process->pid() : 0},
@@ -68,7 +68,7 @@ struct PodServer::State {
   boost::asio::io_context& io;
   std::shared_ptr<CallerConnectionCount> counts;
   AgentNamespaces agent;
-  log::RateLimiter shedLog;  // the accept handler only
+  log::LineThrottle shedLog;  // the accept handler only
   std::unique_ptr<UnixHttpServer> listener;
   std::thread thread;
 };

@@ -521,7 +521,7 @@ void AgentService::maybeCompact() {
           std::lock_guard lock(mutex_);
           compactionQueued_ = false;
           // A full disk fails the compaction every request queues: one line a second, counting.
-          if (!written) failures = compactionFailedLog_.admit(log::RateLimiter::Clock::now());
+          if (!written) failures = compactionFailedLog_.admit(log::LineThrottle::Clock::now());
         }
         if (written) {
           log::event(Component::kStore, Level::kDebug, "store.compacted", {{"leases", count}});

@@ -18,7 +18,7 @@
 
 #include "agent/api/json_codec.h"
 #include "agent/core/allocator.h"
-#include "agent/log/rate_limiter.h"
+#include "agent/log/line_throttle.h"
 #include "agent/service/forward_writer.h"
 #include "agent/service/metrics.h"
 #include "agent/service/netns_id.h"
@@ -133,7 +133,7 @@ class AgentService {
   Metrics& metrics_;
   ServiceOptions options_;
   bool compactionQueued_ = false;
-  log::RateLimiter compactionFailedLog_;  // guarded by mutex_
+  log::LineThrottle compactionFailedLog_;  // guarded by mutex_
   std::atomic<bool> healthy_{true};
   std::atomic<uint64_t> staticConflicts_{0};
   std::vector<LeaseObserver> observers_;

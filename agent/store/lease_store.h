@@ -16,7 +16,13 @@
 // Group commit: one committer thread takes everything queued, writes the records in submission
 // order with one pwrite, issues ONE fdatasync for the batch, then calls each `done` in submission
 // order. Callbacks run on the committer thread with no store lock held: they may call submit(),
-// must not block for long, must not throw, and must not destroy the store.
+// must not throw, and must not destroy the store. They may do bounded, ordered kernel I/O, and
+// the agent's do: the service installs a grant's forwards and removes a release's there
+// (agent/service/agent_service.cc, ForwardWriter), because callbacks come in journal order on
+// one thread, so a release and a re-grant of the same port reach the kernel in the order they
+// were journaled (docs/design.md, "Who writes the table"). Bounded: one netlink batch with its
+// reply per lease, no wait on anything but the kernel. Anything slower or unbounded (an API
+// server, a lock another thread holds across I/O) would stall every later acknowledgement.
 //
 // Failure policy (the safe option, as LevelDB's background error and PostgreSQL after
 // "fsyncgate"): after a failed write or fdatasync the journal tail is unknown, and on Linux a

@@ -1,7 +1,7 @@
 // An HTTP request as both sockets of the agent read it: Beast's parser with the listeners'
 // limits (agent/server/server_limits.h), the framing check (agent/server/http_framing.h),
 // server::makeRequest and the router (agent/server/router.h), over the control socket's and the
-// pod socket's URL space (agent/api/routes.h, pod_api.h). Invariants: a request served with a
+// pod socket's URL space (agent/api/routes.h, pod_codec.h). Invariants: a request served with a
 // Transfer-Encoding had its body read as chunked (the framing the sessions trust is Beast's);
 // a target that parses prints back, escaped, to a target that parses to the same segments and
 // query; the router answers exactly once, and a handler sees path parameters that are the
@@ -11,7 +11,7 @@
 #include <boost/beast/http.hpp>
 #include <string>
 
-#include "agent/api/pod_api.h"
+#include "agent/api/pod_codec.h"
 #include "agent/api/routes.h"
 #include "agent/server/http_framing.h"
 #include "agent/server/router.h"

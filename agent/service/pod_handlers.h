@@ -1,5 +1,5 @@
 #pragma once
-// What the pod socket answers (agent/api/pod_api.h): a caller's own pod, found by the network
+// What the pod socket answers (agent/api/pod_codec.h): a caller's own pod, found by the network
 // namespace the kernel says it is in, and nothing else.
 //
 // Every answer goes through the same gate: the caller was identified at accept
@@ -29,12 +29,12 @@
 
 namespace hostport::agent::service {
 
-class PodApi {
+class PodHandlers {
  public:
   /// `nodeNetns`: the agent's own netns, where a caller is a node process or a hostNetwork pod.
-  PodApi(AgentService& service, boost::asio::io_context& io, NetnsId nodeNetns);
-  PodApi(const PodApi&) = delete;
-  PodApi& operator=(const PodApi&) = delete;
+  PodHandlers(AgentService& service, boost::asio::io_context& io, NetnsId nodeNetns);
+  PodHandlers(const PodHandlers&) = delete;
+  PodHandlers& operator=(const PodHandlers&) = delete;
 
   /// GET /v1/self and GET /v1/self/ports/{name}, and nothing else.
   void registerRoutes(server::Router& router);

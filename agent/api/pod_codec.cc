@@ -1,4 +1,4 @@
-#include "agent/api/pod_api.h"
+#include "agent/api/pod_codec.h"
 
 #include <algorithm>
 #include <charconv>

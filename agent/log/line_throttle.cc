@@ -1,10 +1,10 @@
-#include "agent/log/rate_limiter.h"
+#include "agent/log/line_throttle.h"
 
 #include <utility>
 
 namespace hostport::agent::log {
 
-std::optional<uint64_t> RateLimiter::admit(Clock::time_point now) {
+std::optional<uint64_t> LineThrottle::admit(Clock::time_point now) {
   if (lastLine_ && now - *lastLine_ < interval_) {
     ++heldBack_;
     return std::nullopt;

@@ -1,7 +1,7 @@
-// The pod socket's contract (agent/api/pod_api.h): the wait parameter's grammar and bounds, the
+// The pod socket's contract (agent/api/pod_codec.h): the wait parameter's grammar and bounds, the
 // body of GET /v1/self, one port as text, and the targets hostportctl self builds.
 
-#include "agent/api/pod_api.h"
+#include "agent/api/pod_codec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ PortGrant named(std::string name, uint16_t hostPort, uint16_t containerPort, uin
   return {std::move(name), protocol, hostPort, containerPort, count, std::nullopt, false};
 }
 
-TEST(PodApiTest, WaitTakesSecondsMillisecondsOrABareNumberOfSeconds) {
+TEST(PodCodecTest, WaitTakesSecondsMillisecondsOrABareNumberOfSeconds) {
   EXPECT_EQ(parseWait("10s"), 10s);
   EXPECT_EQ(parseWait("1500ms"), 1500ms);
   EXPECT_EQ(parseWait("7"), 7s);
@@ -35,7 +35,7 @@ TEST(PodApiTest, WaitTakesSecondsMillisecondsOrABareNumberOfSeconds) {
   EXPECT_EQ(parseWait("60s"), 60s);
 }
 
-TEST(PodApiTest, WaitRefusesValuesOutsideTheGrammarNamingTheParameterAndTheValue) {
+TEST(PodCodecTest, WaitRefusesValuesOutsideTheGrammarNamingTheParameterAndTheValue) {
   for (const char* bad : {"", "s", "ms", "10m", "1h", "-1s", "1.5s", "10 s", "abc", "0x10", "61s",
                           "60001ms", "9999999s"}) {
     auto wait = parseWait(bad);
@@ -46,7 +46,7 @@ TEST(PodApiTest, WaitRefusesValuesOutsideTheGrammarNamingTheParameterAndTheValue
   }
 }
 
-TEST(PodApiTest, SelfBodyHoldsThePodAndEveryPortOfItsLeases) {
+TEST(PodCodecTest, SelfBodyHoldsThePodAndEveryPortOfItsLeases) {
   PortGrant staticClaim{"",  PortProtocol::kUdp, 8080, 80, 1, IpAddress::parse("10.0.0.1").value(),
                         true};
   const auto body =
@@ -65,7 +65,7 @@ TEST(PodApiTest, SelfBodyHoldsThePodAndEveryPortOfItsLeases) {
   EXPECT_EQ(body["ports"][2]["count"], 10);
 }
 
-TEST(PodApiTest, SelfBodyTellsNothingButThePodAndItsPorts) {
+TEST(PodCodecTest, SelfBodyTellsNothingButThePodAndItsPorts) {
   const auto body = selfBody({leaseWith({named("web", 30000, 80)})});
   for (const auto& [key, value] : body.items()) {
     EXPECT_TRUE(key == "namespace" || key == "name" || key == "ports") << key;
@@ -74,12 +74,12 @@ TEST(PodApiTest, SelfBodyTellsNothingButThePodAndItsPorts) {
   EXPECT_EQ(body.dump().find("/run/netns"), std::string::npos) << body.dump();
 }
 
-TEST(PodApiTest, PortTextIsTheNumberOrTheRangeAndANewline) {
+TEST(PodCodecTest, PortTextIsTheNumberOrTheRangeAndANewline) {
   EXPECT_EQ(portText(named("web", 30123, 80)), "30123\n");
   EXPECT_EQ(portText(named("rtp", 20000, 5000, 10)), "20000-20009\n");
 }
 
-TEST(PodApiTest, NamedPortFindsTheFirstPortOfThatName) {
+TEST(PodCodecTest, NamedPortFindsTheFirstPortOfThatName) {
   const std::vector<Lease> leases = {leaseWith({named("web", 30000, 80)}),
                                      leaseWith({named("web", 30001, 80)}, "net1")};
   ASSERT_TRUE(namedPort(leases, "web").has_value());
@@ -87,7 +87,7 @@ TEST(PodApiTest, NamedPortFindsTheFirstPortOfThatName) {
   EXPECT_FALSE(namedPort(leases, "grpc").has_value());
 }
 
-TEST(PodApiTest, SelfTargetEncodesTheNameAndTheWait) {
+TEST(PodCodecTest, SelfTargetEncodesTheNameAndTheWait) {
   EXPECT_EQ(selfTarget("", std::nullopt), "/v1/self");
   EXPECT_EQ(selfTarget("", 10s), "/v1/self?wait=10s");
   EXPECT_EQ(selfTarget("web", 5s), "/v1/self/ports/web?wait=5s");

@@ -1,11 +1,11 @@
-#include "agent/service/pod_api.h"
+#include "agent/service/pod_handlers.h"
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "agent/api/json_codec.h"
-#include "agent/api/pod_api.h"
+#include "agent/api/pod_codec.h"
 #include "agent/log/event_log.h"
 #include "agent/server/caller_identity.h"
 #include "agent/service/netns_id.h"
@@ -54,7 +54,7 @@ std::string waitText(std::chrono::milliseconds wait) {
 }  // namespace
 
 /// A request parked until its netns gets a lease or its wait is over, whichever comes first.
-struct PodApi::Waiter {
+struct PodHandlers::Waiter {
   explicit Waiter(boost::asio::io_context& io) : timer(io) {}
   server::HttpRequest request;
   std::string portName;
@@ -66,10 +66,10 @@ struct PodApi::Waiter {
   bool done = false;
 };
 
-PodApi::PodApi(AgentService& service, boost::asio::io_context& io, NetnsId nodeNetns)
+PodHandlers::PodHandlers(AgentService& service, boost::asio::io_context& io, NetnsId nodeNetns)
     : service_(service), io_(io), nodeNetns_(nodeNetns) {}
 
-void PodApi::registerRoutes(server::Router& router) {
+void PodHandlers::registerRoutes(server::Router& router) {
   const auto self = std::string(api::kSelfPath);
   router.add("GET", self,
              [this](const server::HttpRequest& request, const server::PathParams&,
@@ -81,8 +81,8 @@ void PodApi::registerRoutes(server::Router& router) {
              });
 }
 
-void PodApi::answer(const server::HttpRequest& request, const std::string& portName,
-                    server::Responder respond) {
+void PodHandlers::answer(const server::HttpRequest& request, const std::string& portName,
+                         server::Responder respond) {
   std::chrono::milliseconds wait{0};
   for (const auto& [name, value] : request.query) {
     if (name != api::kWaitParameter) {
@@ -147,8 +147,9 @@ void PodApi::answer(const server::HttpRequest& request, const std::string& portN
   park(request, portName, netns, wait, std::move(respond));
 }
 
-void PodApi::park(const server::HttpRequest& request, const std::string& portName,
-                  const NetnsId& netns, std::chrono::milliseconds wait, server::Responder respond) {
+void PodHandlers::park(const server::HttpRequest& request, const std::string& portName,
+                       const NetnsId& netns, std::chrono::milliseconds wait,
+                       server::Responder respond) {
   auto waiter = std::make_shared<Waiter>(io_);
   waiter->request = request;
   waiter->portName = portName;
@@ -183,15 +184,15 @@ void PodApi::park(const server::HttpRequest& request, const std::string& portNam
   }
 }
 
-void PodApi::finish(Waiter& waiter) {
+void PodHandlers::finish(Waiter& waiter) {
   waiter.done = true;
   waiters_.erase(waiter.entry);
   waiter.timer.cancel();
   if (waiter.request.clientGone) waiter.request.clientGone->onGone({});
 }
 
-bool PodApi::tryAnswer(const server::HttpRequest& request, const std::string& portName,
-                       const NetnsId& netns, const server::Responder& respond) {
+bool PodHandlers::tryAnswer(const server::HttpRequest& request, const std::string& portName,
+                            const NetnsId& netns, const server::Responder& respond) {
   std::vector<Lease> leases = service_.leasesInNetns(netns);
   // The kernel hands a freed namespace's inode to the next namespace made, and a lease outlives
   // its sandbox until the reconciler's grace has passed (or the agent, down, saw no DEL). Only a
@@ -236,12 +237,12 @@ bool PodApi::tryAnswer(const server::HttpRequest& request, const std::string& po
   return true;
 }
 
-void PodApi::leaseGranted(const Lease& lease) {
+void PodHandlers::leaseGranted(const Lease& lease) {
   if (!lease.netnsId.known()) return;
   boost::asio::post(io_, [this, netns = lease.netnsId] { wake(netns); });
 }
 
-void PodApi::wake(const NetnsId& netns) {
+void PodHandlers::wake(const NetnsId& netns) {
   const auto [first, last] = waiters_.equal_range({netns.device, netns.inode});
   std::vector<std::shared_ptr<Waiter>> woken;
   for (auto it = first; it != last; ++it) {

@@ -11,11 +11,11 @@ namespace hostport::agent::log {
 
 /// At most one line per `interval`, each counting the occurrences since the line before. Not
 /// synchronised: one caller at a time (the server's accept handler).
-class RateLimiter {
+class LineThrottle {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit RateLimiter(Clock::duration interval = std::chrono::seconds(1)) : interval_(interval) {}
+  explicit LineThrottle(Clock::duration interval = std::chrono::seconds(1)) : interval_(interval) {}
 
   /// Counts one occurrence at `now`. When a line may be written, returns the occurrences it
   /// stands for (this one and those held back since the last line); nullopt otherwise.
