@@ -1,9 +1,9 @@
 #pragma once
 // What differs between the plugin's two modes, one implementation each, picked once per run by
 // the config's agentSocket:
-//   - agent mode (agent_mode.h): hostport-agent grants the ports and is the one writer of the
+//   - agent mode (agent_mode.cc): hostport-agent grants the ports and is the one writer of the
 //     table; the plugin asks and answers.
-//   - standalone (standalone_mode.h, agentSocket ""): the static portMappings are forwarded as
+//   - standalone (standalone_mode.cc, agentSocket ""): the static portMappings are forwarded as
 //     asked, and the plugin writes and removes them itself.
 // CHECK compares the table with what was granted in the same way in both (check()); the rest is
 // the mode's.

@@ -1,6 +1,6 @@
 #pragma once
 // One run of the plugin: its environment, its streams, and the kernel handles it opens when a
-// verb first needs them. What both modes (agent_mode.h, standalone_mode.h) do alike lives here:
+// verb first needs them. What both modes (attachment_mode.h) do alike lives here:
 // reading the attachment from prevResult, planning, writing and removing forwards, answering.
 
 #include <memory>
