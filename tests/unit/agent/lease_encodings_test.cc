@@ -22,6 +22,8 @@ namespace {
 struct Encoding {
   std::string name;
   std::function<Result<Lease>(const Lease&)> roundTrip;
+  /// What the encoding is meant to carry of `lease`: all of it, unless said otherwise.
+  std::function<Lease(Lease)> carried = [](Lease lease) { return lease; };
 };
 
 std::vector<Encoding> encodings() {
@@ -29,6 +31,12 @@ std::vector<Encoding> encodings() {
       {"json",
        [](const Lease& lease) {
          return api::leaseFromJson(nlohmann::json::parse(api::toJson(lease).dump()));
+       },
+       // The agent's own record of the netns (its device and inode, for liveness), read from the
+       // path when a request comes: a client neither sends nor needs it.
+       [](Lease lease) {
+         lease.netnsId = {};
+         return lease;
        }},
       {"store",
        [](const Lease& lease) -> Result<Lease> {
@@ -79,7 +87,7 @@ TEST(LeaseEncodingsTest, EveryEncodingKeepsEveryField) {
     for (const auto& [what, lease] : samples()) {
       SCOPED_TRACE(encoding.name + ": " + what);
       ASSERT_OK_AND_ASSIGN(const Lease back, encoding.roundTrip(lease));
-      EXPECT_EQ(back, lease);
+      EXPECT_EQ(back, encoding.carried(lease));
     }
   }
 }
