@@ -29,9 +29,14 @@ readonly RULES=(
   "nft/|hostnet/ lease/ forwards/ agent/ cni-plugin/||the table model knows no leases"
   "forwards/|agent/ cni-plugin/||forwards serve the agent and the plugin alike"
   "cni-plugin/|agent/|agent/api/|the plugin is a client of the agent"
-  "agent/core/|agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/log/ agent/cni_config/ nft/ netlink/ hostnet/ forwards/||the allocation core is pure"
-  "agent/store/|agent/core/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/||durability needs the vocabulary, never the engine"
-  "agent/config/|agent/service/ agent/server/ agent/kube/ agent/cni_config/||configuration comes before what it configures"
+  "agent/core/|agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/log/ agent/cni_config/ agent/daemon/ nft/ netlink/ hostnet/ forwards/||the allocation core is pure"
+  "agent/store/|agent/core/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/daemon/||durability needs the vocabulary, never the engine"
+  "agent/config/|agent/service/ agent/server/ agent/kube/ agent/cni_config/ agent/daemon/||configuration comes before what it configures"
+  "agent/api/|agent/core/ agent/store/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/log/ agent/cni_config/ agent/daemon/||the contract is what both ends share, and nothing more"
+  "agent/log/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/cni_config/ agent/daemon/||every layer logs, so the log knows none of them"
+  "agent/server/|agent/core/ agent/store/ agent/service/ agent/config/ agent/kube/ agent/cni_config/ agent/daemon/||transports carry requests, they do not decide them"
+  "agent/kube/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/cni_config/ agent/daemon/||the cluster client is given what to publish"
+  "agent/cni_config/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/daemon/||chaining knows files, not ports"
   "agent/service/|agent/config/ agent/daemon/||the daemon wires the service, not the reverse"
 )
 

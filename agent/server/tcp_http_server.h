@@ -1,8 +1,8 @@
 #pragma once
 // HTTP/1.1 over TCP, for what may leave the node: the agent serves GET /metrics on it for
 // Prometheus, with a router that holds that one route, so no control endpoint is ever reachable
-// over the network (agent/main.cc wires it). Same sessions, limits and deadlines as the Unix
-// control socket (http_connections.h).
+// over the network (agent/daemon/daemon.cc wires it). Same sessions, limits and deadlines as the
+// Unix control socket (http_connections.h).
 
 #include <boost/asio/io_context.hpp>
 #include <cstdint>

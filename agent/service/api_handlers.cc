@@ -10,7 +10,7 @@ namespace {
 
 using api::HttpResponse;
 
-/// What every handler works with; the references outlive the router (agent/main.cc).
+/// What every handler works with; the references outlive the router (agent/daemon/daemon.h).
 struct ApiContext {
   AgentService& service;
   Metrics& metrics;

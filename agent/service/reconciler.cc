@@ -8,9 +8,9 @@
 
 #include "agent/api/node_files.h"
 #include "agent/log/event_log.h"
-#include "agent/service/heap.h"
 #include "agent/service/netns_id.h"
 #include "common/atomic_file.h"
+#include "common/heap.h"
 #include "common/pod_address.h"
 #include "forwards/lease_forwards.h"
 

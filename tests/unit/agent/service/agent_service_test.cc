@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/service/recovery.h"
+#include "agent/daemon/recovery.h"
 #include "tests/fakes/fake_host_network.h"
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/fakes/fake_ruleset.h"
@@ -110,8 +110,8 @@ class Agent {
         ServiceOptions options = {}, const std::vector<core::PoolSpec>& agentPools = pools()) {
     StoreOptions storeOptions;
     storeOptions.fileOps = std::move(fileOps);
-    // As the agent starts (agent/main.cc): the store recovered into a new allocator.
-    auto state = recoverState(
+    // As the agent starts (agent/daemon/daemon.cc): the store recovered into a new allocator.
+    auto state = daemon::recoverState(
         dir.path(), agentPools, [] { return uint64_t{42}; }, storeOptions);
     if (!state) {
       ADD_FAILURE() << "recover: " << state.error().message;

@@ -16,8 +16,8 @@
 
 #include "agent/api/json_codec.h"
 #include "agent/api/routes.h"
+#include "agent/daemon/recovery.h"
 #include "agent/service/api_handlers.h"
-#include "agent/service/recovery.h"
 #include "tests/fakes/fake_port_probe.h"
 #include "tests/support/result_assertions.h"
 
@@ -62,7 +62,7 @@ class RoutedService {
   /// ASSERT_OK.
   Result<void> start(const std::string& stateDir, const std::vector<core::PoolSpec>& pools,
                      store::StoreOptions options = {}) {
-    HOSTPORT_TRY(auto state, recoverState(
+    HOSTPORT_TRY(auto state, daemon::recoverState(
                                  stateDir, pools, [] { return uint64_t{3}; }, std::move(options)));
     store_ = std::move(state.store);
     service_.emplace(

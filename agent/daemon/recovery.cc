@@ -1,4 +1,4 @@
-#include "agent/service/recovery.h"
+#include "agent/daemon/recovery.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -7,9 +7,9 @@
 #include <chrono>
 
 #include "agent/log/event_log.h"
-#include "agent/service/heap.h"
+#include "common/heap.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 namespace {
 
 // The heap while recovery runs. glibc keeps freed memory for reuse, and the decoded leases
@@ -96,4 +96,4 @@ Result<RecoveredState> recoverState(const std::filesystem::path& stateDir,
   return RecoveredState{std::move(*store), std::move(restored)};
 }
 
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

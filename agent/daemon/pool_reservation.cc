@@ -1,8 +1,8 @@
-#include "agent/service/pool_reservation.h"
+#include "agent/daemon/pool_reservation.h"
 
 #include "agent/log/event_log.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 
 Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools,
                               const std::string& procPath) {
@@ -17,4 +17,4 @@ Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools,
   return {};
 }
 
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

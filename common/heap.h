@@ -3,7 +3,7 @@
 // process that once held many transient objects (recovery's decoded leases, a reconciler pass's
 // copy of every lease and element) would keep that peak as its RSS.
 
-namespace hostport::agent::service {
+namespace hostport {
 
 /// Returns the free pages of every malloc arena to the kernel (malloc_trim); a no-op off glibc.
 void returnFreedHeap();
@@ -15,4 +15,4 @@ void returnFreedHeap();
 /// threshold) hands them back: 17 MB at 20,000.
 void configureHeap();
 
-}  // namespace hostport::agent::service
+}  // namespace hostport

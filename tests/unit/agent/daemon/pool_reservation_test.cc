@@ -1,7 +1,7 @@
-// Reserving the pools' ports at start (agent/service/pool_reservation.h), on a plain file in place
+// Reserving the pools' ports at start (agent/daemon/pool_reservation.h), on a plain file in place
 // of the sysctl.
 
-#include "agent/service/pool_reservation.h"
+#include "agent/daemon/pool_reservation.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "tests/support/log_capture.h"
 #include "tests/support/temp_dir.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 namespace {
 
 class PoolReservationTest : public ::testing::Test {
@@ -53,4 +53,4 @@ TEST_F(PoolReservationTest, FailsWithoutLoggingWhenTheListCannotBeRead) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

@@ -1,10 +1,10 @@
-#include "agent/service/heap.h"
+#include "common/heap.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
-namespace hostport::agent::service {
+namespace hostport {
 
 void returnFreedHeap() {
 #ifdef __GLIBC__
@@ -19,4 +19,4 @@ void configureHeap() {
 #endif
 }
 
-}  // namespace hostport::agent::service
+}  // namespace hostport

@@ -1,9 +1,9 @@
-// How a run of the agent ends (agent/service/lifecycle.h), with the agent's real pieces: a lease
+// How a run of the agent ends (agent/daemon/lifecycle.h), with the agent's real pieces: a lease
 // store on the FileOps seam whose fdatasync starts failing, the service and the API handlers. A
 // failed store is logged with its cause, fails /healthz, answers the request in flight, and stops
 // the io_context after the grace with exit code 1; a signal stops it at once with 0.
 
-#include "agent/service/lifecycle.h"
+#include "agent/daemon/lifecycle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/unit/agent/service/routed_service.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 namespace {
 
 using log::testing::LogCapture;
@@ -33,8 +33,8 @@ using namespace std::chrono_literals;
 constexpr auto kGrace = 300ms;
 constexpr auto kRunLimit = 20s;
 
-using testing::allocationBody;
-using testing::httpRequest;
+using service::testing::allocationBody;
+using service::testing::httpRequest;
 
 /// An agent's pieces on a state dir whose file operations can be made to fail, stopped by
 /// `lifecycle_` like the real one.
@@ -65,7 +65,7 @@ class LifecycleTest : public ::testing::Test {
   std::shared_ptr<FaultyFileOps> faulty_ = std::make_shared<FaultyFileOps>();
   boost::asio::io_context io_;
   Lifecycle lifecycle_{io_, kGrace};
-  testing::RoutedService agent_;  // last: destroyed first, while the lifecycle is alive
+  service::testing::RoutedService agent_;  // last: destroyed first, while the lifecycle is alive
 };
 
 TEST_F(LifecycleTest, AFailedStoreAnswersTheRequestInFlightThenExitsOneAfterTheGrace) {
@@ -129,4 +129,4 @@ TEST_F(LifecycleTest, ASignalStopsTheAgentAtOnceWithExitZero) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

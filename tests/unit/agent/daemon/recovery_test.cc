@@ -1,8 +1,8 @@
-// Start-up recovery (agent/service/recovery.h): the leases a store holds come back into a new
+// Start-up recovery (agent/daemon/recovery.h): the leases a store holds come back into a new
 // allocator, what recovery found is logged as store.recovered, and a lease that does not fit the
 // pools stops the agent rather than being forgotten.
 
-#include "agent/service/recovery.h"
+#include "agent/daemon/recovery.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/unit/agent/store/store_test_util.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 namespace {
 
 using log::testing::LogCapture;
@@ -214,4 +214,4 @@ TEST_F(RecoveryTest, RefusesInvalidPools) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

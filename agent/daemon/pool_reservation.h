@@ -8,11 +8,11 @@
 #include "agent/core/allocator.h"
 #include "hostnet/reserved_ports.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 
 /// Adds every pool range to net.ipv4.ip_local_reserved_ports at `procPath` (by default, of the
 /// calling thread's netns) and logs socket.ports_reserved with the ranges added.
 Result<void> reservePoolPorts(const std::vector<core::PoolSpec>& pools,
                               const std::string& procPath = hostnet::localReservedPortsPath());
 
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

@@ -1,11 +1,11 @@
-#include "agent/service/lifecycle.h"
+#include "agent/daemon/lifecycle.h"
 
 #include <boost/asio/post.hpp>
 #include <csignal>
 
 #include "agent/log/event_log.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 
 Lifecycle::Lifecycle(boost::asio::io_context& io, std::chrono::milliseconds storeFailureGrace)
     : io_(io), grace_(storeFailureGrace), signals_(io), reloadSignals_(io), graceTimer_(io) {}
@@ -53,4 +53,4 @@ void Lifecycle::stop(int code, const char* reason) {
   io_.stop();
 }
 
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

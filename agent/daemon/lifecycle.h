@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 
 /// The exit codes of a run that started serving.
 inline constexpr int kExitStopped = 0;
@@ -51,4 +51,4 @@ class Lifecycle {
   std::atomic<bool> storeFailed_{false};
 };
 
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

@@ -15,7 +15,7 @@
 #include "agent/core/allocator.h"
 #include "agent/store/lease_store.h"
 
-namespace hostport::agent::service {
+namespace hostport::agent::daemon {
 
 /// The recovered store (its committer running) and the allocator holding its leases.
 struct RecoveredState {
@@ -33,4 +33,4 @@ Result<RecoveredState> recoverState(
     std::function<uint64_t()> random, store::StoreOptions options = {},
     std::size_t stickyCapacity = core::StickyMemory::kDefaultCapacity);
 
-}  // namespace hostport::agent::service
+}  // namespace hostport::agent::daemon

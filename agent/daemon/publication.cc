@@ -1,0 +1,116 @@
+#include "agent/daemon/publication.h"
+
+#include <linux/netlink.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "agent/log/event_log.h"
+#include "agent/service/pool_capacity.h"
+#include "agent/service/socket_probe.h"
+#include "netlink/socket_pool.h"
+
+namespace hostport::agent::daemon {
+
+namespace {
+
+/// The Node's capacity is patched again, changed or not, every this many counts (5 minutes at the
+/// default capacitySeconds: 10), should someone have edited the Node.
+constexpr uint64_t kCapacityResendEvery = 30;
+
+struct Cluster {
+  kube::ClusterConfig config;
+  std::string node;
+};
+
+/// The cluster the agent publishes to: --kubeconfig, else the in-cluster config; nullopt (and
+/// one log line saying publication is off) with neither, or without a node name.
+std::optional<Cluster> clusterOf(const config::AgentConfig& config) {
+  const auto off = [](const std::string& reason, const std::string& cause = {}) {
+    log::event(log::Component::kKube, cause.empty() ? log::Level::kInfo : log::Level::kWarn,
+               "kube.publication_off", {{"reason", reason}, {"cause", cause}});
+    return std::nullopt;
+  };
+  Result<std::optional<kube::ClusterConfig>> found =
+      config.kubeconfig.empty()
+          ? kube::inClusterConfig([](const char* name) { return std::getenv(name); })
+          : Result<std::optional<kube::ClusterConfig>>(kube::loadKubeconfig(config.kubeconfig));
+  if (!found) return off("no_usable_config", found.error().message);
+  if (!*found) return off("not_in_a_cluster");
+  std::string node = config.nodeName;
+  if (node.empty() && std::getenv("NODE_NAME") != nullptr) node = std::getenv("NODE_NAME");
+  if (node.empty()) return off("no_node_name", "set --node-name or env NODE_NAME");
+  return Cluster{std::move(**found), std::move(node)};
+}
+
+/// Counts the pools' capacity every config.capacitySeconds (agent/service/pool_capacity.h); the
+/// publisher patches a change, and every kCapacityResendEvery counts the value as it stands.
+std::jthread watchCapacity(const config::AgentConfig& config, kube::Publisher& publisher) {
+  if (config.capacitySeconds == 0) return {};
+  const auto period = std::chrono::seconds(config.capacitySeconds);
+  return std::jthread([pools = config.pools, &publisher, period](std::stop_token stop) {
+    // Stopping this thread stops the publisher, whose wait this thread sleeps in.
+    const std::stop_callback stopPublisher(stop, [&publisher] { publisher.stop(); });
+    auto sockets = netlink::NetlinkSocketPool::create(NETLINK_SOCK_DIAG);
+    const service::ProbeScope scope{{Protocol::kTcp, Protocol::kUdp, Protocol::kSctp},
+                                    service::poolSpans(pools)};
+    for (uint64_t count = 1; !stop.stop_requested(); ++count) {
+      if (sockets) {
+        if (auto probe = service::SocketTableProbe::snapshot(*sockets, scope)) {
+          publisher.nodeCapacity(service::poolCapacities(pools, **probe),
+                                 count % kCapacityResendEvery == 0);
+        }
+      }
+      if (!publisher.waitUntil(std::chrono::steady_clock::now() + period)) return;
+    }
+  });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfig& config,
+                                                        service::AgentService& service,
+                                                        service::Metrics& metrics) {
+  auto cluster = clusterOf(config);
+  if (!cluster) return nullptr;
+  std::unique_ptr<Publication> publication(new Publication());
+  // The publisher sends with the client, and the client waits with the publisher (a stop cuts its
+  // backoff short): the publisher is made first, the client next, and nothing sends before start.
+  publication->publisher_ = std::make_unique<kube::Publisher>(
+      kube::PublisherOptions{cluster->node, config.stateDir},
+      [client = &publication->client_](const std::string& path,
+                                       const std::string& body) -> Result<int> {
+        HOSTPORT_TRY(const auto response,
+                     (*client)->send({"PATCH", path, "application/merge-patch+json", body}));
+        return response.status;
+      });
+  kube::Publisher& publisher = *publication->publisher_;
+  kube::KubeClientOptions clientOptions;
+  clientOptions.qps = config.apiQps;
+  clientOptions.burst = static_cast<int>(config.apiBurst);
+  HOSTPORT_TRY(publication->client_,
+               kube::KubeClient::create(cluster->config, clientOptions, [&publisher](auto until) {
+                 return publisher.waitUntil(until);
+               }));
+  publisher.recover(service.list("", ""));
+  service.watchLeases(
+      {.granted = [&publisher](const Lease& lease) { publisher.granted(lease); },
+       .released = [&publisher](const Lease& lease) { publisher.released(lease.key); }});
+  metrics.addSource([&publisher, client = publication->client_.get()] {
+    return publisher.metricsText() + client->metricsText();
+  });
+  publisher.start();
+  publication->capacity_ = watchCapacity(config, publisher);
+  log::event(log::Component::kKube, log::Level::kInfo, "kube.publication_on",
+             {{"server", cluster->config.server()},
+              {"source", cluster->config.source},
+              {"node", cluster->node},
+              {"qps", config.apiQps},
+              {"burst", config.apiBurst}});
+  return publication;
+}
+
+}  // namespace hostport::agent::daemon

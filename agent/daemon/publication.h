@@ -1,0 +1,43 @@
+#pragma once
+// What the agent tells the Kubernetes API: the ports on each pod and the pools' capacity on the
+// Node (issue 13), from threads of their own, so the API server is never on the ADD path.
+//
+// Teardown is the members' order: the capacity thread stops first (and with it the publisher,
+// whose wait it sleeps in), then the publisher's thread, then the client that thread sends with.
+
+#include <memory>
+#include <thread>
+
+#include "agent/config/agent_config.h"
+#include "agent/kube/kube_client.h"
+#include "agent/kube/publisher.h"
+#include "agent/service/agent_service.h"
+#include "agent/service/metrics.h"
+#include "common/error.h"
+
+namespace hostport::agent::daemon {
+
+class Publication {
+ public:
+  /// Publication to the cluster `config` names (--kubeconfig, else the in-cluster config) as node
+  /// config.nodeName (else env NODE_NAME): the publisher recovers what it owes from `service`'s
+  /// leases, observes every grant and release from now on, and adds its figures to `metrics`.
+  /// Nothing, with one kube.publication_off line saying why, when the agent knows no cluster.
+  /// Call before any thread can grant or release.
+  static Result<std::unique_ptr<Publication>> start(const config::AgentConfig& config,
+                                                    service::AgentService& service,
+                                                    service::Metrics& metrics);
+
+  Publication(const Publication&) = delete;
+  Publication& operator=(const Publication&) = delete;
+  ~Publication() = default;
+
+ private:
+  Publication() = default;
+
+  std::unique_ptr<kube::KubeClient> client_;
+  std::unique_ptr<kube::Publisher> publisher_;
+  std::jthread capacity_;
+};
+
+}  // namespace hostport::agent::daemon
