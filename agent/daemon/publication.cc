@@ -99,8 +99,9 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
   service.watchLeases(
       {.granted = [&publisher](const Lease& lease) { publisher.granted(lease); },
        .released = [&publisher](const Lease& lease) { publisher.released(lease.key); }});
-  metrics.addSource([&publisher, client = publication->client_.get()] {
-    return publisher.metricsText() + client->metricsText();
+  metrics.addSource([&publisher, client = publication->client_.get()](auto& out) {
+    publisher.writeMetrics(out);
+    client->writeMetrics(out);
   });
   publisher.start();
   publication->capacity_ = watchCapacity(config, publisher);

@@ -66,27 +66,22 @@ Result<KubeResponse> KubeClient::send(const ApiRequest& request) {
   return last;
 }
 
-std::string KubeClient::metricsText() const {
-  const auto seconds = [](uint64_t nanos) {
-    return std::to_string(static_cast<double>(nanos) / 1e9);
-  };
-  std::string out;
-  out += "# HELP hostport_kube_requests_total API server requests sent (attempts).\n";
-  out += "# TYPE hostport_kube_requests_total counter\n";
-  out += "hostport_kube_requests_total " + std::to_string(requests_.load()) + "\n";
-  out +=
-      "# HELP hostport_kube_retries_total API server requests sent again after 429, 5xx or no "
-      "answer.\n";
-  out += "# TYPE hostport_kube_retries_total counter\n";
-  out += "hostport_kube_retries_total " + std::to_string(retries_.load()) + "\n";
-  out += "# HELP hostport_kube_request_duration_seconds Time to the API server's answer.\n";
-  out += "# TYPE hostport_kube_request_duration_seconds summary\n";
-  out += "hostport_kube_request_duration_seconds_sum " + seconds(latencyNanos_.load()) + "\n";
-  out += "hostport_kube_request_duration_seconds_count " + std::to_string(answered_.load()) + "\n";
-  out += "# HELP hostport_kube_last_request_duration_seconds The last answer's time.\n";
-  out += "# TYPE hostport_kube_last_request_duration_seconds gauge\n";
-  out += "hostport_kube_last_request_duration_seconds " + seconds(lastLatencyNanos_.load()) + "\n";
-  return out;
+void KubeClient::writeMetrics(prometheus::TextWriter& out) const {
+  using prometheus::Type;
+  const auto seconds = [](uint64_t nanos) { return static_cast<double>(nanos) / 1e9; };
+  out.family("hostport_kube_requests_total", Type::kCounter,
+             "API server requests sent (attempts).");
+  out.sample("hostport_kube_requests_total", uint64_t{requests_.load()});
+  out.family("hostport_kube_retries_total", Type::kCounter,
+             "API server requests sent again after 429, 5xx or no answer.");
+  out.sample("hostport_kube_retries_total", uint64_t{retries_.load()});
+  out.family("hostport_kube_request_duration_seconds", Type::kSummary,
+             "Time to the API server's answer.");
+  out.sample("hostport_kube_request_duration_seconds_sum", seconds(latencyNanos_.load()));
+  out.sample("hostport_kube_request_duration_seconds_count", uint64_t{answered_.load()});
+  out.family("hostport_kube_last_request_duration_seconds", Type::kGauge,
+             "The last answer's time.");
+  out.sample("hostport_kube_last_request_duration_seconds", seconds(lastLatencyNanos_.load()));
 }
 
 }  // namespace hostport::agent::kube

@@ -21,6 +21,7 @@
 #include "agent/kube/https_transport.h"
 #include "agent/kube/rate_limiter.h"
 #include "common/error.h"
+#include "common/prometheus_text.h"
 
 namespace hostport::agent::kube {
 
@@ -56,7 +57,7 @@ class KubeClient {
   Result<KubeResponse> send(const ApiRequest& request);
 
   /// The client's figures for /metrics: read from any thread while the client works.
-  std::string metricsText() const;
+  void writeMetrics(prometheus::TextWriter& out) const;
   const ClusterConfig& config() const { return config_; }
 
  private:

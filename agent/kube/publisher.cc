@@ -272,30 +272,25 @@ Publisher::Counts Publisher::counts() const {
   return counts_;
 }
 
-std::string Publisher::metricsText() const {
+void Publisher::writeMetrics(prometheus::TextWriter& out) const {
+  using prometheus::Type;
   const Counts now = counts();
-  std::string out;
-  out += "# HELP hostport_publications_pending Pod publications owed to the API server.\n";
-  out += "# TYPE hostport_publications_pending gauge\n";
-  out += "hostport_publications_pending " + std::to_string(now.pending) + "\n";
-  out += "# HELP hostport_publications_done_total Pod publications the API server accepted.\n";
-  out += "# TYPE hostport_publications_done_total counter\n";
-  out += "hostport_publications_done_total " + std::to_string(now.delivered) + "\n";
-  out +=
-      "# HELP hostport_publications_dropped_total Pod publications given up for good, by reason.\n";
-  out += "# TYPE hostport_publications_dropped_total counter\n";
+  out.family("hostport_publications_pending", Type::kGauge,
+             "Pod publications owed to the API server.");
+  out.sample("hostport_publications_pending", uint64_t{now.pending});
+  out.family("hostport_publications_done_total", Type::kCounter,
+             "Pod publications the API server accepted.");
+  out.sample("hostport_publications_done_total", now.delivered);
+  out.family("hostport_publications_dropped_total", Type::kCounter,
+             "Pod publications given up for good, by reason.");
   for (const auto& [reason, count] : now.dropped) {
-    out += "hostport_publications_dropped_total{reason=\"" + reason + "\"} " +
-           std::to_string(count) + "\n";
+    out.sample("hostport_publications_dropped_total", count, {{"reason", reason}});
   }
-  out +=
-      "# HELP hostport_publications_failed_total Failed attempts, to be tried again, by reason.\n";
-  out += "# TYPE hostport_publications_failed_total counter\n";
+  out.family("hostport_publications_failed_total", Type::kCounter,
+             "Failed attempts, to be tried again, by reason.");
   for (const auto& [reason, count] : now.failed) {
-    out += "hostport_publications_failed_total{reason=\"" + reason + "\"} " +
-           std::to_string(count) + "\n";
+    out.sample("hostport_publications_failed_total", count, {{"reason", reason}});
   }
-  return out;
 }
 
 }  // namespace hostport::agent::kube

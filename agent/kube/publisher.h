@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/prometheus_text.h"
 #include "lease/lease.h"
 
 namespace hostport::agent::kube {
@@ -70,7 +71,7 @@ class Publisher {
     std::map<std::string, uint64_t> failed;   // by reason: unavailable, status_<code>
   };
   Counts counts() const;
-  std::string metricsText() const;
+  void writeMetrics(prometheus::TextWriter& out) const;
 
  private:
   struct Owed {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/core/allocator.h"
+#include "common/prometheus_text.h"
 
 namespace hostport::agent::service {
 
@@ -40,9 +41,11 @@ class Metrics {
   }
   void countVanished(uint64_t count) { vanished_.fetch_add(count, std::memory_order_relaxed); }
 
-  /// Families another part of the agent renders (the cluster publisher's), appended to the
+  /// Families another part of the agent writes (the cluster publisher's), appended to the
   /// exposition. Added before anything serves /metrics.
-  void addSource(std::function<std::string()> render) { sources_.push_back(std::move(render)); }
+  void addSource(std::function<void(prometheus::TextWriter&)> write) {
+    sources_.push_back(std::move(write));
+  }
 
   /// The whole exposition. `hostConflicts` comes from the allocator, which counts them.
   std::string render(std::size_t leases, const std::vector<core::PoolUsage>& pools,
@@ -62,7 +65,7 @@ class Metrics {
   std::atomic<uint64_t> lastCompareNanos_{0};
   std::array<std::atomic<uint64_t>, 3> repairs_{};
   std::atomic<uint64_t> vanished_{0};
-  std::vector<std::function<std::string()>> sources_;
+  std::vector<std::function<void(prometheus::TextWriter&)>> sources_;
   mutable std::mutex errorsMutex_;
   std::map<std::string, uint64_t> errors_;
   std::map<std::pair<std::string, core::Refusal>, uint64_t> refusals_;  // under errorsMutex_

@@ -106,7 +106,9 @@ TEST_F(KubeClientTest, RetriesA429AfterItsRetryAfterThenA500ThenADroppedConnecti
   }
   ASSERT_FALSE(backoffs.empty());
   EXPECT_GE(backoffs.front(), 1900ms);
-  EXPECT_THAT(kube->metricsText(), HasSubstr("hostport_kube_retries_total 3"));
+  prometheus::TextWriter metrics;
+  kube->writeMetrics(metrics);
+  EXPECT_THAT(metrics.text(), HasSubstr("hostport_kube_retries_total 3"));
   EXPECT_EQ(
       api_->object("/api/v1/namespaces/games/pods/gs-0")->at("metadata").at("annotations").at("a"),
       "b");

@@ -160,7 +160,9 @@ TEST_F(PublisherTest, FailuresAreTriedAgainUntilDelivered) {
   EXPECT_EQ(counts.failed.at("status_503"), 1u);
   EXPECT_EQ(counts.failed.at("status_401"), 1u);
   EXPECT_EQ(server_.sent().size(), 4u);
-  EXPECT_THAT(publisher.metricsText(), ::testing::HasSubstr("hostport_publications_done_total 1"));
+  prometheus::TextWriter metrics;
+  publisher.writeMetrics(metrics);
+  EXPECT_THAT(metrics.text(), ::testing::HasSubstr("hostport_publications_done_total 1"));
 }
 
 TEST_F(PublisherTest, AReleasedLeasePublishesNothingFurther) {
