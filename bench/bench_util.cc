@@ -1,7 +1,6 @@
 #include "bench/bench_util.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,9 +14,13 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
+
+#include "common/subprocess.h"
+#include "common/unique_fd.h"
 
 namespace hostport::bench {
 
@@ -41,12 +44,6 @@ std::string RunResult::describe() const {
   return text.str();
 }
 
-namespace {
-
-void setNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
-}  // namespace
-
 std::string loadAverage() {
   std::ifstream file("/proc/loadavg");
   std::string a, b, c;
@@ -56,10 +53,10 @@ std::string loadAverage() {
 
 RunResult runProgram(const std::vector<std::string>& argv,
                      const std::map<std::string, std::string>& env, const std::string& stdinData,
-                     const std::string& netnsPath, std::chrono::milliseconds timeout) {
+                     std::chrono::milliseconds timeout) {
   RunResult result;
   // Everything the child needs is prepared before fork, so the child only calls
-  // async-signal-safe functions.
+  // async-signal-safe functions. fork and exec, as a container runtime starts a plugin.
   std::vector<std::string> envText;
   envText.reserve(env.size());
   for (const auto& [key, value] : env) envText.push_back(key + "=" + value);
@@ -70,11 +67,6 @@ RunResult runProgram(const std::vector<std::string>& argv,
   std::vector<char*> argvp;
   for (auto& arg : args) argvp.push_back(arg.data());
   argvp.push_back(nullptr);
-  int nsFd = -1;
-  if (!netnsPath.empty()) {
-    nsFd = ::open(netnsPath.c_str(), O_RDONLY | O_CLOEXEC);
-    if (nsFd < 0) die("open " + netnsPath + ": " + std::strerror(errno));
-  }
 
   int in[2], out[2], err[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
@@ -84,68 +76,22 @@ RunResult runProgram(const std::vector<std::string>& argv,
   const pid_t pid = ::fork();
   if (pid < 0) die(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    if (nsFd >= 0 && ::setns(nsFd, CLONE_NEWNET) != 0) _exit(126);
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     ::execve(argvp[0], argvp.data(), envp.data());
     _exit(127);
   }
-  if (nsFd >= 0) ::close(nsFd);
   ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);
-  setNonBlocking(in[1]);
-  setNonBlocking(out[0]);
-  setNonBlocking(err[0]);
-
-  std::size_t written = 0;
-  int inFd = in[1];
-  if (stdinData.empty()) {
-    ::close(inFd);
-    inFd = -1;
-  }
-  int outFd = out[0];
-  int errFd = err[0];
-  char buffer[65536];
-  while (outFd >= 0 || errFd >= 0 || inFd >= 0) {
-    pollfd fds[3];
-    int count = 0;
-    if (inFd >= 0) fds[count++] = {inFd, POLLOUT, 0};
-    if (outFd >= 0) fds[count++] = {outFd, POLLIN, 0};
-    if (errFd >= 0) fds[count++] = {errFd, POLLIN, 0};
-    const double left = static_cast<double>(timeout.count()) - msSince(started);
-    if (left <= 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      die(argv.front() + " still ran after " + std::to_string(timeout.count()) +
-          " ms and was killed; stderr so far: " + result.err);
-    }
-    if (::poll(fds, static_cast<nfds_t>(count), static_cast<int>(left) + 1) < 0) {
-      if (errno == EINTR) continue;
-      die(std::string("poll: ") + std::strerror(errno));
-    }
-    for (int i = 0; i < count; ++i) {
-      if (fds[i].revents == 0) continue;
-      if (fds[i].fd == inFd) {
-        const ssize_t n = ::write(inFd, stdinData.data() + written, stdinData.size() - written);
-        if (n > 0) written += static_cast<std::size_t>(n);
-        if (n < 0 && errno == EAGAIN) continue;
-        if (n < 0 || written == stdinData.size()) {
-          ::close(inFd);
-          inFd = -1;
-        }
-        continue;
-      }
-      std::string& sink = fds[i].fd == outFd ? result.out : result.err;
-      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n > 0) {
-        sink.append(buffer, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EAGAIN) {
-        ::close(fds[i].fd);
-        (fds[i].fd == outFd ? outFd : errFd) = -1;
-      }
-    }
+  ProgramStreams streams{UniqueFd(in[1]), UniqueFd(out[0]), UniqueFd(err[0])};
+  if (!exchangeWithProgram(streams, stdinData, result.out, result.err,
+                           std::numeric_limits<std::size_t>::max(), started + timeout)) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    die(argv.front() + " still ran after " + std::to_string(timeout.count()) +
+        " ms and was killed; stderr so far: " + result.err);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -29,14 +29,13 @@ struct RunResult {
   std::string describe() const;
 };
 
-/// Forks and execs argv[0] (no PATH search) with exactly `env`, feeding `stdinData`. When
-/// `netnsPath` is set the child joins that network namespace before exec. wallMs covers fork to
-/// waitpid, which is what a runtime waiting for its plugin sees.
+/// Forks and execs argv[0] (no PATH search) with exactly `env`, feeding `stdinData` through
+/// common/subprocess.h's exchange. wallMs covers fork to waitpid, which is what a runtime waiting
+/// for its plugin sees.
 /// A program still running after `timeout` is killed (SIGKILL) and the benchmark exits with a
 /// message: a hung plugin must not hang the whole run.
 RunResult runProgram(const std::vector<std::string>& argv,
                      const std::map<std::string, std::string>& env, const std::string& stdinData,
-                     const std::string& netnsPath = {},
                      std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
 /// The first three fields of /proc/loadavg ("1.52 2.59 4.79").

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string_view>
 
@@ -59,47 +60,59 @@ std::vector<char*> pointers(const std::vector<std::string>& strings) {
   return out;
 }
 
-/// Feeds `input` and drains both outputs until the program closes them; false when the deadline
-/// passed first.
-bool exchange(UniqueFd& input, std::string_view bytes, UniqueFd& out, UniqueFd& err,
-              ProgramOutcome& outcome, std::size_t cap,
-              std::chrono::steady_clock::time_point deadline) {
-  if (bytes.empty()) input.reset();
-  if (input.valid()) fcntl(input.get(), F_SETFL, O_NONBLOCK);
-  char buffer[16384];
-  while (input.valid() || out.valid() || err.valid()) {
-    const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd ready[3] = {{input.valid() ? input.get() : -1, POLLOUT, 0},
-                       {out.valid() ? out.get() : -1, POLLIN, 0},
-                       {err.valid() ? err.get() : -1, POLLIN, 0}};
-    const int polled = ::poll(ready, 3, static_cast<int>(left.count()));
-    if (polled < 0 && errno != EINTR) return false;  // cannot wait: the caller kills it
-    if (polled <= 0) continue;
-    if (ready[0].revents != 0) {
-      const ssize_t wrote = ::write(input.get(), bytes.data(), bytes.size());
-      if (wrote > 0) bytes.remove_prefix(static_cast<std::size_t>(wrote));
-      if ((wrote < 0 && errno != EAGAIN && errno != EINTR) || bytes.empty()) input.reset();
-    }
-    const auto drain = [&](const pollfd& polled, UniqueFd& fd, std::string& text) {
-      if (polled.revents == 0) return;
+}  // namespace
+
+bool exchangeWithProgram(ProgramStreams& streams, std::string_view input, std::string& out,
+                         std::string& err, std::size_t cap,
+                         std::chrono::steady_clock::time_point deadline, int exitFd) {
+  const SigpipeBlocked quiet;
+  if (input.empty()) streams.input.reset();
+  for (const UniqueFd* fd : {&streams.input, &streams.output, &streams.errors}) {
+    if (fd->valid()) ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+  }
+  char buffer[65536];
+  // Reads what `fd` has now; closes it at its end.
+  const auto drain = [&buffer, cap](UniqueFd& fd, std::string& text) {
+    while (fd.valid()) {
       const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
-      if (got < 0 && errno == EINTR) return;
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && errno == EAGAIN) return;
       if (got <= 0) {
         fd.reset();
         return;
       }
       const std::size_t room = cap - std::min(cap, text.size());
       text.append(buffer, std::min(room, static_cast<std::size_t>(got)));
-    };
-    drain(ready[1], out, outcome.out);
-    drain(ready[2], err, outcome.err);
+    }
+  };
+  while (streams.input.valid() || streams.output.valid() || streams.errors.valid()) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd ready[4] = {{streams.input.valid() ? streams.input.get() : -1, POLLOUT, 0},
+                       {streams.output.valid() ? streams.output.get() : -1, POLLIN, 0},
+                       {streams.errors.valid() ? streams.errors.get() : -1, POLLIN, 0},
+                       {exitFd, POLLIN, 0}};
+    const int polled = ::poll(ready, 4, static_cast<int>(left.count()));
+    if (polled < 0 && errno != EINTR) return false;  // cannot wait: the caller kills it
+    if (polled <= 0) continue;
+    if (ready[0].revents != 0) {
+      const ssize_t wrote = ::write(streams.input.get(), input.data(), input.size());
+      if (wrote > 0) input.remove_prefix(static_cast<std::size_t>(wrote));
+      if ((wrote < 0 && errno != EAGAIN && errno != EINTR) || input.empty()) {
+        streams.input.reset();  // EPIPE: the program stopped reading, which is its business
+      }
+    }
+    if (ready[1].revents != 0) drain(streams.output, out);
+    if (ready[2].revents != 0) drain(streams.errors, err);
+    if (ready[3].revents != 0) {
+      drain(streams.output, out);
+      drain(streams.errors, err);
+      streams = {};
+    }
   }
   return true;
 }
-
-}  // namespace
 
 bool ProgramOutcome::succeeded() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
@@ -143,12 +156,10 @@ Result<ProgramOutcome> runProgram(const ProgramRun& run) {
   errors.write.reset();
 
   ProgramOutcome outcome;
-  bool inTime = false;
-  {
-    const SigpipeBlocked quiet;
-    inTime = exchange(input.write, run.input, output.read, errors.read, outcome, run.outputCap,
-                      std::chrono::steady_clock::now() + run.deadline);
-  }
+  ProgramStreams streams{std::move(input.write), std::move(output.read), std::move(errors.read)};
+  const bool inTime =
+      exchangeWithProgram(streams, run.input, outcome.out, outcome.err, run.outputCap,
+                          std::chrono::steady_clock::now() + run.deadline);
   if (!inTime) ::kill(pid, SIGKILL);
   while (::waitpid(pid, &outcome.status, 0) < 0 && errno == EINTR) {
   }

@@ -1,7 +1,6 @@
 #include "tests/support/subprocess.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -11,7 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
+#include "common/subprocess.h"
 #include "common/unique_fd.h"
 #include "tests/support/spawn.h"
 
@@ -19,25 +20,6 @@ namespace hostport::test {
 namespace {
 
 constexpr const char* kSearchPath = "/usr/sbin:/usr/bin:/sbin:/bin";
-
-/// write() to the program's stdin, which it may have closed: EPIPE then, without the SIGPIPE
-/// that would end the test process (blocked on this thread for the call, and a pending one taken).
-ssize_t writeWithoutSigpipe(int fd, const char* data, size_t size) {
-  sigset_t pipe;
-  sigset_t old;
-  ::sigemptyset(&pipe);
-  ::sigaddset(&pipe, SIGPIPE);
-  ::pthread_sigmask(SIG_BLOCK, &pipe, &old);
-  const ssize_t n = ::write(fd, data, size);
-  const int error = errno;
-  if (n < 0 && error == EPIPE) {
-    const timespec now{};
-    ::sigtimedwait(&pipe, nullptr, &now);
-  }
-  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  errno = error;
-  return n;
-}
 
 struct Pipe {
   UniqueFd read;
@@ -49,8 +31,6 @@ Result<Pipe> makePipe() {
   if (::pipe2(fds, O_CLOEXEC) != 0) return failSystem(ErrorCode::kIo, "pipe2", errno);
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
-
-void setNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 }  // namespace
 
@@ -85,69 +65,11 @@ Result<CommandResult> runCommand(const Command& command) {
   err->write.reset();
 
   CommandResult result;
-  UniqueFd stdinFd = std::move(in->write);
-  if (command.stdinData.empty()) stdinFd.reset();
-  setNonBlocking(out->read.get());
-  setNonBlocking(err->read.get());
-  if (stdinFd.valid()) setNonBlocking(stdinFd.get());
-  size_t written = 0;
-  const auto deadline = std::chrono::steady_clock::now() + command.timeout;
-  bool exited = false;
-  char buffer[65536];
-
-  auto drain = [&](UniqueFd& fd, std::string& sink) {
-    while (fd.valid()) {
-      const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-      if (n > 0) {
-        sink.append(buffer, static_cast<size_t>(n));
-      } else if (n == 0) {
-        fd.reset();
-      } else if (errno != EINTR) {
-        break;  // EAGAIN: nothing more for now
-      }
-    }
-  };
-
-  while (!exited || out->read.valid() || err->read.valid()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timedOut = true;
-      break;
-    }
-    pollfd fds[4] = {{out->read.get(), POLLIN, 0},
-                     {err->read.get(), POLLIN, 0},
-                     {stdinFd.get(), POLLOUT, 0},
-                     {exited ? -1 : pidfd.get(), POLLIN, 0}};
-    // Without a pidfd (kernels before 5.3), look for the exit every 10 ms instead.
-    const int wait = pidfd.valid() ? static_cast<int>(left.count())
-                                   : static_cast<int>(std::min<long>(left.count(), 10));
-    const int ready = ::poll(fds, 4, wait);
-    if (ready < 0 && errno != EINTR) return failSystem(ErrorCode::kIo, "poll", errno);
-    drain(out->read, result.out);
-    drain(err->read, result.err);
-    if (stdinFd.valid() && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      const ssize_t n = writeWithoutSigpipe(stdinFd.get(), command.stdinData.data() + written,
-                                            command.stdinData.size() - written);
-      if (n > 0) written += static_cast<size_t>(n);
-      if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == command.stdinData.size()) {
-        stdinFd.reset();  // EPIPE: the program stopped reading, which is its business
-      }
-    }
-    siginfo_t info{};
-    const bool gone =
-        pidfd.valid()
-            ? (fds[3].revents & POLLIN) != 0
-            : ::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
-    if (!exited && gone) {
-      exited = true;
-      // A grandchild may hold the pipes open: take what is buffered now and stop waiting.
-      drain(out->read, result.out);
-      drain(err->read, result.err);
-      out->read.reset();
-      err->read.reset();
-    }
-  }
+  ProgramStreams streams{std::move(in->write), std::move(out->read), std::move(err->read)};
+  // Without a pidfd (kernels before 5.3), the exchange ends when the program's outputs close.
+  result.timedOut = !exchangeWithProgram(
+      streams, command.stdinData, result.out, result.err, std::numeric_limits<std::size_t>::max(),
+      std::chrono::steady_clock::now() + command.timeout, pidfd.get());
 
   int status = 0;
   if (result.timedOut) ::kill(pid, SIGKILL);
