@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "agent/core/packed_text.h"
+#include "lease/lease_flags.h"
 
 namespace hostport::agent::core {
 namespace {
@@ -23,15 +24,9 @@ constexpr uint8_t kProtocolByte = 0x80;
 
 constexpr std::size_t kUuidChars = 36;
 
-// The byte after the grants.
-constexpr uint8_t kForwarding = 0x01;
-constexpr uint8_t kSnat = 0x02;
-constexpr uint8_t kMasqAll = 0x04;
-constexpr uint8_t kPodV4 = 0x08;
-constexpr uint8_t kPodV6 = 0x10;
-constexpr uint8_t kConditions = 0x20;
-constexpr uint8_t kNetnsId = 0x40;
-constexpr uint8_t kNotSticky = 0x80;  // the pod opted out of sticky ports
+// The byte after the grants: lease/lease_flags.h, whose own bit says that conditions follow.
+using namespace lease_flags;
+constexpr uint8_t kConditions = kEncodingOwn;
 
 // Where the interned head of a pod name ends (see the header).
 std::size_t podNameSplit(std::string_view name) {
@@ -97,12 +92,9 @@ IpPrefix readPrefix(ByteReader& in, bool v4) {
 // The network name is interned: every lease of a node names one or two networks.
 void putForwarding(std::string& out, const Lease& lease, StringTable& strings) {
   const auto& forwarding = lease.forwarding;
-  uint8_t flags = (lease.netnsId.known() ? kNetnsId : 0) | (lease.sticky ? 0 : kNotSticky);
-  if (forwarding) {
-    flags |=
-        kForwarding | (forwarding->snat ? kSnat : 0) | (forwarding->masqAll ? kMasqAll : 0) |
-        (forwarding->podV4 ? kPodV4 : 0) | (forwarding->podV6 ? kPodV6 : 0) |
-        (forwarding->conditionsV4.empty() && forwarding->conditionsV6.empty() ? 0 : kConditions);
+  uint8_t flags = lease_flags::of(lease);
+  if (forwarding && !(forwarding->conditionsV4.empty() && forwarding->conditionsV6.empty())) {
+    flags |= kConditions;
   }
   out.push_back(static_cast<char>(flags));
   if (forwarding) {

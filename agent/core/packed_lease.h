@@ -23,8 +23,9 @@
 //               (a value above 3, which no parser makes, is still kept as it was)
 //     u16 hostPort, u16 containerPort, [u8 protocol], [varint count], [text name],
 //     [4 or 16 address bytes]
-//   u8 flags: 0x01 forwarding follows, 0x02 snat, 0x04 masqAll, 0x08 pod IPv4, 0x10 pod IPv6,
-//             0x20 conditions follow, 0x40 netns id follows, 0x80 not sticky
+//   u8 flags: lease/lease_flags.h (0x01 forwarding follows, 0x02 snat, 0x04 masqAll, 0x08 pod
+//             IPv4, 0x10 pod IPv6, 0x20 netns id follows, 0x40 not sticky), and 0x80 conditions
+//             follow
 //   [varint network, [u8 prefix length, 4 bytes], [u8 prefix length, 16 bytes],
 //    [text conditionsV4, text conditionsV6]], [varint netns device, varint netns inode]
 // (varint: an interned id; text: packed_text.h.)

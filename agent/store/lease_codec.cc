@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "agent/store/bytes.h"
+#include "lease/lease_flags.h"
 
 namespace hostport::agent::store {
 namespace {
@@ -12,15 +13,8 @@ constexpr uint8_t kFlagHostIp = 0x02;
 constexpr uint8_t kKnownFlags = kFlagStatic | kFlagHostIp;
 constexpr uint8_t kMaxProtocol = static_cast<uint8_t>(PortProtocol::kTcpUdp);
 
-// The flags byte that ends a lease.
-constexpr uint8_t kHasForwarding = 0x01;
-constexpr uint8_t kSnat = 0x02;
-constexpr uint8_t kMasqAll = 0x04;
-constexpr uint8_t kPodV4 = 0x08;
-constexpr uint8_t kPodV6 = 0x10;
-constexpr uint8_t kHasNetnsId = 0x20;
-constexpr uint8_t kNotSticky = 0x40;
-constexpr uint8_t kKnownLeaseFlags = 0x7f;
+// The flags byte that ends a lease: lease/lease_flags.h, without the encoding's own bit.
+using namespace lease_flags;
 
 /// A port range base..base+count-1 must stay inside 0..65535.
 bool rangeFits(uint16_t base, uint16_t count) {
@@ -53,12 +47,7 @@ void putPrefix(std::string& out, const IpPrefix& prefix) {
 
 Result<void> putForwarding(std::string& out, const Lease& lease) {
   const auto& forwarding = lease.forwarding;
-  uint8_t flags = (lease.netnsId.known() ? kHasNetnsId : 0) | (lease.sticky ? 0 : kNotSticky);
-  if (forwarding) {
-    flags |= kHasForwarding | (forwarding->snat ? kSnat : 0) |
-             (forwarding->masqAll ? kMasqAll : 0) | (forwarding->podV4 ? kPodV4 : 0) |
-             (forwarding->podV6 ? kPodV6 : 0);
-  }
+  const uint8_t flags = lease_flags::of(lease);
   out.push_back(static_cast<char>(flags));
   if (forwarding) {
     HOSTPORT_TRY_VOID(putString(out, "forwarding.network", forwarding->network, kMaxStringBytes));
@@ -216,13 +205,13 @@ void readForwarding(Reader& in, Lease& lease) {
   const size_t at = in.offset();
   const auto flags = in.integer<uint8_t>();
   if (!in.ok()) return;
-  if ((flags & ~kKnownLeaseFlags) != 0 ||
-      ((flags & kHasForwarding) == 0 && (flags & ~(kHasNetnsId | kNotSticky)) != 0)) {
+  if ((flags & ~kShared) != 0 ||
+      ((flags & kForwarding) == 0 && (flags & ~(kNetnsId | kNotSticky)) != 0)) {
     in.setError("invalid lease flags " + std::to_string(flags), at);
     return;
   }
   lease.sticky = (flags & kNotSticky) == 0;
-  if ((flags & kHasForwarding) != 0) {
+  if ((flags & kForwarding) != 0) {
     Forwarding forwarding;
     forwarding.network = in.string(kMaxStringBytes);
     forwarding.snat = (flags & kSnat) != 0;
@@ -234,7 +223,7 @@ void readForwarding(Reader& in, Lease& lease) {
     if (!in.ok()) return;
     lease.forwarding = std::move(forwarding);
   }
-  if ((flags & kHasNetnsId) != 0) {
+  if ((flags & kNetnsId) != 0) {
     lease.netnsId.device = in.integer<uint64_t>();
     lease.netnsId.inode = in.integer<uint64_t>();
     if (in.ok() && !lease.netnsId.known()) in.setError("netns inode 0", at);
