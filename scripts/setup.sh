@@ -31,8 +31,9 @@ readonly BENCH_PACKAGES=(gnuplot-nox)
 # What scripts/fuzz.sh and scripts/test.sh's sanitizer stage need on top: clang 16 (the oldest
 # that builds our std::expected with libstdc++ 12, see CMakeLists.txt), its sanitizer and
 # libFuzzer runtimes, and llvm-16 for its llvm-symbolizer, which every sanitized process is
-# pointed at (scripts/lib/sanitize_tree.sh): a report without file:line helps no one.
-readonly FUZZ_PACKAGES=(clang-16 libclang-rt-16-dev llvm-16)
+# pointed at (scripts/lib/sanitize_tree.sh): a report without file:line helps no one; and
+# clang-tidy-16, which the stage runs over the production sources (scripts/tidy.sh).
+readonly FUZZ_PACKAGES=(clang-16 libclang-rt-16-dev llvm-16 clang-tidy-16)
 
 log() { printf '%s: %s\n' "$PROG" "$*"; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }

@@ -35,8 +35,9 @@ Then the sanitizer stage (unless HOSTPORT_SANITIZE=0; CI always runs it): script
 (scripts/lib/sanitize_tree.sh), and in it
   ctest --test-dir build-sanitize -L sanitize
 which runs every unit test, each fuzz target for 10 s from its seeds (scripts/fuzz.sh,
-docs/fuzzing.md), and the netns suite AgentPluginTest with the agent and the plugin built with
-the sanitizers too. Every sanitizer report, in a test or in a process it started, is written
+docs/fuzzing.md), the netns suite AgentPluginTest with the agent and the plugin built with
+the sanitizers too, and clang-tidy over the production sources (ClangTidy: scripts/tidy.sh,
+which checks again only what changed since a clean run). Every sanitizer report, in a test or in a process it started, is written
 under build-sanitize/sanitizer-reports/ and fails the run, as a failed test does. CTEST_ARGS
 apply to the first ctest only. The stage prints its own summary line.
 
