@@ -2,7 +2,7 @@
 // Keeps hostport chained into the node's CNI configuration, on a thread of its own: a pass at
 // start, then one after each burst of changes in the conf dir (inotify, debounced) and every
 // `backstop` in case an event was missed. Each pass is planChain() + applyChain(), logged as one
-// `cni.*` event per thing that happened (README.md, "Logs").
+// `cni.*` event per thing that happened (docs/operations.md, "Logs").
 //
 // Design note:
 // - A config sorted first that does not parse is a primary's write in progress: retried after the

@@ -1,6 +1,6 @@
 #pragma once
 // What the agent writes on a pod about its ports: the contract of issue 13 §2, documented in the
-// README ("Ports on the pod object"). Pure.
+// reference, docs/annotations.md ("Ports on the pod object"). Pure.
 //
 //   hostport.io/assigned: '{"node":"node-1","ports":{"web":{"hostPort":30001,"protocol":"tcp",
 //                          "containerPort":8080},"rtp":{"hostPort":20000,"protocol":"udp",

@@ -1,7 +1,7 @@
 #pragma once
 // The agent's logs: one logger per component, and every line one event with a stable name and
 // key=value fields, so an operator can grep for `alloc.conflict` or `pool=media` and a log
-// pipeline can parse the lines. README.md ("Logs") lists the events and their keys.
+// pipeline can parse the lines. docs/operations.md ("Logs") lists the events and their keys.
 //
 // Design note:
 // - Text lines (the default) look like logfmt after a timestamp, the level and the component:

@@ -1,7 +1,7 @@
 // The built hostport-agent's log with --log-format json: every line it writes over a run with
 // grants, releases, a conflict with a lease and one with a host process, exhaustion and a
 // malformed request parses as one JSON object with the time, level, component and event, and the
-// events of README.md ("Logs") carry their fields. It runs the agent in a private netns.
+// events of docs/operations.md ("Logs") carry their fields. It runs the agent in a private netns.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

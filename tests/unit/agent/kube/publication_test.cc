@@ -1,4 +1,4 @@
-// What the agent publishes on a pod and when: the patch's shape (the README's contract) and the
+// What the agent publishes on a pod and when: the patch's shape (docs/annotations.md) and the
 // outbox's rules (delivered once, dropped for good on 404/409/422, retried otherwise, never after
 // a release, still owed after a restart).
 

@@ -593,7 +593,7 @@ TEST_F(AgentServiceTest, ProbeFailureFailsTheRequestButNotTheAgent) {
   EXPECT_TRUE(agent.service().list("", "").empty());
 }
 
-/// The service's events (README.md "Logs"): what the allocator decided and what the store did.
+/// The service's events (docs/operations.md "Logs"): what the allocator decided and the store did.
 class AgentServiceLogTest : public AgentServiceTest {
  protected:
   LogCapture log_;
