@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <future>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 
 #include "agent/api/node_files.h"
 #include "agent/log/event_log.h"
 #include "agent/service/netns_id.h"
+#include "agent/service/repair_log.h"
+#include "agent/service/service_log.h"
 #include "common/atomic_file.h"
 #include "common/heap.h"
 #include "common/pod_address.h"
@@ -24,37 +25,6 @@ using log::Level;
 /// More triggered passes than this in one window is someone editing our tables in a loop.
 constexpr std::size_t kStormPasses = 20;
 constexpr std::chrono::seconds kStormWindow{10};
-
-log::Field keyField(const AttachmentKey& key) { return log::untrusted("key", key.str()); }
-
-/// One line per repair, up to a bound per pass, then one line for the rest: a flushed map at
-/// 50,000 leases must not write 50,000 lines, nor a kernel refusing every restore 50,000 errors.
-class RepairLog {
- public:
-  static constexpr std::size_t kLoggedPerPass = 20;
-
-  RepairLog(std::string_view done, std::string_view failed) : done_(done), failed_(failed) {}
-  void record(bool ok, std::initializer_list<log::Field> fields) {
-    std::size_t& count = ok ? doneCount_ : failedCount_;
-    if (++count > kLoggedPerPass) return;
-    log::event(Component::kTable, ok ? Level::kWarn : Level::kError, ok ? done_ : failed_, fields);
-  }
-  /// "table.restored_unlogged count=N": the repairs past the bound, and as many failures.
-  void finish() const {
-    for (const auto& [name, count, level] : {std::tuple{done_, doneCount_, Level::kWarn},
-                                             std::tuple{failed_, failedCount_, Level::kError}}) {
-      if (count <= kLoggedPerPass) continue;
-      log::event(Component::kTable, level, std::string(name) + "_unlogged",
-                 {{"count", count - kLoggedPerPass}, {"logged", kLoggedPerPass}});
-    }
-  }
-
- private:
-  std::string_view done_;
-  std::string_view failed_;
-  std::size_t doneCount_ = 0;
-  std::size_t failedCount_ = 0;
-};
 
 /// What the kernel holds, by owner tag.
 std::unordered_map<std::string, nft::AttachmentRules> byOwner(nft::TableState state) {
@@ -72,15 +42,16 @@ std::unordered_map<std::string, nft::AttachmentRules> byOwner(nft::TableState st
   return owners;
 }
 
-/// A repair's identity for the backoff: what it repairs.
-std::string strayId(const std::string& owner) { return "remove " + owner; }
-std::string restoreId(const AttachmentKey& key) { return "restore " + key.str(); }
-
-/// Everything `owner` holds goes, rules of the conditional chain included (found by a listing).
+/// Everything `owner` holds goes, rules of the conditional chain included (found by a listing);
+/// what went is not needed.
 Result<void> removeOwner(nft::Ruleset& ruleset, const std::string& owner) {
   HOSTPORT_TRY_VOID(ruleset.remove(owner));
   return {};
 }
+
+/// A repair's identity for the backoff: what it repairs.
+std::string strayId(const std::string& owner) { return "remove " + owner; }
+std::string restoreId(const AttachmentKey& key) { return "restore " + key.str(); }
 
 std::size_t conditionalRuleCount(const nft::AttachmentRules& rules) {
   return static_cast<std::size_t>(std::ranges::count_if(
