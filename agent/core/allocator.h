@@ -12,39 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "agent/core/allocation_error.h"
 #include "agent/core/pool_rules.h"
+#include "agent/core/pool_spec.h"
 #include "agent/core/sticky_memory.h"
 #include "lease/lease.h"
 #include "lease/sticky_entry.h"
 
 namespace hostport::agent::core {
 
-enum class Strategy : uint8_t { kLowest, kRandom, kRoundRobin };
-std::string_view strategyName(Strategy strategy);
-Result<Strategy> parseStrategy(std::string_view text);  // "lowest", "random", "round-robin"
-
-/// How long a released dynamic port waits before the strategy may pick it again (quarantine.h).
-inline constexpr uint32_t kDefaultReuseDelaySeconds = 30;
-inline constexpr uint32_t kMaxReuseDelaySeconds = 3600;
-
-struct PoolSpec {
-  std::string name;
-  std::vector<PortRange> ranges;        // disjoint; across pools too
-  std::vector<PortProtocol> protocols;  // allowed; empty: all
-  Strategy strategy = Strategy::kLowest;
-  uint32_t reuseDelaySeconds = kDefaultReuseDelaySeconds;  // 0: no quarantine
-  PoolRules rules =
-      {};  // who may use the pool, and how much (pool_rules.h); a reload may change them
-};
-
 /// The engine's time, for quarantine: steady_clock::now in production, a fake in tests.
 using Clock = std::function<std::chrono::steady_clock::time_point()>;
-
-/// Who holds a port on the host, as far as the kernel tells.
-struct PortHolder {
-  uint32_t pid = 0;     // 0: unknown
-  std::string command;  // empty: unknown
-};
 
 /// Asks the host whether a port is bound (sock_diag in production, a fake in tests).
 class PortProbe {
@@ -55,25 +33,6 @@ class PortProbe {
   /// Who holds a bound port, for an error message only: finding the process can be slow
   /// (a /proc scan), so it is asked only once a static claim has failed.
   virtual PortHolder holderOf(Protocol protocol, uint16_t port) = 0;
-};
-
-/// Who holds the static claim an allocation was refused for.
-struct Conflict {
-  Protocol protocol = Protocol::kTcp;
-  uint16_t port = 0;
-  std::optional<Lease> lease;  // the lease holding it; nullopt: something on the host
-  PortHolder host;             // that host process, as far as the kernel told
-};
-
-/// Why an allocation was refused: the Error, and for a refused static claim (kConflict) its
-/// holder, so the caller need not look it up again.
-struct AllocationError : Error {
-  AllocationError(Error error, std::optional<Conflict> conflict = std::nullopt)  // NOLINT
-      : Error(std::move(error)), conflict(std::move(conflict)) {}
-  AllocationError(RuleRefusal refused)  // NOLINT
-      : Error(std::move(refused.error)), refusal(refused.reason) {}
-  std::optional<Conflict> conflict;
-  std::optional<Refusal> refusal;  // set: the pool's rules refused (kNotAllowed, kQuotaExceeded)
 };
 
 /// Ports of a pool that one namespace's leases hold.
@@ -95,9 +54,10 @@ struct PoolUsage {
 
 class Allocator {
  public:
-  /// kInvalidArgument for an empty or overlapping range, a duplicate pool name, a reuse delay
-  /// above kMaxReuseDelaySeconds. `random` feeds the random strategy and `clock` the quarantine
-  /// of released ports (empty: steady_clock); inject both in tests.
+  /// kInvalidArgument for pools that validatePoolSpecs() refuses (pool_spec.h): an empty or
+  /// overlapping range, a duplicate pool name, a reuse delay above kMaxReuseDelaySeconds...
+  /// `random` feeds the random strategy and `clock` the quarantine of released ports (empty:
+  /// steady_clock); inject both in tests.
   static Result<Allocator> create(std::vector<PoolSpec> pools, std::function<uint64_t()> random,
                                   Clock clock = {},
                                   std::size_t stickyCapacity = StickyMemory::kDefaultCapacity);

@@ -18,6 +18,9 @@
 
 namespace hostport::agent::core {
 
+/// Port numbers, 0 to 65535: the size of every table indexed by one.
+inline constexpr std::size_t kPortSpace = 65536;
+
 /// One bit per port number.
 class PortBitmap {
  public:
@@ -27,7 +30,7 @@ class PortBitmap {
   uint64_t word(std::size_t index) const { return words_[index]; }
 
  private:
-  std::array<uint64_t, 1024> words_{};
+  std::array<uint64_t, kPortSpace / 64> words_{};
 };
 
 /// The occupancy one request sees: a port is free when the engine holds nothing on it, the

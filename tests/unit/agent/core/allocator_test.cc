@@ -760,15 +760,5 @@ TEST_F(AllocatorTest, RemembersRestoredPodsForStickyPorts) {
   EXPECT_EQ(grab(allocator, "b", dyn("x"), PodIdentity{"ns", "pod", ""}), 30050);
 }
 
-TEST(StrategyTest, NamesAndParsesStrategies) {
-  for (const auto strategy : {Strategy::kLowest, Strategy::kRandom, Strategy::kRoundRobin}) {
-    EXPECT_EQ(parseStrategy(strategyName(strategy)), strategy);
-  }
-  EXPECT_EQ(strategyName(Strategy::kRoundRobin), "round-robin");
-  auto bad = parseStrategy("fastest");
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("\"fastest\""), std::string::npos);
-}
-
 }  // namespace
 }  // namespace hostport::agent::core

@@ -1,0 +1,50 @@
+#pragma once
+// A pool as the configuration describes it, and the checks that a list of pools passes before the
+// allocator builds its live state from it: names present and unique, ranges valid and disjoint
+// across every pool (each port number belongs to one pool at most), a bounded reuse delay, rules
+// that parse. The owner of each port number comes out of the same walk, so it is computed once.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/core/pool_rules.h"
+#include "agent/core/port_picker.h"  // kPortSpace
+#include "common/error.h"
+#include "lease/lease.h"
+
+namespace hostport::agent::core {
+
+enum class Strategy : uint8_t { kLowest, kRandom, kRoundRobin };
+std::string_view strategyName(Strategy strategy);
+Result<Strategy> parseStrategy(std::string_view text);  // "lowest", "random", "round-robin"
+
+/// How long a released dynamic port waits before the strategy may pick it again (quarantine.h).
+inline constexpr uint32_t kDefaultReuseDelaySeconds = 30;
+inline constexpr uint32_t kMaxReuseDelaySeconds = 3600;
+
+struct PoolSpec {
+  std::string name;
+  std::vector<PortRange> ranges;        // disjoint; across pools too
+  std::vector<PortProtocol> protocols;  // allowed; empty: all
+  Strategy strategy = Strategy::kLowest;
+  uint32_t reuseDelaySeconds = kDefaultReuseDelaySeconds;  // 0: no quarantine
+  PoolRules rules =
+      {};  // who may use the pool, and how much (pool_rules.h); a reload may change them
+};
+
+inline constexpr uint16_t kNoPool = UINT16_MAX;
+
+/// The index (in the list of specs) of the pool whose ranges hold each port number, kPortSpace
+/// entries; kNoPool for a number outside every pool.
+using PoolOfPort = std::vector<uint16_t>;
+
+/// Checks `pools`, in order, and returns the pool of each port number. kInvalidArgument for too
+/// many pools, a pool without a name or with the name of an earlier one, without ranges, with an
+/// empty or invalid range or one overlapping a range of its own or of an earlier pool (naming
+/// both), with a reuse delay above kMaxReuseDelaySeconds, or with rules that validatePoolRules()
+/// refuses; the first problem found is the one reported.
+Result<PoolOfPort> validatePoolSpecs(const std::vector<PoolSpec>& pools);
+
+}  // namespace hostport::agent::core

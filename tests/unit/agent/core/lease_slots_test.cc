@@ -1,0 +1,120 @@
+#include "agent/core/lease_slots.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace hostport::agent::core {
+namespace {
+
+Lease lease(std::string containerId, std::string ifname = "eth0", uint16_t hostPort = 30000) {
+  Lease out;
+  out.key = {std::move(containerId), std::move(ifname)};
+  out.pod = {"games", "server-" + out.key.containerId, ""};
+  out.netns = "/var/run/netns/test";
+  out.pool = "default";
+  out.ports = {PortGrant{"web", PortProtocol::kTcp, hostPort, 8080, 1, std::nullopt, false}};
+  return out;
+}
+
+class LeaseSlotsTest : public ::testing::Test {
+ protected:
+  uint32_t hold(const Lease& held) { return slots_.insert(slots_.pack(held, held.pool)); }
+
+  std::vector<AttachmentKey> keysInOrder() const {
+    std::vector<AttachmentKey> out;
+    for (const uint32_t slot : slots_.keyOrder()) out.push_back(slots_.leaseAt(slot).key);
+    return out;
+  }
+
+  LeaseSlots slots_;
+};
+
+TEST_F(LeaseSlotsTest, FindsALeaseByItsKeyOrItsPackedKeyBytes) {
+  const Lease a = lease("a");
+  const uint32_t slot = hold(a);
+  hold(lease("b"));
+  EXPECT_EQ(slots_.size(), 2u);
+  EXPECT_EQ(slots_.find(a.key), slot);
+  std::string bytes;
+  PackedLease::packKey(a.key, bytes);
+  EXPECT_EQ(slots_.find(std::string_view(bytes)), slot);
+  EXPECT_EQ(slots_.leaseAt(slot), a);
+  EXPECT_EQ(slots_.find(AttachmentKey{"a", "eth1"}), std::nullopt);
+  EXPECT_EQ(slots_.find(AttachmentKey{"c", "eth0"}), std::nullopt);
+}
+
+TEST_F(LeaseSlotsTest, PacksUnderThePoolItIsGiven) {
+  Lease unnamed = lease("a");
+  unnamed.pool = "";
+  const uint32_t slot = slots_.insert(slots_.pack(unnamed, "default"));
+  EXPECT_EQ(slots_.leaseAt(slot).pool, "default");
+}
+
+TEST_F(LeaseSlotsTest, RemovingGivesTheLeaseBackAndFreesItsSlotForTheNext) {
+  const Lease a = lease("a");
+  const uint32_t slot = hold(a);
+  hold(lease("b"));
+  EXPECT_EQ(slots_.remove(slot), a);
+  EXPECT_EQ(slots_.size(), 1u);
+  EXPECT_EQ(slots_.find(a.key), std::nullopt);
+  EXPECT_EQ(hold(lease("c")), slot);  // reused, not a new slot
+  EXPECT_EQ(slots_.size(), 2u);
+  EXPECT_EQ(slots_.leaseAt(slot).key.containerId, "c");
+}
+
+TEST_F(LeaseSlotsTest, GivesBackTheTextItInternedWhenLeasesGo) {
+  const uint32_t a = hold(lease("a"));
+  const uint32_t b = hold(lease("b"));
+  EXPECT_GT(slots_.strings().size(), 0u);
+  slots_.remove(a);
+  EXPECT_GT(slots_.strings().size(), 0u);  // "games", "default"... are still b's
+  slots_.remove(b);
+  EXPECT_EQ(slots_.strings().size(), 0u);
+}
+
+TEST_F(LeaseSlotsTest, DiscardingAPackedLeaseGivesBackItsReferences) {
+  PackedLease packed = slots_.pack(lease("a"), "default");
+  EXPECT_GT(slots_.strings().size(), 0u);
+  slots_.discard(packed);
+  EXPECT_TRUE(packed.empty());
+  EXPECT_EQ(slots_.strings().size(), 0u);
+  EXPECT_EQ(slots_.size(), 0u);
+}
+
+TEST_F(LeaseSlotsTest, ListsSlotsInKeyOrderWhateverTheOrderOfTheSlots) {
+  for (const char* id : {"m", "b", "z", "a"}) hold(lease(id));
+  hold(lease("b", "eth1"));
+  slots_.remove(*slots_.find(AttachmentKey{"z", "eth0"}));
+  hold(lease("c"));  // in z's slot
+  EXPECT_EQ(keysInOrder(),
+            (std::vector<AttachmentKey>{
+                {"a", "eth0"}, {"b", "eth0"}, {"b", "eth1"}, {"c", "eth0"}, {"m", "eth0"}}));
+}
+
+TEST_F(LeaseSlotsTest, OrdersByContainerIdBeforeIfnameEvenWhenOneIsAPrefix) {
+  // "ab"+"c" and "a"+"bc" concatenate alike; the order is (containerId, ifname), as for
+  // AttachmentKey.
+  hold(lease("ab", "c"));
+  hold(lease("a", "bc"));
+  hold(lease("a", "b"));
+  std::vector<AttachmentKey> expected = {{"a", "b"}, {"a", "bc"}, {"ab", "c"}};
+  EXPECT_EQ(keysInOrder(), expected);
+  EXPECT_TRUE(std::ranges::is_sorted(expected));
+}
+
+TEST_F(LeaseSlotsTest, ReservingChangesNothingHeld) {
+  const Lease a = lease("a");
+  hold(a);
+  slots_.reserve(1000);
+  EXPECT_EQ(slots_.size(), 1u);
+  EXPECT_EQ(slots_.leaseAt(*slots_.find(a.key)), a);
+  for (int i = 0; i < 1000; ++i) hold(lease("id" + std::to_string(i)));
+  EXPECT_EQ(slots_.size(), 1001u);
+  EXPECT_EQ(slots_.keyOrder().size(), 1001u);
+}
+
+}  // namespace
+}  // namespace hostport::agent::core
