@@ -68,7 +68,7 @@ Result<PoolOfPort> validatePoolSpecs(const std::vector<PoolSpec>& pools) {
                         (otherRange != other.ranges.end() ? otherRange->str() : range.str()));
       }
     }
-    HOSTPORT_TRY_VOID(validatePoolRules(name, spec.rules));
+    HOSTPORT_TRY_VOID(validatePoolRules(spec.name, spec.rules));
   }
   return poolOf;
 }

@@ -96,6 +96,7 @@ TEST(PoolSpecTest, RefusesRulesThatDoNotParse) {
   spec.rules.namespaces = {"games_*"};
   const std::string message = refusal({spec});
   EXPECT_NE(message.find("games_*"), std::string::npos) << message;
+  EXPECT_EQ(message.rfind("pool \"games\" namespace \"games_*\" ", 0), 0u) << message;
   spec.rules.namespaces = {"games-*"};
   EXPECT_OK(validatePoolSpecs({spec}));
 }
