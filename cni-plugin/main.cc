@@ -33,21 +33,21 @@ int main() {
   const cni::PluginIo io{[](const char* name) { return std::getenv(name); }, input, std::cout,
                          std::cerr};
   cni::PluginBackends backends{
-      []() -> Result<std::unique_ptr<nft::Ruleset>> {
+      .ruleset = []() -> Result<std::unique_ptr<nft::Ruleset>> {
         HOSTPORT_TRY(auto ruleset, nft::kernel::NftRuleset::create());
         return std::unique_ptr<nft::Ruleset>(std::move(ruleset));
       },
-      []() -> Result<std::unique_ptr<hostnet::HostNetwork>> {
+      .hostNetwork = []() -> Result<std::unique_ptr<hostnet::HostNetwork>> {
         HOSTPORT_TRY(auto network, hostnet::NetlinkHostNetwork::create());
         return std::unique_ptr<hostnet::HostNetwork>(std::move(network));
       },
-      [](const std::string& socketPath) { return cni::agentPortAuthority(socketPath); }};
-  backends.netnsCheck = [](const std::string& path) -> Result<void> {
-    HOSTPORT_TRY_VOID(hostnet::networkNamespaceAt(path));
-    return {};
-  };
-  backends.exitBeforeTeardown = [](int exitCode) {
-    cni::exitLeavingTeardownToChild(exitCode, std::cout, std::cerr);
-  };
+      .portAuthority =
+          [](const std::string& socketPath) { return cni::agentPortAuthority(socketPath); },
+      .netnsCheck = [](const std::string& path) -> Result<void> {
+        HOSTPORT_TRY_VOID(hostnet::networkNamespaceAt(path));
+        return {};
+      },
+      .exitBeforeTeardown =
+          [](int exitCode) { cni::exitLeavingTeardownToChild(exitCode, std::cout, std::cerr); }};
   return cni::runPlugin(io, backends);
 }

@@ -244,7 +244,7 @@ TableState TableState::ownedBy(const std::string& owner) const {
 }
 
 AttachmentRules TableState::rulesOf(const std::string& owner) const {
-  AttachmentRules rules{owner, {}, {}};
+  AttachmentRules rules{owner, {}, {}, {}};
   for (const auto& forward : forwards) {
     if (forward.owner == owner) rules.forwards.push_back(forward.forward);
   }

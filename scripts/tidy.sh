@@ -56,7 +56,7 @@ readonly CACHE
 mkdir -p "$CACHE"
 WORK="$(mktemp -d)"
 readonly WORK
-trap 'rm -rf "$WORK"' EXIT
+trap '[[ -n "${HOSTPORT_TIDY_KEEP:-}" ]] || rm -rf "$WORK"' EXIT
 
 # What every key shares: the checks and the tool.
 { cat "${REPO_ROOT}/.clang-tidy"; "$TIDY" --version; } | sha256sum | cut -d' ' -f1 >"${WORK}/base"
@@ -89,9 +89,9 @@ awk -F'\t' -v base="$(cat "${WORK}/base")" '
   /^[^ ]/ {
     object = ""
     if ($0 !~ /\(VALID\)$/) next
-    object = $1; sub(/:$/, "", object); text[object] = base " " command[object]; next
+    object = $0; sub(/: .*/, "", object); text[object] = base " " command[object]; next
   }
-  NF && object != "" { text[object] = text[object] " " hash[$1] }
+  NF && object != "" { path = $0; sub(/^ +/, "", path); text[object] = text[object] " " hash[path] }
   END { for (o in text) print o "\t" text[o] }
 ' "${WORK}/hashes" "${WORK}/sources" "${WORK}/deps" |
   while IFS=$'\t' read -r object text; do

@@ -79,36 +79,37 @@ void AgentService::allocate(const AllocationRequest& request,
   }
   // Also for a repeated ADD: the first one's record may not be durable yet, and this reply
   // must not overtake it. Replaying the same grant twice is harmless.
-  store_.submit({store::JournalRecord::Kind::kGrant, *lease},
-                [this, lease = *lease, started, done = std::move(done)](Result<void> written) {
-                  if (!written) {
-                    const bool first = onStoreFailure();
-                    {
-                      std::lock_guard relock(mutex_);
-                      allocator_.release(lease.key);
-                    }
-                    done(std::unexpected(written.error()));
-                    if (first) logUnhealthy(written.error());
-                    logWriteFailed("grant", lease, written.error());
-                    return;
-                  }
-                  if (options_.writer != nullptr) {
-                    if (auto installed = options_.writer->install(lease); !installed) {
-                      undoGrant(lease, installed.error(), std::move(done));
-                      return;
-                    }
-                  }
-                  metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
-                  done(lease);
-                  for (const auto& observer : observers_) {
-                    if (observer.granted) observer.granted(lease);
-                  }
-                  log::event(Component::kAlloc, Level::kInfo, "alloc.granted",
-                             {keyField(lease.key),
-                              podField(lease.pod),
-                              {"pool", lease.pool},
-                              {"ports", portsText(lease.ports)}});
-                });
+  store_.submit(
+      {store::JournalRecord::Kind::kGrant, *lease},
+      [this, lease = *lease, started, done = std::move(done)](Result<void> written) mutable {
+        if (!written) {
+          const bool first = onStoreFailure();
+          {
+            std::lock_guard relock(mutex_);
+            allocator_.release(lease.key);
+          }
+          done(std::unexpected(written.error()));
+          if (first) logUnhealthy(written.error());
+          logWriteFailed("grant", lease, written.error());
+          return;
+        }
+        if (options_.writer != nullptr) {
+          if (auto installed = options_.writer->install(lease); !installed) {
+            undoGrant(lease, installed.error(), std::move(done));
+            return;
+          }
+        }
+        metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
+        done(lease);
+        for (const auto& observer : observers_) {
+          if (observer.granted) observer.granted(lease);
+        }
+        log::event(Component::kAlloc, Level::kInfo, "alloc.granted",
+                   {keyField(lease.key),
+                    podField(lease.pod),
+                    {"pool", lease.pool},
+                    {"ports", portsText(lease.ports)}});
+      });
   maybeCompact();
   lock.unlock();
   recording.logBusy();
@@ -135,7 +136,7 @@ std::string_view AgentService::viaName(ReleaseVia via) {
 void AgentService::submitRelease(Lease lease, ReleaseVia via,
                                  std::function<void(Result<void>)> done) {
   store_.submit({store::JournalRecord::Kind::kRelease, lease},
-                [this, lease, via, done = std::move(done)](Result<void> written) {
+                [this, lease, via, done = std::move(done)](Result<void> written) mutable {
                   if (!written) {
                     const bool first = onStoreFailure();
                     Result<void> restored;

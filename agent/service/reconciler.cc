@@ -388,8 +388,8 @@ Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::T
     // A kept subnet that overlaps the lease's serves it (nft::diff): the kernel refuses a subnet
     // nested in another network's.
     const nft::RulesDiff difference = nft::diff(plan->rules, have);
-    nft::AttachmentRules extra{*owner, difference.unexpectedForwards,
-                               difference.unexpectedMasquerades};
+    nft::AttachmentRules extra{
+        *owner, difference.unexpectedForwards, difference.unexpectedMasquerades, {}};
     if (plan->rules.hasConditions() || extra.hasConditions()) {
       if (!difference.empty() || conditionalRuleCount(have) != conditionalRuleCount(plan->rules)) {
         repairs.restores.push_back({&lease, difference.missing(), whatIsAmiss(difference, have),

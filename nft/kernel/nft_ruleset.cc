@@ -170,7 +170,7 @@ Result<AttachmentRules> NftRuleset::removeFound(const std::string& owner,
                                                 const std::function<Result<TableState>()>& find) {
   for (int attempt = 1;; ++attempt) {
     HOSTPORT_TRY(const TableState owned, find());
-    if (owned.empty()) return AttachmentRules{owner, {}, {}};
+    if (owned.empty()) return AttachmentRules{owner, {}, {}, {}};
     const bool rules = std::ranges::any_of(owned.forwards, [](const InstalledForward& installed) {
       return installed.ruleHandle.has_value();
     });
