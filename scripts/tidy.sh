@@ -98,13 +98,12 @@ awk -F'\t' -v base="$(cat "${WORK}/base")" '
     printf '%s\t%s\n' "$object" "$(printf '%s' "$text" | sha256sum | cut -d' ' -f1)"
   done >"${WORK}/keys"
 
-# The sources to check: those without a clean result under their key.
-: >"${WORK}/todo"
-while IFS=$'\t' read -r file object _; do
-  key="$(awk -F'\t' -v o="$object" '$1 == o { print $2 }' "${WORK}/keys")"
-  [[ -n "$key" && -f "${CACHE}/${key}" ]] && continue
-  printf '%s\t%s\n' "$file" "${key:-none}" >>"${WORK}/todo"
-done <"${WORK}/sources"
+# The sources to check: those without a clean result under their key (none: no key at all).
+awk -F'\t' 'FILENAME == ARGV[1] { key[$1] = $2; next }
+  { print $1 "\t" ($2 in key ? key[$2] : "none") }' "${WORK}/keys" "${WORK}/sources" |
+  while IFS=$'\t' read -r file key; do
+    [[ "$key" != none && -f "${CACHE}/${key}" ]] || printf '%s\t%s\n' "$file" "$key"
+  done >"${WORK}/todo"
 total="$(wc -l <"${WORK}/sources")"
 todo="$(wc -l <"${WORK}/todo")"
 printf '%s: %d sources, %d clean before, %d to check (-j%d)\n' "$PROG" "$total" \
