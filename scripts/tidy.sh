@@ -79,7 +79,7 @@ jq -r --arg root "$REPO_ROOT/" '.[] | select(.file | startswith($root)) |
 # Every file each object was compiled from, as ninja recorded it, then the hash of each once.
 cut -f2 "${WORK}/sources" | xargs ninja -C "$BUILD_DIR" -t deps >"${WORK}/deps"
 awk '/^[^ ]/ { next } NF { print $1 }' "${WORK}/deps" | sort -u |
-  (cd "$BUILD_DIR" && xargs -r sha256sum 2>/dev/null || true) >"${WORK}/hashes"
+  (cd "$BUILD_DIR" || exit; xargs -r sha256sum 2>/dev/null || true) >"${WORK}/hashes"
 
 # object <TAB> key, from its deps' hashes, its command and the base.
 awk -F'\t' -v base="$(cat "${WORK}/base")" '
