@@ -6,8 +6,8 @@
 #include <chrono>
 
 #include "agent/api/node_files.h"
+#include "annotations/port_annotations.h"
 #include "cni-plugin/agent_status.h"
-#include "cni-plugin/annotations.h"
 #include "cni-plugin/attachment_mode.h"
 #include "cni-plugin/port_authority.h"
 #include "common/identifiers.h"
@@ -43,7 +43,7 @@ class AgentMode : public AttachmentMode {
 
 Result<void> AgentMode::add(const PluginConfig& config) {
   HOSTPORT_TRY(const auto target, invocation_.attachment(config, "ADD"));
-  HOSTPORT_TRY(auto annotations, parsePortAnnotations(config.podAnnotations));
+  HOSTPORT_TRY(auto annotations, annotations::parsePortAnnotations(config.podAnnotations));
   HOSTPORT_TRY(const auto result, invocation_.result(config, target));
   if (!annotations.dynamics.empty() || !config.portMappings.empty()) {
     // Before the agent is asked: no port may be held for a pod it cannot reach.
@@ -67,9 +67,8 @@ Result<void> AgentMode::add(const PluginConfig& config) {
 Result<std::vector<PortMapping>> AgentMode::granted(const PluginConfig& config) {
   HOSTPORT_TRY(const auto lease, authority(config).get(invocation_.key()));
   if (lease) return forwards::mappingsOf(*lease);
-  auto annotations = parsePortAnnotations(config.podAnnotations);
-  const bool asked =
-      !config.portMappings.empty() || (annotations && !annotations->dynamics.empty());
+  const auto annotated = annotations::parsePortAnnotations(config.podAnnotations);
+  const bool asked = !config.portMappings.empty() || (annotated && !annotated->dynamics.empty());
   if (!asked) return std::vector<PortMapping>{};
   return fail(ErrorCode::kNotFound, "hostport-agent holds no lease for " + invocation_.key().str());
 }

@@ -1,7 +1,7 @@
 // Standalone mode (agentSocket ""): no agent, no leases. The static portMappings are forwarded as
 // asked, and the plugin is the one writer of its attachments' forwards, as portmap is.
 
-#include "cni-plugin/annotations.h"
+#include "annotations/port_annotations.h"
 #include "cni-plugin/attachment_mode.h"
 
 namespace hostport::cni {
@@ -28,7 +28,7 @@ class StandaloneMode : public AttachmentMode {
 
 Result<void> StandaloneMode::add(const PluginConfig& config) {
   HOSTPORT_TRY(const auto target, invocation_.attachment(config, "ADD"));
-  HOSTPORT_TRY(const auto annotations, parsePortAnnotations(config.podAnnotations));
+  HOSTPORT_TRY(const auto annotations, annotations::parsePortAnnotations(config.podAnnotations));
   if (!annotations.dynamics.empty() || !annotations.pool.empty()) {
     return fail(ErrorCode::kInvalidArgument,
                 "annotations hostport.io/ports and hostport.io/pool need hostport-agent, but "

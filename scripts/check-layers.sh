@@ -13,7 +13,7 @@ usage() {
 Usage: scripts/check-layers.sh
 
 Reads every #include "..." of the production sources (common/ netlink/ hostnet/ nft/ lease/
-forwards/ agent/ cni-plugin/) and fails on one the code map forbids. Each rule is a folder, the
+forwards/ annotations/ agent/ cni-plugin/) and fails on one the code map forbids. Each rule is a folder, the
 include prefixes it may not use, and the ones allowed among those, with the reason:
 
 $(print_rules)
@@ -27,7 +27,8 @@ readonly RULES=(
   "netlink/|hostnet/ nft/ lease/ forwards/ agent/ cni-plugin/||the transport knows no tables or leases"
   "hostnet/|nft/ lease/ forwards/ agent/ cni-plugin/||host networking knows no leases"
   "nft/|hostnet/ lease/ forwards/ agent/ cni-plugin/||the table model knows no leases"
-  "forwards/|agent/ cni-plugin/||forwards serve the agent and the plugin alike"
+  "forwards/|agent/ cni-plugin/ annotations/||forwards serve the agent and the plugin alike"
+  "annotations/|netlink/ hostnet/ nft/ forwards/ agent/ cni-plugin/||the grammar of what a pod asks knows nothing of how it is served"
   "cni-plugin/|agent/|agent/api/|the plugin is a client of the agent"
   "agent/core/|agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/log/ agent/cni_config/ agent/daemon/ nft/ netlink/ hostnet/ forwards/||the allocation core is pure"
   "agent/store/|agent/core/ agent/api/ agent/server/ agent/service/ agent/config/ agent/kube/ agent/daemon/||durability needs the vocabulary, never the engine"

@@ -1,14 +1,14 @@
 // hostport.io/ports, hostport.io/pool and hostport.io/sticky as a pod author writes them
-// (cni-plugin/annotations.h). The input is the three values separated by NUL bytes; missing ones
-// are absent. Invariants: what parses obeys the documented grammar and bounds, prints back to an
-// annotation that parses to the same value, and plans into forwards that pass every check of
+// (annotations/port_annotations.h). The input is the three values separated by NUL bytes; missing
+// ones are absent. Invariants: what parses obeys the documented grammar and bounds, prints back to
+// an annotation that parses to the same value, and plans into forwards that pass every check of
 // plan_check.h.
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "cni-plugin/annotations.h"
+#include "annotations/port_annotations.h"
 #include "common/identifiers.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/plan_check.h"
@@ -35,19 +35,19 @@ std::string entryText(const DynamicPortRequest& request) {
   return text + "/" + std::string(hostport::protocolName(request.protocol));
 }
 
-nlohmann::json annotationsOf(const cni::PortAnnotations& parsed) {
+nlohmann::json annotationsOf(const annotations::PortAnnotations& parsed) {
   std::string ports;
   for (const auto& request : parsed.dynamics) {
     if (!ports.empty()) ports += ",";
     ports += entryText(request);
   }
-  nlohmann::json annotations = {{cni::kPortsAnnotation, ports},
-                                {cni::kStickyAnnotation, parsed.sticky ? "true" : "false"}};
-  if (!parsed.pool.empty()) annotations[cni::kPoolAnnotation] = parsed.pool;
+  nlohmann::json annotations = {{annotations::kPortsAnnotation, ports},
+                                {annotations::kStickyAnnotation, parsed.sticky ? "true" : "false"}};
+  if (!parsed.pool.empty()) annotations[annotations::kPoolAnnotation] = parsed.pool;
   return annotations;
 }
 
-void checkGrammar(const cni::PortAnnotations& parsed) {
+void checkGrammar(const annotations::PortAnnotations& parsed) {
   FUZZ_CHECK(parsed.dynamics.size() <= hostport::kMaxPortsPerRequest);
   FUZZ_CHECK(parsed.pool.empty() || hostport::isDnsLabel(parsed.pool));
   for (std::size_t i = 0; i < parsed.dynamics.size(); ++i) {
@@ -62,7 +62,7 @@ void checkGrammar(const cni::PortAnnotations& parsed) {
 
 /// What the plugin asks the agent for: the annotations' requests, forwarded to a pod of both
 /// families.
-hostport::AllocationRequest requestOf(const cni::PortAnnotations& parsed) {
+hostport::AllocationRequest requestOf(const annotations::PortAnnotations& parsed) {
   hostport::AllocationRequest request{.key = {"fuzz", "eth0"},
                                       .pool = parsed.pool,
                                       .dynamics = parsed.dynamics,
@@ -80,16 +80,16 @@ hostport::AllocationRequest requestOf(const cni::PortAnnotations& parsed) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto parts = splitAtNul(hostport::fuzz::textOf(data, size));
   nlohmann::json annotations = nlohmann::json::object();
-  const std::string_view keys[] = {cni::kPortsAnnotation, cni::kPoolAnnotation,
-                                   cni::kStickyAnnotation};
+  const std::string_view keys[] = {annotations::kPortsAnnotation, annotations::kPoolAnnotation,
+                                   annotations::kStickyAnnotation};
   for (std::size_t i = 0; i < parts.size() && i < std::size(keys); ++i) {
     // Annotation values are strings; the JSON reader would refuse invalid UTF-8 before us.
     annotations[keys[i]] = std::string(parts[i]);
   }
-  const auto parsed = cni::parsePortAnnotations(annotations);
+  const auto parsed = annotations::parsePortAnnotations(annotations);
   if (!parsed) return 0;
   checkGrammar(*parsed);
-  const auto again = cni::parsePortAnnotations(annotationsOf(*parsed));
+  const auto again = annotations::parsePortAnnotations(annotationsOf(*parsed));
   FUZZ_CHECK(again.has_value() && *again == *parsed);
   hostport::fuzz::checkLeasePlan(hostport::fuzz::leaseAtOwnNumbers(requestOf(*parsed)));
   return 0;

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "cni-plugin/annotations.h"
+#include "annotations/port_annotations.h"
 #include "cni-plugin/cni_version.h"
 #include "cni-plugin/plugin_config.h"
 #include "cni-plugin/prev_result.h"
@@ -77,8 +77,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto config = cni::parsePluginConfig(hostport::fuzz::textOf(data, size));
   if (!config) return 0;
   checkBounds(*config);
-  (void)cni::parseValidAttachments(*config);                // GC
-  (void)cni::parsePortAnnotations(config->podAnnotations);  // agent mode's request
+  (void)cni::parseValidAttachments(*config);                        // GC
+  (void)annotations::parsePortAnnotations(config->podAnnotations);  // agent mode's request
   checkAddPlan(*config);
   return 0;
 }

@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "lease/lease.h"
 
-namespace hostport::cni {
+namespace hostport::annotations {
 
 inline constexpr std::string_view kPortsAnnotation = "hostport.io/ports";
 inline constexpr std::string_view kPoolAnnotation = "hostport.io/pool";
@@ -46,4 +46,4 @@ struct PortAnnotations {
 /// its start 20000`. A value that is not a string is an error naming the key.
 Result<PortAnnotations> parsePortAnnotations(const nlohmann::json& annotations);
 
-}  // namespace hostport::cni
+}  // namespace hostport::annotations

@@ -1,4 +1,4 @@
-#include "cni-plugin/annotations.h"
+#include "annotations/port_annotations.h"
 
 #include <algorithm>
 #include <set>
@@ -8,7 +8,7 @@
 #include "common/json_fields.h"
 #include "common/quote.h"
 
-namespace hostport::cni {
+namespace hostport::annotations {
 namespace {
 
 using nlohmann::json;
@@ -173,4 +173,4 @@ Result<PortAnnotations> parsePortAnnotations(const json& annotations) {
   return result;
 }
 
-}  // namespace hostport::cni
+}  // namespace hostport::annotations

@@ -1,11 +1,9 @@
-#include "cni-plugin/annotations.h"
+#include "annotations/port_annotations.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "cni-plugin/cni_error.h"
-
-namespace hostport::cni {
+namespace hostport::annotations {
 namespace {
 
 using nlohmann::json;
@@ -261,18 +259,5 @@ TEST(PortAnnotationsTest, ReadsTheStickyOptOutExactly) {
   EXPECT_FALSE(parsePortAnnotations(json{{"hostport.io/sticky", false}}).has_value());
 }
 
-TEST(PortAnnotationsTest, ErrorsBecomeCniCodeSeven) {
-  const auto result = parsePorts("bad");
-  ASSERT_FALSE(result.has_value());
-  EXPECT_EQ(cniCode(result.error().code), kCniInvalidConfig);
-  EXPECT_EQ(kCniInvalidConfig, 7);
-}
-
-TEST(PortAnnotationsTest, PoolRulesRefusalsHaveTheirOwnCodes) {
-  EXPECT_EQ(cniCode(ErrorCode::kNotAllowed), 7);
-  EXPECT_EQ(cniCode(ErrorCode::kQuotaExceeded), 104);
-  EXPECT_EQ(kCniQuotaExceeded, 104);
-}
-
 }  // namespace
-}  // namespace hostport::cni
+}  // namespace hostport::annotations
