@@ -11,7 +11,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev
-  libssl-dev    # HTTPS to the Kubernetes API (issue 13): agent/kube and tests/fakes/fake_kube_*
+  libssl-dev    # HTTPS to the Kubernetes API (issue 13): kube/ and tests/fakes/fake_kube_*
   containernetworking-plugins nftables iproute2 conntrack
   podman runc busybox-static iptables
   curl procps ca-certificates jq

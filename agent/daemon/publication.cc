@@ -48,7 +48,7 @@ std::optional<Cluster> clusterOf(const config::AgentConfig& config) {
 
 /// Counts the pools' capacity every config.capacitySeconds (agent/service/pool_capacity.h); the
 /// publisher patches a change, and every kCapacityResendEvery counts the value as it stands.
-std::jthread watchCapacity(const config::AgentConfig& config, kube::Publisher& publisher) {
+std::jthread watchCapacity(const config::AgentConfig& config, publish::Publisher& publisher) {
   if (config.capacitySeconds == 0) return {};
   const auto period = std::chrono::seconds(config.capacitySeconds);
   return std::jthread([pools = config.pools, &publisher, period](std::stop_token stop) {
@@ -79,15 +79,15 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
   std::unique_ptr<Publication> publication(new Publication());
   // The publisher sends with the client, and the client waits with the publisher (a stop cuts its
   // backoff short): the publisher is made first, the client next, and nothing sends before start.
-  publication->publisher_ = std::make_unique<kube::Publisher>(
-      kube::PublisherOptions{cluster->node, config.stateDir},
+  publication->publisher_ = std::make_unique<publish::Publisher>(
+      publish::PublisherOptions{cluster->node, config.stateDir},
       [client = &publication->client_](const std::string& path,
                                        const std::string& body) -> Result<int> {
         HOSTPORT_TRY(const auto response,
                      (*client)->send({"PATCH", path, "application/merge-patch+json", body}));
         return response.status;
       });
-  kube::Publisher& publisher = *publication->publisher_;
+  publish::Publisher& publisher = *publication->publisher_;
   kube::KubeClientOptions clientOptions;
   clientOptions.qps = config.apiQps;
   clientOptions.burst = static_cast<int>(config.apiBurst);

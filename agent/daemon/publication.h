@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "agent/config/agent_config.h"
-#include "agent/kube/kube_client.h"
-#include "agent/kube/publisher.h"
+#include "agent/publish/publisher.h"
 #include "agent/service/agent_service.h"
 #include "agent/service/metrics.h"
 #include "common/error.h"
+#include "kube/kube_client.h"
 
 namespace hostport::agent::daemon {
 
@@ -36,7 +36,7 @@ class Publication {
   Publication() = default;
 
   std::unique_ptr<kube::KubeClient> client_;
-  std::unique_ptr<kube::Publisher> publisher_;
+  std::unique_ptr<publish::Publisher> publisher_;
   std::jthread capacity_;
 };
 

@@ -22,7 +22,7 @@
 #include "common/ascii.h"
 #include "tests/fakes/fake_kube_objects.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -632,4 +632,4 @@ bool FakeKubeApiServer::waitForRequests(std::size_t count,
 
 std::size_t FakeKubeApiServer::connectionsAccepted() const { return impl_->connections.load(); }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -40,7 +40,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/fakes/test_certificates.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 /// One request as the fake API server received it.
 struct FakeKubeRequest {
@@ -188,4 +188,4 @@ class FakeKubeApiServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

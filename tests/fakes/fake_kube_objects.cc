@@ -6,7 +6,7 @@
 
 #include "common/ascii.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 using nlohmann::json;
 
@@ -306,4 +306,4 @@ FakeKubeAnswer FakeKubeObjects::write(const KubeObjectPath& path, json changed) 
   return {200, slot};
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

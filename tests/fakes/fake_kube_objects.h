@@ -27,7 +27,7 @@
 #include "common/error.h"
 #include "nlohmann/json.hpp"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 /// An answer of the fake API server: an HTTP status and a JSON body (an object, or a Status).
 struct FakeKubeAnswer {
@@ -92,4 +92,4 @@ class FakeKubeObjects {
   std::uint64_t uids_ = 0;
 };
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

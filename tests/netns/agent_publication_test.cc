@@ -18,8 +18,8 @@ namespace hostport::test {
 namespace {
 
 using namespace std::chrono_literals;
-using agent::kube::FakeKubeApiServer;
-using agent::kube::FakeKubeFault;
+using kube::FakeKubeApiServer;
+using kube::FakeKubeFault;
 using ::testing::HasSubstr;
 
 constexpr const char* kNode = "node-1";
@@ -160,7 +160,7 @@ TEST_F(AgentPublicationTest, StormsOf429And500AreRiddenOutAtTheConfiguredRate) {
   EXPECT_FALSE(annotationsOnceSet("gs-3", "hostport.io/allocated-web").is_null()) << agent_->log();
   // Five PATCHes in all, never two closer than the rate allows (2 a second, burst 1), and the
   // retries after a 429 not before its Retry-After.
-  std::vector<agent::kube::FakeKubeRequest> patches;
+  std::vector<kube::FakeKubeRequest> patches;
   for (const auto& request : api_->requests()) {
     if (request.method == "PATCH") patches.push_back(request);
   }
@@ -205,7 +205,7 @@ TEST_F(AgentPublicationTest, AddGoesOnWhileTheApiServerDoesNotAnswer) {
   EXPECT_NE(grantedPort(*pod, "web", PortProtocol::kTcp), 0);
   // ADD has returned. Once the PATCH has reached the fake, it is still unanswered: ADD did not
   // wait for the publication.
-  const auto patch = [&]() -> std::optional<agent::kube::FakeKubeRequest> {
+  const auto patch = [&]() -> std::optional<kube::FakeKubeRequest> {
     for (const auto& request : api_->requests()) {
       if (request.method == "PATCH") return request;
     }

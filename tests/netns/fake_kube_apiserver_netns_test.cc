@@ -15,7 +15,7 @@
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 namespace {
 
 using namespace std::chrono_literals;
@@ -59,4 +59,4 @@ TEST(FakeKubeApiServerNetnsTest, ServesTheNetnsItWasStartedIn) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

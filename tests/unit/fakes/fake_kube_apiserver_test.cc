@@ -22,7 +22,7 @@
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 namespace {
 
 namespace asio = boost::asio;
@@ -491,4 +491,4 @@ TEST_F(FakeKubeApiServerTest, WritesAServiceAccountDirectoryAndTheInClusterEnvir
 }
 
 }  // namespace
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -4,7 +4,7 @@
 
 #include "tests/support/result_assertions.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 namespace {
 
 using nlohmann::json;
@@ -236,4 +236,4 @@ TEST_F(FakeKubeObjectsTest, OtherMethodsAndPathsAreRefused) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -1,4 +1,4 @@
-#include "agent/kube/cluster_config.h"
+#include "kube/cluster_config.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 namespace {
 
 void write(const std::filesystem::path& path, const std::string& text) {
@@ -142,4 +142,4 @@ contexts: [{name: c, context: {cluster: k, user: u}}]
 }
 
 }  // namespace
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 class RateLimiter {
  public:
@@ -27,4 +27,4 @@ class RateLimiter {
   Clock::time_point last_;
 };
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

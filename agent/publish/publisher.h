@@ -25,7 +25,7 @@
 #include "common/prometheus_text.h"
 #include "lease/lease.h"
 
-namespace hostport::agent::kube {
+namespace hostport::agent::publish {
 
 struct PublisherOptions {
   std::string nodeName;
@@ -110,4 +110,4 @@ class Publisher {
 /// A short stable digest of a patch (FNV-1a 64, hex): equal patches are equal deliveries.
 std::string patchDigest(const std::string& patch);
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::agent::publish

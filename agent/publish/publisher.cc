@@ -1,13 +1,13 @@
-#include "agent/kube/publisher.h"
+#include "agent/publish/publisher.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "agent/kube/pod_publication.h"
 #include "agent/log/event_log.h"
+#include "agent/publish/pod_publication.h"
 #include "common/atomic_file.h"
 
-namespace hostport::agent::kube {
+namespace hostport::agent::publish {
 namespace {
 
 using log::Component;
@@ -293,4 +293,4 @@ void Publisher::writeMetrics(prometheus::TextWriter& out) const {
   }
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::agent::publish

@@ -18,7 +18,7 @@
 
 #include "lease/lease.h"
 
-namespace hostport::agent::kube {
+namespace hostport::agent::publish {
 
 inline constexpr std::string_view kAssignedAnnotation = "hostport.io/assigned";
 inline constexpr std::string_view kAllocatedAnnotationPrefix = "hostport.io/allocated-";
@@ -36,4 +36,4 @@ inline constexpr std::string_view kResourcePrefix = "hostport.io/";
 std::string nodeCapacityPatch(const std::map<std::string, uint64_t>& capacities);
 std::string nodeStatusPath(const std::string& nodeName);
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::agent::publish

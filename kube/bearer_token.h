@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 class BearerToken {
  public:
@@ -37,4 +37,4 @@ class BearerToken {
   int reads_ = 0;
 };
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -4,13 +4,13 @@
 
 #include <fstream>
 
-#include "agent/kube/backoff.h"
-#include "agent/kube/bearer_token.h"
-#include "agent/kube/rate_limiter.h"
+#include "kube/backoff.h"
+#include "kube/bearer_token.h"
+#include "kube/rate_limiter.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 namespace {
 
 using namespace std::chrono_literals;
@@ -76,4 +76,4 @@ TEST(BackoffTest, NeverWaitsLessThanRetryAfter) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

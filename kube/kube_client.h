@@ -15,15 +15,15 @@
 #include <random>
 #include <string>
 
-#include "agent/kube/backoff.h"
-#include "agent/kube/bearer_token.h"
-#include "agent/kube/cluster_config.h"
-#include "agent/kube/https_transport.h"
-#include "agent/kube/rate_limiter.h"
 #include "common/error.h"
 #include "common/prometheus_text.h"
+#include "kube/backoff.h"
+#include "kube/bearer_token.h"
+#include "kube/cluster_config.h"
+#include "kube/https_transport.h"
+#include "kube/rate_limiter.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 struct KubeClientOptions {
   double qps = 5;  // client-go's defaults
@@ -82,4 +82,4 @@ class KubeClient {
 /// True for the answers worth trying again: 429, 5xx.
 bool isRetryableStatus(int status);
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

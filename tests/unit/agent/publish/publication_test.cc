@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "agent/kube/pod_publication.h"
-#include "agent/kube/publisher.h"
+#include "agent/publish/pod_publication.h"
+#include "agent/publish/publisher.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
-namespace hostport::agent::kube {
+namespace hostport::agent::publish {
 namespace {
 
 using namespace std::chrono_literals;
@@ -207,4 +207,4 @@ TEST_F(PublisherTest, PatchesTheNodeWhenTheCapacityChangesAndRetriesAFailure) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::kube
+}  // namespace hostport::agent::publish

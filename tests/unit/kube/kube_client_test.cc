@@ -3,7 +3,7 @@
 // rotated token file, client certificates, retries of 429 (after Retry-After), 5xx and dropped
 // connections, and deadlines. Waits are recorded, not slept.
 
-#include "agent/kube/kube_client.h"
+#include "kube/kube_client.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 namespace {
 
 using namespace std::chrono_literals;
@@ -151,4 +151,4 @@ TEST_F(KubeClientTest, AServerItsCaDidNotSignIsRefused) {
 }
 
 }  // namespace
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -1,6 +1,6 @@
-#include "agent/kube/kube_client.h"
+#include "kube/kube_client.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 bool isRetryableStatus(int status) { return status == 429 || (status >= 500 && status <= 599); }
 
@@ -84,4 +84,4 @@ void KubeClient::writeMetrics(prometheus::TextWriter& out) const {
   out.sample("hostport_kube_last_request_duration_seconds", seconds(lastLatencyNanos_.load()));
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

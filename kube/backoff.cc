@@ -1,11 +1,11 @@
-#include "agent/kube/backoff.h"
+#include "kube/backoff.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string_view>
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 std::chrono::milliseconds Backoff::delay(int attempt,
                                          std::optional<std::chrono::seconds> retryAfter) {
@@ -33,4 +33,4 @@ std::optional<std::chrono::seconds> parseRetryAfter(std::string_view value) {
   return std::chrono::seconds(std::min<int64_t>(seconds, 3600));
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 inline constexpr std::string_view kServiceAccountDir =
     "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -53,4 +53,4 @@ Result<ClusterConfig> loadKubeconfig(const std::string& path);
 /// Splits "https://host[:port]" into the config's host and port. kInvalidArgument otherwise.
 Result<void> parseServer(std::string_view url, ClusterConfig& config);
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "agent/kube/cluster_config.h"
 #include "common/error.h"
+#include "kube/cluster_config.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 struct ApiRequest {
   std::string method;  // GET, PATCH, ...
@@ -53,4 +53,4 @@ class HttpsTransport {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

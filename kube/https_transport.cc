@@ -1,4 +1,4 @@
-#include "agent/kube/https_transport.h"
+#include "kube/https_transport.h"
 
 #include <openssl/ssl.h>
 
@@ -14,7 +14,7 @@
 #include <boost/beast/version.hpp>
 #include <optional>
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 namespace {
 
 namespace asio = boost::asio;
@@ -187,4 +187,4 @@ Result<ApiResponse> HttpsTransport::exchange(const ApiRequest& request, const st
   return out;
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -1,4 +1,4 @@
-#include "agent/kube/bearer_token.h"
+#include "kube/bearer_token.h"
 
 #include <sys/stat.h>
 
@@ -6,7 +6,7 @@
 
 #include "common/atomic_file.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 Result<std::string> BearerToken::current() {
   if (path_.empty()) return token_;
@@ -35,4 +35,4 @@ Result<std::string> BearerToken::current() {
   return token_;
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string_view>
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 struct BackoffPolicy {
   std::chrono::milliseconds initial{200};
@@ -36,4 +36,4 @@ class Backoff {
 /// Retry-After's delta-seconds form (the API server sends nothing else); nullopt otherwise.
 std::optional<std::chrono::seconds> parseRetryAfter(std::string_view value);
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

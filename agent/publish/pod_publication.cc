@@ -1,8 +1,8 @@
-#include "agent/kube/pod_publication.h"
+#include "agent/publish/pod_publication.h"
 
 #include <nlohmann/json.hpp>
 
-namespace hostport::agent::kube {
+namespace hostport::agent::publish {
 
 std::string podPath(const PodIdentity& pod) {
   return "/api/v1/namespaces/" + pod.namespaceName + "/pods/" + pod.name;
@@ -45,4 +45,4 @@ std::string publicationPatch(const Lease& lease, const std::string& nodeName) {
   return patch.dump();
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::agent::publish

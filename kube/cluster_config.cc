@@ -1,4 +1,4 @@
-#include "agent/kube/cluster_config.h"
+#include "kube/cluster_config.h"
 
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
@@ -9,7 +9,7 @@
 #include "common/atomic_file.h"
 #include "common/quote.h"
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 namespace {
 
 constexpr std::size_t kMaxFileBytes = 1 << 20;  // a kubeconfig, a CA bundle, a token
@@ -209,4 +209,4 @@ Result<ClusterConfig> loadKubeconfig(const std::string& path) {
   return parseKubeconfig(text, path);
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube

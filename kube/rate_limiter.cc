@@ -1,8 +1,8 @@
-#include "agent/kube/rate_limiter.h"
+#include "kube/rate_limiter.h"
 
 #include <algorithm>
 
-namespace hostport::agent::kube {
+namespace hostport::kube {
 
 RateLimiter::RateLimiter(double qps, int burst, Clock::time_point now)
     : qps_(qps), burst_(std::max(1, burst)), tokens_(burst_), last_(now) {}
@@ -19,4 +19,4 @@ RateLimiter::Clock::time_point RateLimiter::reserve(Clock::time_point now) {
   return now + std::chrono::duration_cast<Clock::duration>(wait);
 }
 
-}  // namespace hostport::agent::kube
+}  // namespace hostport::kube
