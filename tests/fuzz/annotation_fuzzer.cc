@@ -16,7 +16,7 @@
 namespace {
 
 using hostport::DynamicPortRequest;
-namespace cni = hostport::cni;
+namespace annotations = hostport::annotations;
 
 std::vector<std::string_view> splitAtNul(std::string_view text) {
   std::vector<std::string_view> parts;

@@ -77,8 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto config = cni::parsePluginConfig(hostport::fuzz::textOf(data, size));
   if (!config) return 0;
   checkBounds(*config);
-  (void)cni::parseValidAttachments(*config);                        // GC
-  (void)annotations::parsePortAnnotations(config->podAnnotations);  // agent mode's request
+  (void)cni::parseValidAttachments(*config);  // GC
+  (void)hostport::annotations::parsePortAnnotations(
+      config->podAnnotations);  // agent mode's request
   checkAddPlan(*config);
   return 0;
 }
