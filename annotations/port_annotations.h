@@ -8,14 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "annotations/annotation_names.h"
 #include "common/error.h"
 #include "lease/lease.h"
 
 namespace hostport::annotations {
 
-inline constexpr std::string_view kPortsAnnotation = "hostport.io/ports";
-inline constexpr std::string_view kPoolAnnotation = "hostport.io/pool";
-inline constexpr std::string_view kStickyAnnotation = "hostport.io/sticky";
 inline constexpr std::size_t kMaxPortsAnnotationBytes = 4096;
 
 struct PortAnnotations {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "annotations/annotation_names.h"
+
 namespace hostport::agent::publish {
 
 std::string podPath(const PodIdentity& pod) {
@@ -16,7 +18,7 @@ std::string nodeCapacityPatch(const std::map<std::string, uint64_t>& capacities)
   nlohmann::json resources = nlohmann::json::object();
   // Quantities are strings in the API.
   for (const auto& [pool, free] : capacities) {
-    resources[std::string(kResourcePrefix) + pool] = std::to_string(free);
+    resources[std::string(annotations::kResourcePrefix) + pool] = std::to_string(free);
   }
   return nlohmann::json{{"status", {{"capacity", resources}, {"allocatable", resources}}}}.dump();
 }
@@ -35,10 +37,10 @@ std::string publicationPatch(const Lease& lease, const std::string& nodeName) {
     ports[grant.name] = std::move(port);
     std::string value = std::to_string(grant.hostPort);
     if (grant.count > 1) value += "-" + std::to_string(grant.hostPort + grant.count - 1);
-    annotations[std::string(kAllocatedAnnotationPrefix) + grant.name] = value;
+    annotations[std::string(annotations::kAllocatedAnnotationPrefix) + grant.name] = value;
   }
   if (ports.empty()) return {};
-  annotations[std::string(kAssignedAnnotation)] =
+  annotations[std::string(annotations::kAssignedAnnotation)] =
       nlohmann::json{{"node", nodeName}, {"ports", std::move(ports)}}.dump();
   const nlohmann::json patch = {
       {"metadata", {{"uid", lease.pod.uid}, {"annotations", std::move(annotations)}}}};

@@ -20,9 +20,6 @@
 
 namespace hostport::agent::publish {
 
-inline constexpr std::string_view kAssignedAnnotation = "hostport.io/assigned";
-inline constexpr std::string_view kAllocatedAnnotationPrefix = "hostport.io/allocated-";
-
 /// The merge patch for the lease's pod, or an empty string when it has nothing to publish (no
 /// named grant, or no pod namespace, name and UID to aim at).
 std::string publicationPatch(const Lease& lease, const std::string& nodeName);
@@ -32,7 +29,6 @@ std::string podPath(const PodIdentity& pod);
 
 /// One extended resource per pool, `hostport.io/<pool>`, in the Node's status.capacity and
 /// status.allocatable (issue 13 §3): a merge patch for "/api/v1/nodes/<node>/status".
-inline constexpr std::string_view kResourcePrefix = "hostport.io/";
 std::string nodeCapacityPatch(const std::map<std::string, uint64_t>& capacities);
 std::string nodeStatusPath(const std::string& nodeName);
 

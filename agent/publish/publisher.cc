@@ -5,6 +5,7 @@
 
 #include "agent/log/event_log.h"
 #include "agent/publish/pod_publication.h"
+#include "annotations/annotation_names.h"
 #include "common/atomic_file.h"
 
 namespace hostport::agent::publish {
@@ -221,8 +222,8 @@ void Publisher::deliverCapacity(std::map<std::string, uint64_t> capacities) {
     deliveredCapacity_ = std::move(capacities);
     std::string resources;
     for (const auto& [pool, free] : *deliveredCapacity_) {
-      resources += (resources.empty() ? "" : ",") + std::string(kResourcePrefix) + pool + "=" +
-                   std::to_string(free);
+      resources += (resources.empty() ? "" : ",") + std::string(annotations::kResourcePrefix) +
+                   pool + "=" + std::to_string(free);
     }
     log::event(Component::kKube, Level::kInfo, "capacity.patched",
                {{"node", options_.nodeName}, {"resources", resources}});
