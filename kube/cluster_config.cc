@@ -1,6 +1,5 @@
 #include "kube/cluster_config.h"
 
-#include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -8,6 +7,7 @@
 
 #include "common/atomic_file.h"
 #include "common/quote.h"
+#include "kube/base64.h"
 
 namespace hostport::kube {
 namespace {
@@ -19,28 +19,6 @@ Result<std::string> readRequired(const std::filesystem::path& path, std::string_
   if (!text)
     return fail(ErrorCode::kNotFound, std::string(what) + " " + path.string() + " is missing");
   return std::move(*text);
-}
-
-Result<std::string> decodeBase64(std::string_view text, std::string_view key) {
-  std::string compact;
-  for (const char c : text) {
-    if (c != '\n' && c != '\r' && c != ' ') compact.push_back(c);
-  }
-  if (compact.size() % 4 != 0) {
-    return fail(ErrorCode::kInvalidArgument, "kubeconfig " + std::string(key) + " is not base64");
-  }
-  std::string out(compact.size() / 4 * 3, '\0');
-  const int written = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                      reinterpret_cast<const unsigned char*>(compact.data()),
-                                      static_cast<int>(compact.size()));
-  if (written < 0) {
-    return fail(ErrorCode::kInvalidArgument, "kubeconfig " + std::string(key) + " is not base64");
-  }
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  std::size_t size = static_cast<std::size_t>(written);
-  for (std::size_t i = compact.size(); i > 0 && compact[i - 1] == '='; --i) --size;
-  out.resize(size);
-  return out;
 }
 
 /// The named entry of a kubeconfig list ("clusters", "users", "contexts"): [{name, <kind>: {...}}].
@@ -62,7 +40,7 @@ Result<YAML::Node> namedEntry(const YAML::Node& root, const char* list, const ch
 Result<std::string> pemOf(const YAML::Node& node, const std::string& key,
                           const std::filesystem::path& baseDir) {
   if (const auto data = node[key + "-data"])
-    return decodeBase64(data.as<std::string>(), key + "-data");
+    return decodeBase64(data.as<std::string>(), "kubeconfig " + key + "-data");
   if (const auto file = node[key]) {
     std::filesystem::path path = file.as<std::string>();
     if (path.is_relative()) path = baseDir / path;

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "common/ascii.h"
+#include "kube/base64.h"
 #include "tests/fakes/fake_kube_objects.h"
 
 namespace hostport::kube {
@@ -96,15 +97,6 @@ Result<void> writeFile(const std::filesystem::path& path, std::string_view conte
 
 /// A YAML double-quoted scalar: JSON's string escapes are a subset of YAML's.
 std::string yamlQuoted(std::string_view text) { return json(text).dump(); }
-
-std::string base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(data.data()),
-                                static_cast<int>(data.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
 
 /// The CN of the client's certificate when it sent one and it verified against the CA, else "".
 std::string verifiedClientName(SSL* ssl) {
@@ -506,7 +498,7 @@ Result<std::filesystem::path> FakeKubeApiServer::writeKubeconfig(
       "    server: " + yamlQuoted("https://" + options.host + ":" + std::to_string(impl_->port)) +
       "\n";
   if (options.inlineCa) {
-    cluster += "    certificate-authority-data: " + base64(caPem()) + "\n";
+    cluster += "    certificate-authority-data: " + encodeBase64(caPem()) + "\n";
   } else {
     HOSTPORT_TRY_VOID(writeFile(base / "ca.crt", caPem()));
     cluster += "    certificate-authority: " + yamlQuoted((base / "ca.crt").string()) + "\n";
