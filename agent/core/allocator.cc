@@ -77,6 +77,26 @@ struct Allocator::State {
   }
 
   Result<void> validate(const AllocationRequest& request, const PoolState& pool) const;
+  /// Everything judged before a port is picked: the pool (its index), the rows, and the rules of
+  /// every pool the request takes ports from (its own, and any whose range holds one of its
+  /// static claims), given what `usageIn(pool)` says the pod and its namespace hold there.
+  /// `demanded(pool, ports)` hears what the request takes from each of those pools.
+  template <typename UsageIn, typename Demanded>
+  std::expected<std::size_t, AllocationError> judge(const AllocationRequest& request,
+                                                    UsageIn usageIn, Demanded demanded) const {
+    HOSTPORT_TRY(const std::size_t poolIndex, resolvePool(request.poolName()));
+    HOSTPORT_TRY_VOID(validate(request, pools[poolIndex]));
+    for (std::size_t i = 0; i < pools.size(); ++i) {
+      const uint32_t asked = askedOf(request, poolOf, i, poolIndex);
+      if (i != poolIndex && asked == 0) continue;
+      const PoolState& pool = pools[i];
+      if (auto refused = checkRules(pool.rules, pool.name, request.pod, asked, usageIn(pool))) {
+        return std::unexpected(AllocationError(std::move(*refused)));
+      }
+      demanded(pool, asked);
+    }
+    return poolIndex;
+  }
   std::expected<void, AllocationError> claimStatics(const AllocationRequest& request,
                                                     PortProbe& probe,
                                                     std::vector<PortGrant>& grants);
@@ -99,9 +119,6 @@ struct Allocator::State {
 
 Result<void> Allocator::State::validate(const AllocationRequest& request,
                                         const PoolState& pool) const {
-  if (request.key.containerId.empty() || request.key.ifname.empty()) {
-    return fail(ErrorCode::kInvalidArgument, "an attachment needs a container ID and an ifname");
-  }
   const std::size_t rows = request.statics.size() + request.dynamics.size();
   if (rows > kMaxPortsPerRequest) {
     return fail(ErrorCode::kInvalidArgument, "too many ports: " + std::to_string(rows) +
@@ -322,19 +339,13 @@ std::expected<Lease, AllocationError> Allocator::allocate(const AllocationReques
   State& state = *state_;
   if (const auto slot = state.slots.find(request.key)) return state.slots.leaseAt(*slot);
 
-  HOSTPORT_TRY(const std::size_t poolIndex, state.resolvePool(request.poolName()));
-  HOSTPORT_TRY_VOID(state.validate(request, state.pools[poolIndex]));
-  // The rules of every pool the request takes ports from: its own, and any whose range holds one
-  // of its static claims.
-  for (std::size_t i = 0; i < state.pools.size(); ++i) {
-    const uint32_t asked = askedOf(request, state.poolOf, i, poolIndex);
-    if (i != poolIndex && asked == 0) continue;
-    const PoolState& pool = state.pools[i];
-    if (auto refused = checkRules(pool.rules, pool.name, request.pod, asked,
-                                  pool.counts.usageOf(request.pod))) {
-      return std::unexpected(AllocationError(std::move(*refused)));
-    }
+  if (request.key.containerId.empty() || request.key.ifname.empty()) {
+    return fail(ErrorCode::kInvalidArgument, "an attachment needs a container ID and an ifname");
   }
+  HOSTPORT_TRY(const std::size_t poolIndex,
+               state.judge(
+                   request, [&](const PoolState& pool) { return pool.counts.usageOf(request.pod); },
+                   [](const PoolState&, uint32_t) {}));
 
   const RequestScratch::Scope scope(state.scratch);
   std::vector<PortGrant> grants;
@@ -345,6 +356,20 @@ std::expected<Lease, AllocationError> Allocator::allocate(const AllocationReques
               std::move(grants), request.forwarding, request.netnsId, request.sticky};
   state.commit(state.slots.pack(lease, lease.pool), lease, lease.pool);
   return lease;
+}
+
+std::expected<std::vector<PoolDemand>, AllocationError> Allocator::judge(
+    const AllocationRequest& request) const {
+  std::vector<PoolDemand> demands;
+  HOSTPORT_TRY_VOID(state_->judge(
+      request, [](const PoolState&) { return RuleUsage{}; },
+      [&](const PoolState& pool, uint32_t ports) {
+        demands.push_back({pool.name, ports});
+      }));
+  // The request's own pool first: the loop met the pools in configuration order.
+  const auto own = std::ranges::find(demands, request.poolName(), &PoolDemand::pool);
+  std::rotate(demands.begin(), own, own + 1);
+  return demands;
 }
 
 std::optional<Lease> Allocator::release(const AttachmentKey& key) {

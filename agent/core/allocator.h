@@ -42,6 +42,13 @@ struct NamespaceUsage {
   friend bool operator==(const NamespaceUsage&, const NamespaceUsage&) = default;
 };
 
+/// The ports one request takes from one pool, as the pool's rules count them (rule_counts.h).
+struct PoolDemand {
+  std::string pool;
+  uint32_t ports = 0;
+  friend bool operator==(const PoolDemand&, const PoolDemand&) = default;
+};
+
 struct PoolUsage {
   std::string name;
   uint32_t size = 0;         // ports in the pool
@@ -79,6 +86,13 @@ class Allocator {
   /// this pool; one without is not, and its grant makes the memory forget the pod.
   std::expected<Lease, AllocationError> allocate(const AllocationRequest& request,
                                                  PortProbe& probe);
+
+  /// Judges `request` alone, as allocate() does before it picks or probes anything, but as if no
+  /// lease were held (every quota's usage zero) and without a key: what the admission server can
+  /// know before the pod reaches a node. The errors are allocate()'s, word for word. Returns what
+  /// the request takes from each pool it touches (its own pool first, even at zero ports).
+  std::expected<std::vector<PoolDemand>, AllocationError> judge(
+      const AllocationRequest& request) const;
 
   /// Releases the lease of `key` and returns it; nullopt when there is none. Its dynamic ports
   /// go into their pool's quarantine: picked again only after the pool's reuseDelaySeconds, or

@@ -199,5 +199,52 @@ TEST_F(AllocatorRulesTest, ARepeatedStaticClaimCountsOnceAgainstThePodQuota) {
   ASSERT_OK(allocator.allocate(request("a", {"games-a", "s-0", "u0"}, 0, {claim, claim}), probe_));
 }
 
+TEST_F(AllocatorRulesTest, JudgesARequestAloneInTheWordsOfAllocate) {
+  // What the admission server asks: the rules as if nothing were held, no key, nothing changed.
+  auto allocator = make({{"games-*"}, {}, 4});
+  auto outsider = request("", {"web", "nginx", ""}, 1);
+  outsider.key = {};
+  const auto judged = allocator.judge(outsider);
+  ASSERT_FALSE(judged);
+  auto keyed = outsider;
+  keyed.key = {"a", "eth0"};
+  const auto allocated = allocator.allocate(keyed, probe_);
+  ASSERT_FALSE(allocated);
+  EXPECT_EQ(judged.error().message, allocated.error().message);
+  EXPECT_EQ(judged.error().refusal, Refusal::kNamespace);
+
+  EXPECT_EQ(allocator.judge(request("", {"games-a", "s-0", ""}, 5)).error().refusal,
+            Refusal::kPodQuota);
+  ASSERT_OK(allocator.allocate(request("b", {"games-a", "s-0", "u0"}, 4), probe_));
+  const int probed = probe_.calls();
+  // The pod holds its quota now; judged alone, the same request still passes.
+  const auto alone = allocator.judge(request("", {"games-a", "s-0", "u0"}, 4));
+  ASSERT_OK(alone);
+  EXPECT_EQ(*alone, (std::vector<PoolDemand>{{"games", 4}}));
+  EXPECT_EQ(probe_.calls(), probed);
+  EXPECT_EQ(allocator.leaseCount(), 1u);
+}
+
+TEST_F(AllocatorRulesTest, JudgeNamesEveryPoolARequestTakesPortsFromItsOwnFirst) {
+  PoolSpec games{"games", {{30000, 30099}}, {}, Strategy::kLowest, 0, {}};
+  PoolSpec web{"web", {{31000, 31099}}, {PortProtocol::kTcp}, Strategy::kLowest, 0, {}};
+  auto created = Allocator::create({std::move(games), std::move(web)}, [] { return uint64_t{0}; });
+  ASSERT_OK(created);
+  auto asked = request("", {"games-a", "s-0", ""}, 0,
+                       {{30005, 80, PortProtocol::kTcp, {}}, {8080, 80, PortProtocol::kTcp, {}}});
+  asked.pool = "web";
+  asked.dynamics.push_back({"http", 80, 3, PortProtocol::kTcp});
+  const auto demands = created->judge(asked);
+  ASSERT_OK(demands);
+  EXPECT_EQ(*demands, (std::vector<PoolDemand>{{"web", 3}, {"games", 1}}));
+  // A protocol the pool does not serve, in allocate()'s words.
+  asked.dynamics.push_back({"rtp", 5000, 1, PortProtocol::kUdp});
+  const auto refused = created->judge(asked);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "port \"rtp\" asks for udp but pool \"web\" allows only tcp");
+  asked.pool = "nope";
+  EXPECT_EQ(created->judge(asked).error().message, "unknown pool \"nope\"");
+}
+
 }  // namespace
 }  // namespace hostport::agent::core
