@@ -13,9 +13,9 @@ usage() {
 Usage: scripts/check-layers.sh
 
 Reads every #include "..." of the production sources (common/ netlink/ hostnet/ nft/ lease/
-forwards/ annotations/ kube/ agent/ cni-plugin/) and fails on one the code map forbids. Each rule
-is a folder, the include prefixes it may not use, and the ones allowed among those, with the
-reason:
+forwards/ annotations/ kube/ agent/ admission/ cni-plugin/) and fails on one the code map
+forbids. Each rule is a folder, the include prefixes it may not use, and the ones allowed among
+those, with the reason:
 
 $(print_rules)
 EOF
@@ -23,24 +23,26 @@ EOF
 
 # folder | forbidden include prefixes | allowed exceptions | why
 readonly RULES=(
-  "common/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/||the ground floor"
-  "lease/|netlink/ hostnet/ nft/ forwards/ annotations/ kube/ agent/ cni-plugin/||the vocabulary is the floor above common"
-  "netlink/|hostnet/ nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/||the transport knows no tables or leases"
-  "hostnet/|nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/||host networking knows no leases"
-  "nft/|hostnet/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/||the table model knows no leases"
-  "forwards/|annotations/ kube/ agent/ cni-plugin/||forwards serve the agent and the plugin alike"
-  "kube/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ agent/ cni-plugin/||the API client knows HTTP and credentials, not what is sent"
-  "annotations/|netlink/ hostnet/ nft/ forwards/ kube/ agent/ cni-plugin/||the grammar of what a pod asks knows nothing of how it is served"
-  "cni-plugin/|agent/ kube/|agent/api/|the plugin is a client of the agent"
-  "agent/core/|agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/log/ agent/cni_config/ agent/daemon/ nft/ netlink/ hostnet/ forwards/||the allocation core is pure"
-  "agent/store/|agent/core/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/daemon/||durability needs the vocabulary, never the engine"
-  "agent/config/|agent/service/ agent/server/ agent/publish/ agent/cni_config/ agent/daemon/||configuration comes before what it configures"
-  "agent/api/|agent/core/ agent/store/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/log/ agent/cni_config/ agent/daemon/||the contract is what both ends share, and nothing more"
-  "agent/log/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/cni_config/ agent/daemon/||every layer logs, so the log knows none of them"
-  "agent/server/|agent/core/ agent/store/ agent/service/ agent/config/ agent/publish/ agent/cni_config/ agent/daemon/||transports carry requests, they do not decide them"
-  "agent/publish/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/cni_config/ agent/daemon/||the publisher is given what to publish"
-  "agent/cni_config/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/daemon/||chaining knows files, not ports"
-  "agent/service/|agent/config/ agent/daemon/||the daemon wires the service, not the reverse"
+  "common/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||the ground floor"
+  "lease/|netlink/ hostnet/ nft/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||the vocabulary is the floor above common"
+  "netlink/|hostnet/ nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||the transport knows no tables or leases"
+  "hostnet/|nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||host networking knows no leases"
+  "nft/|hostnet/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||the table model knows no leases"
+  "forwards/|annotations/ kube/ agent/ cni-plugin/ admission/||forwards serve the agent and the plugin alike"
+  "kube/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ agent/ cni-plugin/ admission/||the API client knows HTTP and credentials, not what is sent"
+  "annotations/|netlink/ hostnet/ nft/ forwards/ kube/ agent/ cni-plugin/ admission/||the grammar of what a pod asks knows nothing of how it is served"
+  "admission/|netlink/ hostnet/ nft/ forwards/ agent/ cni-plugin/|agent/core/ agent/config/|the webhook judges with the agent's own engine and reads the agents' file, and touches no node"
+  "cni-plugin/|agent/ kube/ admission/|agent/api/|the plugin is a client of the agent"
+  "agent/core/|agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/log/ agent/cni_config/ agent/daemon/ nft/ netlink/ hostnet/ forwards/ admission/||the allocation core is pure"
+  "agent/store/|agent/core/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/daemon/ admission/||durability needs the vocabulary, never the engine"
+  "agent/config/|agent/service/ agent/server/ agent/publish/ agent/cni_config/ agent/daemon/ admission/||configuration comes before what it configures"
+  "agent/api/|agent/core/ agent/store/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/log/ agent/cni_config/ agent/daemon/ admission/||the contract is what both ends share, and nothing more"
+  "agent/log/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/cni_config/ agent/daemon/ admission/||every layer logs, so the log knows none of them"
+  "agent/server/|agent/core/ agent/store/ agent/service/ agent/config/ agent/publish/ agent/cni_config/ agent/daemon/ admission/||transports carry requests, they do not decide them"
+  "agent/publish/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/cni_config/ agent/daemon/ admission/||the publisher is given what to publish"
+  "agent/cni_config/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/daemon/ admission/||chaining knows files, not ports"
+  "agent/service/|agent/config/ agent/daemon/ admission/||the daemon wires the service, not the reverse"
+  "agent/daemon/|admission/||a node runs without the webhook"
 )
 
 print_rules() {
