@@ -13,9 +13,9 @@ usage() {
 Usage: scripts/check-layers.sh
 
 Reads every #include "..." of the production sources (common/ netlink/ hostnet/ nft/ lease/
-forwards/ annotations/ kube/ agent/ admission/ cni-plugin/) and fails on one the code map
-forbids. Each rule is a folder, the include prefixes it may not use, and the ones allowed among
-those, with the reason:
+forwards/ annotations/ kube/ tls/ settings/ agent/ admission/ cni-plugin/) and fails on one
+the code map forbids. Each rule is a folder, the include prefixes it may not use, and the ones
+allowed among those, with the reason:
 
 $(print_rules)
 EOF
@@ -23,13 +23,15 @@ EOF
 
 # folder | forbidden include prefixes | allowed exceptions | why
 readonly RULES=(
-  "common/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||the ground floor"
+  "common/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ kube/ tls/ settings/ agent/ cni-plugin/ admission/||the ground floor"
   "lease/|netlink/ hostnet/ nft/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||the vocabulary is the floor above common"
   "netlink/|hostnet/ nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||the transport knows no tables or leases"
   "hostnet/|nft/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||host networking knows no leases"
   "nft/|hostnet/ lease/ forwards/ annotations/ kube/ agent/ cni-plugin/ admission/||the table model knows no leases"
   "forwards/|annotations/ kube/ agent/ cni-plugin/ admission/||forwards serve the agent and the plugin alike"
   "kube/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ agent/ cni-plugin/ admission/||the API client knows HTTP and credentials, not what is sent"
+  "tls/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ kube/ settings/ agent/ cni-plugin/ admission/||certificates know nothing of who serves them"
+  "settings/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ kube/ tls/ agent/ cni-plugin/ admission/||a table of settings knows nothing of what they set"
   "annotations/|netlink/ hostnet/ nft/ forwards/ kube/ agent/ cni-plugin/ admission/||the grammar of what a pod asks knows nothing of how it is served"
   "admission/|netlink/ hostnet/ nft/ forwards/ agent/ cni-plugin/|agent/core/ agent/config/|the webhook judges with the agent's own engine and reads the agents' file, and touches no node"
   "cni-plugin/|agent/ kube/ admission/|agent/api/|the plugin is a client of the agent"

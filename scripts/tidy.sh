@@ -17,7 +17,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
 readonly TIDY="${HOSTPORT_CLANG_TIDY:-clang-tidy-16}"
 readonly JOBS="${HOSTPORT_JOBS:-$(nproc)}"
-readonly PRODUCTION=(common lease netlink hostnet nft forwards annotations kube agent admission cni-plugin)
+readonly PRODUCTION=(common lease netlink hostnet nft forwards annotations kube tls settings agent
+  admission cni-plugin)
 
 usage() {
   cat <<EOF

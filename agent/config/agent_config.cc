@@ -329,14 +329,7 @@ Result<void> applyCommandLine(const CommandLine& commandLine, AgentConfig& confi
     if (!ranges) return withContext(ranges.error(), "--port-range");
     setDefaultPoolRanges(config, std::move(*ranges));
   }
-  for (const auto& [key, text] : commandLine.settings) {
-    if (!text) continue;
-    const Setting* setting = findSetting(key);
-    if (setting == nullptr) {
-      return fail(ErrorCode::kInternal, "no setting " + quoteText(key) + " for a flag");
-    }
-    HOSTPORT_TRY_VOID(applySetting(*setting, *text, setting->flagName(), config));
-  }
+  HOSTPORT_TRY_VOID(settings::applyFlags(settings(), commandLine.settings, config));
   return {};
 }
 

@@ -14,6 +14,7 @@
 #include "agent/api/routes.h"
 #include "agent/core/allocator.h"
 #include "common/error.h"
+#include "settings/setting.h"
 
 namespace hostport::agent::config {
 
@@ -94,7 +95,7 @@ struct CommandLine {
   /// Each setting given as a flag, by its YAML key (settings.h), as the flag's text: "" is a
   /// value too (--metrics-address "" turns the listener off). A setting not here, or here
   /// without a value, keeps the file's value or the default.
-  std::map<std::string, std::optional<std::string>, std::less<>> settings;
+  settings::FlagValues settings;
 };
 
 /// The file at commandLine.configPath (when one is named), the flags on top, finalized. Errors

@@ -1,16 +1,29 @@
 #include "agent/config/settings.h"
 
-#include <algorithm>
 #include <array>
-#include <charconv>
-
-#include "common/ascii.h"
-#include "common/quote.h"
 
 namespace hostport::agent::config {
 namespace {
 
 constexpr uint32_t kDay = 86400;
+
+constexpr std::array<std::string_view, 3> kChainWords = {"auto", "true", "false"};
+
+void setChain(std::string_view word, AgentConfig& config) {
+  config.chainCni = *parseChainCni(word);  // one of kChainWords, which it reads
+}
+
+std::string_view chainWord(const AgentConfig& config) {
+  switch (config.chainCni) {
+    case ChainCni::kOn:
+      return "true";
+    case ChainCni::kOff:
+      return "false";
+    case ChainCni::kAuto:
+      break;
+  }
+  return "auto";
+}
 
 // clang-format off
 const std::array kSettings = {
@@ -69,7 +82,7 @@ const std::array kSettings = {
           "chain the hostport plugin into the node's CNI configuration and keep it there: auto "
           "(only when running in a pod, KUBERNETES_SERVICE_HOST set), true or false; undo with "
           "`hostportctl uninstall-cni`",
-          ChainChoice{&AgentConfig::chainCni}},
+          Choice{kChainWords, &setChain, &chainWord}},
   Setting{"cniConfDir", "--cni-conf-dir",
           "the runtime's CNI configuration dir",
           Text{&AgentConfig::cniConfDir}},
@@ -101,99 +114,10 @@ const std::array kSettings = {
 };
 // clang-format on
 
-std::unexpected<Error> refuse(std::string_view where, const std::string& problem) {
-  return fail(ErrorCode::kInvalidArgument, std::string(where) + ": " + problem);
-}
-
-std::string_view chainText(ChainCni chain) {
-  switch (chain) {
-    case ChainCni::kOn:
-      return "true";
-    case ChainCni::kOff:
-      return "false";
-    case ChainCni::kAuto:
-      break;
-  }
-  return "auto";
-}
-
 }  // namespace
 
 std::span<const Setting> settings() { return kSettings; }
 
-Result<uint64_t> parseWholeNumber(std::string_view text, std::string_view where, uint64_t min,
-                                  uint64_t max) {
-  // At most 15 digits: nothing here counts that high, and the value cannot overflow.
-  uint64_t value = 0;
-  if (text.empty() || text.size() > 15 || !std::ranges::all_of(text, ascii::isDigit)) {
-    return refuse(where, quoteText(text) + " is not a whole number");
-  }
-  std::from_chars(text.data(), text.data() + text.size(), value);
-  if (value < min) return refuse(where, quoteText(text) + " is below " + std::to_string(min));
-  if (value > max) return refuse(where, quoteText(text) + " is above " + std::to_string(max));
-  return value;
-}
-
-const Setting* findSetting(std::string_view key) {
-  const auto found = std::ranges::find(kSettings, key, &Setting::key);
-  return found == kSettings.end() ? nullptr : &*found;
-}
-
-Result<void> applySetting(const Setting& setting, std::string_view text, std::string_view where,
-                          AgentConfig& config) {
-  struct Apply {
-    std::string_view text;
-    std::string_view where;
-    AgentConfig& config;
-
-    Result<void> operator()(const Text& value) const {
-      config.*value.member = std::string(text);
-      return {};
-    }
-    Result<void> operator()(const Switch& value) const {
-      if (text != "true" && text != "false") {
-        return refuse(where, quoteText(text) + " is not true or false");
-      }
-      config.*value.member = text == "true";
-      return {};
-    }
-    Result<void> operator()(const Count32& value) const {
-      HOSTPORT_TRY(const uint64_t count, parseWholeNumber(text, where, value.min, value.max));
-      config.*value.member = static_cast<uint32_t>(count);
-      return {};
-    }
-    Result<void> operator()(const Count64& value) const {
-      HOSTPORT_TRY(config.*value.member, parseWholeNumber(text, where, value.min, value.max));
-      return {};
-    }
-    Result<void> operator()(const ChainChoice& value) const {
-      auto chain = parseChainCni(text);
-      if (!chain) return withContext(chain.error(), std::string(where));
-      config.*value.member = *chain;
-      return {};
-    }
-  };
-  return std::visit(Apply{text, where, config}, setting.value);
-}
-
-std::string settingText(const Setting& setting, const AgentConfig& config) {
-  struct Print {
-    const AgentConfig& config;
-    std::string operator()(const Text& value) const { return config.*value.member; }
-    std::string operator()(const Switch& value) const {
-      return config.*value.member ? "true" : "false";
-    }
-    std::string operator()(const Count32& value) const {
-      return std::to_string(config.*value.member);
-    }
-    std::string operator()(const Count64& value) const {
-      return std::to_string(config.*value.member);
-    }
-    std::string operator()(const ChainChoice& value) const {
-      return std::string(chainText(config.*value.member));
-    }
-  };
-  return std::visit(Print{config}, setting.value);
-}
+const Setting* findSetting(std::string_view key) { return settings::findSetting(settings(), key); }
 
 }  // namespace hostport::agent::config

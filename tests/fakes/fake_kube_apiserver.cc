@@ -35,6 +35,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+/// The fake's certificates: a test's day.
+constexpr tls::Validity kDay{std::chrono::hours(24)};
 constexpr std::chrono::seconds kHandshakeTimeout{10};
 constexpr std::chrono::seconds kWriteTimeout{10};
 constexpr std::uint64_t kMaxBodyBytes = 4 << 20;
@@ -204,7 +206,7 @@ struct FakeKubeApiServer::Impl {
     std::optional<FakeKubeFault> fault;
   };
 
-  Impl(test::TestCertificateAuthority authority, std::string initialToken)
+  Impl(tls::CertificateAuthority authority, std::string initialToken)
       : ca(std::move(authority)), token(std::move(initialToken)) {}
 
   void accept();
@@ -262,7 +264,7 @@ struct FakeKubeApiServer::Impl {
     finishedChanged.notify_all();
   }
 
-  test::TestCertificateAuthority ca;
+  tls::CertificateAuthority ca;
   ssl::context tls{ssl::context::tls_server};
 
   mutable std::mutex mutex;
@@ -418,8 +420,9 @@ namespace {
 
 /// The server's TLS: its certificate and key, TLS 1.2 at least, and client certificates of the CA
 /// verified when a client sends one.
-Result<void> configureTls(ssl::context& tls, const test::TestCertificateAuthority& ca) {
-  HOSTPORT_TRY(const test::PemCertificate server, ca.issueServer({"localhost"}, {"127.0.0.1"}));
+Result<void> configureTls(ssl::context& tls, const tls::CertificateAuthority& ca) {
+  HOSTPORT_TRY(const tls::PemCertificate server,
+               ca.issueServer({"localhost"}, {"127.0.0.1"}, kDay));
   beast::error_code ec;
   tls.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
@@ -444,8 +447,8 @@ Result<void> configureTls(ssl::context& tls, const test::TestCertificateAuthorit
 }  // namespace
 
 Result<std::unique_ptr<FakeKubeApiServer>> FakeKubeApiServer::start(Options options) {
-  HOSTPORT_TRY(test::TestCertificateAuthority ca,
-               test::TestCertificateAuthority::create("hostport fake kube-apiserver CA"));
+  HOSTPORT_TRY(tls::CertificateAuthority ca,
+               tls::CertificateAuthority::create("hostport fake kube-apiserver CA", kDay));
   auto impl = std::make_unique<Impl>(std::move(ca), std::move(options.token));
   HOSTPORT_TRY_VOID(configureTls(impl->tls, impl->ca));
   const tcp::endpoint endpoint(asio::ip::address_v4::loopback(), 0);
@@ -476,7 +479,7 @@ std::string FakeKubeApiServer::url() const {
   return "https://127.0.0.1:" + std::to_string(impl_->port);
 }
 
-const test::TestCertificateAuthority& FakeKubeApiServer::ca() const { return impl_->ca; }
+const tls::CertificateAuthority& FakeKubeApiServer::ca() const { return impl_->ca; }
 
 const std::string& FakeKubeApiServer::caPem() const { return impl_->ca.certificatePem(); }
 
@@ -514,7 +517,8 @@ Result<std::filesystem::path> FakeKubeApiServer::writeKubeconfig(
       user = "    tokenFile: " + yamlQuoted((base / "token").string()) + "\n";
       break;
     case Credentials::kClientCertificate: {
-      HOSTPORT_TRY(const test::PemCertificate client, impl_->ca.issueClient("fake-client"));
+      HOSTPORT_TRY(const tls::PemCertificate client,
+                   impl_->ca.issueClient("fake-client", {}, kDay));
       HOSTPORT_TRY_VOID(writeFile(base / "client.crt", client.certificatePem));
       HOSTPORT_TRY_VOID(writeFile(base / "client.key", client.privateKeyPem));
       user = "    client-certificate: " + yamlQuoted((base / "client.crt").string()) + "\n" +

@@ -6,7 +6,7 @@
 // What it implements:
 // - HTTPS (TLS 1.2+, HTTP/1.1, keep-alive, concurrent connections) on 127.0.0.1 at a port the
 //   kernel picks, with a CA and a server certificate (SANs 127.0.0.1 and localhost) made when it
-//   starts (test_certificates.h);
+//   starts (tls/certificate_authority.h);
 // - bearer-token authentication, "Authorization: Bearer <token>", else 401 Unauthorized; the
 //   token can be rotated, with a grace for the old one. A client certificate signed by the fake's
 //   CA also authenticates (a kubeconfig's client-certificate);
@@ -38,7 +38,7 @@
 
 #include "common/error.h"
 #include "nlohmann/json.hpp"
-#include "tests/fakes/test_certificates.h"
+#include "tls/certificate_authority.h"
 
 namespace hostport::kube {
 
@@ -131,7 +131,7 @@ class FakeKubeApiServer {
   std::string url() const;
   /// The CA that signed the server's certificate: what a client trusts (ca.crt). It can also
   /// issue client certificates the server accepts.
-  const test::TestCertificateAuthority& ca() const;
+  const tls::CertificateAuthority& ca() const;
   const std::string& caPem() const;
 
   // --- Authentication ---

@@ -62,7 +62,7 @@ class TestClient {
     tls_.set_verify_mode(ssl::verify_peer);
   }
 
-  void useClientCertificate(const test::PemCertificate& certificate) {
+  void useClientCertificate(const tls::PemCertificate& certificate) {
     tls_.use_certificate_chain(asio::buffer(certificate.certificatePem));
     tls_.use_private_key(asio::buffer(certificate.privateKeyPem), ssl::context::pem);
   }
@@ -182,7 +182,8 @@ TEST_F(FakeKubeApiServerTest, HandshakeVerifiesAgainstTheGeneratedCaByAddressAnd
 }
 
 TEST_F(FakeKubeApiServerTest, HandshakeFailsForAClientThatTrustsAnotherCaOrName) {
-  auto otherCa = test::TestCertificateAuthority::create();
+  auto otherCa =
+      tls::CertificateAuthority::create("another CA", tls::Validity{std::chrono::hours(24)});
   ASSERT_OK(otherCa);
   TestClient stranger(otherCa->certificatePem(), server_->port());
   EXPECT_TRUE(stranger.connect());
@@ -392,7 +393,8 @@ TEST_F(FakeKubeApiServerTest, TheOldTokenIsAcceptedForTheGrace) {
 }
 
 TEST_F(FakeKubeApiServerTest, AClientCertificateOfTheCaAuthenticates) {
-  auto certificate = server_->ca().issueClient("system:node:node-a", {"system:nodes"});
+  auto certificate = server_->ca().issueClient("system:node:node-a", {"system:nodes"},
+                                               tls::Validity{std::chrono::hours(24)});
   ASSERT_OK(certificate);
   TestClient c = client();
   c.useClientCertificate(*certificate);

@@ -138,7 +138,8 @@ TEST_F(KubeClientTest, AServerItsCaDidNotSignIsRefused) {
   ASSERT_OK(path);
   auto config = loadKubeconfig(path->string());
   ASSERT_OK(config);
-  auto other = test::TestCertificateAuthority::create("another CA");
+  auto other =
+      tls::CertificateAuthority::create("another CA", tls::Validity{std::chrono::hours(24)});
   ASSERT_OK(other);
   config->caPem = other->certificatePem();
   auto kube = KubeClient::create(*config, optionsWith(1), [](auto) { return true; });

@@ -37,8 +37,9 @@ std::string otherValue(const Setting& setting) {
     std::string operator()(const Count64& value) const {
       return std::to_string(defaults.*value.member == value.min ? value.max : value.min);
     }
-    std::string operator()(const ChainChoice& value) const {
-      return defaults.*value.member == ChainCni::kOn ? "false" : "true";
+    std::string operator()(const Choice& value) const {
+      return std::string(value.get(defaults) == value.words.back() ? value.words.front()
+                                                                   : value.words.back());
     }
   };
   return std::visit(Other{setting, defaults}, setting.value);

@@ -1,61 +1,18 @@
-#include "tests/fakes/test_certificates.h"
+#include "tls/certificate_authority.h"
 
-#include <openssl/bn.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 
 #include <utility>
 
-namespace hostport::test {
+#include "tls/openssl_handles.h"
 
+namespace hostport::tls {
 namespace {
-
-/// Frees an OpenSSL handle with its own free function: the deleter of every handle below.
-template <auto Free>
-struct OpenSslFree {
-  template <typename T>
-  void operator()(T* handle) const {
-    Free(handle);
-  }
-};
-
-using PkeyPtr = std::unique_ptr<EVP_PKEY, OpenSslFree<&EVP_PKEY_free>>;
-using X509Ptr = std::unique_ptr<X509, OpenSslFree<&X509_free>>;
-using BioPtr = std::unique_ptr<BIO, OpenSslFree<&BIO_free_all>>;
-using BignumPtr = std::unique_ptr<BIGNUM, OpenSslFree<&BN_free>>;
-using ExtensionPtr = std::unique_ptr<X509_EXTENSION, OpenSslFree<&X509_EXTENSION_free>>;
-
-constexpr long kValidBeforeNowSeconds = 60 * 60;
-constexpr long kValidAfterNowSeconds = 24 * 60 * 60;
-
-/// "<what>: <OpenSSL's reasons>", emptying OpenSSL's error queue of this thread.
-Error openSslError(ErrorCode code, std::string_view what) {
-  std::string message(what);
-  char buffer[256];
-  for (unsigned long error = ERR_get_error(); error != 0; error = ERR_get_error()) {
-    ERR_error_string_n(error, buffer, sizeof(buffer));
-    message += message.size() == what.size() ? ": " : "; ";
-    message += buffer;
-  }
-  return Error{code, std::move(message), {}, {}};
-}
 
 Result<PkeyPtr> generateKey() {
   PkeyPtr key(EVP_EC_gen("P-256"));
   if (!key) return std::unexpected(openSslError(ErrorCode::kInternal, "cannot generate a key"));
   return key;
-}
-
-Result<std::string> readBio(BIO* bio) {
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio, &data);
-  if (size < 0 || data == nullptr) {
-    return std::unexpected(openSslError(ErrorCode::kInternal, "cannot read a memory BIO"));
-  }
-  return std::string(data, static_cast<std::size_t>(size));
 }
 
 Result<std::string> certificateToPem(X509* certificate) {
@@ -75,6 +32,28 @@ Result<std::string> keyToPem(EVP_PKEY* key) {
   return readBio(bio.get());
 }
 
+Result<X509Ptr> parseCertificate(std::string_view pem) {
+  BioPtr bio = pemBio(pem);
+  X509Ptr certificate(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!certificate) {
+    return std::unexpected(openSslError(ErrorCode::kInvalidArgument, "not a PEM certificate"));
+  }
+  return certificate;
+}
+
+Result<PkeyPtr> parseKey(std::string_view pem) {
+  BioPtr bio = pemBio(pem);
+  PkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!key) return std::unexpected(openSslError(ErrorCode::kInvalidArgument, "not a PEM key"));
+  return key;
+}
+
+std::chrono::system_clock::time_point timeOf(const ASN1_TIME* time) {
+  struct tm broken {};
+  ASN1_TIME_to_tm(time, &broken);
+  return std::chrono::system_clock::from_time_t(timegm(&broken));
+}
+
 /// What a certificate says beyond its key: subject, and X.509v3 extensions in OpenSSL's config
 /// syntax ("critical,CA:TRUE"), added in order (the subject key identifier before the authority
 /// key identifier that reads it).
@@ -82,6 +61,7 @@ struct CertificateSpec {
   std::string commonName;
   std::vector<std::string> organizations;
   std::vector<std::pair<int, std::string>> extensions;
+  Validity validity;
 };
 
 /// Builds and signs a certificate for `subjectKey`: by `issuerKey` under `issuer`, or self-signed
@@ -93,8 +73,10 @@ Result<X509Ptr> makeCertificate(const CertificateSpec& spec, EVP_PKEY* subjectKe
   if (!certificate || !serial || X509_set_version(certificate.get(), X509_VERSION_3) != 1 ||
       BN_rand(serial.get(), 63, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1 ||
       BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(certificate.get())) == nullptr ||
-      X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -kValidBeforeNowSeconds) == nullptr ||
-      X509_gmtime_adj(X509_getm_notAfter(certificate.get()), kValidAfterNowSeconds) == nullptr ||
+      X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -spec.validity.backdate.count()) ==
+          nullptr ||
+      X509_gmtime_adj(X509_getm_notAfter(certificate.get()), spec.validity.lifetime.count()) ==
+          nullptr ||
       X509_set_pubkey(certificate.get(), subjectKey) != 1) {
     return std::unexpected(openSslError(ErrorCode::kInternal, "cannot start a certificate"));
   }
@@ -134,29 +116,28 @@ Result<X509Ptr> makeCertificate(const CertificateSpec& spec, EVP_PKEY* subjectKe
 
 }  // namespace
 
-struct TestCertificateAuthority::Impl {
+struct CertificateAuthority::Impl {
   PkeyPtr key;
   X509Ptr certificate;
-  std::string certificatePem;
+  PemCertificate pem;
 
   Result<PemCertificate> issue(const CertificateSpec& spec) const {
     HOSTPORT_TRY(PkeyPtr leafKey, generateKey());
     HOSTPORT_TRY(X509Ptr leaf, makeCertificate(spec, leafKey.get(), certificate.get(), key.get()));
-    PemCertificate pem;
-    HOSTPORT_TRY(pem.certificatePem, certificateToPem(leaf.get()));
-    HOSTPORT_TRY(pem.privateKeyPem, keyToPem(leafKey.get()));
-    return pem;
+    PemCertificate issued;
+    HOSTPORT_TRY(issued.certificatePem, certificateToPem(leaf.get()));
+    HOSTPORT_TRY(issued.privateKeyPem, keyToPem(leafKey.get()));
+    return issued;
   }
 };
 
-TestCertificateAuthority::TestCertificateAuthority(std::unique_ptr<Impl> impl)
-    : impl_(std::move(impl)) {}
-TestCertificateAuthority::TestCertificateAuthority(TestCertificateAuthority&&) noexcept = default;
-TestCertificateAuthority& TestCertificateAuthority::operator=(TestCertificateAuthority&&) noexcept =
-    default;
-TestCertificateAuthority::~TestCertificateAuthority() = default;
+CertificateAuthority::CertificateAuthority(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CertificateAuthority::CertificateAuthority(CertificateAuthority&&) noexcept = default;
+CertificateAuthority& CertificateAuthority::operator=(CertificateAuthority&&) noexcept = default;
+CertificateAuthority::~CertificateAuthority() = default;
 
-Result<TestCertificateAuthority> TestCertificateAuthority::create(std::string_view commonName) {
+Result<CertificateAuthority> CertificateAuthority::create(std::string_view commonName,
+                                                          Validity validity) {
   auto impl = std::make_unique<Impl>();
   HOSTPORT_TRY(impl->key, generateKey());
   const CertificateSpec spec{
@@ -165,18 +146,38 @@ Result<TestCertificateAuthority> TestCertificateAuthority::create(std::string_vi
       .extensions = {{NID_basic_constraints, "critical,CA:TRUE"},
                      {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
                      {NID_subject_key_identifier, "hash"}},
+      .validity = validity,
   };
   HOSTPORT_TRY(impl->certificate, makeCertificate(spec, impl->key.get(), nullptr, impl->key.get()));
-  HOSTPORT_TRY(impl->certificatePem, certificateToPem(impl->certificate.get()));
-  return TestCertificateAuthority(std::move(impl));
+  HOSTPORT_TRY(impl->pem.certificatePem, certificateToPem(impl->certificate.get()));
+  HOSTPORT_TRY(impl->pem.privateKeyPem, keyToPem(impl->key.get()));
+  return CertificateAuthority(std::move(impl));
 }
 
-const std::string& TestCertificateAuthority::certificatePem() const {
-  return impl_->certificatePem;
+Result<CertificateAuthority> CertificateAuthority::load(const PemCertificate& certificate) {
+  auto impl = std::make_unique<Impl>();
+  HOSTPORT_TRY(impl->certificate, parseCertificate(certificate.certificatePem));
+  HOSTPORT_TRY(impl->key, parseKey(certificate.privateKeyPem));
+  if (X509_check_ca(impl->certificate.get()) == 0) {
+    return fail(ErrorCode::kInvalidArgument, "the certificate is not a CA's");
+  }
+  if (X509_check_private_key(impl->certificate.get(), impl->key.get()) != 1) {
+    return std::unexpected(
+        openSslError(ErrorCode::kInvalidArgument, "the key is not the CA certificate's"));
+  }
+  impl->pem = certificate;
+  return CertificateAuthority(std::move(impl));
 }
 
-Result<PemCertificate> TestCertificateAuthority::issueServer(
-    const std::vector<std::string>& dnsNames, const std::vector<std::string>& ipAddresses) const {
+const std::string& CertificateAuthority::certificatePem() const {
+  return impl_->pem.certificatePem;
+}
+
+const PemCertificate& CertificateAuthority::pem() const { return impl_->pem; }
+
+Result<PemCertificate> CertificateAuthority::issueServer(
+    const std::vector<std::string>& dnsNames, const std::vector<std::string>& ipAddresses,
+    Validity validity) const {
   std::string names;
   for (const std::string& name : dnsNames) names += (names.empty() ? "DNS:" : ",DNS:") + name;
   for (const std::string& ip : ipAddresses) names += (names.empty() ? "IP:" : ",IP:") + ip;
@@ -191,11 +192,13 @@ Result<PemCertificate> TestCertificateAuthority::issueServer(
                      {NID_subject_key_identifier, "hash"},
                      {NID_authority_key_identifier, "keyid"},
                      {NID_subject_alt_name, names}},
+      .validity = validity,
   });
 }
 
-Result<PemCertificate> TestCertificateAuthority::issueClient(
-    std::string_view commonName, const std::vector<std::string>& organizations) const {
+Result<PemCertificate> CertificateAuthority::issueClient(
+    std::string_view commonName, const std::vector<std::string>& organizations,
+    Validity validity) const {
   return impl_->issue({
       .commonName = std::string(commonName),
       .organizations = organizations,
@@ -204,7 +207,38 @@ Result<PemCertificate> TestCertificateAuthority::issueClient(
                      {NID_ext_key_usage, "clientAuth"},
                      {NID_subject_key_identifier, "hash"},
                      {NID_authority_key_identifier, "keyid"}},
+      .validity = validity,
   });
 }
 
-}  // namespace hostport::test
+Result<CertificateFacts> readCertificate(std::string_view pem) {
+  HOSTPORT_TRY(const X509Ptr certificate, parseCertificate(pem));
+  CertificateFacts facts;
+  facts.notBefore = timeOf(X509_get0_notBefore(certificate.get()));
+  facts.notAfter = timeOf(X509_get0_notAfter(certificate.get()));
+  facts.isCa = X509_check_ca(certificate.get()) != 0;
+  GeneralNamesPtr names(static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(certificate.get(), NID_subject_alt_name, nullptr, nullptr)));
+  for (int i = 0; names && i < sk_GENERAL_NAME_num(names.get()); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names.get(), i);
+    if (name->type != GEN_DNS) continue;
+    const ASN1_IA5STRING* dns = name->d.dNSName;
+    facts.dnsNames.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(dns)),
+                                static_cast<std::size_t>(ASN1_STRING_length(dns)));
+  }
+  return facts;
+}
+
+bool signedBy(std::string_view certificatePem, std::string_view caPem,
+              std::string_view privateKeyPem) {
+  auto certificate = parseCertificate(certificatePem);
+  auto ca = parseCertificate(caPem);
+  if (!certificate || !ca) return false;
+  EVP_PKEY* caKey = X509_get0_pubkey(ca->get());  // owned by the CA certificate
+  if (caKey == nullptr || X509_verify(certificate->get(), caKey) != 1) return false;
+  if (privateKeyPem.empty()) return true;
+  auto key = parseKey(privateKeyPem);
+  return key && X509_check_private_key(certificate->get(), key->get()) == 1;
+}
+
+}  // namespace hostport::tls
