@@ -1,25 +1,31 @@
 #pragma once
-// What the agent's HTTP listeners share, whatever their socket: the per-connection session (read
-// deadline, header and body limits, framing checks (http_framing.h), routing, keep-alive, and a
-// watch on the client while a handler holds its request) and the accept loop with its connection
-// cap. The Unix control socket (unix_http_server.h) and the TCP metrics listener
-// (tcp_http_server.h) are the same server over two protocols; only their sockets differ.
-// Internal to agent/server: included by the two .cc files only.
+// What the HTTP listeners share, whatever their socket: the per-connection session (a TLS
+// handshake where there is one, read deadline, header and body limits, framing checks
+// (http_framing.h), routing, keep-alive, and a watch on the client while a handler holds its
+// request) and the accept loop with its connection cap. The Unix control socket
+// (unix_http_server.h), the TCP metrics listener (tcp_http_server.h) and the admission server's
+// TLS listener (tls_http_server.h) are the same server over three streams; only their sockets
+// differ. Internal to agent/server: included by those .cc files only.
 
 #include <sys/socket.h>
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "agent/api/routes.h"
 #include "agent/log/event_log.h"
@@ -34,17 +40,29 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
+/// A connection's stream: the socket itself (a Unix socket, TCP), or TLS over TCP.
+template <typename Protocol>
+using PlainStream =
+    beast::basic_stream<Protocol, asio::any_io_executor, beast::unlimited_rate_policy>;
+using TlsStream = beast::ssl_stream<PlainStream<asio::ip::tcp>>;
+
+template <typename Stream>
+inline constexpr bool kIsTls = std::is_same_v<Stream, TlsStream>;
+
 /// One connection: reads a request within the limits, routes it, writes the answer, and reads
 /// the next while the client keeps the connection alive.
-template <typename Protocol>
-class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
-  using Stream = beast::basic_stream<Protocol, asio::any_io_executor, beast::unlimited_rate_policy>;
+template <typename Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
+  using Protocol = typename beast::lowest_layer_type<Stream>::protocol_type;
 
  public:
-  HttpSession(typename Protocol::socket socket, const Router& router, const ServerLimits& limits,
-              std::shared_ptr<std::atomic<std::size_t>> open,
+  /// `context` keeps what the stream uses alive for as long as the session (a TLS context that
+  /// the listener may replace meanwhile); null for a plain stream.
+  HttpSession(Stream stream, std::shared_ptr<void> context, const Router& router,
+              const ServerLimits& limits, std::shared_ptr<std::atomic<std::size_t>> open,
               std::shared_ptr<const ConnectionPeer> peer)
-      : stream_(std::move(socket)),
+      : context_(std::move(context)),
+        stream_(std::move(stream)),
         router_(router),
         limits_(limits),
         open_(std::move(open)),
@@ -55,16 +73,30 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
   // gone (at shutdown) is destroyed with the io_context, after the listener.
   ~HttpSession() { --*open_; }
 
-  void start() { read(); }
+  void start() {
+    if constexpr (kIsTls<Stream>) {
+      // The handshake counts against the first request's deadline: a client that connects and
+      // says nothing holds its slot no longer than one that sends half a request.
+      lowest().expires_after(limits_.readTimeout);
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (!ec) self->read();
+                              });
+    } else {
+      read();
+    }
+  }
 
  private:
+  auto& lowest() { return beast::get_lowest_layer(stream_); }
+
   void read() {
     method_.clear();
     path_.clear();
     parser_.emplace();
     parser_->body_limit(limits_.maxBodyBytes);
     parser_->header_limit(static_cast<std::uint32_t>(limits_.maxHeaderBytes));
-    stream_.expires_after(limits_.readTimeout);
+    lowest().expires_after(limits_.readTimeout);
     http::async_read(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
@@ -95,8 +127,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
       return;
     }
     if (ec) return;  // closed or timed out: drop the connection
-    stream_
-        .expires_never();  // the handler may wait for the journal; that is not the client's fault
+    // The handler may wait for the journal; that is not the client's fault.
+    lowest().expires_never();
     started_ = std::chrono::steady_clock::now();
     auto& message = parser_->get();
     keepAlive_ = message.keep_alive();
@@ -137,9 +169,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
 
   /// While a handler holds the request, waits for the client to send more (kept for the next
   /// read), to close or to fail: a client that has gone frees its connection at once, however
-  /// long the handler meant to hold the request (the pod socket's ?wait=).
+  /// long the handler meant to hold the request (the pod socket's ?wait=). Not over TLS: bytes
+  /// read past the TLS layer would be lost to it, and its handlers (the admission server's)
+  /// answer before they return.
   void watchClient() {
-    stream_.socket().async_wait(
+    if constexpr (kIsTls<Stream>) return;
+    lowest().socket().async_wait(
         Protocol::socket::wait_read,
         [self = this->shared_from_this()](beast::error_code ec) { self->onClientReadable(ec); });
   }
@@ -152,7 +187,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
     if (!ec && buffer_.size() < limits_.maxHeaderBytes + limits_.maxBodyBytes) {
       const auto space = buffer_.prepare(kWatchChunk);
       const ssize_t got =
-          ::recv(stream_.socket().native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+          ::recv(lowest().socket().native_handle(), space.data(), space.size(), MSG_DONTWAIT);
       if (got > 0) buffer_.commit(static_cast<std::size_t>(got));
       if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) {
         watchClient();
@@ -161,7 +196,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
     }
     gone_ = true;
     beast::error_code ignored;
-    stream_.socket().close(ignored);
+    lowest().socket().close(ignored);
     clientGone_->fire();
   }
 
@@ -169,7 +204,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
     if (held_) {
       held_ = false;
       beast::error_code ignored;
-      stream_.socket().cancel(ignored);  // the watch
+      lowest().socket().cancel(ignored);  // the watch
     }
     logRequest(response.status);
     if (gone_) return;  // nobody to answer; the session ends with this handler
@@ -181,18 +216,30 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
     message->keep_alive(keepAlive_);
     message->body() = std::move(response.body);
     message->prepare_payload();
-    stream_.expires_after(limits_.readTimeout);
+    lowest().expires_after(limits_.readTimeout);
     http::async_write(
         stream_, *message,
         [self = this->shared_from_this(), message](beast::error_code ec, std::size_t) {
           if (ec) return;
-          if (!self->keepAlive_) {
-            beast::error_code ignored;
-            self->stream_.socket().shutdown(Protocol::socket::shutdown_send, ignored);
-            return;
+          if (self->keepAlive_) {
+            self->read();
+          } else {
+            self->close();
           }
-          self->read();
         });
+  }
+
+  /// Ends the connection after its last answer: TLS says so (close_notify) first.
+  void close() {
+    if constexpr (kIsTls<Stream>) {
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        beast::error_code ignored;
+        self->lowest().socket().shutdown(Protocol::socket::shutdown_send, ignored);
+      });
+    } else {
+      beast::error_code ignored;
+      lowest().socket().shutdown(Protocol::socket::shutdown_send, ignored);
+    }
   }
 
   /// server.request, at debug: what was asked and how it was answered.
@@ -207,6 +254,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
                 {"us", elapsed.count()}});
   }
 
+  std::shared_ptr<void> context_;  // declared first: the stream uses it until its end
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -231,7 +279,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Protocol>> {
 
 /// The accept loop of one listening socket: a session per connection, up to maxConnections open;
 /// the ones over the cap are closed at once and counted in server.connection_shed.
-template <typename Protocol>
+template <typename Protocol, typename Stream = PlainStream<Protocol>>
 struct HttpAcceptLoop {
   HttpAcceptLoop(asio::io_context& io, const Router& router, ServerLimits limits)
       : io(io), acceptor(io), router(router), limits(limits) {}
@@ -278,9 +326,18 @@ struct HttpAcceptLoop {
         return;
       }
     }
-    std::make_shared<HttpSession<Protocol>>(std::move(socket), router, limits, open,
-                                            std::move(peer))
-        ->start();
+    if constexpr (kIsTls<Stream>) {
+      // Each connection keeps the context it started with; a new one serves the next.
+      std::shared_ptr<asio::ssl::context> context = tlsContext();
+      Stream stream(std::move(socket), *context);
+      std::make_shared<HttpSession<Stream>>(std::move(stream), std::move(context), router, limits,
+                                            open, std::move(peer))
+          ->start();
+    } else {
+      std::make_shared<HttpSession<Stream>>(Stream(std::move(socket)), nullptr, router, limits,
+                                            open, std::move(peer))
+          ->start();
+    }
   }
 
   asio::io_context& io;
@@ -293,6 +350,8 @@ struct HttpAcceptLoop {
   static constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
   asio::steady_timer retry{io};
   AdmitPeer admit;  // set before accept() starts
+  /// The TLS context a new connection uses, from any thread (TlsStream only).
+  std::function<std::shared_ptr<asio::ssl::context>()> tlsContext;
 };
 
 }  // namespace hostport::agent::server::detail
