@@ -19,6 +19,7 @@ namespace hostport::tls {
 struct PemCertificate {
   std::string certificatePem;
   std::string privateKeyPem;
+  friend bool operator==(const PemCertificate&, const PemCertificate&) = default;
 };
 
 /// When a certificate is valid: from `backdate` before it is made (clocks of its readers may be

@@ -10,15 +10,15 @@
 // - bearer-token authentication, "Authorization: Bearer <token>", else 401 Unauthorized; the
 //   token can be rotated, with a grace for the old one. A client certificate signed by the fake's
 //   CA also authenticates (a kubeconfig's client-certificate);
-// - GET, PATCH (JSON merge patch, JSON patch) and PUT of objects, the /status subresource,
-//   resourceVersion, uid preconditions and Status errors as fake_kube_objects.h describes; GET
-//   /version, and the legacy discovery of /api, /apis and /api/v1 (pods and nodes), enough for
+// - GET, POST (create), PATCH (JSON merge patch, JSON patch) and PUT of objects, the /status
+//   subresource, resourceVersion, uid preconditions and Status errors as fake_kube_objects.h
+//   describes; GET /version, and the legacy discovery of /api, /apis and /api/v1 (pods and nodes), enough for
 //   kubectl get and patch by hand;
 // - a log of every request (method, target, content type, token, body, time received, status);
 // - faults, queued and taken in order by the first request each matches: an answer with a given
 //   status (and Retry-After), a dropped connection (before or after the request is served), a
 //   slow answer.
-// What it does not: watch, list, create, delete over HTTP, RBAC (every authenticated client may do
+// What it does not: watch, list, delete over HTTP, RBAC (every authenticated client may do
 // everything), admission, strategic merge and apply patches (415), HTTP/2, request limits or
 // priority and fairness, impersonation, audit.
 //

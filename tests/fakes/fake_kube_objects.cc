@@ -195,6 +195,7 @@ bool FakeKubeObjects::erase(std::string_view path) {
 FakeKubeAnswer FakeKubeObjects::serve(std::string_view method, std::string_view path,
                                       std::string_view contentType, std::string_view body) {
   const auto parsed = parseKubeObjectPath(path);
+  if (method == "POST" && !parsed) return create(path, body);
   if (!parsed) return failure(404, "the server could not find the requested resource");
   if (method == "GET") {
     const auto it = objects_.find(parsed->object);
@@ -242,6 +243,40 @@ FakeKubeAnswer FakeKubeObjects::update(const KubeObjectPath& path, std::string_v
   if (object.is_discarded() || !object.is_object())
     return failure(400, "the body is not a JSON object");
   return write(path, std::move(object));
+}
+
+FakeKubeAnswer FakeKubeObjects::create(std::string_view collection, std::string_view body) {
+  json object = json::parse(body, nullptr, false);
+  if (object.is_discarded() || !object.is_object()) {
+    return failure(400, "the body is not a JSON object");
+  }
+  const json* metadata = object.contains("metadata") ? &object["metadata"] : nullptr;
+  const std::string name = metadata != nullptr ? stringField(*metadata, "name") : "";
+  if (name.empty()) return failure(422, "metadata.name: Required value: name is required");
+  // The collection's path and the name make the object's: a path that names no object then is no
+  // collection either.
+  const std::string objectPath = std::string(collection) + "/" + name;
+  const auto parsed = parseKubeObjectPath(objectPath);
+  if (!parsed || parsed->status) {
+    return failure(404, "the server could not find the requested resource");
+  }
+  if (const std::string ns = stringField(*metadata, "namespace");
+      !ns.empty() && ns != parsed->namespace_) {
+    return failure(400,
+                   "the namespace of the provided object does not match the namespace sent on "
+                   "the request");
+  }
+  if (objects_.contains(parsed->object)) {
+    FakeKubeAnswer answer = failure(409, describe(*parsed) + " already exists");
+    answer.body["reason"] = "AlreadyExists";
+    answer.body["details"] = {{"name", name}, {"kind", parsed->resource}};
+    return answer;
+  }
+  object["metadata"].erase("uid");
+  object["metadata"].erase("resourceVersion");
+  auto stored = put(parsed->object, std::move(object));
+  if (!stored) return failure(422, stored.error().message);
+  return {201, std::move(*stored)};
 }
 
 FakeKubeAnswer FakeKubeObjects::write(const KubeObjectPath& path, json changed) {

@@ -11,12 +11,15 @@
 // - a write whose object carries a resourceVersion other than the stored one, or another uid, is
 //   409 Conflict; another name or namespace is 422 Invalid;
 // - a write to the main resource keeps `status`; a write to /status changes only `status`;
+// - POST to a collection (/api/v1/namespaces/{ns}/secrets) creates the object its body names:
+//   201 Created, or 409 with reason AlreadyExists when one of that name is there (the create is
+//   atomic: of two racing creators, one wins);
 // - PATCH takes application/merge-patch+json (RFC 7386) and application/json-patch+json
 //   (RFC 6902: a failed `test`, or a path that is not there, is 422 Invalid and changes
 //   nothing); application/strategic-merge-patch+json and apply patches are 415;
 // - errors are Kubernetes Status objects (kubeStatus).
-// Not done: create (POST), delete over HTTP, list, watch, field selectors, dry run, managed fields,
-// generation, validation of the objects' schema.
+// Not done: generateName, delete over HTTP, list, watch, field selectors, dry run, managed
+// fields, generation, validation of the objects' schema.
 
 #include <cstdint>
 #include <map>
@@ -83,6 +86,7 @@ class FakeKubeObjects {
   FakeKubeAnswer patch(const KubeObjectPath& path, std::string_view contentType,
                        std::string_view body);
   FakeKubeAnswer update(const KubeObjectPath& path, std::string_view body);
+  FakeKubeAnswer create(std::string_view collection, std::string_view body);
   /// Stores `changed` as the new version of the object at `path` after the checks of a write.
   FakeKubeAnswer write(const KubeObjectPath& path, nlohmann::json changed);
   std::string nextResourceVersion() { return std::to_string(++revision_); }

@@ -25,7 +25,7 @@ class FakeKubeObjectsTest : public ::testing::Test {
                                    {"status", {{"capacity", {{"cpu", "4"}}}}}}));
   }
 
-  json stored(const char* path) { return objects_.get(path).value_or(json()); }
+  json stored(std::string_view path) { return objects_.get(path).value_or(json()); }
   std::string version(const char* path) {
     return stored(path)["metadata"]["resourceVersion"].get<std::string>();
   }
@@ -227,6 +227,31 @@ TEST_F(FakeKubeObjectsTest, ARecreatedObjectGetsANewUidAndANewerResourceVersion)
   ASSERT_OK(objects_.put(kPod, json::object()));
   EXPECT_NE(stored(kPod)["metadata"]["uid"], "uid-1");
   EXPECT_GT(std::stoull(version(kPod)), std::stoull(before));
+}
+
+TEST_F(FakeKubeObjectsTest, PostCreatesOnceThenAnswersAlreadyExists) {
+  constexpr std::string_view kSecrets = "/api/v1/namespaces/hostport/secrets";
+  const std::string secret = R"({"metadata":{"name":"tls"},"data":{"a":"b"}})";
+  const auto created = objects_.serve("POST", kSecrets, "application/json", secret);
+  ASSERT_EQ(created.status, 201u) << created.body.dump();
+  EXPECT_EQ(created.body["metadata"]["namespace"], "hostport");
+  EXPECT_FALSE(created.body["metadata"]["uid"].get<std::string>().empty());
+  EXPECT_EQ(stored(std::string(kSecrets) + "/tls")["data"], json({{"a", "b"}}));
+
+  const auto again = objects_.serve("POST", kSecrets, "application/json",
+                                    R"({"metadata":{"name":"tls"},"data":{"a":"c"}})");
+  EXPECT_EQ(again.status, 409u);
+  EXPECT_EQ(again.body["reason"], "AlreadyExists");
+  EXPECT_EQ(again.body["message"], "secrets \"tls\" already exists");
+  EXPECT_EQ(stored(std::string(kSecrets) + "/tls")["data"], json({{"a", "b"}})) << "unchanged";
+
+  EXPECT_EQ(objects_.serve("POST", kSecrets, "", R"({"metadata":{}})").status, 422u);
+  EXPECT_EQ(objects_.serve("POST", kSecrets, "", "[]").status, 400u);
+  EXPECT_EQ(objects_.serve("POST", kSecrets, "",
+                           R"({"metadata":{"name":"x","namespace":"other"}})")
+                .status,
+            400u);
+  EXPECT_EQ(objects_.serve("POST", "/version", "", R"({"metadata":{"name":"x"}})").status, 404u);
 }
 
 TEST_F(FakeKubeObjectsTest, OtherMethodsAndPathsAreRefused) {
