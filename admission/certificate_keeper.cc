@@ -81,7 +81,7 @@ Result<WebhookCertificates> CertificateKeeper::writeSecret(const std::optional<j
 }
 
 Result<bool> CertificateKeeper::trustCa(const std::string& collection, const std::string& name,
-                                        const std::string& caPem) {
+                                        const std::string& caPem, int attempts) {
   const std::string path = std::string(kWebhooks) + collection + "/" + name;
   const std::string what = collection + " " + name;
   HOSTPORT_TRY(const auto response, client_.send({"GET", path, "", ""}));
@@ -107,8 +107,11 @@ Result<bool> CertificateKeeper::trustCa(const std::string& collection, const std
   patch.insert(patch.begin(), guard);
   HOSTPORT_TRY(const auto patched,
                client_.send({"PATCH", path, std::string(kJsonPatch), patch.dump()}));
-  if (!patched.ok()) return std::unexpected(answerError("patching " + what, patched));
-  return true;
+  if (patched.ok()) return true;
+  // 422: the test failed, someone (another replica, most likely with the same bundle) changed
+  // the configuration since it was read. Read it again and judge anew.
+  if (patched.status == 422 && attempts > 1) return trustCa(collection, name, caPem, attempts - 1);
+  return std::unexpected(answerError("patching " + what, patched));
 }
 
 Result<KeeperPass> CertificateKeeper::pass() {

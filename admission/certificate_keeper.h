@@ -52,8 +52,9 @@ class CertificateKeeper {
   Result<std::optional<nlohmann::json>> readSecret();
   Result<WebhookCertificates> writeSecret(const std::optional<nlohmann::json>& secret,
                                           const WebhookCertificates& certificates);
+  /// True when it patched; a patch that lost a race is judged again, `attempts` times in all.
   Result<bool> trustCa(const std::string& collection, const std::string& name,
-                       const std::string& caPem);
+                       const std::string& caPem, int attempts = 3);
 
   kube::KubeClient& client_;
   CertificateSite site_;
