@@ -149,6 +149,7 @@ Result<ClusterConfig> parseKubeconfig(std::string_view yaml, std::string_view pa
                   "kubeconfig insecure-skip-tls-verify is refused: the agent verifies the server");
     }
     HOSTPORT_TRY(config.caPem, pemOf(cluster, "certificate-authority", baseDir));
+    config.tlsServerName = cluster["tls-server-name"].as<std::string>("");
     for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
       if (user[unsupported]) {
         return fail(ErrorCode::kInvalidArgument,

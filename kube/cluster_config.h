@@ -30,6 +30,9 @@ struct ClusterConfig {
   std::string host;  // a DNS name or an IP address, without brackets
   uint16_t port = 443;
   std::string caPem;  // trusted roots for the server's certificate; empty: the system's
+  /// The name the server's certificate must carry, also sent as SNI; empty: `host` (a
+  /// kubeconfig's tls-server-name, for a server reached by an address its certificate lacks).
+  std::string tlsServerName;
   Credentials credentials;
   std::string source;  // "in-cluster" or the kubeconfig's path, for the log
 

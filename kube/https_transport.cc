@@ -62,10 +62,11 @@ struct HttpsTransport::State {
     stream.emplace(io, tls);
     auto& ssl = *stream;
     ssl.set_verify_mode(asio::ssl::verify_peer);
-    ssl.set_verify_callback(asio::ssl::host_name_verification(config.host));
-    if (!isIpAddress(config.host)) {
+    const std::string& name = config.tlsServerName.empty() ? config.host : config.tlsServerName;
+    ssl.set_verify_callback(asio::ssl::host_name_verification(name));
+    if (!isIpAddress(name)) {
       // SNI, for servers behind a name-routed proxy.
-      SSL_set_tlsext_host_name(ssl.native_handle(), config.host.c_str());
+      SSL_set_tlsext_host_name(ssl.native_handle(), name.c_str());
     }
     boost::system::error_code failure;
     tcp::resolver resolver(io);

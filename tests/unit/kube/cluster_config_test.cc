@@ -76,6 +76,7 @@ clusters:
   cluster:
     server: https://127.0.0.1:6443
     certificate-authority-data: Q0EgUEVN
+    tls-server-name: kubernetes.default.svc
 users:
 - name: hostport
   user:
@@ -89,6 +90,7 @@ TEST(ClusterConfigTest, AKubeconfigGivesItsCurrentContext) {
   EXPECT_EQ(config->host, "127.0.0.1");
   EXPECT_EQ(config->port, 6443);
   EXPECT_EQ(config->caPem, "CA PEM");  // base64 of it in the file
+  EXPECT_EQ(config->tlsServerName, "kubernetes.default.svc");
   EXPECT_EQ(config->credentials.tokenFile, (dir / "token").string()) << "relative to the file";
 }
 

@@ -31,10 +31,10 @@ constexpr std::chrono::milliseconds kTimeout{5000};
 class TlsHttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    router_.add("POST", "/echo", [](const HttpRequest& request, const PathParams&,
-                                    Responder respond) {
-      respond({200, "text/plain", "got " + request.body});
-    });
+    router_.add("POST", "/echo",
+                [](const HttpRequest& request, const PathParams&, Responder respond) {
+                  respond({200, "text/plain", "got " + request.body});
+                });
     auto ca = tls::CertificateAuthority::create("test CA", kDay);
     ASSERT_OK(ca);
     ca_ = std::make_unique<tls::CertificateAuthority>(std::move(*ca));
@@ -56,8 +56,8 @@ class TlsHttpServerTest : public ::testing::Test {
   }
 
   void start(ServerLimits limits = {}) {
-    auto server = TlsHttpServer::listen(io_, *IpAddress::parse("127.0.0.1"), 0, router_, limits,
-                                        identity());
+    auto server =
+        TlsHttpServer::listen(io_, *IpAddress::parse("127.0.0.1"), 0, router_, limits, identity());
     ASSERT_OK(server);
     server_ = std::move(*server);
     thread_ = std::thread([this] { io_.run(); });
@@ -116,6 +116,24 @@ TEST_F(TlsHttpServerTest, ANewCertificateServesNewConnectionsAndDropsNoOldOne) {
   // And a new client, trusting the same CA, is served the new one.
   auto fresh = client();
   ASSERT_OK(post(*fresh, "fresh"));
+}
+
+TEST_F(TlsHttpServerTest, AClientChecksTheNameItIsGivenRatherThanTheAddress) {
+  start();
+  auto named = [&](std::string name) {
+    kube::ClusterConfig config;
+    config.host = "127.0.0.1";
+    config.port = server_->port();
+    config.caPem = ca_->certificatePem();
+    config.tlsServerName = std::move(name);
+    return std::move(*kube::HttpsTransport::create(config));
+  };
+  auto localhost = named("localhost");  // the certificate names localhost and 127.0.0.1
+  EXPECT_OK(post(*localhost, "named"));
+  auto other = named("hostport-admission.hostport.svc");
+  const auto refused = post(*other, "misnamed");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
 }
 
 TEST_F(TlsHttpServerTest, SpeaksTls12AndLaterOnly) {
