@@ -13,16 +13,20 @@
 
 namespace hostport::settings {
 
+/// Whether --help names each row's key in a file (a program with a file of its own settings).
+enum class FileKeys { kShown, kHidden };
+
 /// Registers a flag for each row of `table` on `app`, writing what the command line gives into
 /// `values`. Booleans are one flag: alone it means true, `--flag=false` says false.
 template <typename Config>
-void registerFlags(CLI::App& app, std::span<const Setting<Config>> table, FlagValues& values) {
+void registerFlags(CLI::App& app, std::span<const Setting<Config>> table, FlagValues& values,
+                   FileKeys fileKeys = FileKeys::kShown) {
   const Config defaults{};
   for (const Setting<Config>& setting : table) {
     const std::string current = settingText(setting, defaults);
-    const std::string help = std::string(setting.help) + " (default " +
-                             (current.empty() ? "\"\"" : current) + "; file key " +
-                             std::string(setting.key) + ")";
+    const std::string help =
+        std::string(setting.help) + " (default " + (current.empty() ? "\"\"" : current) +
+        (fileKeys == FileKeys::kShown ? "; file key " + std::string(setting.key) : "") + ")";
     // A std::map's values stay where they are as it grows: CLI11 keeps a reference to each.
     std::optional<std::string>& slot = values[std::string(setting.key)];
     CLI::Option* option = app.add_option(std::string(setting.flag), slot, help);

@@ -18,8 +18,9 @@ namespace hostport::agent::log {
 namespace {
 
 constexpr std::array<Component, kComponentCount> kComponents = {
-    Component::kAgent, Component::kAlloc,  Component::kStore, Component::kSocket,
-    Component::kTable, Component::kServer, Component::kCni,   Component::kKube};
+    Component::kAgent,  Component::kAlloc, Component::kStore,
+    Component::kSocket, Component::kTable, Component::kServer,
+    Component::kCni,    Component::kKube,  Component::kAdmission};
 constexpr std::array<std::string_view, 5> kLevelNames = {"trace", "debug", "info", "warn", "error"};
 
 spdlog::level::level_enum spdlogLevel(Level level) {
@@ -199,6 +200,8 @@ std::string_view componentName(Component component) {
       return "cni";
     case Component::kKube:
       return "kube";
+    case Component::kAdmission:
+      return "admission";
   }
   return "agent";
 }
@@ -221,9 +224,9 @@ namespace detail {
 // Every component at info until configure(): one initializer each (a missing one would be 0,
 // trace).
 constinit std::array<std::atomic<Level>, kComponentCount> componentLevels = {
-    Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo,
+    Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo,
     Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo};
-static_assert(kComponentCount == 8, "one initializer per component above");
+static_assert(kComponentCount == 9, "one initializer per component above");
 }  // namespace detail
 
 void configure(Options options) {

@@ -32,10 +32,20 @@
 
 namespace hostport::agent::log {
 
-enum class Component : uint8_t { kAgent, kAlloc, kStore, kSocket, kTable, kServer, kCni, kKube };
-inline constexpr std::size_t kComponentCount = 8;
-/// "agent", "alloc", "store", "socket", "table", "server", "cni", "kube": the logger's name
-/// on each line.
+enum class Component : uint8_t {
+  kAgent,
+  kAlloc,
+  kStore,
+  kSocket,
+  kTable,
+  kServer,
+  kCni,
+  kKube,
+  kAdmission,  // hostport-admission's own events (the webhook, its certificates)
+};
+inline constexpr std::size_t kComponentCount = 9;
+/// "agent", "alloc", "store", "socket", "table", "server", "cni", "kube", "admission": the
+/// logger's name on each line.
 std::string_view componentName(Component component);
 
 enum class Level : uint8_t { kTrace, kDebug, kInfo, kWarn, kError };
