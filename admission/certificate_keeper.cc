@@ -55,14 +55,14 @@ Result<std::optional<json>> CertificateKeeper::readSecret() {
   return secret;
 }
 
-Result<WebhookCertificates> CertificateKeeper::writeSecret(const std::optional<json>& secret,
-                                                           const WebhookCertificates& certificates) {
+Result<WebhookCertificates> CertificateKeeper::writeSecret(
+    const std::optional<json>& secret, const WebhookCertificates& certificates) {
   const std::string what = "secret " + site_.namespaceName + "/" + site_.secretName;
-  json written = secret.value_or(json{{"apiVersion", "v1"},
-                                      {"kind", "Secret"},
-                                      {"type", "Opaque"},
-                                      {"metadata", {{"name", site_.secretName},
-                                                    {"namespace", site_.namespaceName}}}});
+  json written = secret.value_or(
+      json{{"apiVersion", "v1"},
+           {"kind", "Secret"},
+           {"type", "Opaque"},
+           {"metadata", {{"name", site_.secretName}, {"namespace", site_.namespaceName}}}});
   written["data"] = secretData(certificates);
   kube::ApiRequest request =
       secret ? kube::ApiRequest{"PUT", secretsPath(site_) + "/" + site_.secretName,
@@ -123,9 +123,9 @@ Result<KeeperPass> CertificateKeeper::pass() {
   }
   if (!manage_) {
     if (!current) {
-      return fail(ErrorCode::kNotFound, "secret " + site_.namespaceName + "/" + site_.secretName +
-                                            (secret ? " holds no tls.crt, tls.key and ca.crt"
-                                                    : " is not there (yet)"));
+      return fail(ErrorCode::kNotFound,
+                  "secret " + site_.namespaceName + "/" + site_.secretName +
+                      (secret ? " holds no tls.crt, tls.key and ca.crt" : " is not there (yet)"));
     }
     done.certificates = std::move(*current);
     return done;
@@ -142,7 +142,8 @@ Result<KeeperPass> CertificateKeeper::pass() {
        {std::pair{"validatingwebhookconfigurations", &site_.validatingConfiguration},
         std::pair{"mutatingwebhookconfigurations", &site_.mutatingConfiguration}}) {
     if (name->empty()) continue;
-    HOSTPORT_TRY(const bool patched, trustCa(collection, *name, done.certificates.ca.certificatePem));
+    HOSTPORT_TRY(const bool patched,
+                 trustCa(collection, *name, done.certificates.ca.certificatePem));
     done.patchedConfigurations += patched ? 1 : 0;
   }
   return done;

@@ -42,10 +42,9 @@ Result<WebhookCertificates> readSecretData(const json& secret) {
 }
 
 json secretData(const WebhookCertificates& certificates) {
-  json data = {
-      {kCaCertificateKey, kube::encodeBase64(certificates.ca.certificatePem)},
-      {kServingCertificateKey, kube::encodeBase64(certificates.serving.certificatePem)},
-      {kServingPrivateKeyKey, kube::encodeBase64(certificates.serving.privateKeyPem)}};
+  json data = {{kCaCertificateKey, kube::encodeBase64(certificates.ca.certificatePem)},
+               {kServingCertificateKey, kube::encodeBase64(certificates.serving.certificatePem)},
+               {kServingPrivateKeyKey, kube::encodeBase64(certificates.serving.privateKeyPem)}};
   if (!certificates.ca.privateKeyPem.empty()) {
     data[kCaPrivateKeyKey] = kube::encodeBase64(certificates.ca.privateKeyPem);
   }

@@ -27,7 +27,7 @@ inline constexpr std::string_view kServingCertificateKey = "tls.crt";
 inline constexpr std::string_view kServingPrivateKeyKey = "tls.key";
 
 struct CertificatePolicy {
-  std::chrono::seconds caLifetime{std::chrono::hours(24 * 3650)};     // 10 years
+  std::chrono::seconds caLifetime{std::chrono::hours(24 * 3650)};      // 10 years
   std::chrono::seconds servingLifetime{std::chrono::hours(24 * 365)};  // 1 year
   std::chrono::seconds renewBefore{std::chrono::hours(24 * 90)};       // 90 days
 };

@@ -33,7 +33,7 @@ readonly RULES=(
   "tls/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ kube/ settings/ agent/ cni-plugin/ admission/||certificates know nothing of who serves them"
   "settings/|netlink/ hostnet/ nft/ lease/ forwards/ annotations/ kube/ tls/ agent/ cni-plugin/ admission/||a table of settings knows nothing of what they set"
   "annotations/|netlink/ hostnet/ nft/ forwards/ kube/ agent/ cni-plugin/ admission/||the grammar of what a pod asks knows nothing of how it is served"
-  "admission/|netlink/ hostnet/ nft/ forwards/ agent/ cni-plugin/|agent/core/ agent/config/|the webhook judges with the agent's own engine and reads the agents' file, and touches no node"
+  "admission/|netlink/ hostnet/ nft/ forwards/ agent/ cni-plugin/|agent/core/ agent/config/ agent/server/ agent/log/|the webhook judges with the agent's engine, reads the agents' file, serves and logs as the agent does, and touches no node"
   "cni-plugin/|agent/ kube/ admission/|agent/api/|the plugin is a client of the agent"
   "agent/core/|agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/log/ agent/cni_config/ agent/daemon/ nft/ netlink/ hostnet/ forwards/ admission/||the allocation core is pure"
   "agent/store/|agent/core/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/daemon/ admission/||durability needs the vocabulary, never the engine"

@@ -12,8 +12,8 @@
 //   CA also authenticates (a kubeconfig's client-certificate);
 // - GET, POST (create), PATCH (JSON merge patch, JSON patch) and PUT of objects, the /status
 //   subresource, resourceVersion, uid preconditions and Status errors as fake_kube_objects.h
-//   describes; GET /version, and the legacy discovery of /api, /apis and /api/v1 (pods and nodes), enough for
-//   kubectl get and patch by hand;
+//   describes; GET /version, and the legacy discovery of /api, /apis and /api/v1 (pods and nodes),
+//   enough for kubectl get and patch by hand;
 // - a log of every request (method, target, content type, token, body, time received, status);
 // - faults, queued and taken in order by the first request each matches: an answer with a given
 //   status (and Retry-After), a dropped connection (before or after the request is served), a

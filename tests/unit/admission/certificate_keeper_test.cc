@@ -38,7 +38,8 @@ json webhookConfiguration(std::string_view kind, std::vector<std::string> names)
          {"admissionReviewVersions", {"v1"}},
          {"sideEffects", "None"}});
   }
-  return {{"apiVersion", "admissionregistration.k8s.io/v1"}, {"kind", kind}, {"webhooks", webhooks}};
+  return {
+      {"apiVersion", "admissionregistration.k8s.io/v1"}, {"kind", kind}, {"webhooks", webhooks}};
 }
 
 class CertificateKeeperTest : public ::testing::Test {
@@ -104,7 +105,8 @@ TEST_F(CertificateKeeperTest, AFirstPassStoresTheCertificatesAndMakesBothWebhook
   EXPECT_EQ(second.certificates, first.certificates);
   EXPECT_EQ(second.patchedConfigurations, 0);
   for (const auto& request : api_->requests()) {
-    EXPECT_EQ(request.method, "GET") << request.target << ": a pass with nothing due writes nothing";
+    EXPECT_EQ(request.method, "GET")
+        << request.target << ": a pass with nothing due writes nothing";
   }
 }
 
@@ -172,7 +174,8 @@ TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
   }
   ASSERT_TRUE(putReceived());
   auto other = client();
-  ASSERT_OK_AND_ASSIGN(const auto theirs, CertificateKeeper(*other, site(), true, {}, later).pass());
+  ASSERT_OK_AND_ASSIGN(const auto theirs,
+                       CertificateKeeper(*other, site(), true, {}, later).pass());
   EXPECT_TRUE(theirs.wroteSecret);
   slow.join();
   ASSERT_OK(held);

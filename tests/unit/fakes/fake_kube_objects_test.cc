@@ -247,8 +247,7 @@ TEST_F(FakeKubeObjectsTest, PostCreatesOnceThenAnswersAlreadyExists) {
 
   EXPECT_EQ(objects_.serve("POST", kSecrets, "", R"({"metadata":{}})").status, 422u);
   EXPECT_EQ(objects_.serve("POST", kSecrets, "", "[]").status, 400u);
-  EXPECT_EQ(objects_.serve("POST", kSecrets, "",
-                           R"({"metadata":{"name":"x","namespace":"other"}})")
+  EXPECT_EQ(objects_.serve("POST", kSecrets, "", R"({"metadata":{"name":"x","namespace":"other"}})")
                 .status,
             400u);
   EXPECT_EQ(objects_.serve("POST", "/version", "", R"({"metadata":{"name":"x"}})").status, 404u);

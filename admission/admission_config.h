@@ -1,0 +1,59 @@
+#pragma once
+// hostport-admission's settings, one table (settings/setting.h) like the agent's: each a flag with
+// its help and default. The pools are not among them: --config names the agents' own file
+// (agent.yaml, the ConfigMap both mount), read by the agent's reader, so the server judges with
+// exactly the pools the nodes will.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "agent/config/listen_address.h"
+#include "agent/core/pool_spec.h"
+#include "common/error.h"
+#include "settings/setting.h"
+
+namespace hostport::admission {
+
+struct AdmissionConfig {
+  std::string agentConfigPath = "/etc/hostport/agent.yaml";
+  std::string kubeconfig;  // empty: the in-cluster config
+  std::string namespaceName = "hostport";
+  std::string service = "hostport-admission";
+  std::string secret = "hostport-admission-tls";
+  std::string validatingConfiguration = "hostport-admission";
+  std::string mutatingConfiguration = "hostport-admission";
+  std::string listen = "0.0.0.0:8443";
+  std::string metricsAddress = "0.0.0.0:9811";
+  bool manageCertificates = true;
+  uint32_t certificateCheckSeconds = 12 * 3600;
+  bool resourceRequests = true;
+  uint32_t maxConnections = 512;
+  uint32_t threads = 0;  // 0: one per core
+  std::string logLevel = "info";
+  std::string logFormat = "text";
+  uint32_t apiQps = 5;
+  uint32_t apiBurst = 10;
+};
+
+using Setting = settings::Setting<AdmissionConfig>;
+
+/// The table, in the order --help lists it.
+std::span<const Setting> admissionSettings();
+
+/// What resolveAdmissionConfig() gives: the settings checked, the addresses parsed, and the
+/// pools of the agents' file.
+struct ResolvedAdmissionConfig {
+  AdmissionConfig settings;
+  agent::config::ListenAddress listen;
+  std::optional<agent::config::ListenAddress> metrics;  // none: no metrics listener
+  std::vector<agent::core::PoolSpec> pools;
+};
+
+/// The flags over the defaults, checked, and the agents' file read. kInvalidArgument naming the
+/// flag (`--listen: "8443" ...`) or the file and key (`agent.yaml: pools.games.ranges[0]: ...`).
+Result<ResolvedAdmissionConfig> resolveAdmissionConfig(const settings::FlagValues& flags);
+
+}  // namespace hostport::admission

@@ -1,0 +1,190 @@
+#include "admission/admission_server.h"
+
+#include <boost/asio/signal_set.hpp>
+#include <cstdlib>
+
+#include "agent/log/event_log.h"
+#include "common/prometheus_text.h"
+#include "kube/cluster_config.h"
+
+namespace hostport::admission {
+namespace {
+
+namespace log = agent::log;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::seconds kRetryAfterFailure{30};
+
+Result<kube::ClusterConfig> clusterOf(const AdmissionConfig& config) {
+  if (!config.kubeconfig.empty()) return kube::loadKubeconfig(config.kubeconfig);
+  HOSTPORT_TRY(auto inCluster, kube::inClusterConfig(&std::getenv));
+  if (!inCluster) {
+    return fail(ErrorCode::kInvalidArgument,
+                "no --kubeconfig, and not running in a pod (KUBERNETES_SERVICE_HOST is unset)");
+  }
+  return std::move(*inCluster);
+}
+
+}  // namespace
+
+AdmissionServer::AdmissionServer(ResolvedAdmissionConfig config) : config_(std::move(config)) {}
+
+AdmissionServer::~AdmissionServer() {
+  stop();
+  if (keeperThread_.joinable()) keeperThread_.join();
+  io_.stop();
+}
+
+bool AdmissionServer::waitUntil(Clock::time_point until) {
+  std::unique_lock lock(mutex_);
+  wake_.wait_until(lock, until, [this] { return stopped_; });
+  return !stopped_;
+}
+
+void AdmissionServer::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+  }
+  wake_.notify_all();
+  io_.stop();
+}
+
+std::optional<WebhookCertificates> AdmissionServer::keepCertificates() {
+  auto pass = keeper_->pass();
+  if (!pass) {
+    metrics_.certificateFailure();
+    log::event(log::Component::kAdmission, log::Level::kWarn, "admission.certificate_failed",
+               {{"cause", pass.error().message}, {"retry_s", kRetryAfterFailure.count()}});
+    return std::nullopt;
+  }
+  if (auto facts = tls::readCertificate(pass->certificates.serving.certificatePem)) {
+    metrics_.certificate(facts->notAfter, pass->wroteSecret);
+  }
+  if (pass->verdict.renewal != Renewal::kNone || pass->patchedConfigurations > 0) {
+    log::event(log::Component::kAdmission, log::Level::kInfo, "admission.certificates_kept",
+               {{"renewal", pass->verdict.renewal == Renewal::kAll       ? "ca_and_serving"
+                            : pass->verdict.renewal == Renewal::kServing ? "serving"
+                                                                         : "none"},
+                {"reason", pass->verdict.reason},
+                {"wrote_secret", pass->wroteSecret},
+                {"patched_configurations", pass->patchedConfigurations}});
+  }
+  return std::move(pass->certificates);
+}
+
+void AdmissionServer::watchCertificates(WebhookCertificates serving) {
+  const std::chrono::seconds period(config_.settings.certificateCheckSeconds);
+  keeperThread_ = std::jthread([this, serving = std::move(serving), period]() mutable {
+    auto next = Clock::now() + period;
+    while (waitUntil(next)) {
+      auto kept = keepCertificates();
+      next = Clock::now() + (kept ? period : std::chrono::seconds(kRetryAfterFailure));
+      if (!kept || kept->serving == serving.serving) continue;
+      auto identity = agent::server::TlsIdentity::fromPem(kept->serving.certificatePem,
+                                                          kept->serving.privateKeyPem);
+      if (!identity) {
+        log::event(log::Component::kAdmission, log::Level::kError, "admission.certificate_unusable",
+                   {{"cause", identity.error().message}});
+        continue;
+      }
+      webhookServer_->setIdentity(std::move(*identity));
+      serving = std::move(*kept);
+      log::event(log::Component::kAdmission, log::Level::kInfo, "admission.certificate_served", {});
+    }
+  });
+}
+
+Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissionConfig config) {
+  std::unique_ptr<AdmissionServer> server(new AdmissionServer(std::move(config)));
+  const AdmissionConfig& settings = server->config_.settings;
+  HOSTPORT_TRY(auto judge,
+               agent::core::Allocator::create(server->config_.pools, [] { return uint64_t{0}; }));
+  server->judge_ = std::make_unique<agent::core::Allocator>(std::move(judge));
+  HOSTPORT_TRY(const auto cluster, clusterOf(settings));
+  kube::KubeClientOptions clientOptions;
+  clientOptions.qps = settings.apiQps;
+  clientOptions.burst = static_cast<int>(settings.apiBurst);
+  HOSTPORT_TRY(server->client_,
+               kube::KubeClient::create(cluster, clientOptions, [raw = server.get()](auto until) {
+                 return raw->waitUntil(until);
+               }));
+  server->keeper_ = std::make_unique<CertificateKeeper>(
+      *server->client_,
+      CertificateSite{settings.namespaceName, settings.secret, settings.service,
+                      settings.validatingConfiguration, settings.mutatingConfiguration},
+      settings.manageCertificates);
+
+  std::optional<WebhookCertificates> certificates;
+  while (!(certificates = server->keepCertificates())) {
+    if (!server->waitUntil(Clock::now() + kRetryAfterFailure)) {
+      return fail(ErrorCode::kUnavailable, "stopped before the first certificate");
+    }
+  }
+  HOSTPORT_TRY(auto identity,
+               agent::server::TlsIdentity::fromPem(certificates->serving.certificatePem,
+                                                   certificates->serving.privateKeyPem));
+
+  server->webhooks_ = std::make_unique<Webhooks>(
+      Webhooks{*server->judge_, {.resourceRequests = settings.resourceRequests}, server->metrics_});
+  addWebhookRoutes(server->webhookRouter_, *server->webhooks_);
+  agent::server::ServerLimits limits;
+  limits.maxBodyBytes = kMaxReviewBytes;
+  limits.maxConnections = settings.maxConnections;
+  // kube-apiserver waits timeoutSeconds (2) for an answer: a client slower than that to send a
+  // review is not the API server.
+  limits.readTimeout = std::chrono::seconds(5);
+  HOSTPORT_TRY(server->webhookServer_,
+               agent::server::TlsHttpServer::listen(
+                   server->io_, server->config_.listen.address, server->config_.listen.port,
+                   server->webhookRouter_, limits, std::move(identity)));
+  if (server->config_.metrics) {
+    server->metricsRouter_.add(
+        "GET", "/metrics",
+        [raw = server.get()](const agent::server::HttpRequest&, const agent::server::PathParams&,
+                             agent::server::Responder respond) {
+          prometheus::TextWriter out;
+          raw->metrics_.write(out);
+          raw->client_->writeMetrics(out);
+          respond({200, "text/plain; version=0.0.4", out.text()});
+        });
+    HOSTPORT_TRY(server->metricsServer_,
+                 agent::server::TcpHttpServer::listen(server->io_, server->config_.metrics->address,
+                                                      server->config_.metrics->port,
+                                                      server->metricsRouter_, {}));
+  }
+  server->watchCertificates(std::move(*certificates));
+  log::event(log::Component::kAdmission, log::Level::kInfo, "admission.started",
+             {{"listen", server->config_.listen.str()},
+              {"pools", server->config_.pools.size()},
+              {"manage_certificates", settings.manageCertificates},
+              {"resource_requests", settings.resourceRequests}});
+  return server;
+}
+
+int AdmissionServer::serve() {
+  boost::asio::signal_set signals(io_, SIGTERM, SIGINT);
+  signals.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    log::event(log::Component::kAdmission, log::Level::kInfo, "admission.stopping",
+               {{"signal", signal}});
+    stop();
+  });
+  const unsigned threads = config_.settings.threads != 0
+                               ? config_.settings.threads
+                               : std::max(1u, std::thread::hardware_concurrency());
+  {
+    std::vector<std::jthread> workers;
+    for (unsigned i = 1; i < threads; ++i) workers.emplace_back([this] { io_.run(); });
+    io_.run();
+  }
+  return 0;
+}
+
+uint16_t AdmissionServer::webhookPort() const { return webhookServer_->port(); }
+
+uint16_t AdmissionServer::metricsPort() const {
+  return metricsServer_ ? metricsServer_->port() : 0;
+}
+
+}  // namespace hostport::admission

@@ -1,0 +1,66 @@
+#pragma once
+// hostport-admission's run: the judge built from the agents' pools, the API client, the first
+// certificate pass (retried until it succeeds: the server cannot listen without a certificate),
+// then the TLS webhook listener, the metrics listener and the keeper's thread. Members are
+// declared in start order, so their destruction is the teardown, on a failed start as on a stop.
+
+#include <boost/asio/io_context.hpp>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "admission/admission_config.h"
+#include "admission/certificate_keeper.h"
+#include "admission/webhook_metrics.h"
+#include "admission/webhook_routes.h"
+#include "agent/core/allocator.h"
+#include "agent/server/router.h"
+#include "agent/server/tcp_http_server.h"
+#include "agent/server/tls_http_server.h"
+#include "kube/kube_client.h"
+
+namespace hostport::admission {
+
+class AdmissionServer {
+ public:
+  /// Starts everything; blocks in the first certificate pass until it succeeds or stop() is
+  /// called. Errors name what failed (a pool the allocator refuses, no cluster, a port in use).
+  static Result<std::unique_ptr<AdmissionServer>> start(ResolvedAdmissionConfig config);
+  ~AdmissionServer();
+
+  /// Serves until SIGTERM or SIGINT (or stop()); returns the process's exit code.
+  int serve();
+  /// Ends serve(), and a start still waiting for its first certificate; any thread.
+  void stop();
+
+  uint16_t webhookPort() const;
+  uint16_t metricsPort() const;  // 0 when there is no metrics listener
+
+ private:
+  explicit AdmissionServer(ResolvedAdmissionConfig config);
+  /// Sleeps until `until` or stop(); false when stopped.
+  bool waitUntil(std::chrono::steady_clock::time_point until);
+  /// One keeper pass, logged and counted; the certificates when it succeeded.
+  std::optional<WebhookCertificates> keepCertificates();
+  void watchCertificates(WebhookCertificates serving);
+
+  ResolvedAdmissionConfig config_;
+  std::mutex mutex_;  // guards stopped_
+  std::condition_variable wake_;
+  bool stopped_ = false;
+  std::unique_ptr<agent::core::Allocator> judge_;
+  std::unique_ptr<kube::KubeClient> client_;
+  std::unique_ptr<CertificateKeeper> keeper_;
+  WebhookMetrics metrics_;
+  std::unique_ptr<Webhooks> webhooks_;
+  agent::server::Router webhookRouter_;
+  agent::server::Router metricsRouter_;
+  boost::asio::io_context io_;
+  std::unique_ptr<agent::server::TlsHttpServer> webhookServer_;
+  std::unique_ptr<agent::server::TcpHttpServer> metricsServer_;
+  std::jthread keeperThread_;
+};
+
+}  // namespace hostport::admission

@@ -1,0 +1,47 @@
+#pragma once
+// What hostport-admission counts, for GET /metrics: reviews per webhook and outcome with their
+// handling time, and the certificates it serves. Written from the serving threads and the
+// keeper's, read by the metrics listener: atomics only.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "common/prometheus_text.h"
+
+namespace hostport::admission {
+
+enum class Webhook : uint8_t { kValidate, kMutate };
+enum class Outcome : uint8_t {
+  kAllowed,     // validate: allowed; mutate: allowed with no patch
+  kPatched,     // mutate: allowed with a patch
+  kRefused,     // validate: refused
+  kBadRequest,  // the body was not an AdmissionReview
+};
+
+class WebhookMetrics {
+ public:
+  void review(Webhook webhook, Outcome outcome, std::chrono::nanoseconds took);
+  /// A keeper pass: what the served certificate ends at, and whether it renewed.
+  void certificate(std::chrono::system_clock::time_point notAfter, bool renewed);
+  void certificateFailure();
+
+  void write(prometheus::TextWriter& out) const;
+
+ private:
+  static constexpr std::size_t kWebhooks = 2;
+  static constexpr std::size_t kOutcomes = 4;
+  // Upper bounds of the handling-time buckets, in microseconds; the last bucket is +Inf.
+  static constexpr std::array<uint64_t, 8> kBucketMicros = {50,   100,  250,   500,
+                                                            1000, 2500, 10000, 100000};
+
+  std::array<std::array<std::atomic<uint64_t>, kOutcomes>, kWebhooks> reviews_{};
+  std::array<std::array<std::atomic<uint64_t>, kBucketMicros.size() + 1>, kWebhooks> buckets_{};
+  std::array<std::atomic<uint64_t>, kWebhooks> nanos_{};
+  std::atomic<int64_t> certificateNotAfter_{0};  // seconds since the epoch; 0: none yet
+  std::atomic<uint64_t> renewals_{0};
+  std::atomic<uint64_t> certificateFailures_{0};
+};
+
+}  // namespace hostport::admission
