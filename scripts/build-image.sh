@@ -31,16 +31,19 @@ Usage: sudo scripts/build-image.sh [--tag NAME] [--build-dir DIR] [--tar FILE]
 
 Builds the hostport-agent image from an existing build tree, without a registry:
   1. mmdebstrap --variant=essential bookworm ROOTFS.tar <this machine's apt sources>
-     --include= the Debian packages of the shared libraries that ldd shows for the three
-     agent binaries, and ${EXECUTED_PACKAGES[*]} (run as a command, so ldd cannot show it);
+     --include= the Debian packages of the shared libraries that ldd shows for the agent,
+     hostportctl and hostport-admission, and ${EXECUTED_PACKAGES[*]} (run as a command, so ldd
+     cannot show it);
      the plugin is static and needs none;
   2. copies them in (debug info stripped) where daemonset/Dockerfile puts them:
-     /usr/local/bin/hostport-agent, /usr/local/bin/hostportctl, /opt/hostport/bin/hostport;
+     /usr/local/bin/hostport-agent, /usr/local/bin/hostportctl,
+     /usr/local/bin/hostport-admission, /opt/hostport/bin/hostport;
   3. podman import ROOTFS.tar NAME, with the ENV, ENTRYPOINT and CMD lines of
      daemonset/Dockerfile as --change (GLIBC_TUNABLES among them).
 
   --tag NAME        image name (default: the image of daemonset/daemonset.yaml, $(default_tag))
-  --build-dir DIR   build tree with agent/hostport-agent, agent/hostportctl and
+  --build-dir DIR   build tree with agent/hostport-agent, agent/hostportctl,
+                    admission/hostport-admission and
                     cni-plugin/hostport (default: build/ in the repository)
   --tar FILE        also keep the rootfs tar at FILE
 
@@ -118,8 +121,9 @@ main() {
   done
 
   local agent="${BUILD_DIR}/agent/hostport-agent" ctl="${BUILD_DIR}/agent/hostportctl"
+  local admission="${BUILD_DIR}/admission/hostport-admission"
   local plugin="${BUILD_DIR}/cni-plugin/hostport" binary
-  for binary in "$agent" "$ctl" "$plugin"; do
+  for binary in "$agent" "$ctl" "$admission" "$plugin"; do
     [[ -x "$binary" ]] || die "$binary is missing: build first (ninja -C ${BUILD_DIR})"
   done
 
@@ -134,22 +138,23 @@ main() {
   # Copies with the debug info stripped, as the Dockerfile does: what the image holds is fixed
   # even if the build tree changes while mmdebstrap runs.
   mkdir -p "$WORK/bin"
-  for binary in "$agent" "$ctl" "$plugin"; do
+  for binary in "$agent" "$ctl" "$admission" "$plugin"; do
     strip --strip-debug -o "$WORK/bin/$(basename "$binary")" "$binary" ||
       die "strip $binary failed"
   done
 
   local packages sources
-  packages="$(runtime_packages "$agent" "$ctl" | paste -sd, -)"
+  packages="$(runtime_packages "$agent" "$ctl" "$admission" | paste -sd, -)"
   sources="$(sources_file)"
   log "rootfs: bookworm essential + ${packages} (sources: ${sources})"
   local started=$SECONDS
   mmdebstrap --quiet --variant=essential --include="$packages" \
     --dpkgopt='path-exclude=/usr/share/{doc,man,info,locale}/*' \
     --customize-hook='mkdir -p "$1/opt/hostport/bin" "$1/usr/local/bin"' \
-    --customize-hook="copy-in $WORK/bin/hostport-agent $WORK/bin/hostportctl /usr/local/bin" \
+    --customize-hook="copy-in $WORK/bin/hostport-agent $WORK/bin/hostportctl $WORK/bin/hostport-admission /usr/local/bin" \
     --customize-hook="copy-in $WORK/bin/hostport /opt/hostport/bin" \
     --customize-hook='chroot "$1" /usr/local/bin/hostportctl --help >/dev/null' \
+    --customize-hook='chroot "$1" /usr/local/bin/hostport-admission --help >/dev/null' \
     --customize-hook='chroot "$1" env CNI_COMMAND=VERSION /opt/hostport/bin/hostport </dev/null >/dev/null' \
     bookworm "$WORK/rootfs.tar" "$sources" ||
     die "mmdebstrap failed (see its output above)"
