@@ -51,13 +51,17 @@ const std::array kSettings = {
   Setting{"metricsAddress", "--metrics-address",
           "host:port where GET /metrics alone is served over plain HTTP; \"\" turns it off",
           Text{&AdmissionConfig::metricsAddress}},
-  Setting{"manageCertificates", "--manage-certificates",
-          "make, store and renew the CA and serving certificate in the Secret and keep the "
-          "webhooks' caBundle; false: cert-manager writes the Secret and its CA injector the "
-          "caBundle, and the server only reads the Secret",
-          Switch{&AdmissionConfig::manageCertificates}},
+  Setting{"tlsCertFile", "--tls-cert-file",
+          "the serving certificate (PEM, with its chain) from this file instead of the server's "
+          "own: with cert-manager, its Secret mounted, and its CA injector keeping the "
+          "caBundle; the server then makes no certificate and writes nothing to the API",
+          Text{&AdmissionConfig::tlsCertFile}},
+  Setting{"tlsKeyFile", "--tls-key-file",
+          "the serving certificate's private key (PEM), with --tls-cert-file",
+          Text{&AdmissionConfig::tlsKeyFile}},
   Setting{"certificateCheckSeconds", "--certificate-check-interval",
-          "seconds between reads of the Secret (renewing what is due when managing)",
+          "seconds between looks at the certificate: the Secret (renewing what is due), or the "
+          "files",
           Count32{&AdmissionConfig::certificateCheckSeconds, 10, 7 * kDay}},
   Setting{"resourceRequests", "--resource-requests",
           "add the hostport.io/<pool> extended-resource requests to pods; turn off when the "
@@ -118,8 +122,15 @@ Result<ResolvedAdmissionConfig> resolveAdmissionConfig(const settings::FlagValue
                                     {"--mutating-configuration", &config.mutatingConfiguration}}) {
     if (const Problem problem = dnsSubdomainProblem(*value)) return invalid(flag, *value, *problem);
   }
-  if (!config.kubeconfig.empty() && config.kubeconfig.front() != '/') {
-    return invalid("--kubeconfig", config.kubeconfig, "must be an absolute path");
+  for (const auto& [flag, path] : {std::pair{"--kubeconfig", &config.kubeconfig},
+                                   {"--tls-cert-file", &config.tlsCertFile},
+                                   {"--tls-key-file", &config.tlsKeyFile}}) {
+    if (!path->empty() && path->front() != '/') return invalid(flag, *path, "must be an absolute path");
+  }
+  if (config.tlsCertFile.empty() != config.tlsKeyFile.empty()) {
+    return fail(ErrorCode::kInvalidArgument,
+                "--tls-cert-file and --tls-key-file go together: give both, or neither (the "
+                "server then keeps its own certificate in the Secret)");
   }
   if (auto level = agent::log::parseLevel(config.logLevel); !level) {
     return withContext(level.error(), "--log-level");

@@ -27,7 +27,10 @@ struct AdmissionConfig {
   std::string mutatingConfiguration = "hostport-admission";
   std::string listen = "0.0.0.0:8443";
   std::string metricsAddress = "0.0.0.0:9811";
-  bool manageCertificates = true;
+  /// The serving certificate and key from these files (a cert-manager Secret, mounted), read
+  /// again every check interval; both empty: the server keeps its own in the Secret.
+  std::string tlsCertFile;
+  std::string tlsKeyFile;
   uint32_t certificateCheckSeconds = 12 * 3600;
   bool resourceRequests = true;
   uint32_t maxConnections = 512;

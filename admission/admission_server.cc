@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "agent/log/event_log.h"
+#include "common/atomic_file.h"
 #include "common/prometheus_text.h"
 #include "kube/cluster_config.h"
 
@@ -50,7 +51,16 @@ void AdmissionServer::stop() {
   io_.stop();
 }
 
-std::optional<WebhookCertificates> AdmissionServer::keepCertificates() {
+std::optional<tls::PemCertificate> AdmissionServer::fetchCertificate() {
+  auto serving = keeper_ ? keepCertificates() : readCertificateFiles();
+  if (!serving) return std::nullopt;
+  if (auto facts = tls::readCertificate(serving->certificatePem)) {
+    metrics_.certificate(facts->notAfter);
+  }
+  return serving;
+}
+
+std::optional<tls::PemCertificate> AdmissionServer::keepCertificates() {
   auto pass = keeper_->pass();
   if (!pass) {
     metrics_.certificateFailure();
@@ -58,9 +68,7 @@ std::optional<WebhookCertificates> AdmissionServer::keepCertificates() {
                {{"cause", pass.error().message}, {"retry_s", kRetryAfterFailure.count()}});
     return std::nullopt;
   }
-  if (auto facts = tls::readCertificate(pass->certificates.serving.certificatePem)) {
-    metrics_.certificate(facts->notAfter, pass->wroteSecret);
-  }
+  if (pass->wroteSecret) metrics_.renewed();
   if (pass->verdict.renewal != Renewal::kNone || pass->patchedConfigurations > 0) {
     log::event(log::Component::kAdmission, log::Level::kInfo, "admission.certificates_kept",
                {{"renewal", pass->verdict.renewal == Renewal::kAll       ? "ca_and_serving"
@@ -70,27 +78,47 @@ std::optional<WebhookCertificates> AdmissionServer::keepCertificates() {
                 {"wrote_secret", pass->wroteSecret},
                 {"patched_configurations", pass->patchedConfigurations}});
   }
-  return std::move(pass->certificates);
+  return std::move(pass->certificates.serving);
 }
 
-void AdmissionServer::watchCertificates(WebhookCertificates serving) {
+std::optional<tls::PemCertificate> AdmissionServer::readCertificateFiles() {
+  constexpr std::size_t kMaxPemBytes = 1 << 20;
+  tls::PemCertificate serving;
+  for (const auto& [path, pem] :
+       {std::pair{&config_.settings.tlsCertFile, &serving.certificatePem},
+        std::pair{&config_.settings.tlsKeyFile, &serving.privateKeyPem}}) {
+    auto text = readSmallFile(*path, kMaxPemBytes);
+    if (!text || !*text) {
+      metrics_.certificateFailure();
+      log::event(log::Component::kAdmission, log::Level::kWarn, "admission.certificate_failed",
+                 {{"cause", text ? "cannot read " + *path + ": missing" : text.error().message},
+                  {"retry_s", kRetryAfterFailure.count()}});
+      return std::nullopt;
+    }
+    *pem = std::move(**text);
+  }
+  return serving;
+}
+
+void AdmissionServer::watchCertificates(tls::PemCertificate serving) {
   const std::chrono::seconds period(config_.settings.certificateCheckSeconds);
   keeperThread_ = std::jthread([this, serving = std::move(serving), period]() mutable {
     auto next = Clock::now() + period;
     while (waitUntil(next)) {
-      auto kept = keepCertificates();
-      next = Clock::now() + (kept ? period : std::chrono::seconds(kRetryAfterFailure));
-      if (!kept || kept->serving == serving.serving) continue;
-      auto identity = agent::server::TlsIdentity::fromPem(kept->serving.certificatePem,
-                                                          kept->serving.privateKeyPem);
+      auto fetched = fetchCertificate();
+      next = Clock::now() + (fetched ? period : std::chrono::seconds(kRetryAfterFailure));
+      if (!fetched || *fetched == serving) continue;
+      auto identity =
+          agent::server::TlsIdentity::fromPem(fetched->certificatePem, fetched->privateKeyPem);
       if (!identity) {
-        log::event(log::Component::kAdmission, log::Level::kError, "admission.certificate_unusable",
-                   {{"cause", identity.error().message}});
+        log::event(log::Component::kAdmission, log::Level::kError,
+                   "admission.certificate_unusable", {{"cause", identity.error().message}});
         continue;
       }
       webhookServer_->setIdentity(std::move(*identity));
-      serving = std::move(*kept);
-      log::event(log::Component::kAdmission, log::Level::kInfo, "admission.certificate_served", {});
+      serving = std::move(*fetched);
+      log::event(log::Component::kAdmission, log::Level::kInfo, "admission.certificate_served",
+                 {});
     }
   });
 }
@@ -101,29 +129,30 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
   HOSTPORT_TRY(auto judge,
                agent::core::Allocator::create(server->config_.pools, [] { return uint64_t{0}; }));
   server->judge_ = std::make_unique<agent::core::Allocator>(std::move(judge));
-  HOSTPORT_TRY(const auto cluster, clusterOf(settings));
-  kube::KubeClientOptions clientOptions;
-  clientOptions.qps = settings.apiQps;
-  clientOptions.burst = static_cast<int>(settings.apiBurst);
-  HOSTPORT_TRY(server->client_,
-               kube::KubeClient::create(cluster, clientOptions, [raw = server.get()](auto until) {
-                 return raw->waitUntil(until);
-               }));
-  server->keeper_ = std::make_unique<CertificateKeeper>(
-      *server->client_,
-      CertificateSite{settings.namespaceName, settings.secret, settings.service,
-                      settings.validatingConfiguration, settings.mutatingConfiguration},
-      settings.manageCertificates);
+  if (settings.tlsCertFile.empty()) {
+    HOSTPORT_TRY(const auto cluster, clusterOf(settings));
+    kube::KubeClientOptions clientOptions;
+    clientOptions.qps = settings.apiQps;
+    clientOptions.burst = static_cast<int>(settings.apiBurst);
+    HOSTPORT_TRY(server->client_,
+                 kube::KubeClient::create(cluster, clientOptions,
+                                          [raw = server.get()](auto until) {
+                                            return raw->waitUntil(until);
+                                          }));
+    server->keeper_ = std::make_unique<CertificateKeeper>(
+        *server->client_,
+        CertificateSite{settings.namespaceName, settings.secret, settings.service,
+                        settings.validatingConfiguration, settings.mutatingConfiguration});
+  }
 
-  std::optional<WebhookCertificates> certificates;
-  while (!(certificates = server->keepCertificates())) {
+  std::optional<tls::PemCertificate> serving;
+  while (!(serving = server->fetchCertificate())) {
     if (!server->waitUntil(Clock::now() + kRetryAfterFailure)) {
       return fail(ErrorCode::kUnavailable, "stopped before the first certificate");
     }
   }
-  HOSTPORT_TRY(auto identity,
-               agent::server::TlsIdentity::fromPem(certificates->serving.certificatePem,
-                                                   certificates->serving.privateKeyPem));
+  HOSTPORT_TRY(auto identity, agent::server::TlsIdentity::fromPem(serving->certificatePem,
+                                                                  serving->privateKeyPem));
 
   server->webhooks_ = std::make_unique<Webhooks>(
       Webhooks{*server->judge_, {.resourceRequests = settings.resourceRequests}, server->metrics_});
@@ -153,11 +182,11 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
                                                       server->config_.metrics->port,
                                                       server->metricsRouter_, {}));
   }
-  server->watchCertificates(std::move(*certificates));
+  server->watchCertificates(std::move(*serving));
   log::event(log::Component::kAdmission, log::Level::kInfo, "admission.started",
              {{"listen", server->config_.listen.str()},
               {"pools", server->config_.pools.size()},
-              {"manage_certificates", settings.manageCertificates},
+              {"certificates", settings.tlsCertFile.empty() ? "secret" : "files"},
               {"resource_requests", settings.resourceRequests}});
   return server;
 }

@@ -1,8 +1,10 @@
 #pragma once
-// hostport-admission's run: the judge built from the agents' pools, the API client, the first
-// certificate pass (retried until it succeeds: the server cannot listen without a certificate),
-// then the TLS webhook listener, the metrics listener and the keeper's thread. Members are
-// declared in start order, so their destruction is the teardown, on a failed start as on a stop.
+// hostport-admission's run: the judge built from the agents' pools, the certificate's source (the
+// keeper with its API client, or the files of --tls-cert-file), the first certificate (retried
+// until there is one: the server cannot listen without it), then the TLS webhook listener, the
+// metrics listener and the thread that looks at the certificate again every check interval.
+// Members are declared in start order, so their destruction is the teardown, on a failed start
+// as on a stop.
 
 #include <boost/asio/io_context.hpp>
 #include <condition_variable>
@@ -42,17 +44,20 @@ class AdmissionServer {
   explicit AdmissionServer(ResolvedAdmissionConfig config);
   /// Sleeps until `until` or stop(); false when stopped.
   bool waitUntil(std::chrono::steady_clock::time_point until);
-  /// One keeper pass, logged and counted; the certificates when it succeeded.
-  std::optional<WebhookCertificates> keepCertificates();
-  void watchCertificates(WebhookCertificates serving);
+  /// The serving certificate as its source has it now (a keeper pass, or the files), logged and
+  /// counted; nullopt when it could not be had.
+  std::optional<tls::PemCertificate> fetchCertificate();
+  std::optional<tls::PemCertificate> keepCertificates();
+  std::optional<tls::PemCertificate> readCertificateFiles();
+  void watchCertificates(tls::PemCertificate serving);
 
   ResolvedAdmissionConfig config_;
   std::mutex mutex_;  // guards stopped_
   std::condition_variable wake_;
   bool stopped_ = false;
   std::unique_ptr<agent::core::Allocator> judge_;
-  std::unique_ptr<kube::KubeClient> client_;
-  std::unique_ptr<CertificateKeeper> keeper_;
+  std::unique_ptr<kube::KubeClient> client_;       // null with certificate files
+  std::unique_ptr<CertificateKeeper> keeper_;      // null with certificate files
   WebhookMetrics metrics_;
   std::unique_ptr<Webhooks> webhooks_;
   agent::server::Router webhookRouter_;

@@ -36,11 +36,10 @@ Result<json> objectOf(const kube::KubeResponse& response, std::string_view what)
 
 }  // namespace
 
-CertificateKeeper::CertificateKeeper(kube::KubeClient& client, CertificateSite site, bool manage,
+CertificateKeeper::CertificateKeeper(kube::KubeClient& client, CertificateSite site,
                                      CertificatePolicy policy, Now now)
     : client_(client),
       site_(std::move(site)),
-      manage_(manage),
       policy_(policy),
       now_(std::move(now)),
       dnsNames_(serviceDnsNames(site_.serviceName, site_.namespaceName)) {}
@@ -120,15 +119,6 @@ Result<KeeperPass> CertificateKeeper::pass() {
   std::optional<WebhookCertificates> current;
   if (secret) {
     if (auto read = readSecretData(*secret)) current = std::move(*read);
-  }
-  if (!manage_) {
-    if (!current) {
-      return fail(ErrorCode::kNotFound,
-                  "secret " + site_.namespaceName + "/" + site_.secretName +
-                      (secret ? " holds no tls.crt, tls.key and ca.crt" : " is not there (yet)"));
-    }
-    done.certificates = std::move(*current);
-    return done;
   }
   done.verdict = renewalOf(current, dnsNames_, now_(), policy_);
   if (done.verdict.renewal == Renewal::kNone) {

@@ -7,7 +7,8 @@
 //     wrote first) read again and take what it wrote, so replicas always end on one CA;
 //  3. make both webhook configurations trust the CA: each webhook's clientConfig.caBundle,
 //     patched only where it differs, guarded by the resourceVersion read.
-// With `manage` off (cert-manager's CA injector does 2 and 3), a pass only reads the Secret.
+// With certificates from files (cert-manager's, mounted), there is no keeper: see
+// admission_server.h.
 // Blocking, for one thread: the admission server runs it at start and then every check interval.
 
 #include <chrono>
@@ -41,11 +42,11 @@ class CertificateKeeper {
  public:
   using Now = std::function<std::chrono::system_clock::time_point()>;
 
-  CertificateKeeper(kube::KubeClient& client, CertificateSite site, bool manage,
-                    CertificatePolicy policy = {}, Now now = std::chrono::system_clock::now);
+  CertificateKeeper(kube::KubeClient& client, CertificateSite site, CertificatePolicy policy = {},
+                    Now now = std::chrono::system_clock::now);
 
-  /// One pass. kUnavailable when the API server could not be reached; kNotFound when `manage` is
-  /// off and the Secret is not there (yet); other errors name the object and the API's answer.
+  /// One pass. kUnavailable when the API server could not be reached; other errors name the
+  /// object and the API's answer.
   Result<KeeperPass> pass();
 
  private:
@@ -58,7 +59,6 @@ class CertificateKeeper {
 
   kube::KubeClient& client_;
   CertificateSite site_;
-  bool manage_;
   CertificatePolicy policy_;
   Now now_;
   std::vector<std::string> dnsNames_;

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
       "not exist or does not serve the pod's namespace or protocol, more ports than the pool "
       "allows a pod), and completes pods: the hostport.io/<pool> resource requests the scheduler "
       "counts, and hostport.io/ports for pods written for the hostport-operator. Keeps its own "
-      "certificates in a Secret unless cert-manager does.",
+      "certificates in a Secret, or serves cert-manager's from files.",
       "hostport-admission"};
   settings::FlagValues flags;
   // Flags only: the one file it reads is the agents' (--config).

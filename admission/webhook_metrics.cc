@@ -21,11 +21,12 @@ void WebhookMetrics::review(Webhook webhook, Outcome outcome, std::chrono::nanos
   nanos_[w].fetch_add(static_cast<uint64_t>(took.count()), std::memory_order_relaxed);
 }
 
-void WebhookMetrics::certificate(std::chrono::system_clock::time_point notAfter, bool renewed) {
+void WebhookMetrics::certificate(std::chrono::system_clock::time_point notAfter) {
   certificateNotAfter_.store(
       std::chrono::duration_cast<std::chrono::seconds>(notAfter.time_since_epoch()).count());
-  if (renewed) renewals_.fetch_add(1, std::memory_order_relaxed);
 }
+
+void WebhookMetrics::renewed() { renewals_.fetch_add(1, std::memory_order_relaxed); }
 
 void WebhookMetrics::certificateFailure() {
   certificateFailures_.fetch_add(1, std::memory_order_relaxed);

@@ -23,8 +23,10 @@ enum class Outcome : uint8_t {
 class WebhookMetrics {
  public:
   void review(Webhook webhook, Outcome outcome, std::chrono::nanoseconds took);
-  /// A keeper pass: what the served certificate ends at, and whether it renewed.
-  void certificate(std::chrono::system_clock::time_point notAfter, bool renewed);
+  /// What the served certificate ends at, at each look.
+  void certificate(std::chrono::system_clock::time_point notAfter);
+  /// This replica made and stored a serving certificate.
+  void renewed();
   void certificateFailure();
 
   void write(prometheus::TextWriter& out) const;

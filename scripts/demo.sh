@@ -19,7 +19,12 @@
 #   6. shows a fourth pod's ADD refused: it claims 8080 too (CNI error 101);
 #   7. fetches each pod's page through its host port from the node (node IP and 127.0.0.1)
 #      and from the outside namespace;
-#   8. deletes the pods (hostport DEL, then bridge DEL) and shows that the leases are gone.
+#   8. deletes the pods (hostport DEL, then bridge DEL) and shows that the leases are gone;
+#   9. starts hostport-admission, the admission webhook, on the node with a certificate made
+#      here (as cert-manager would give it) and the agent's pool, and sends it two
+#      AdmissionReviews over HTTPS as the API server would: a pod with a malformed
+#      hostport.io/ports is refused in the plugin's own words, another is completed with the
+#      JSON Patch that asks the scheduler for the pool's ports.
 # Everything lives in namespaces and a temp dir that the script removes on exit, on an error
 # and on Ctrl-C: the host's own network, nftables and sysctls are not touched. Names derive
 # from the script's PID, so a second run (even a concurrent one) does not collide.
@@ -57,6 +62,7 @@ readonly PODS=(pod-a pod-b pod-c)
 # Filled in as the demo goes; cleanup copes with any of them unset.
 WORK=""
 AGENT_PID=""
+ADMISSION_PID=""
 HOST_PID=""  # a process "on the node" that holds the pool's first port
 SOCKET=""
 CONFLIST=""  # bridge -> hostport, as a runtime would read it from /etc/cni/net.d
@@ -78,7 +84,7 @@ else
   BOLD="" DIM="" GREEN="" RED="" RESET=""
 fi
 STEP=0
-readonly STEPS=10
+readonly STEPS=11
 
 section() {
   STEP=$((STEP + 1))
@@ -144,6 +150,10 @@ cleanup() {
     stop_pid "$AGENT_PID"
     say "  stopped hostport-agent (pid $AGENT_PID)"
   fi
+  if [[ -n "$ADMISSION_PID" ]]; then
+    stop_pid "$ADMISSION_PID"
+    say "  stopped hostport-admission (pid $ADMISSION_PID)"
+  fi
   # Deleting the namespaces takes everything in them along: the pods' veths, the bridge, the
   # node's nft table and sysctls. Deepest first: pods, then the outside and the node.
   for ((i = ${#NAMESPACES[@]} - 1; i >= 0; i--)); do
@@ -184,20 +194,21 @@ build() {
     "$REPO_ROOT/scripts/setup.sh"
     show cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ||
       die "cmake configure failed"
-    show cmake --build "$BUILD_DIR" -j"$JOBS" --target hostport hostport-agent hostportctl ||
-      die "build failed"
+    show cmake --build "$BUILD_DIR" -j"$JOBS" --target hostport hostport-agent hostportctl \
+      hostport-admission || die "build failed"
   else
     say "  --no-build: using the binaries in $BUILD_DIR"
   fi
   PLUGIN="$BUILD_DIR/cni-plugin/hostport"
   AGENT_BIN="$BUILD_DIR/agent/hostport-agent"
   CTL_BIN="$BUILD_DIR/agent/hostportctl"
+  ADMISSION_BIN="$BUILD_DIR/admission/hostport-admission"
   local bin
-  for bin in "$PLUGIN" "$AGENT_BIN" "$CTL_BIN"; do
+  for bin in "$PLUGIN" "$AGENT_BIN" "$CTL_BIN" "$ADMISSION_BIN"; do
     [[ -x "$bin" ]] || die "missing $bin (run without --no-build)"
   done
   local tool
-  for tool in ip nft curl jq; do
+  for tool in ip nft curl jq openssl base64; do
     command -v "$tool" >/dev/null || die "missing tool '$tool' (run scripts/setup.sh)"
   done
   [[ -x /bin/busybox ]] || die "missing /bin/busybox (install busybox-static)"
@@ -206,7 +217,7 @@ build() {
   # The CNI plugin dir a runtime would use: ours next to Debian's.
   mkdir -p "$WORK/cni-bin"
   cp "$PLUGIN" "$WORK/cni-bin/hostport"
-  ok "built: $PLUGIN, $AGENT_BIN, $CTL_BIN"
+  ok "built: $PLUGIN, $AGENT_BIN, $CTL_BIN, $ADMISSION_BIN"
 }
 
 new_netns() {
@@ -554,6 +565,85 @@ delete_pods() {
   fi
 }
 
+# review POD_JSON: an AdmissionReview v1 of a pod CREATE in namespace demo, as the API server
+# posts it to a webhook.
+review() {
+  jq -n --argjson pod "$1" '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview",
+    request: {uid: "demo-\($pod.metadata.name)", kind: {group: "", version: "v1", kind: "Pod"},
+      resource: {group: "", version: "v1", resource: "pods"}, operation: "CREATE",
+      namespace: "demo", name: $pod.metadata.name, object: $pod, dryRun: false,
+      userInfo: {username: "demo"}}}'
+}
+
+# webhook PATH BODY: POSTs BODY to the webhook over HTTPS, trusting only the demo's CA, with the
+# Service's name the certificate carries (as the API server calls it).
+webhook() {
+  ip netns exec "$NODE_NS" curl -sS --max-time 5 --cacert "$WORK/admission/ca.crt" \
+    --resolve "$ADMISSION_NAME:8443:127.0.0.1" -H 'Content-Type: application/json' \
+    --data-binary "$2" "https://$ADMISSION_NAME:8443$1"
+}
+
+admission() {
+  section "the admission webhook"
+  why "hostport-admission sees a pod with a hostport.io/ annotation when it is created, before"
+  why "any node does. It refuses what the node would refuse, in the node's words, and asks the"
+  why "scheduler for the pool's ports. Its certificate here is made with openssl, as"
+  why "cert-manager would give it (in a cluster it can keep its own in a Secret)."
+  ADMISSION_NAME="hostport-admission.hostport-system.svc"
+  local dir="$WORK/admission" try
+  mkdir -p "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj "/CN=demo CA" -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null ||
+    die "openssl could not make the CA"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$ADMISSION_NAME" \
+    -keyout "$dir/tls.key" -out "$dir/tls.csr" 2>/dev/null || die "openssl could not make a key"
+  openssl x509 -req -in "$dir/tls.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+    -days 1 -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$ADMISSION_NAME") \
+    -out "$dir/tls.crt" 2>/dev/null || die "openssl could not sign the serving certificate"
+  # The agents' config file, which the webhook reads for the pools: the demo agent's pool.
+  printf 'pools:\n  default:\n    ranges: ["%s"]\n' "$POOL_RANGE" >"$dir/agent.yaml"
+  printf '  %s$ ip netns exec %s %s --config %s --tls-cert-file %s --tls-key-file %s --listen 127.0.0.1:8443 --metrics-address ""%s\n' \
+    "$DIM" "$NODE_NS" "$ADMISSION_BIN" "$dir/agent.yaml" "$dir/tls.crt" "$dir/tls.key" "$RESET"
+  ip netns exec "$NODE_NS" "$ADMISSION_BIN" --config "$dir/agent.yaml" \
+    --tls-cert-file "$dir/tls.crt" --tls-key-file "$dir/tls.key" \
+    --listen 127.0.0.1:8443 --metrics-address "" >"$WORK/admission.log" 2>&1 &
+  ADMISSION_PID=$!
+  for try in $(seq 1 100); do
+    kill -0 "$ADMISSION_PID" 2>/dev/null || { indent <"$WORK/admission.log" >&2; die "hostport-admission exited at start (log above)"; }
+    webhook /healthz "" >/dev/null 2>&1 && break
+    : "$try"
+    sleep 0.1
+  done
+  ok "hostport-admission pid $ADMISSION_PID answers on https://$ADMISSION_NAME:8443"
+
+  local malformed answer message
+  malformed='{"metadata":{"name":"pod-e","annotations":{"hostport.io/ports":"rtp=20000-19000/udp"}},
+    "spec":{"containers":[{"name":"app","image":"busybox"}]}}'
+  say "  POST /validate, a pod with hostport.io/ports: \"rtp=20000-19000/udp\":"
+  answer="$(webhook /validate "$(review "$malformed")")" || bad "the webhook did not answer"
+  message="$(jq -r '.response.status.message // empty' <<<"$answer")"
+  indent <<<"$(jq -c '.response | {uid, allowed, status}' <<<"$answer")"
+  if [[ "$(jq -r .response.allowed <<<"$answer")" == "false" && "$message" == "annotation hostport.io/ports: "* ]]; then
+    ok "refused at creation, in the plugin's words (kubectl shows: denied the request: $message)"
+  else
+    bad "expected a refusal naming annotation hostport.io/ports, got: $answer"
+  fi
+
+  local asking patch
+  asking='{"metadata":{"name":"pod-f","annotations":{"hostport.io/ports":"rtp=7000-7003/udp"}},
+    "spec":{"containers":[{"name":"app","image":"busybox","resources":{}}]}}'
+  say "  POST /mutate, a pod with hostport.io/ports: \"rtp=7000-7003/udp\" (four ports):"
+  answer="$(webhook /mutate "$(review "$asking")")" || bad "the webhook did not answer"
+  patch="$(jq -r '.response.patch // empty' <<<"$answer" | base64 -d 2>/dev/null || true)"
+  say "    patchType $(jq -r '.response.patchType // "none"' <<<"$answer"), the patch decoded:"
+  jq -c '.[]' <<<"${patch:-[]}" | indent | indent
+  if [[ "$(jq -r '[.[] | select(.path == "/spec/containers/0/resources/requests") | .value["hostport.io/default"]][0]' <<<"${patch:-[]}")" == "4" ]]; then
+    ok "completed: the pod asks the scheduler for hostport.io/default: 4, where the node's free ports are counted"
+  else
+    bad "expected a patch adding hostport.io/default: 4 to the requests, got: ${patch:-none}"
+  fi
+}
+
 summary() {
   section "summary"
   local pod
@@ -565,6 +655,8 @@ summary() {
   done
   say ""
   say "  pod-d's claim of 8080 was refused (CNI error 101)."
+  say "  The admission webhook refused pod-e's malformed annotation in the plugin's words and"
+  say "  completed pod-f with its hostport.io/default request."
   say "  After a flushed map, every pod answered again: the agent restored its forwards."
   say "  Each pod was reached on node IP, 127.0.0.1 and from outside: $((3 * ${#PODS[@]})) requests,"
   say "  $FAILURES failed. Next: docs/design.md for the design, 'sudo scripts/test.sh' for the tests."
@@ -602,6 +694,7 @@ main() {
   traffic
   healing
   delete_pods
+  admission
   summary
   ((FAILURES == 0)) || exit 1
 }

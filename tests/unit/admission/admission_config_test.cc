@@ -36,7 +36,7 @@ TEST_F(AdmissionConfigTest, TakesTheDefaultsAndTheAgentsPools) {
   EXPECT_EQ(resolved.listen.str(), "0.0.0.0:8443");
   ASSERT_TRUE(resolved.metrics);
   EXPECT_EQ(resolved.metrics->str(), "0.0.0.0:9811");
-  EXPECT_TRUE(resolved.settings.manageCertificates);
+  EXPECT_TRUE(resolved.settings.tlsCertFile.empty()) << "the server keeps its own";
   ASSERT_EQ(resolved.pools.size(), 1u);
   EXPECT_EQ(resolved.pools[0].name, "games");
 }
@@ -54,6 +54,12 @@ TEST_F(AdmissionConfigTest, RefusesABadFlagNamingItAndTheValue) {
   flags_["logLevel"] = "loud";
   EXPECT_TRUE(refusal().starts_with("--log-level: ")) << refusal();
   flags_.erase("logLevel");
+  flags_["tlsCertFile"] = "/certs/tls.crt";
+  EXPECT_TRUE(refusal().starts_with("--tls-cert-file and --tls-key-file go together")) << refusal();
+  flags_["tlsKeyFile"] = "certs/tls.key";
+  EXPECT_EQ(refusal(), "--tls-key-file: \"certs/tls.key\" must be an absolute path");
+  flags_.erase("tlsCertFile");
+  flags_.erase("tlsKeyFile");
   flags_["metricsAddress"] = "";
   ASSERT_OK_AND_ASSIGN(const auto off, resolveAdmissionConfig(flags_));
   EXPECT_FALSE(off.metrics);

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "kube/base64.h"
@@ -185,6 +187,43 @@ TEST_F(AdmissionServerTest, ACertificateAnotherReplicaRenewedIsServedWithoutAFai
   EXPECT_GT(answered.load(), 10);
   EXPECT_EQ(https->connections(), 1) << "the kept-alive connection was never dropped";
   EXPECT_NE(before, renewed.serving.certificatePem);
+}
+
+/// With cert-manager: the certificate from files, no API server at all.
+TEST(AdmissionServerFilesTest, ServesTheFilesAndTakesNewOnesWithoutAnApiServer) {
+  test::TempDir dir;
+  const std::string certFile = dir.path() + "/tls.crt";
+  const std::string keyFile = dir.path() + "/tls.key";
+  ASSERT_OK_AND_ASSIGN(const auto made, renew(std::nullopt, Renewal::kAll,
+                                              serviceDnsNames("hostport-admission", "hostport")));
+  const auto writeFiles = [&](const tls::PemCertificate& serving) {
+    // As the kubelet updates a mounted Secret: new files, then one rename.
+    std::ofstream(certFile + ".new") << serving.certificatePem;
+    std::ofstream(keyFile + ".new") << serving.privateKeyPem;
+    std::filesystem::rename(keyFile + ".new", keyFile);
+    std::filesystem::rename(certFile + ".new", certFile);
+  };
+  writeFiles(made.serving);
+  ResolvedAdmissionConfig config;
+  config.settings.tlsCertFile = certFile;
+  config.settings.tlsKeyFile = keyFile;
+  config.settings.certificateCheckSeconds = 1;
+  config.listen = {*IpAddress::parse("127.0.0.1"), 0};
+  config.pools = samples::samplePools().pools();
+  ASSERT_OK_AND_ASSIGN(auto server, AdmissionServer::start(std::move(config)));
+  std::jthread serving([&] { server->serve(); });
+  EXPECT_EQ(test::servedCertificate(server->webhookPort()).value(), made.serving.certificatePem);
+
+  ASSERT_OK_AND_ASSIGN(const auto renewed, renew(made, Renewal::kServing,
+                                                 serviceDnsNames("hostport-admission", "hostport")));
+  writeFiles(renewed.serving);
+  EXPECT_TRUE(test::waitUntil(
+      [&] {
+        auto served = test::servedCertificate(server->webhookPort());
+        return served && *served == renewed.serving.certificatePem;
+      },
+      20s));
+  server->stop();
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // on a stale resourceVersion, JSON patch with test): a first pass makes and stores the
 // certificates and makes both webhook configurations trust the CA; later passes change nothing;
 // replicas racing for an empty Secret end on one CA; an expiring certificate is renewed by the
-// same CA; with cert-manager, it only reads.
+// same CA.
 #include "admission/certificate_keeper.h"
 
 #include <gtest/gtest.h>
@@ -88,7 +88,7 @@ class CertificateKeeperTest : public ::testing::Test {
 
 TEST_F(CertificateKeeperTest, AFirstPassStoresTheCertificatesAndMakesBothWebhooksTrustTheCa) {
   auto kube = client();
-  CertificateKeeper keeper(*kube, site(), true);
+  CertificateKeeper keeper(*kube, site());
   ASSERT_OK_AND_ASSIGN(const auto first, keeper.pass());
   EXPECT_EQ(first.verdict.renewal, Renewal::kAll);
   EXPECT_TRUE(first.wroteSecret);
@@ -119,7 +119,7 @@ TEST_F(CertificateKeeperTest, ReplicasRacingForAnEmptySecretEndOnOneCa) {
     std::vector<std::jthread> replicas;
     for (int i = 0; i < kReplicas; ++i) {
       replicas.emplace_back([&, i] {
-        CertificateKeeper keeper(*clients[i], site(), true);
+        CertificateKeeper keeper(*clients[i], site());
         passes[i] = keeper.pass();
       });
     }
@@ -138,9 +138,9 @@ TEST_F(CertificateKeeperTest, ReplicasRacingForAnEmptySecretEndOnOneCa) {
 
 TEST_F(CertificateKeeperTest, AnExpiringCertificateIsRenewedByTheSameCa) {
   auto kube = client();
-  ASSERT_OK_AND_ASSIGN(const auto first, CertificateKeeper(*kube, site(), true).pass());
+  ASSERT_OK_AND_ASSIGN(const auto first, CertificateKeeper(*kube, site()).pass());
   const auto later = [] { return std::chrono::system_clock::now() + hours(24 * 300); };
-  CertificateKeeper keeper(*kube, site(), true, {}, later);
+  CertificateKeeper keeper(*kube, site(), {}, later);
   ASSERT_OK_AND_ASSIGN(const auto renewed, keeper.pass());
   EXPECT_EQ(renewed.verdict.renewal, Renewal::kServing);
   EXPECT_TRUE(renewed.wroteSecret);
@@ -153,7 +153,7 @@ TEST_F(CertificateKeeperTest, AnExpiringCertificateIsRenewedByTheSameCa) {
 
 TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
   auto kube = client();
-  ASSERT_OK(CertificateKeeper(*kube, site(), true).pass());
+  ASSERT_OK(CertificateKeeper(*kube, site()).pass());
   // Both replicas find the certificate due. This one's update is held up on its way; the other's
   // lands first, so this one's resourceVersion is stale (409 Conflict).
   const auto later = [] { return std::chrono::system_clock::now() + hours(24 * 300); };
@@ -161,7 +161,7 @@ TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
                         .on(std::string(kSecret))
                         .forMethod("PUT"));
   Result<KeeperPass> held = fail(ErrorCode::kInternal, "not run");
-  std::jthread slow([&] { held = CertificateKeeper(*kube, site(), true, {}, later).pass(); });
+  std::jthread slow([&] { held = CertificateKeeper(*kube, site(), {}, later).pass(); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   const auto putReceived = [&] {
     for (const auto& request : api_->requests()) {
@@ -175,7 +175,7 @@ TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
   ASSERT_TRUE(putReceived());
   auto other = client();
   ASSERT_OK_AND_ASSIGN(const auto theirs,
-                       CertificateKeeper(*other, site(), true, {}, later).pass());
+                       CertificateKeeper(*other, site(), {}, later).pass());
   EXPECT_TRUE(theirs.wroteSecret);
   slow.join();
   ASSERT_OK(held);
@@ -185,27 +185,10 @@ TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
   EXPECT_EQ(stored, theirs.certificates);
 }
 
-TEST_F(CertificateKeeperTest, WithCertManagerItOnlyReads) {
-  auto kube = client();
-  CertificateKeeper keeper(*kube, site(), false);
-  const auto missing = keeper.pass();
-  ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
-  ASSERT_OK_AND_ASSIGN(auto made, renew(std::nullopt, Renewal::kAll,
-                                        serviceDnsNames("hostport-admission", "hostport")));
-  made.ca.privateKeyPem.clear();  // cert-manager keeps its CA's key to itself
-  ASSERT_OK(api_->putObject(kSecret, {{"data", secretData(made)}}));
-  api_->clearRequests();
-  ASSERT_OK_AND_ASSIGN(const auto read, keeper.pass());
-  EXPECT_EQ(read.certificates, made);
-  for (const auto& request : api_->requests()) EXPECT_EQ(request.method, "GET");
-  EXPECT_EQ(bundles(), (std::vector<std::string>{"", "", ""})) << "the CA injector's job";
-}
-
 TEST_F(CertificateKeeperTest, AnApiErrorNamesTheObjectAndTheAnswer) {
   auto kube = client();
   api_->deleteObject(kMutating);
-  CertificateKeeper keeper(*kube, site(), true);
+  CertificateKeeper keeper(*kube, site());
   const auto failed = keeper.pass();
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().message,
