@@ -125,7 +125,8 @@ Result<ResolvedAdmissionConfig> resolveAdmissionConfig(const settings::FlagValue
   for (const auto& [flag, path] : {std::pair{"--kubeconfig", &config.kubeconfig},
                                    {"--tls-cert-file", &config.tlsCertFile},
                                    {"--tls-key-file", &config.tlsKeyFile}}) {
-    if (!path->empty() && path->front() != '/') return invalid(flag, *path, "must be an absolute path");
+    if (!path->empty() && path->front() != '/')
+      return invalid(flag, *path, "must be an absolute path");
   }
   if (config.tlsCertFile.empty() != config.tlsKeyFile.empty()) {
     return fail(ErrorCode::kInvalidArgument,

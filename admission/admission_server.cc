@@ -111,14 +111,13 @@ void AdmissionServer::watchCertificates(tls::PemCertificate serving) {
       auto identity =
           agent::server::TlsIdentity::fromPem(fetched->certificatePem, fetched->privateKeyPem);
       if (!identity) {
-        log::event(log::Component::kAdmission, log::Level::kError,
-                   "admission.certificate_unusable", {{"cause", identity.error().message}});
+        log::event(log::Component::kAdmission, log::Level::kError, "admission.certificate_unusable",
+                   {{"cause", identity.error().message}});
         continue;
       }
       webhookServer_->setIdentity(std::move(*identity));
       serving = std::move(*fetched);
-      log::event(log::Component::kAdmission, log::Level::kInfo, "admission.certificate_served",
-                 {});
+      log::event(log::Component::kAdmission, log::Level::kInfo, "admission.certificate_served", {});
     }
   });
 }
@@ -135,10 +134,9 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
     clientOptions.qps = settings.apiQps;
     clientOptions.burst = static_cast<int>(settings.apiBurst);
     HOSTPORT_TRY(server->client_,
-                 kube::KubeClient::create(cluster, clientOptions,
-                                          [raw = server.get()](auto until) {
-                                            return raw->waitUntil(until);
-                                          }));
+                 kube::KubeClient::create(cluster, clientOptions, [raw = server.get()](auto until) {
+                   return raw->waitUntil(until);
+                 }));
     server->keeper_ = std::make_unique<CertificateKeeper>(
         *server->client_,
         CertificateSite{settings.namespaceName, settings.secret, settings.service,

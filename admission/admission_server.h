@@ -56,8 +56,8 @@ class AdmissionServer {
   std::condition_variable wake_;
   bool stopped_ = false;
   std::unique_ptr<agent::core::Allocator> judge_;
-  std::unique_ptr<kube::KubeClient> client_;       // null with certificate files
-  std::unique_ptr<CertificateKeeper> keeper_;      // null with certificate files
+  std::unique_ptr<kube::KubeClient> client_;   // null with certificate files
+  std::unique_ptr<CertificateKeeper> keeper_;  // null with certificate files
   WebhookMetrics metrics_;
   std::unique_ptr<Webhooks> webhooks_;
   agent::server::Router webhookRouter_;

@@ -118,6 +118,17 @@ Result<KeeperPass> CertificateKeeper::pass() {
   HOSTPORT_TRY(const auto secret, readSecret());
   std::optional<WebhookCertificates> current;
   if (secret) {
+    const json* data = jsonMember(*secret, "data");
+    if (data == nullptr || jsonMember(*data, kCaPrivateKeyKey) == nullptr) {
+      // Not one this server made (cert-manager's has no CA key): overwriting it would fight its
+      // owner.
+      return fail(ErrorCode::kConflict,
+                  "secret " + site_.namespaceName + "/" + site_.secretName +
+                      " holds no ca.key, so hostport-admission did not make it: give --secret "
+                      "another name, or serve that Secret's certificate with --tls-cert-file and "
+                      "--tls-key-file");
+    }
+    // A Secret of ours that does not read (a key edited by hand) is renewed whole.
     if (auto read = readSecretData(*secret)) current = std::move(*read);
   }
   done.verdict = renewalOf(current, dnsNames_, now_(), policy_);

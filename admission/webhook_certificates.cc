@@ -35,9 +35,7 @@ Result<WebhookCertificates> readSecretData(const json& secret) {
   HOSTPORT_TRY(out.serving.certificatePem, dataValue(*data, kServingCertificateKey));
   HOSTPORT_TRY(out.serving.privateKeyPem, dataValue(*data, kServingPrivateKeyKey));
   HOSTPORT_TRY(out.ca.certificatePem, dataValue(*data, kCaCertificateKey));
-  if (jsonMember(*data, kCaPrivateKeyKey) != nullptr) {
-    HOSTPORT_TRY(out.ca.privateKeyPem, dataValue(*data, kCaPrivateKeyKey));
-  }
+  HOSTPORT_TRY(out.ca.privateKeyPem, dataValue(*data, kCaPrivateKeyKey));
   return out;
 }
 

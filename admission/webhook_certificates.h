@@ -32,7 +32,7 @@ struct CertificatePolicy {
   std::chrono::seconds renewBefore{std::chrono::hours(24 * 90)};       // 90 days
 };
 
-/// What the Secret holds. The CA's key is absent when cert-manager made the Secret.
+/// What the Secret holds.
 struct WebhookCertificates {
   tls::PemCertificate ca;
   tls::PemCertificate serving;
@@ -41,7 +41,8 @@ struct WebhookCertificates {
 
 /// The certificates in a Secret object's `data` (base64, as the API returns it). kInvalidArgument
 /// naming the key when one is missing or not base64; the PEMs themselves are judged by
-/// renewalOf().
+/// renewalOf(). A Secret without ca.key was not made here (cert-manager keeps its CA's key to
+/// itself): CertificateKeeper leaves such a Secret alone.
 Result<WebhookCertificates> readSecretData(const nlohmann::json& secret);
 
 /// The Secret's `data` for `certificates` (base64 values).

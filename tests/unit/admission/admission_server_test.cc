@@ -214,8 +214,9 @@ TEST(AdmissionServerFilesTest, ServesTheFilesAndTakesNewOnesWithoutAnApiServer) 
   std::jthread serving([&] { server->serve(); });
   EXPECT_EQ(test::servedCertificate(server->webhookPort()).value(), made.serving.certificatePem);
 
-  ASSERT_OK_AND_ASSIGN(const auto renewed, renew(made, Renewal::kServing,
-                                                 serviceDnsNames("hostport-admission", "hostport")));
+  ASSERT_OK_AND_ASSIGN(
+      const auto renewed,
+      renew(made, Renewal::kServing, serviceDnsNames("hostport-admission", "hostport")));
   writeFiles(renewed.serving);
   EXPECT_TRUE(test::waitUntil(
       [&] {

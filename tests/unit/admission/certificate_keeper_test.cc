@@ -174,8 +174,7 @@ TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
   }
   ASSERT_TRUE(putReceived());
   auto other = client();
-  ASSERT_OK_AND_ASSIGN(const auto theirs,
-                       CertificateKeeper(*other, site(), {}, later).pass());
+  ASSERT_OK_AND_ASSIGN(const auto theirs, CertificateKeeper(*other, site(), {}, later).pass());
   EXPECT_TRUE(theirs.wroteSecret);
   slow.join();
   ASSERT_OK(held);
@@ -183,6 +182,23 @@ TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
   EXPECT_EQ(held->certificates, theirs.certificates);
   ASSERT_OK_AND_ASSIGN(const auto stored, readSecretData(api_->object(kSecret).value()));
   EXPECT_EQ(stored, theirs.certificates);
+}
+
+TEST_F(CertificateKeeperTest, LeavesASecretItDidNotMakeAlone) {
+  // cert-manager's Secret of that name: tls.crt, tls.key and ca.crt, no CA key.
+  ASSERT_OK_AND_ASSIGN(const auto made, renew(std::nullopt, Renewal::kAll,
+                                              serviceDnsNames("hostport-admission", "hostport")));
+  json data = secretData(made);
+  data.erase("ca.key");
+  ASSERT_OK(api_->putObject(kSecret, {{"data", data}}));
+  const json before = api_->object(kSecret).value();
+  auto kube = client();
+  const auto refused = CertificateKeeper(*kube, site()).pass();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+  EXPECT_NE(refused.error().message.find("holds no ca.key"), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(api_->object(kSecret).value(), before);
 }
 
 TEST_F(CertificateKeeperTest, AnApiErrorNamesTheObjectAndTheAnswer) {
