@@ -32,8 +32,7 @@ AdmissionServer::AdmissionServer(ResolvedAdmissionConfig config) : config_(std::
 
 AdmissionServer::~AdmissionServer() {
   stop();
-  if (keeperThread_.joinable()) keeperThread_.join();
-  io_.stop();
+  if (certificateThread_.joinable()) certificateThread_.join();
 }
 
 bool AdmissionServer::waitUntil(Clock::time_point until) {
@@ -102,7 +101,7 @@ std::optional<tls::PemCertificate> AdmissionServer::readCertificateFiles() {
 
 void AdmissionServer::watchCertificates(tls::PemCertificate serving) {
   const std::chrono::seconds period(config_.settings.certificateCheckSeconds);
-  keeperThread_ = std::jthread([this, serving = std::move(serving), period]() mutable {
+  certificateThread_ = std::jthread([this, serving = std::move(serving), period]() mutable {
     auto next = Clock::now() + period;
     while (waitUntil(next)) {
       auto fetched = fetchCertificate();

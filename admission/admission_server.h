@@ -65,7 +65,7 @@ class AdmissionServer {
   boost::asio::io_context io_;
   std::unique_ptr<agent::server::TlsHttpServer> webhookServer_;
   std::unique_ptr<agent::server::TcpHttpServer> metricsServer_;
-  std::jthread keeperThread_;
+  std::jthread certificateThread_;
 };
 
 }  // namespace hostport::admission
