@@ -15,6 +15,7 @@ PACKAGES=(
   containernetworking-plugins nftables iproute2 conntrack
   podman runc busybox-static iptables
   curl procps ca-certificates jq
+  openssl       # the demo makes the admission webhook's certificate (scripts/demo.sh)
   mmdebstrap    # scripts/build-image.sh and the image test (tests/image)
   yq            # the image test reads the rendered manifests (tests/image/image_test.sh)
   clang-format  # scripts/format.sh and the ctest SourcesAreClangFormatted
