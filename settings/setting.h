@@ -3,9 +3,9 @@
 // program's config struct it sets with the member's type and bounds, and whether a reload may
 // change it. Whatever reads settings walks the table (Kea's simple_parser4.cc shape): a file's
 // keys, the flags and --help (flags.h registers them; applyFlags() applies what they gave), a
-// reload's diff. The agent's table is
-// agent/config/settings.cc, the admission server's admission/config/. The default of a row is its
-// member's initializer, printed from a default-constructed config, so it is written once.
+// reload's diff. The agent's table is agent/config/settings.cc, the admission server's
+// admission/admission_config.cc. The default of a row is its member's initializer, printed from a
+// default-constructed config, so it is written once.
 
 #include <cstdint>
 #include <map>
