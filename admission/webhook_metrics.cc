@@ -1,7 +1,5 @@
 #include "admission/webhook_metrics.h"
 
-#include <string>
-
 namespace hostport::admission {
 namespace {
 
@@ -14,11 +12,7 @@ constexpr std::array<std::string_view, 4> kOutcomeNames = {"allowed", "patched",
 void WebhookMetrics::review(Webhook webhook, Outcome outcome, std::chrono::nanoseconds took) {
   const auto w = static_cast<std::size_t>(webhook);
   reviews_[w][static_cast<std::size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
-  const auto micros = static_cast<uint64_t>(took.count() / 1000);
-  std::size_t bucket = 0;
-  while (bucket < kBucketMicros.size() && micros > kBucketMicros[bucket]) ++bucket;
-  buckets_[w][bucket].fetch_add(1, std::memory_order_relaxed);
-  nanos_[w].fetch_add(static_cast<uint64_t>(took.count()), std::memory_order_relaxed);
+  latency_[w].observe(took);
 }
 
 void WebhookMetrics::certificate(std::chrono::system_clock::time_point notAfter) {
@@ -44,19 +38,7 @@ void WebhookMetrics::write(prometheus::TextWriter& out) const {
   out.family("hostport_admission_review_seconds", prometheus::Type::kHistogram,
              "Time from a review's body read to its answer ready, in the server");
   for (std::size_t w = 0; w < kWebhooks; ++w) {
-    uint64_t cumulative = 0;
-    for (std::size_t b = 0; b <= kBucketMicros.size(); ++b) {
-      cumulative += buckets_[w][b].load();
-      const std::string le = b < kBucketMicros.size()
-                                 ? prometheus::formatNumber(kBucketMicros[b] / 1e6)
-                                 : std::string("+Inf");
-      out.sample("hostport_admission_review_seconds_bucket", cumulative,
-                 {{"webhook", kWebhookNames[w]}, {"le", le}});
-    }
-    out.sample("hostport_admission_review_seconds_sum", nanos_[w].load() / 1e9,
-               {{"webhook", kWebhookNames[w]}});
-    out.sample("hostport_admission_review_seconds_count", cumulative,
-               {{"webhook", kWebhookNames[w]}});
+    latency_[w].write(out, "hostport_admission_review_seconds", {{"webhook", kWebhookNames[w]}});
   }
   out.family("hostport_admission_certificate_not_after_seconds", prometheus::Type::kGauge,
              "When the serving certificate ends, in seconds since the epoch; 0 before the first");

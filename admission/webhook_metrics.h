@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "common/duration_histogram.h"
 #include "common/prometheus_text.h"
 
 namespace hostport::admission {
@@ -34,13 +35,14 @@ class WebhookMetrics {
  private:
   static constexpr std::size_t kWebhooks = 2;
   static constexpr std::size_t kOutcomes = 4;
-  // Upper bounds of the handling-time buckets, in microseconds; the last bucket is +Inf.
-  static constexpr std::array<uint64_t, 8> kBucketMicros = {50,   100,  250,   500,
-                                                            1000, 2500, 10000, 100000};
+  // The handling time's bucket bounds in seconds: 50 µs to 100 ms.
+  static constexpr std::array<double, 8> kBounds = {0.00005, 0.0001, 0.00025, 0.0005,
+                                                    0.001,   0.0025, 0.01,    0.1};
 
   std::array<std::array<std::atomic<uint64_t>, kOutcomes>, kWebhooks> reviews_{};
-  std::array<std::array<std::atomic<uint64_t>, kBucketMicros.size() + 1>, kWebhooks> buckets_{};
-  std::array<std::atomic<uint64_t>, kWebhooks> nanos_{};
+  std::array<prometheus::DurationHistogram<kBounds.size()>, kWebhooks> latency_{
+      prometheus::DurationHistogram<kBounds.size()>(kBounds),
+      prometheus::DurationHistogram<kBounds.size()>(kBounds)};
   std::atomic<int64_t> certificateNotAfter_{0};  // seconds since the epoch; 0: none yet
   std::atomic<uint64_t> renewals_{0};
   std::atomic<uint64_t> certificateFailures_{0};

@@ -3,12 +3,7 @@
 namespace hostport::agent::service {
 
 void Metrics::observeAllocation(std::chrono::nanoseconds latency) {
-  const double seconds = std::chrono::duration<double>(latency).count();
-  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-    if (seconds <= kBuckets[i]) bucketCounts_[i].fetch_add(1, std::memory_order_relaxed);
-  }
-  allocations_.fetch_add(1, std::memory_order_relaxed);
-  latencyNanos_.fetch_add(static_cast<uint64_t>(latency.count()), std::memory_order_relaxed);
+  allocationLatency_.observe(latency);
 }
 
 void Metrics::countError(const std::string& code) {
@@ -61,14 +56,7 @@ std::string Metrics::render(std::size_t leases, const std::vector<core::PoolUsag
   }
   out.family("hostport_allocation_duration_seconds", Type::kHistogram,
              "Time from request to durable allocation.");
-  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-    out.sample("hostport_allocation_duration_seconds_bucket", load(bucketCounts_[i]),
-               {{"le", prometheus::formatNumber(kBuckets[i])}});
-  }
-  const uint64_t count = load(allocations_);
-  out.sample("hostport_allocation_duration_seconds_bucket", count, {{"le", "+Inf"}});
-  out.sample("hostport_allocation_duration_seconds_sum", seconds(latencyNanos_));
-  out.sample("hostport_allocation_duration_seconds_count", count);
+  allocationLatency_.write(out, "hostport_allocation_duration_seconds");
   out.family("hostport_releases_total", Type::kCounter, "Leases released.");
   out.sample("hostport_releases_total", load(releases_));
   out.family("hostport_reconciles_total", Type::kCounter,

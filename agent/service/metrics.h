@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/core/allocator.h"
+#include "common/duration_histogram.h"
 #include "common/prometheus_text.h"
 
 namespace hostport::agent::service {
@@ -53,11 +54,8 @@ class Metrics {
                      const StoreFigures& store) const;
 
  private:
-  static constexpr std::array<double, 12> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                      0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
-  std::array<std::atomic<uint64_t>, kBuckets.size()> bucketCounts_{};
-  std::atomic<uint64_t> allocations_{0};
-  std::atomic<uint64_t> latencyNanos_{0};
+  prometheus::DurationHistogram<12> allocationLatency_{
+      {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0}};
   std::atomic<uint64_t> releases_{0};
   std::atomic<uint64_t> reconciles_{0};
   std::atomic<uint64_t> lastReconcileNanos_{0};

@@ -1,10 +1,13 @@
-// The one writer of the Prometheus text format (common/prometheus_text.h).
+// The one writer of the Prometheus text format (common/prometheus_text.h), and the duration
+// histogram written with it (common/duration_histogram.h).
 
 #include "common/prometheus_text.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
+
+#include "common/duration_histogram.h"
 
 namespace hostport::prometheus {
 namespace {
@@ -49,6 +52,28 @@ TEST(PrometheusTextTest, TypesAreSpelledAsTheFormatSays) {
   out.family("a", Type::kHistogram, "h");
   out.family("b", Type::kSummary, "s");
   EXPECT_EQ(out.text(), "# HELP a h\n# TYPE a histogram\n# HELP b s\n# TYPE b summary\n");
+}
+
+TEST(DurationHistogramTest, CountsEachObservationInEveryBucketItFitsWithItsSumAndCount) {
+  DurationHistogram<2> histogram({0.001, 0.01});
+  histogram.observe(std::chrono::microseconds(500));
+  histogram.observe(std::chrono::milliseconds(1));  // on a bound: le means at most
+  histogram.observe(std::chrono::milliseconds(20));
+  TextWriter plain;
+  histogram.write(plain, "x_seconds");
+  EXPECT_EQ(plain.text(),
+            "x_seconds_bucket{le=\"0.001\"} 2\n"
+            "x_seconds_bucket{le=\"0.01\"} 2\n"
+            "x_seconds_bucket{le=\"+Inf\"} 3\n"
+            "x_seconds_sum 0.0215\n"
+            "x_seconds_count 3\n");
+  TextWriter labelled;
+  histogram.write(labelled, "x_seconds", {{"webhook", "validate"}});
+  EXPECT_NE(labelled.text().find("x_seconds_bucket{webhook=\"validate\",le=\"+Inf\"} 3\n"),
+            std::string::npos)
+      << labelled.text();
+  EXPECT_NE(labelled.text().find("x_seconds_count{webhook=\"validate\"} 3\n"), std::string::npos)
+      << labelled.text();
 }
 
 }  // namespace
