@@ -17,13 +17,12 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kRetryAfterFailure{30};
 
 Result<kube::ClusterConfig> clusterOf(const AdmissionConfig& config) {
-  if (!config.kubeconfig.empty()) return kube::loadKubeconfig(config.kubeconfig);
-  HOSTPORT_TRY(auto inCluster, kube::inClusterConfig(&std::getenv));
-  if (!inCluster) {
+  HOSTPORT_TRY(auto found, kube::findCluster(config.kubeconfig, &std::getenv));
+  if (!found) {
     return fail(ErrorCode::kInvalidArgument,
                 "no --kubeconfig, and not running in a pod (KUBERNETES_SERVICE_HOST is unset)");
   }
-  return std::move(*inCluster);
+  return std::move(*found);
 }
 
 }  // namespace

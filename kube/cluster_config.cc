@@ -188,4 +188,11 @@ Result<ClusterConfig> loadKubeconfig(const std::string& path) {
   return parseKubeconfig(text, path);
 }
 
+Result<std::optional<ClusterConfig>> findCluster(const std::string& kubeconfigPath,
+                                                 const Getenv& getenv) {
+  if (kubeconfigPath.empty()) return inClusterConfig(getenv);
+  HOSTPORT_TRY(ClusterConfig config, loadKubeconfig(kubeconfigPath));
+  return config;
+}
+
 }  // namespace hostport::kube

@@ -53,6 +53,11 @@ Result<std::optional<ClusterConfig>> inClusterConfig(
 Result<ClusterConfig> parseKubeconfig(std::string_view yaml, std::string_view path);
 Result<ClusterConfig> loadKubeconfig(const std::string& path);
 
+/// The cluster a component is told to talk to: the kubeconfig at `kubeconfigPath` when there is
+/// one, else the in-cluster config; nullopt when neither (no path, and not in a pod).
+Result<std::optional<ClusterConfig>> findCluster(const std::string& kubeconfigPath,
+                                                 const Getenv& getenv);
+
 /// Splits "https://host[:port]" into the config's host and port. kInvalidArgument otherwise.
 Result<void> parseServer(std::string_view url, ClusterConfig& config);
 

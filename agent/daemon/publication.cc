@@ -34,10 +34,8 @@ std::optional<Cluster> clusterOf(const config::AgentConfig& config) {
                "kube.publication_off", {{"reason", reason}, {"cause", cause}});
     return std::nullopt;
   };
-  Result<std::optional<kube::ClusterConfig>> found =
-      config.kubeconfig.empty()
-          ? kube::inClusterConfig([](const char* name) { return std::getenv(name); })
-          : Result<std::optional<kube::ClusterConfig>>(kube::loadKubeconfig(config.kubeconfig));
+  auto found =
+      kube::findCluster(config.kubeconfig, [](const char* name) { return std::getenv(name); });
   if (!found) return off("no_usable_config", found.error().message);
   if (!*found) return off("not_in_a_cluster");
   std::string node = config.nodeName;
