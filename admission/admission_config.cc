@@ -1,8 +1,6 @@
 #include "admission/admission_config.h"
 
 #include <array>
-#include <fstream>
-#include <sstream>
 
 #include "agent/config/agent_config.h"
 #include "agent/log/event_log.h"
@@ -94,14 +92,11 @@ std::unexpected<Error> invalid(std::string_view flag, const std::string& value,
               std::string(flag) + ": " + quoteText(value) + " " + std::string(problem));
 }
 
+/// The pools of the agents' file, as an agent started with `--config path` alone would have them.
 Result<std::vector<agent::core::PoolSpec>> readPools(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return fail(ErrorCode::kInvalidArgument, "--config: cannot read " + path);
-  std::stringstream text;
-  text << file.rdbuf();
-  agent::config::AgentConfig agents;
-  HOSTPORT_TRY_VOID(agent::config::applyYamlConfig(text.str(), path, agents));
-  HOSTPORT_TRY_VOID(agent::config::finalizeConfig(agents));
+  agent::config::CommandLine agentFlags;
+  agentFlags.configPath = path;
+  HOSTPORT_TRY(auto agents, agent::config::resolveConfig(agentFlags));
   return std::move(agents.pools);
 }
 
