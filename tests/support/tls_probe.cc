@@ -10,19 +10,13 @@
 #include <memory>
 
 #include "common/unique_fd.h"
+#include "tls/openssl_handles.h"
 
 namespace hostport::test {
 namespace {
 
-struct SslCtxFree {
-  void operator()(SSL_CTX* context) const { SSL_CTX_free(context); }
-};
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free_all(bio); }
-};
+using SslContextPtr = std::unique_ptr<SSL_CTX, tls::OpenSslFree<&SSL_CTX_free>>;
+using SslPtr = std::unique_ptr<SSL, tls::OpenSslFree<&SSL_free>>;
 
 Result<UniqueFd> connectLoopback(uint16_t port) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -43,8 +37,8 @@ Result<UniqueFd> connectLoopback(uint16_t port) {
 /// the connection when it completed, nullptr when the server refused it.
 struct Handshake {
   UniqueFd fd;
-  std::unique_ptr<SSL_CTX, SslCtxFree> context;
-  std::unique_ptr<SSL, SslFree> ssl;
+  SslContextPtr context;
+  SslPtr ssl;
   bool completed = false;
 };
 
@@ -71,13 +65,11 @@ Result<std::string> servedCertificate(uint16_t port) {
   HOSTPORT_TRY(const Handshake done, handshake(port, 0, 0));
   if (!done.completed) return fail(ErrorCode::kUnavailable, "the TLS handshake failed");
   X509* certificate = SSL_get0_peer_certificate(done.ssl.get());  // owned by the connection
-  std::unique_ptr<BIO, BioFree> bio(BIO_new(BIO_s_mem()));
+  tls::BioPtr bio(BIO_new(BIO_s_mem()));
   if (certificate == nullptr || !bio || PEM_write_bio_X509(bio.get(), certificate) != 1) {
     return fail(ErrorCode::kInternal, "no certificate to write");
   }
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<std::size_t>(size));
+  return tls::readBio(bio.get());
 }
 
 Result<bool> acceptsTlsVersion(uint16_t port, int version) {
