@@ -1,18 +1,15 @@
 // The built hostport-agent's TCP metrics listener (--metrics-address), in a netns of its own:
 // Prometheus text on GET /metrics, and no control endpoint over TCP, whatever the method.
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 
 #include "common/unique_fd.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/netns.h"
+#include "tests/support/plain_http.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/sockets.h"
 
@@ -33,35 +30,6 @@ Result<uint16_t> freeTcpPort(const Netns& netns) {
                netns.run([] { return bindSocket(Protocol::kTcp, "127.0.0.1", 0); }));
   HOSTPORT_TRY(UniqueFd fd, std::move(socket));
   return boundPort(fd.get());
-}
-
-/// Sends `request` to 127.0.0.1:port in `netns` and reads the answer until the agent closes.
-Result<std::string> tcpExchange(const Netns& netns, uint16_t port, const std::string& request) {
-  HOSTPORT_TRY(UniqueFd fd, netns.run([] {
-    return UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  }));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    return failSystem(ErrorCode::kUnavailable, "connect 127.0.0.1:" + std::to_string(port), errno);
-  }
-  timeval timeout{5, 0};
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  if (::write(fd.get(), request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
-    return failSystem(ErrorCode::kIo, "write", errno);
-  }
-  std::string answer;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) > 0;) answer.append(buffer, n);
-  return answer;
-}
-
-std::string request(const std::string& method, const std::string& target,
-                    const std::string& body = "") {
-  return method + " " + target + " HTTP/1.1\r\nHost: node\r\nConnection: close\r\n" +
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 class AgentMetricsTest : public ::testing::Test {
@@ -89,7 +57,7 @@ class AgentMetricsTest : public ::testing::Test {
 };
 
 TEST_F(AgentMetricsTest, ServesPrometheusTextOverTcp) {
-  const auto answer = tcpExchange(*netns_, port_, request("GET", "/metrics"));
+  const auto answer = plainHttpExchange(*netns_, port_, "GET", "/metrics");
   ASSERT_OK(answer);
   EXPECT_THAT(*answer, StartsWith("HTTP/1.1 200"));
   EXPECT_THAT(*answer, HasSubstr("text/plain; version=0.0.4"));
@@ -108,7 +76,7 @@ TEST_F(AgentMetricsTest, ControlEndpointsAreNotFoundOverTcp) {
         {"POST", "/v1/gc", R"({"network": "n", "valid": []})"},
         {"GET", "/v1/pools", ""},
         {"GET", "/healthz", ""}}) {
-    const auto answer = tcpExchange(*netns_, port_, request(method, target, body));
+    const auto answer = plainHttpExchange(*netns_, port_, method, target, body);
     ASSERT_OK(answer);
     EXPECT_THAT(*answer, StartsWith("HTTP/1.1 404")) << method << " " << target;
   }
@@ -125,7 +93,7 @@ TEST_F(AgentMetricsTest, AnEmptyAddressOpensNoTcpPort) {
                                     .reserveLocalPorts = false,
                                     .extraArgs = {"--metrics-address", ""}});
   ASSERT_OK(quiet);
-  const auto answer = tcpExchange(*netns_, port_, request("GET", "/metrics"));
+  const auto answer = plainHttpExchange(*netns_, port_, "GET", "/metrics");
   ASSERT_FALSE(answer) << "something answered on " << port_ << ": " << *answer;
   EXPECT_THAT(answer.error().message, HasSubstr("Connection refused"));
   EXPECT_THAT((*quiet)->log(), Not(HasSubstr("server.listening address=")));

@@ -3,14 +3,11 @@
 // sock_diag probe and net.ipv4.ip_local_reserved_ports see only that netns: a named one (the
 // node netns of a CniNode), or with AgentOptions::privateNetns one of its own per run (lo up).
 //
-// The agent gets a private state dir, control socket and pod socket in its own temp dir, is started
-// by the same fork/exec step as the CNI plugin runner in subprocess.h (spawn.h), and counts as
-// started only once GET /readyz answers on its socket. Its stderr goes to a log file in the temp
-// dir that failure messages quote (describe()). It is stopped by its pid alone: SIGTERM, then
-// SIGKILL after a grace period, from the destructor at the latest. The child also gets
-// PR_SET_PDEATHSIG (spawn.h), so an agent never outlives a test process killed by a ctest timeout;
-// start() and restart() must therefore be called from a thread that lives as long as the agent
-// should (a test's own thread).
+// The agent gets a private state dir, control socket and pod socket in its own temp dir, and
+// counts as started only once GET /readyz answers on its socket. It runs as a ServerProcess
+// (server_process.h): its log in the temp dir, stopped by its pid alone, never outliving the test
+// thread that started it, so start() and restart() must be called from a thread that lives as
+// long as the agent should (a test's own thread).
 
 #include <sys/types.h>
 
@@ -24,6 +21,7 @@
 #include "agent/api/agent_client.h"
 #include "common/error.h"
 #include "tests/support/netns.h"
+#include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
 namespace hostport::test {
@@ -78,53 +76,37 @@ class AgentProcess {
   /// The --config file (empty without options.configYaml); a test may rewrite it.
   const std::string& configPath() const { return configPath_; }
   /// The running agent's pid; 0 once it has exited and been reaped.
-  pid_t pid() const { return pid_; }
-  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return server_.pid(); }
+  bool running() const { return server_.running(); }
 
   /// A client for the control socket (what the plugin and hostportctl use).
   agent::api::AgentClient client(std::chrono::milliseconds timeout = std::chrono::milliseconds{
                                      5'000}) const;
 
-  /// Sends `signal` to the agent's pid and waits (up to stopTimeout) for it to exit; returns how
-  /// it ended ("killed by signal 9", "exit 0"). An error when it is not running or outlives the
-  /// timeout (it is then still running).
-  Result<std::string> kill(int signal);
-  /// Sends SIGKILL and returns at once, without waiting for the exit: a crash test kills the agent
-  /// in the middle of its clients' requests. reap() (or restart(), stop(), the destructor) reaps.
-  Result<void> killWithoutReaping();
-  /// Waits (up to stopTimeout) for the agent to exit and reaps it; returns how it ended, as kill()
-  /// does. An error when it outlives the timeout.
-  Result<std::string> reap();
-  /// SIGTERM, then SIGKILL after stopTimeout. Returns how it ended; nothing to do when it is not
-  /// running.
-  Result<std::string> stop();
-  /// Stops the agent if it runs and starts it again with the same flags, state dir and socket;
-  /// waits for /readyz like start().
-  Result<void> restart();
-
-  /// Everything the agent has written to stderr so far (all of its runs).
-  std::string log() const;
-  /// What the current (latest) run has written to stderr.
-  std::string runLog() const;
-  /// Waits up to `timeout` until runLog() holds `text`. What the agent logs on another thread (the
-  /// reconciler's passes, the publisher, a reload), or after the answer a test waited for, may
-  /// not be written yet when readiness or that answer arrives: a running agent's log is waited
-  /// for, never read once.
+  // The process's own controls, as ServerProcess has them (server_process.h). restart() keeps
+  // the flags, state dir and sockets and waits for /readyz like start().
+  Result<std::string> kill(int signal) { return server_.kill(signal); }
+  Result<void> killWithoutReaping() { return server_.killWithoutReaping(); }
+  Result<std::string> reap() { return server_.reap(); }
+  Result<std::string> stop() { return server_.stop(); }
+  Result<void> restart() { return server_.restart(); }
+  /// The agent's stderr: all runs, the current run. What the agent logs on another thread (the
+  /// reconciler's passes, the publisher, a reload) is waited for with waitForLog(), never read
+  /// once.
+  std::string log() const { return server_.log(); }
+  std::string runLog() const { return server_.runLog(); }
   bool waitForLog(std::string_view text,
-                  std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
-  /// "hostport-agent pid N (socket ...), log:\n..." for assertion messages.
-  std::string describe() const;
+                  std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
+    return server_.waitForLog(text, timeout);
+  }
+  /// "hostport-agent (socket ...) pid N, log:\n..." for assertion messages.
+  std::string describe() const { return server_.describe(); }
 
  private:
   AgentProcess(TempDir dir, std::string binaryPath, std::string netnsPath, AgentOptions options);
   static Result<std::unique_ptr<AgentProcess>> start(std::string binaryPath, std::string netnsPath,
                                                      AgentOptions options);
-  Result<void> launch();
-  Result<void> waitReady();
-  /// Reaps the agent if it has exited; true when it is gone.
-  bool reapIfExited();
-  /// Waits up to `timeout` for the agent to exit and reaps it.
-  bool waitExit(std::chrono::milliseconds timeout);
+  std::vector<std::string> commandLine() const;
 
   TempDir dir_;
   std::string binaryPath_;
@@ -136,9 +118,7 @@ class AgentProcess {
   std::string releaseSpool_;
   std::string logPath_;
   std::string configPath_;
-  pid_t pid_ = 0;
-  std::string lastExit_;
-  std::size_t runLogOffset_ = 0;  // where the current run starts in the log file
+  ServerProcess server_;
 };
 
 }  // namespace hostport::test
