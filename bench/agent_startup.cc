@@ -12,17 +12,13 @@
 //   {"runs":[{"readyMs","recoveredLeases","recoveredMs","vmRssKiB","vmHwmKiB"}...],
 //    "readyMsMedian","recoveredMsMedian","vmRssKiBMedian"}
 
-#include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,13 +30,6 @@ namespace hostport::bench {
 namespace {
 
 using nlohmann::json;
-
-std::string readFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 json runOnce(const Args& args, const std::string& logPath) {
   std::vector<std::string> argv = {args.get("agent"),
@@ -56,29 +45,10 @@ json runOnce(const Args& args, const std::string& logPath) {
     argv.push_back("--port-range");
     argv.push_back(args.get("port-range"));
   }
-  std::vector<char*> argvp;
-  for (auto& arg : argv) argvp.push_back(arg.data());
-  argvp.push_back(nullptr);
-  const int logFd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (logFd < 0) die("cannot create " + logPath);
-  int nsFd = -1;
-  if (args.has("netns")) {
-    nsFd = ::open(args.get("netns").c_str(), O_RDONLY | O_CLOEXEC);
-    if (nsFd < 0) die("cannot open " + args.get("netns"));
-  }
   const auto client =
       agent::api::AgentClient::forSocket(args.get("socket"), std::chrono::milliseconds(200));
   const auto started = Clock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) die("fork failed");
-  if (pid == 0) {
-    if (nsFd >= 0 && ::setns(nsFd, CLONE_NEWNET) != 0) _exit(126);
-    ::dup2(logFd, 2);
-    ::execv(argvp[0], argvp.data());
-    _exit(127);
-  }
-  ::close(logFd);
-  if (nsFd >= 0) ::close(nsFd);
+  const pid_t pid = startServer(argv, logPath, args.get("netns"));
   double readyMs = -1;
   for (;;) {
     int status = 0;

@@ -38,6 +38,38 @@ long procStatusKiB(int pid, const std::string& field) {
   return -1;
 }
 
+int startServer(const std::vector<std::string>& argv, const std::string& logPath,
+                const std::string& netnsPath) {
+  std::vector<std::string> args = argv;
+  std::vector<char*> argvp;
+  for (auto& arg : args) argvp.push_back(arg.data());
+  argvp.push_back(nullptr);
+  UniqueFd log(::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!log.valid()) die("cannot create " + logPath + ": " + std::strerror(errno));
+  UniqueFd netns;
+  if (!netnsPath.empty()) {
+    netns = UniqueFd(::open(netnsPath.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns.valid()) die("cannot open " + netnsPath + ": " + std::strerror(errno));
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) die(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // Async-signal-safe calls only: the benchmark may have threads.
+    if (netns.valid() && ::setns(netns.get(), CLONE_NEWNET) != 0) _exit(126);
+    if (::dup2(log.get(), 1) < 0 || ::dup2(log.get(), 2) < 0) _exit(126);
+    ::execv(argvp[0], argvp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
 std::string RunResult::describe() const {
   std::ostringstream text;
   text << "exit " << exitCode << "; stdout: " << out << "; stderr: " << err;

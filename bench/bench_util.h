@@ -38,6 +38,16 @@ RunResult runProgram(const std::vector<std::string>& argv,
                      const std::map<std::string, std::string>& env, const std::string& stdinData,
                      std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
+/// Forks and execs a server that keeps running: argv[0] (no PATH search) with the caller's
+/// environment, in the netns at `netnsPath` when it is not empty, its stdout and stderr to
+/// `logPath` (truncated). Returns its pid; the caller stops and reaps it. Exits the benchmark with
+/// a message when the log cannot be made or fork fails.
+int startServer(const std::vector<std::string>& argv, const std::string& logPath,
+                const std::string& netnsPath = {});
+
+/// The whole file at `path`; "" when it cannot be read.
+std::string readFile(const std::string& path);
+
 /// The first three fields of /proc/loadavg ("1.52 2.59 4.79").
 std::string loadAverage();
 

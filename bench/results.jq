@@ -6,7 +6,8 @@
 #            $kibSnapshot $kibJournal (null when the recovery section did not run)
 #            $passSamples $flushRounds $reconcileProbes
 #   arrays   $hostport $portmap $agentPlugin (hostport-bench-cni lines, one per size, then a
-#            {"done": true} line), $load (hostport-bench-agent-load), $floor (--exec-floor)
+#            {"done": true} line), $load (hostport-bench-agent-load), $floor (--exec-floor),
+#            $admission (hostport-bench-admission)
 #   objects  $recEmpty $recSnapshot $recJournal (hostport-bench-agent-startup, or null)
 #   array    $reconcile (one object per size from bench.sh's reconcile_size)
 #   number   $udpSamples; array $cold (hostport-bench-cni --cold-add lines with a "kind");
@@ -44,6 +45,7 @@ def worst: if length == 0 then null else max_by(.value) end;
     cold: "the first ADD on a fresh node: each sample a new node netns (lo, a node IP, a route to the pod subnet, no nft table) and one ADD of a pod (then its DEL); standalone the ADD lays the table out; with the agent, hostport-agent started on that empty node first (its start-up pass lays the table out) and the ADD is the first it serves",
     churn: "hostport-agent with the given leases installed by the plugin's ADD (bulk, as the CNI section), then ADD+DEL pairs of one dynamic port each, started at a fixed rate from a schedule (open loop) by several worker threads, each pair two plugin processes; per window (by scheduled start): ADD and DEL latency, pairs completed per second, failures, the start lag behind the schedule, and at the window's end the agent's VmRSS and the state dir's journal and snapshot sizes",
     agent: "hostport-agent in its own netns, state dir on the root filesystem (fdatasync on), hostport-bench-agent-load through AgentClient (one connection per call); a round trip is allocate (1 dynamic TCP port) then release",
+    admission: "hostport-admission in its own netns with cert-manager's files (no API server), its default threads (one per core), logs at warn; hostport-bench-admission: C threads, each with one kept-alive TLS connection (kube::HttpsTransport, opened before the clock starts), POST back to back for the section's seconds, alternately /validate and /mutate, of a 3.2 KB Deployment pod with managedFields asking game=7777/udp from a udp pool; latency from the request written to the whole answer read; a failure is a transport error, a status other than 200, or a uid or verdict not the expected one; handshakeMs: new connections, each connect + TLS handshake + one GET /healthz; the clients and the server share the machine's cores",
     agentEnvironment: "GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as daemonset/Dockerfile sets it",
     reconcile: "leases written by hostport-bench-leasegen with a forwarding record (network, snat on, one pod address each) and the pod netns identity, so hostport-agent installs and reconciles their forwards; agent in the node netns with --table-repair-interval 1 and --log-level info (each restored lease logs table.restored); startupPass: the table.reconciled event of the first pass, which runs as the socket starts to serve and installs every lease into an empty table; kernelDump: hostport-bench-set-dump, the dumps of ports and snatpods a compare reads, nothing compared; steadyPass: periodic passes that repaired nothing, polled on /metrics: passMs the ones that compared the table with every lease (hostport_reconcile_last_compare_duration_seconds; the benchmark commits to a table of its own in the node netns between samples, so the generation moves and the next pass compares), unchangedMs the ones that found the nf_tables generation where the last compare left it and compared nothing (hostport_reconcile_last_duration_seconds); flush: nft flush map ip hostport ports in the node netns, then the sampled host ports probed from the node netns (connect to 192.0.2.1:port, read the pod's byte; 1 ms between sweeps) from the moment nft exits: lastPortMs when all sampled ports answer again, passSeenMs when the repairing pass's table.reconciled line appeared (every lease back)",
     reconcileSizes: $reconcileSizes, reconcilePassSamples: $passSamples,
@@ -66,6 +68,8 @@ def worst: if length == 0 then null else max_by(.value) end;
               | select(.plugin == $p and .n != null) | .n] | max), failed}]},
   agentLoad: [$load[] | select(.clients != null)],
   stateDirFdatasyncMs: ([$load[] | select(.fdatasyncMs != null) | .fdatasyncMs] | first),
+  admission: {load: [$admission[] | select(.clients != null)],
+              handshakeMs: ([$admission[] | select(.handshakeMs != null) | .handshakeMs] | first)},
   recovery: {leases: $leases, empty: $recEmpty, snapshot: $recSnapshot, journal: $recJournal,
              stateDirKiB: {snapshot: $kibSnapshot, journal: $kibJournal}},
   reconcile: [$reconcile[] | . + {flushSummary: {

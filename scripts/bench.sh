@@ -22,7 +22,7 @@ BULK=10
 PORTMAP_BUDGET=""
 LEASES=65535
 RECONCILE_SIZES=""
-ONLY="cni,cold,churn,agent,recovery,reconcile"
+ONLY="cni,cold,churn,agent,admission,recovery,reconcile"
 BUILD_DIR="${REPO_ROOT}/build-bench"
 DO_BUILD=1
 REPLOT=0
@@ -61,6 +61,9 @@ Measures, in private network namespaces only (nothing touches the root netns):
   3. churn: hostport-agent with N leases, ADD+DEL pairs at a fixed rate (open loop, several
      workers), per-window latency, agent RSS and state dir size;
   4. agent: hostport-agent durable allocate+release round trips/s and latency, 1/8/32 clients;
+     admission: hostport-admission AdmissionReviews/s and latency over 1/8/32 kept-alive TLS
+     connections (a 3.2 KB Deployment pod, /validate and /mutate in turn), and a new
+     connection's handshake;
   5. recovery: hostport-agent start-up (exec to /readyz, and its own store.recovered event) and
      RSS, empty and with --leases leases;
   6. reconcile: hostport-agent's reconciler with N leases whose forwards it writes: the start-up
@@ -90,7 +93,8 @@ Options:
   --leases N            leases for the recovery benchmark (default 65535)
   --reconcile-sizes L   leases for the reconciler benchmark (default 10000,65535; quick
                         1000,10000)
-  --only LIST           sections to run: cni,cold,churn,agent,recovery,reconcile (default all)
+  --only LIST           sections to run: cni,cold,churn,agent,admission,recovery,reconcile
+                        (default all)
   --build-dir DIR       build tree (default build-bench in the repository), configured with
                         -DHOSTPORT_BUILD_BENCH=ON -DBUILD_TESTING=OFF
   --no-build            use the binaries already in the build tree
@@ -268,6 +272,8 @@ locate_binaries() {
   TCP_BENCH=$(bin_path hostport-bench-tcp bench)
   LOAD_BENCH=$(bin_path hostport-bench-agent-load bench)
   STARTUP_BENCH=$(bin_path hostport-bench-agent-startup bench)
+  ADMISSION_BENCH=$(bin_path hostport-bench-admission bench)
+  ADMISSION_BIN=$(bin_path hostport-admission admission)
   LEASEGEN=$(bin_path hostport-bench-leasegen bench)
   PASSES_BENCH=$(bin_path hostport-bench-reconcile-passes bench)
   FLUSH_BENCH=$(bin_path hostport-bench-flush-restore bench)
@@ -495,6 +501,15 @@ bench_agent() {
   ip netns del "$TAG-agent"
 }
 
+bench_admission() {
+  log "admission: reviews over kept-alive TLS, clients 1,8,32, ${LOAD_SECONDS} s each"
+  ip netns add "$TAG-admission"
+  ip -n "$TAG-admission" link set lo up
+  run "$ADMISSION_BENCH" --admission "$ADMISSION_BIN" --netns-path "/run/netns/$TAG-admission" \
+    --dir "$TMP/admission" --clients 1,8,32 --seconds "$LOAD_SECONDS" >"$TMP/admission.jsonl"
+  ip netns del "$TAG-admission"
+}
+
 startup_runs() {  # state-dir port-range: one JSON object
   run env "${AGENT_ENV[@]}" "$STARTUP_BENCH" --agent "$AGENT_BIN" --state-dir "$1" \
     --socket "$TMP/startup.sock" --netns "/run/netns/$TAG-recovery" --port-range "$2" \
@@ -675,6 +690,7 @@ write_json() {  # json-file start-time load-start seconds
     --argjson portmap "$(slurp "$TMP/cni-portmap.jsonl")" \
     --argjson agentPlugin "$(slurp "$TMP/cni-hostport-agent.jsonl")" \
     --argjson load "$(slurp "$TMP/agent-load.jsonl")" \
+    --argjson admission "$(slurp "$TMP/admission.jsonl")" \
     --argjson floor "$(slurp "$TMP/exec-floor.jsonl")" \
     --argjson recEmpty "$(object_or_null "$TMP/recovery-empty.json")" \
     --argjson recSnapshot "$(object_or_null "$TMP/recovery-snapshot.json")" \
@@ -785,7 +801,7 @@ main() {
   started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   log "mode $(mode), sizes $SIZES, load average $load_start"
   local name
-  for name in cni cold churn agent recovery reconcile; do
+  for name in cni cold churn agent admission recovery reconcile; do
     if section "$name"; then
       timed_section "$name"
     fi
