@@ -26,6 +26,7 @@ ONLY="cni,cold,churn,agent,admission,recovery,reconcile"
 BUILD_DIR="${REPO_ROOT}/build-bench"
 DO_BUILD=1
 REPLOT=0
+MERGE_FROM=""
 ONLY_GIVEN=0
 OUT_DIR="${REPO_ROOT}/docs"
 TCP_SECONDS="" TCP_ROUNDS="" LOAD_SECONDS="" STARTUP_RUNS="" PASS_SAMPLES="" FLUSH_ROUNDS=""
@@ -102,6 +103,10 @@ Options:
   --replot              measure nothing: redraw the plots and rewrite the Markdown from the
                         benchmarks.json already in --out (after a change to bench/report.jq or
                         bench/*.gp)
+  --merge-admission-from FILE
+                        with --replot: first take the admission figures of FILE (the
+                        benchmarks.json of a --only admission run) into --out's, marked with
+                        that run's date and commit
   -h, --help            this text
 
 The full run took 9.3 minutes on a quiet 2-core VM with --portmap-budget 600 (portmap stopped
@@ -124,7 +129,7 @@ parse_args() {
       --sizes | --samples | --portmap-samples | --bulk | --portmap-budget | --leases | \
         --reconcile-sizes | --only | --build-dir | --out | --portmap-max-add-ms | \
         --udp-samples | --cold-samples | --churn-n | --churn-seconds | --churn-rate | \
-        --churn-workers)
+        --churn-workers | --merge-admission-from)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         ;;
     esac
@@ -150,10 +155,12 @@ parse_args() {
       --no-build) DO_BUILD=0 ;;
       --out) OUT_DIR="$2"; shift ;;
       --replot) REPLOT=1 ;;
+      --merge-admission-from) MERGE_FROM="$2"; shift ;;
       *) usage >&2; die "unknown argument: $1" ;;
     esac
     shift
   done
+  [[ -z $MERGE_FROM ]] || ((REPLOT)) || die "--merge-admission-from goes with --replot"
   if ((REPLOT)); then
     ((!ONLY_GIVEN)) || die "--replot measures nothing, so it takes no --only"
     ONLY=""
@@ -713,6 +720,19 @@ write_json() {  # json-file start-time load-start seconds
   log "wrote $1"
 }
 
+# Takes the admission section of another run's benchmarks.json (a --only admission run) into
+# json-file, with where it came from: its figures stand alone, unlike the N series of the others.
+merge_admission() {  # from-json json-file
+  jq -e '(.admission.load // []) | length > 0' "$1" >/dev/null ||
+    die "--merge-admission-from: $1 has no admission figures"
+  jq --slurpfile from "$1" '.admission = ($from[0].admission + {
+      method: $from[0].method.admission,
+      run: {date: $from[0].date, hostport: $from[0].versions.hostport,
+            loadAverageStart: $from[0].machine.loadAverageStart}})' "$2" >"$2.tmp"
+  mv "$2.tmp" "$2"
+  log "merged the admission figures of $1 (run of $(jq -r .date "$1"))"
+}
+
 # Draws CNI ADD and DEL latency against N (bench/cni-latency.gp) and the datapath against N
 # (bench/datapath.gp), and prints the Markdown for the plot section: the images, or why there
 # are none. N = 0 is drawn at 10 on the log scale.
@@ -812,6 +832,9 @@ main() {
   if ((REPLOT)); then
     [[ -s $json_file ]] || die "--replot: no $json_file to redraw from"
     log "replot: from $json_file"
+    if [[ -n $MERGE_FROM ]]; then
+      merge_admission "$MERGE_FROM" "$json_file"
+    fi
   else
     write_json "$json_file" "$started_at" "$load_start" "$((SECONDS - run_started))"
   fi
