@@ -58,7 +58,7 @@ else empty end),
 "",
 (if ((.admission.load // []) | length) > 0 then
 "## hostport-admission: reviews over TLS\n",
-(if .admission.run != null then "Measured in a run of its own (`scripts/bench.sh --only admission`) on \(.admission.run.date), hostport \(.admission.run.hostport), load average \(.admission.run.loadAverageStart) at its start; merged into this file with `bench.sh --merge-section`.\n" else empty end),
+(if .admission.run != null then "Measured in a run of its own (`scripts/bench.sh --only admission`) on \(.admission.run.date), hostport \(.admission.run.hostport), load average \(.admission.run.loadAverageStart) at its start; merged into this file with `bench.sh --replot --merge-admission-from`.\n" else empty end),
 "\(.admission.method // .method.admission)\n",
 "A new connection (connect, TLS handshake, one GET /healthz): p50 \(f(.admission.handshakeMs.p50)) ms, p99 \(f(.admission.handshakeMs.p99)) ms over \(.admission.handshakeMs.n) connections. kube-apiserver waits `timeoutSeconds` (the manifests set 2 s) for an answer.\n",
 "| connections | reviews/s | p50 (ms) | p99 (ms) | validate p99 | mutate p99 | review bytes | reconnects | failures | server VmRSS (MiB) |",
