@@ -14,8 +14,8 @@
 // - per client count C, one line: C threads, each with one TLS connection of its own (the
 //   kube::HttpsTransport the agent's API client uses), POST reviews back to back for --seconds,
 //   alternately /validate and /mutate, of the pod of a Deployment as the API server sends it (about
-//   3.2 KB with its managedFields) asking "game=7777/udp" from the "games" pool; each timed from the
-//   request written to the whole answer read:
+//   3.2 KB with its managedFields) asking "game=7777/udp" from the "games" pool; each timed from
+//   the request written to the whole answer read:
 //   {"clients","seconds","reviews","reviewsPerSecond","latencyMs":{summary},"validateMs",
 //    "mutateMs","reconnects","failures","firstError","serverRssKiB","serverHwmKiB"}.
 // A failure is a transport error, a status other than 200, or an answer whose uid or verdict is
