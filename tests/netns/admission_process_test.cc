@@ -1,8 +1,8 @@
 // hostport-admission, the built binary, in a network namespace of the test's own with the fake
 // API server started there: it keeps its CA and serving certificate in the Secret and the
 // webhooks' caBundle, answers reviews over TLS to a client that trusts only that CA, counts them
-// on its plain-HTTP metrics listener and stops on SIGTERM with exit 0; two replicas serve
-// certificates of one CA; with cert-manager's files it runs with no API server at all; an API
+// on its plain-HTTP metrics listener and stops on SIGTERM with exit 0; two replicas started at
+// once end with one CA; with cert-manager's files it runs with no API server at all; an API
 // server it cannot reach keeps it from listening, never from stopping; a bad flag exits 2
 // naming the flag and the value.
 
@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -25,7 +26,7 @@
 #include "tests/support/server_process.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
-#include "tests/support/tls_probe.h"
+#include "tests/support/wait.h"
 
 #ifndef HOSTPORT_ADMISSION_PATH
 #error "HOSTPORT_ADMISSION_PATH must name the hostport-admission binary"
@@ -216,23 +217,37 @@ TEST_F(AdmissionProcessTest, KeepsItsCertificatesAnswersOverTlsCountsAndStopsOnS
   EXPECT_THAT(server->runLog(), HasSubstr("admission.stopping signal=15"));
 }
 
-TEST_F(AdmissionProcessTest, TwoReplicasServeCertificatesOfTheOneCaInTheSecret) {
+TEST_F(AdmissionProcessTest, TwoReplicasRacingForAnEmptySecretServeItsOneCa) {
   ASSERT_NO_FATAL_FAILURE(startApiServer());
   constexpr uint16_t kSecondPort = kWebhookPort + 1;
-  auto first = admission(secretModeArgs(), [this] { return secretCa(); });
-  auto second = admission(
-      secretModeArgs(kSecondPort), [this] { return secretCa(); }, kSecondPort);
+  // Both started at once, neither waited for: they race to create the Secret.
+  auto first = admission(secretModeArgs(), nullptr);
+  auto second = admission(secretModeArgs(kSecondPort), nullptr, kSecondPort);
   ASSERT_OK(first->start());
-  ASSERT_OK_AND_ASSIGN(const std::string ca, secretCa());
-  ASSERT_OK(second->start());  // ready: a client trusting the Secret's CA reached it
-  EXPECT_EQ(secretCa().value(), ca) << "the second replica took the Secret as it found it";
+  ASSERT_OK(second->start());
   const json body = podReview({{"hostport.io/ports", "web=8080"}});
   for (const uint16_t port : {kWebhookPort, kSecondPort}) {
-    ASSERT_OK_AND_ASSIGN(
-        const auto answer,
-        exchange(ca, {"POST", "/validate", "application/json", body.dump()}, port));
-    EXPECT_EQ(answer.status, 200u) << port;
+    // Each answers a client that trusts only the CA the Secret ended with.
+    EXPECT_TRUE(waitUntil(
+        [&] {
+          auto ca = secretCa();
+          auto answer =
+              ca ? exchange(*ca, {"POST", "/validate", "application/json", body.dump()}, port)
+                 : Result<kube::ApiResponse>(std::unexpected(ca.error()));
+          return answer && answer->status == 200;
+        },
+        15s))
+        << port << ": " << first->describe() << "\n"
+        << second->describe();
   }
+  // One of them created the Secret; the other took it as it found it (never a second CA).
+  const std::vector<kube::FakeKubeRequest> requests = api_->requests();
+  const auto creates =
+      std::count_if(requests.begin(), requests.end(), [](const kube::FakeKubeRequest& request) {
+        return request.method == "POST" && request.path.ends_with("/secrets") &&
+               request.status == 201;
+      });
+  EXPECT_EQ(creates, 1);
 }
 
 TEST_F(AdmissionProcessTest, WithCertManagersFilesItNeedsNoApiServer) {
