@@ -5,7 +5,8 @@
 // - both webhook configurations ask cert-manager's CA injector for that Certificate's CA;
 // - the server is given the files of that Certificate's Secret (--tls-cert-file, --tls-key-file
 //   in a volume of the Secret, readable by the pod's fsGroup) and keeps no Secret of its own;
-// - it has no API access left: no Role, ClusterRole or binding of its own, and no token.
+// - it has no API access left: its Role and ClusterRole grant nothing, and it gets no token;
+// - every rendered document is an object with a kind.
 // Prints one line per promise broken and exits 1 if any; "cert-manager ok" otherwise.
 "use strict";
 
@@ -73,8 +74,13 @@ if (!container) {
   }
   if (pod.automountServiceAccountToken !== false) problems.push(`Deployment/${NAME}: a token is mounted`);
 }
-for (const kind of ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]) {
-  if (find(kind).length > 0) problems.push(`${kind}/${NAME}: still granted`);
+for (const kind of ["Role", "ClusterRole"]) {
+  for (const role of find(kind)) {
+    if ((role.rules ?? []).length > 0) problems.push(`${kind}/${NAME}: still grants ${role.rules.length} rules`);
+  }
+}
+for (const object of objects) {
+  if (!object.kind) problems.push("an object without a kind (an empty document left by a patch?)");
 }
 
 for (const problem of problems) console.log(problem);
