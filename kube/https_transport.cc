@@ -2,10 +2,12 @@
 
 #include <openssl/ssl.h>
 
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
@@ -23,6 +25,7 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 constexpr std::size_t kMaxResponseBody = 8 << 20;  // a Pod or Node object is kilobytes
+constexpr std::size_t kStreamReadBytes = 64 << 10;
 
 Error unavailable(const std::string& step, const boost::system::error_code& error) {
   Error failure{ErrorCode::kUnavailable, "API server " + step + ": " + error.message(), {}, {}};
@@ -31,6 +34,17 @@ Error unavailable(const std::string& step, const boost::system::error_code& erro
     failure.cause = std::error_code(error.value(), std::generic_category());
   }
   return failure;
+}
+
+template <typename Fields>
+std::map<std::string, std::string> lowerCaseHeaders(const Fields& fields) {
+  std::map<std::string, std::string> headers;
+  for (const auto& field : fields) {
+    std::string name(field.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    headers[name] = std::string(field.value());
+  }
+  return headers;
 }
 
 bool isIpAddress(const std::string& host) {
@@ -44,6 +58,7 @@ bool isIpAddress(const std::string& host) {
 struct HttpsTransport::State {
   ClusterConfig config;
   asio::io_context io;
+  std::atomic<bool> cancelled{false};
   asio::ssl::context tls{asio::ssl::context::tls_client};
   std::optional<beast::ssl_stream<beast::tcp_stream>> stream;
   beast::flat_buffer buffer;
@@ -102,6 +117,19 @@ struct HttpsTransport::State {
     ++connections;
     return {};
   }
+
+  http::request<http::string_body> message(const ApiRequest& request,
+                                           const std::string& token) const {
+    http::request<http::string_body> out{http::string_to_verb(request.method), request.target, 11};
+    out.set(http::field::host, config.host);
+    out.set(http::field::user_agent, "hostport-agent");
+    out.set(http::field::accept, "application/json");
+    if (!token.empty()) out.set(http::field::authorization, "Bearer " + token);
+    if (!request.contentType.empty()) out.set(http::field::content_type, request.contentType);
+    out.body() = request.body;
+    out.prepare_payload();
+    return out;
+  }
 };
 
 HttpsTransport::HttpsTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -144,16 +172,7 @@ Result<ApiResponse> HttpsTransport::exchange(const ApiRequest& request, const st
   auto& s = *state_;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   if (!s.stream) HOSTPORT_TRY_VOID(s.connect(deadline));
-
-  http::request<http::string_body> message{http::string_to_verb(request.method), request.target,
-                                           11};
-  message.set(http::field::host, s.config.host);
-  message.set(http::field::user_agent, "hostport-agent");
-  message.set(http::field::accept, "application/json");
-  if (!token.empty()) message.set(http::field::authorization, "Bearer " + token);
-  if (!request.contentType.empty()) message.set(http::field::content_type, request.contentType);
-  message.body() = request.body;
-  message.prepare_payload();
+  const auto message = s.message(request, token);
 
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxResponseBody);
@@ -179,13 +198,89 @@ Result<ApiResponse> HttpsTransport::exchange(const ApiRequest& request, const st
   ApiResponse out;
   out.status = static_cast<int>(response.result_int());
   out.body = std::move(response.body());
-  for (const auto& field : response) {
-    std::string name(field.name_string());
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.headers[name] = std::string(field.value());
-  }
+  out.headers = lowerCaseHeaders(response);
   if (!response.keep_alive()) s.stream.reset();
   return out;
+}
+
+Result<ApiResponse> HttpsTransport::stream(const ApiRequest& request, const std::string& token,
+                                           std::chrono::milliseconds connectTimeout,
+                                           std::chrono::milliseconds idleTimeout,
+                                           const std::function<bool(std::string_view)>& onData) {
+  auto& s = *state_;
+  const std::string what = request.method + " " + request.target;
+  const auto cancelled = [&] {
+    s.stream.reset();
+    return fail(ErrorCode::kUnavailable, "API server " + what + ": cancelled");
+  };
+  if (s.cancelled) return cancelled();
+  const auto deadline = std::chrono::steady_clock::now() + connectTimeout;
+  if (!s.stream) HOSTPORT_TRY_VOID(s.connect(deadline));
+  const auto message = s.message(request, token);
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);  // a watch has no end but the server's
+  boost::system::error_code failure;
+  std::string step = "write";
+  auto& socket = beast::get_lowest_layer(*s.stream);
+  socket.expires_at(deadline);
+  http::async_write(*s.stream, message, [&](const boost::system::error_code& wrote, std::size_t) {
+    if (wrote) {
+      failure = wrote;
+      return;
+    }
+    step = "read";
+    socket.expires_after(idleTimeout);
+    http::async_read_header(
+        *s.stream, s.buffer, parser,
+        [&](const boost::system::error_code& read, std::size_t) { failure = read; });
+  });
+  s.run();
+  // A cancel() posted while nothing ran is caught here, before a read that could last minutes.
+  if (s.cancelled) return cancelled();
+  if (failure) {
+    s.stream.reset();
+    return std::unexpected(unavailable(step + " " + what, failure));
+  }
+  ApiResponse out;
+  out.status = static_cast<int>(parser.get().result_int());
+  out.headers = lowerCaseHeaders(parser.get());
+  const bool streamed = out.status >= 200 && out.status <= 299;
+  std::string chunk(kStreamReadBytes, '\0');
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    socket.expires_after(idleTimeout);
+    http::async_read_some(
+        *s.stream, s.buffer, parser, [&](const boost::system::error_code& read, std::size_t) {
+          failure = read == http::error::need_buffer ? boost::system::error_code() : read;
+        });
+    s.run();
+    if (s.cancelled) return cancelled();
+    if (failure) {
+      s.stream.reset();
+      return std::unexpected(unavailable("read " + what, failure));
+    }
+    const std::string_view got(chunk.data(), chunk.size() - parser.get().body().size);
+    if (!streamed) {
+      out.body.append(
+          got.substr(0, kMaxResponseBody - std::min(out.body.size(), kMaxResponseBody)));
+    } else if (!got.empty() && !onData(got)) {
+      s.stream.reset();  // the rest of the body is not wanted: the connection cannot be reused
+      return out;
+    }
+  }
+  socket.expires_never();
+  if (!parser.get().keep_alive()) s.stream.reset();
+  return out;
+}
+
+void HttpsTransport::cancel() {
+  auto& s = *state_;
+  s.cancelled = true;
+  // Runs on the thread in stream(), inside its run(): the read in progress ends at once.
+  asio::post(s.io, [&s] {
+    if (s.stream) beast::get_lowest_layer(*s.stream).cancel();
+  });
 }
 
 }  // namespace hostport::kube

@@ -1,10 +1,11 @@
 #pragma once
 // HTTPS to the API server: one kept-alive TLS connection, one request at a time, every step within
 // a deadline. The server's certificate is verified against the cluster's CA and its name (or IP
-// address); a client certificate is presented when the config has one. Not thread-safe: the
-// publisher's one thread owns it (kube_client.h).
+// address); a client certificate is presented when the config has one. Not thread-safe: one
+// thread owns it (kube_client.h), but for cancel(), which ends its streams from any thread.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,6 +44,21 @@ class HttpsTransport {
   /// response, not an error.
   Result<ApiResponse> exchange(const ApiRequest& request, const std::string& token,
                                std::chrono::milliseconds timeout);
+
+  /// Sends `request` like exchange() and hands a 2xx response's body to `onData` as it arrives,
+  /// for a body that lasts minutes (a watch: chunks of JSON lines), until it ends, `onData`
+  /// returns false, nothing arrives for `idleTimeout`, or cancel() is called. `connectTimeout`
+  /// covers connecting and sending. Returns the status and headers, and the body of any other
+  /// status (a Status, read whole); kUnavailable for what kept the body from ending: no
+  /// connection, an I/O error, the idle deadline, cancel(). The connection is dropped unless the
+  /// body ended.
+  Result<ApiResponse> stream(const ApiRequest& request, const std::string& token,
+                             std::chrono::milliseconds connectTimeout,
+                             std::chrono::milliseconds idleTimeout,
+                             const std::function<bool(std::string_view)>& onData);
+
+  /// Ends the stream() in progress, from any thread, and every later one at once: for shutdown.
+  void cancel();
 
   /// How many TLS connections were opened: tests check keep-alive with it.
   int connections() const;

@@ -66,6 +66,20 @@ Result<KubeResponse> KubeClient::send(const ApiRequest& request) {
   return last;
 }
 
+Result<ApiResponse> KubeClient::stream(const ApiRequest& request,
+                                       std::chrono::milliseconds idleTimeout,
+                                       const std::function<bool(std::string_view)>& onData) {
+  if (!wait_(limiter_.reserve(Clock::now()))) {
+    return fail(ErrorCode::kUnavailable,
+                "stopping: " + request.method + " " + request.target + " not sent");
+  }
+  HOSTPORT_TRY(const std::string token, token_.current());
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  return transport_->stream(request, token, options_.timeout, idleTimeout, onData);
+}
+
+void KubeClient::cancelStreams() { transport_->cancel(); }
+
 void KubeClient::writeMetrics(prometheus::TextWriter& out) const {
   using prometheus::Type;
   const auto seconds = [](uint64_t nanos) { return static_cast<double>(nanos) / 1e9; };

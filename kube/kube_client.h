@@ -2,10 +2,10 @@
 // The agent's Kubernetes API client: requests over HttpsTransport, paced by a RateLimiter,
 // retried with Backoff on what is worth retrying, authenticated with the current BearerToken.
 //
-// Design note: blocking, for one thread. The agent talks to the API server only from its
-// publisher thread, never on the ADD path (docs/design.md, "The cluster sees the ports"), so a
-// slow or absent API server delays publication and nothing else. Waiting (rate limit, backoff)
-// goes through `Wait`, which the agent cuts short at shutdown and tests replace.
+// Design note: blocking, for one thread (cancelStreams() aside). The agent talks to the API server
+// only from its publisher thread, never on the ADD path (docs/design.md, "The cluster sees the
+// ports"), so a slow or absent API server delays publication and nothing else. Waiting (rate limit,
+// backoff) goes through `Wait`, which the agent cuts short at shutdown and tests replace.
 
 #include <atomic>
 #include <chrono>
@@ -55,6 +55,16 @@ class KubeClient {
   /// (404, 409, 422 mean something to it). kUnavailable when the last attempt got no answer or
   /// the wait was cut short; kInvalidArgument, kIo when the token cannot be read.
   Result<KubeResponse> send(const ApiRequest& request);
+
+  /// Sends a request whose body streams (a watch) after the rate limiter, once: a 2xx body goes to
+  /// `onData` as it arrives (HttpsTransport::stream). Not retried here: a watch is resumed by its
+  /// informer, from where it was. Returns the answer (the body of a non-2xx one); kUnavailable
+  /// when no body came to its end (cancelStreams() and a stop during the wait included),
+  /// kInvalidArgument or kIo when the token cannot be read.
+  Result<ApiResponse> stream(const ApiRequest& request, std::chrono::milliseconds idleTimeout,
+                             const std::function<bool(std::string_view)>& onData);
+  /// Ends the stream() in progress, from any thread, and every later one: shutdown.
+  void cancelStreams();
 
   /// The client's figures for /metrics: read from any thread while the client works.
   void writeMetrics(prometheus::TextWriter& out) const;

@@ -5,6 +5,7 @@
 
 #include "agent/api/json_codec.h"
 #include "agent/api/routes.h"
+#include "common/percent_encoding.h"
 #include "common/quote.h"
 
 namespace hostport::agent::api {

@@ -35,11 +35,6 @@ inline constexpr std::string_view kReadyzPath = "/readyz";
 inline constexpr std::string_view kMetricsPath = "/metrics";
 inline constexpr std::size_t kMaxTargetLength = 2048;
 
-/// RFC 3986 percent-encoding of everything but the unreserved characters [A-Za-z0-9-._~].
-std::string percentEncode(std::string_view text);
-/// The inverse; kInvalidArgument for a malformed escape. '+' stays '+'.
-Result<std::string> percentDecode(std::string_view text);
-
 /// "/v1/attachments/{containerId}/{ifname}", each segment escaped (an ifname may hold '%', '?').
 std::string attachmentTarget(const AttachmentKey& key);
 /// "/v1/attachments?namespace=..&pod=..", leaving out empty filters.

@@ -1,33 +1,18 @@
 #include "tests/fakes/fake_kube_apiserver.h"
 
-#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include <atomic>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
-#include <condition_variable>
-#include <deque>
+#include <boost/asio/post.hpp>
 #include <fstream>
-#include <mutex>
-#include <thread>
 
-#include "common/ascii.h"
 #include "kube/base64.h"
-#include "tests/fakes/fake_kube_objects.h"
+#include "tests/fakes/fake_kube_server_state.h"
 
 namespace hostport::kube {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using nlohmann::json;
@@ -37,18 +22,8 @@ namespace {
 
 /// The fake's certificates: a test's day.
 constexpr tls::Validity kDay{std::chrono::hours(24)};
-constexpr std::chrono::seconds kHandshakeTimeout{10};
-constexpr std::chrono::seconds kWriteTimeout{10};
-constexpr std::uint64_t kMaxBodyBytes = 4 << 20;
 
-/// An HTTP answer before it is written.
-struct Reply {
-  unsigned status = 200;
-  std::string body;
-  std::optional<unsigned> retryAfterSeconds;
-};
-
-Reply statusReply(unsigned code, std::string_view message) {
+FakeKubeReply statusReply(unsigned code, std::string_view message) {
   return {code, kubeStatus(code, message).dump(), std::nullopt};
 }
 
@@ -69,21 +44,6 @@ std::string faultMessage(unsigned status) {
   }
 }
 
-std::string toStd(beast::string_view text) { return std::string(text.data(), text.size()); }
-
-/// The token of "Bearer <token>" (the scheme in any case), or "".
-std::string bearerToken(std::string_view authorization) {
-  constexpr std::string_view kScheme = "bearer ";
-  if (authorization.size() <= kScheme.size() ||
-      ascii::lowercase(authorization.substr(0, kScheme.size())) != kScheme) {
-    return {};
-  }
-  authorization.remove_prefix(kScheme.size());
-  while (!authorization.empty() && authorization.front() == ' ') authorization.remove_prefix(1);
-  while (!authorization.empty() && authorization.back() == ' ') authorization.remove_suffix(1);
-  return std::string(authorization);
-}
-
 bool matches(const FakeKubeFault& fault, const FakeKubeRequest& request) {
   return request.path.starts_with(fault.pathPrefix) &&
          (fault.method.empty() || fault.method == request.method);
@@ -100,18 +60,8 @@ Result<void> writeFile(const std::filesystem::path& path, std::string_view conte
 /// A YAML double-quoted scalar: JSON's string escapes are a subset of YAML's.
 std::string yamlQuoted(std::string_view text) { return json(text).dump(); }
 
-/// The CN of the client's certificate when it sent one and it verified against the CA, else "".
-std::string verifiedClientName(SSL* ssl) {
-  X509* certificate = SSL_get0_peer_certificate(ssl);  // owned by the connection
-  if (certificate == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) return {};
-  char name[256] = {};
-  const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(certificate), NID_commonName, name,
-                                          sizeof(name));
-  return n > 0 ? std::string(name, static_cast<std::size_t>(n)) : std::string();
-}
-
 json apiResource(std::string_view name, bool namespaced, std::string_view kind) {
-  json verbs = json::array({"get", "patch", "update"});
+  json verbs = json::array({"get", "list", "watch", "patch", "update"});
   return {{"name", name},
           {"singularName", ""},
           {"namespaced", namespaced},
@@ -150,6 +100,83 @@ std::optional<json> serverDocument(std::string_view path, std::uint16_t port) {
 }
 
 }  // namespace
+
+// --- The server's state, shared by its sessions (fake_kube_server_state.h) ---
+
+FakeKubeApiServer::Impl::Plan FakeKubeApiServer::Impl::receive(FakeKubeRequest request) {
+  std::lock_guard lock(mutex);
+  Plan plan;
+  const Clock::time_point now = Clock::now();
+  request.received = now;
+  plan.authenticated =
+      !request.clientCertificate.empty() ||
+      (!request.bearerToken.empty() &&
+       (request.bearerToken == token || (request.bearerToken == oldToken && now < oldTokenUntil)));
+  if (plan.authenticated) {
+    for (auto it = faults.begin(); it != faults.end(); ++it) {
+      if (!matches(*it, request)) continue;
+      plan.fault = *it;
+      if (--it->times == 0) faults.erase(it);
+      break;
+    }
+  }
+  plan.id = firstId + log.size();
+  log.push_back(std::move(request));
+  return plan;
+}
+
+FakeKubeReply FakeKubeApiServer::Impl::serve(const Plan& plan, std::string_view method,
+                                             std::string_view target, std::string_view contentType,
+                                             std::string_view body) {
+  if (!plan.authenticated) return statusReply(401, "Unauthorized");
+  if (plan.fault && plan.fault->status != 0) {
+    FakeKubeReply reply = statusReply(plan.fault->status, faultMessage(plan.fault->status));
+    reply.retryAfterSeconds = plan.fault->retryAfterSeconds;
+    return reply;
+  }
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (method == "GET") {
+    if (const std::optional<json> about = serverDocument(path, port)) {
+      return {200, about->dump(), std::nullopt};
+    }
+    if (const auto collection = parseKubeCollectionPath(path)) {
+      auto query = parseKubeListQuery(target);
+      if (!query) return statusReply(400, query.error().message);
+      std::lock_guard lock(mutex);
+      FakeKubeAnswer answer = objects.list(*collection, *query);
+      return {answer.status, answer.body.dump(), std::nullopt};
+    }
+  }
+  FakeKubeAnswer answer;
+  {
+    std::lock_guard lock(mutex);
+    answer = objects.serve(method, path, contentType, body);
+  }
+  if (method != "GET") notifyWatches();
+  return {answer.status, answer.body.dump(), std::nullopt};
+}
+
+void FakeKubeApiServer::Impl::finish(std::uint64_t id, unsigned status) {
+  {
+    std::lock_guard lock(mutex);
+    if (id < firstId) return;  // cleared meanwhile
+    log[id - firstId].status = status;
+    ++finished;
+  }
+  finishedChanged.notify_all();
+}
+
+void FakeKubeApiServer::Impl::notifyWatches(std::function<void(Impl&)> act) {
+  asio::post(io, [this, act = std::move(act)] {
+    if (act) act(*this);
+    std::erase_if(watches, [](const std::weak_ptr<FakeKubeWatch>& weak) { return weak.expired(); });
+    // A copy: a watch that ends may start another session's reads, never this list's.
+    const auto current = watches;
+    for (const auto& weak : current) {
+      if (const auto watch = weak.lock()) watch->pump();
+    }
+  });
+}
 
 // --- FakeKubeFault ---
 
@@ -196,224 +223,6 @@ FakeKubeFault FakeKubeFault::repeated(unsigned count) const {
   return fault;
 }
 
-// --- The server's state, shared by its sessions ---
-
-struct FakeKubeApiServer::Impl {
-  /// What the server decided when a request came in.
-  struct Plan {
-    std::uint64_t id = 0;  // the request's place in the log
-    bool authenticated = false;
-    std::optional<FakeKubeFault> fault;
-  };
-
-  Impl(tls::CertificateAuthority authority, std::string initialToken)
-      : ca(std::move(authority)), token(std::move(initialToken)) {}
-
-  void accept();
-
-  /// Logs the request, authenticates it, and takes the fault it matches.
-  Plan receive(FakeKubeRequest request) {
-    std::lock_guard lock(mutex);
-    Plan plan;
-    const Clock::time_point now = Clock::now();
-    request.received = now;
-    plan.authenticated = !request.clientCertificate.empty() ||
-                         (!request.bearerToken.empty() &&
-                          (request.bearerToken == token ||
-                           (request.bearerToken == oldToken && now < oldTokenUntil)));
-    if (plan.authenticated) {
-      for (auto it = faults.begin(); it != faults.end(); ++it) {
-        if (!matches(*it, request)) continue;
-        plan.fault = *it;
-        if (--it->times == 0) faults.erase(it);
-        break;
-      }
-    }
-    plan.id = firstId + log.size();
-    log.push_back(std::move(request));
-    return plan;
-  }
-
-  /// Serves a request the plan lets through.
-  Reply serve(const Plan& plan, std::string_view method, std::string_view path,
-              std::string_view contentType, std::string_view body) {
-    if (!plan.authenticated) return statusReply(401, "Unauthorized");
-    if (plan.fault && plan.fault->status != 0) {
-      Reply reply = statusReply(plan.fault->status, faultMessage(plan.fault->status));
-      reply.retryAfterSeconds = plan.fault->retryAfterSeconds;
-      return reply;
-    }
-    if (method == "GET") {
-      if (const std::optional<json> about = serverDocument(path, port)) {
-        return {200, about->dump(), std::nullopt};
-      }
-    }
-    std::lock_guard lock(mutex);
-    FakeKubeAnswer answer = objects.serve(method, path, contentType, body);
-    return {answer.status, answer.body.dump(), std::nullopt};
-  }
-
-  /// Records how request `id` ended: the status written, or 0 when dropped.
-  void finish(std::uint64_t id, unsigned status) {
-    {
-      std::lock_guard lock(mutex);
-      if (id < firstId) return;  // cleared meanwhile
-      log[id - firstId].status = status;
-      ++finished;
-    }
-    finishedChanged.notify_all();
-  }
-
-  tls::CertificateAuthority ca;
-  ssl::context tls{ssl::context::tls_server};
-
-  mutable std::mutex mutex;
-  mutable std::condition_variable finishedChanged;
-  FakeKubeObjects objects;
-  std::string token;
-  std::string oldToken;
-  Clock::time_point oldTokenUntil{};
-  std::deque<FakeKubeFault> faults;
-  std::vector<FakeKubeRequest> log;
-  std::uint64_t firstId = 0;  // the id of log[0]
-  std::size_t finished = 0;   // requests of the log answered or dropped
-  std::atomic<std::size_t> connections{0};
-
-  std::uint16_t port = 0;
-  // Destroyed before the state above: the io_context destroys the sessions it still holds.
-  asio::io_context io{1};
-  tcp::acceptor acceptor{io};
-  std::thread thread;
-};
-
-namespace {
-
-/// One TLS connection: handshake, then requests one after the other while the client keeps it
-/// alive. No deadline on an idle connection: the server's destructor ends it.
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, FakeKubeApiServer::Impl& server)
-      : stream_(std::move(socket), server.tls), timer_(stream_.get_executor()), server_(server) {}
-
-  void start() {
-    beast::get_lowest_layer(stream_).expires_after(kHandshakeTimeout);
-    stream_.async_handshake(ssl::stream_base::server,
-                            [self = shared_from_this()](beast::error_code ec) {
-                              if (ec) return;
-                              self->clientName_ = verifiedClientName(self->stream_.native_handle());
-                              beast::get_lowest_layer(self->stream_).expires_never();
-                              self->read();
-                            });
-  }
-
- private:
-  void read() {
-    parser_.emplace();
-    parser_->body_limit(kMaxBodyBytes);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
-  }
-
-  void onRead(beast::error_code ec) {
-    if (ec) return;  // closed by the client, or not HTTP: the connection ends
-    const auto& message = parser_->get();
-    keepAlive_ = message.keep_alive();
-    request_ = {};
-    request_.method = toStd(message.method_string());
-    request_.target = toStd(message.target());
-    request_.path = request_.target.substr(0, request_.target.find('?'));
-    request_.contentType = toStd(message[http::field::content_type]);
-    request_.bearerToken = bearerToken(toStd(message[http::field::authorization]));
-    request_.clientCertificate = clientName_;
-    request_.body = message.body();
-    plan_ = server_.receive(request_);
-    if (plan_.fault && plan_.fault->delay.count() > 0) {
-      timer_.expires_after(plan_.fault->delay);
-      timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-        if (!ec) self->act();
-      });
-      return;
-    }
-    act();
-  }
-
-  void act() {
-    using Drop = FakeKubeFault::Drop;
-    const Drop drop = plan_.fault ? plan_.fault->drop : Drop::kNone;
-    if (drop == Drop::kBeforeServing) {
-      server_.finish(plan_.id, 0);
-      close();
-      return;
-    }
-    Reply reply =
-        server_.serve(plan_, request_.method, request_.path, request_.contentType, request_.body);
-    if (drop == Drop::kAfterServing) {
-      server_.finish(plan_.id, 0);
-      close();
-      return;
-    }
-    write(std::move(reply));
-  }
-
-  void write(Reply reply) {
-    auto response = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(reply.status), 11);
-    response->set(http::field::content_type, "application/json");
-    response->set(http::field::cache_control, "no-cache, private");
-    if (reply.retryAfterSeconds) {
-      response->set(http::field::retry_after, std::to_string(*reply.retryAfterSeconds));
-    }
-    response->keep_alive(keepAlive_);
-    response->body() = std::move(reply.body);
-    response->prepare_payload();
-    beast::get_lowest_layer(stream_).expires_after(kWriteTimeout);
-    http::async_write(stream_, *response,
-                      [self = shared_from_this(), response](beast::error_code ec, std::size_t) {
-                        self->server_.finish(self->plan_.id, ec ? 0 : response->result_int());
-                        if (ec) return;
-                        beast::get_lowest_layer(self->stream_).expires_never();
-                        if (self->keepAlive_) {
-                          self->read();
-                          return;
-                        }
-                        beast::get_lowest_layer(self->stream_).expires_after(kWriteTimeout);
-                        self->stream_.async_shutdown([self](beast::error_code) { self->close(); });
-                      });
-  }
-
-  /// Closes the TCP connection at once, without a TLS close_notify: a dropped connection.
-  void close() {
-    beast::error_code ignored;
-    auto& socket = beast::get_lowest_layer(stream_).socket();
-    socket.shutdown(tcp::socket::shutdown_both, ignored);
-    socket.close(ignored);
-  }
-
-  beast::ssl_stream<beast::tcp_stream> stream_;
-  asio::steady_timer timer_;
-  FakeKubeApiServer::Impl& server_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  std::string clientName_;
-  bool keepAlive_ = true;
-  FakeKubeRequest request_;  // the one being answered
-  FakeKubeApiServer::Impl::Plan plan_;
-};
-
-}  // namespace
-
-void FakeKubeApiServer::Impl::accept() {
-  acceptor.async_accept(io, [this](beast::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      ++connections;
-      std::make_shared<Session>(std::move(socket), *this)->start();
-    }
-    accept();
-  });
-}
-
 // --- FakeKubeApiServer ---
 
 namespace {
@@ -423,7 +232,7 @@ namespace {
 Result<void> configureTls(ssl::context& tls, const tls::CertificateAuthority& ca) {
   HOSTPORT_TRY(const tls::PemCertificate server,
                ca.issueServer({"localhost"}, {"127.0.0.1"}, kDay));
-  beast::error_code ec;
+  boost::system::error_code ec;
   tls.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
                   ec);
@@ -452,7 +261,7 @@ Result<std::unique_ptr<FakeKubeApiServer>> FakeKubeApiServer::start(Options opti
   auto impl = std::make_unique<Impl>(std::move(ca), std::move(options.token));
   HOSTPORT_TRY_VOID(configureTls(impl->tls, impl->ca));
   const tcp::endpoint endpoint(asio::ip::address_v4::loopback(), 0);
-  beast::error_code ec;
+  boost::system::error_code ec;
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
@@ -576,8 +385,13 @@ json FakeKubeApiServer::putNode(std::string_view name, std::string_view uid) {
 }
 
 Result<json> FakeKubeApiServer::putObject(std::string_view path, json object) {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->objects.put(path, std::move(object));
+  Result<json> stored;
+  {
+    std::lock_guard lock(impl_->mutex);
+    stored = impl_->objects.put(path, std::move(object));
+  }
+  impl_->notifyWatches();
+  return stored;
 }
 
 std::optional<json> FakeKubeApiServer::object(std::string_view path) const {
@@ -586,9 +400,50 @@ std::optional<json> FakeKubeApiServer::object(std::string_view path) const {
 }
 
 bool FakeKubeApiServer::deleteObject(std::string_view path) {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->objects.erase(path);
+  bool erased = false;
+  {
+    std::lock_guard lock(impl_->mutex);
+    erased = impl_->objects.erase(path);
+  }
+  impl_->notifyWatches();
+  return erased;
 }
+
+std::string FakeKubeApiServer::resourceVersion() const {
+  std::lock_guard lock(impl_->mutex);
+  return std::to_string(impl_->objects.revision());
+}
+
+void FakeKubeApiServer::sendBookmarks() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    ++impl_->bookmarkGeneration;
+  }
+  impl_->notifyWatches();
+}
+
+void FakeKubeApiServer::expireWatches() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    ++impl_->expireGeneration;
+  }
+  impl_->notifyWatches();
+}
+
+void FakeKubeApiServer::dropWatches() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    ++impl_->dropGeneration;
+  }
+  impl_->notifyWatches();
+}
+
+void FakeKubeApiServer::compact() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->objects.compact();
+}
+
+std::size_t FakeKubeApiServer::openWatches() const { return impl_->openWatches.load(); }
 
 void FakeKubeApiServer::injectFault(FakeKubeFault fault) {
   if (fault.times == 0) return;

@@ -14,11 +14,17 @@
 //   subresource, resourceVersion, uid preconditions and Status errors as fake_kube_objects.h
 //   describes; GET /version, and the legacy discovery of /api, /apis and /api/v1 (pods and nodes),
 //   enough for kubectl get and patch by hand;
+// - lists (field selectors, limit and continue) and watches, as a real server streams them: HTTP
+//   200, chunked, one {"type":...,"object":...} line per event (ADDED, MODIFIED, DELETED as the
+//   selector sees the object), BOOKMARK lines when asked (allowWatchBookmarks) and the test says
+//   so (sendBookmarks()), the end after timeoutSeconds, and ERROR with a 410 Expired Status for a
+//   version older than the history (compact()) or when the test says so (expireWatches());
+//   dropWatches() cuts every watch's connection;
 // - a log of every request (method, target, content type, token, body, time received, status);
 // - faults, queued and taken in order by the first request each matches: an answer with a given
 //   status (and Retry-After), a dropped connection (before or after the request is served), a
 //   slow answer.
-// What it does not: watch, list, delete over HTTP, RBAC (every authenticated client may do
+// What it does not: delete over HTTP, label selectors, RBAC (every authenticated client may do
 // everything), admission, strategic merge and apply patches (415), HTTP/2, request limits or
 // priority and fairness, impersonation, audit.
 //
@@ -164,6 +170,23 @@ class FakeKubeApiServer {
   std::optional<nlohmann::json> object(std::string_view path) const;
   /// Removes the object at `path`; false when there was none.
   bool deleteObject(std::string_view path);
+  /// The store's current resourceVersion: every write moves it.
+  std::string resourceVersion() const;
+
+  // --- Watches ---
+  /// Every open watch that asked for bookmarks gets one, at the current resourceVersion (after
+  /// the events before it).
+  void sendBookmarks();
+  /// Every open watch gets an ERROR event with a 410 Expired Status and its stream ends, as when
+  /// the real server's watch cache no longer holds the version a watcher is at.
+  void expireWatches();
+  /// Every open watch's connection is closed at once, mid-stream.
+  void dropWatches();
+  /// Forgets the history, as etcd's compaction: a watch or a continued list from a version before
+  /// now is 410 Expired.
+  void compact();
+  /// Watches streaming now.
+  std::size_t openWatches() const;
 
   // --- Faults ---
   void injectFault(FakeKubeFault fault);

@@ -82,7 +82,7 @@ std::string_view kubeReason(unsigned code) {
     case 409:
       return "Conflict";
     case 410:
-      return "Gone";
+      return "Expired";  // what the server says of a version compacted away
     case 413:
       return "RequestEntityTooLarge";
     case 415:
@@ -175,7 +175,11 @@ Result<json> FakeKubeObjects::put(std::string_view path, json object) {
   if (stringField(metadata, "uid").empty()) metadata["uid"] = newUid();
   if (!metadata.contains("creationTimestamp")) metadata["creationTimestamp"] = kCreationTimestamp;
   metadata["resourceVersion"] = nextResourceVersion();
-  objects_[parsed->object] = object;
+  json& slot = objects_[parsed->object];
+  std::optional<json> before;
+  if (!slot.is_null()) before = std::move(slot);
+  slot = object;
+  record(parsed->object, std::move(before), object);
   return object;
 }
 
@@ -189,7 +193,15 @@ std::optional<json> FakeKubeObjects::get(std::string_view path) const {
 
 bool FakeKubeObjects::erase(std::string_view path) {
   const auto parsed = parseKubeObjectPath(path);
-  return parsed && objects_.erase(parsed->object) > 0;
+  if (!parsed) return false;
+  const auto it = objects_.find(parsed->object);
+  if (it == objects_.end()) return false;
+  json last = std::move(it->second);
+  objects_.erase(it);
+  // The deletion is a change of its own, at a version of its own, as etcd's delete is.
+  last["metadata"]["resourceVersion"] = nextResourceVersion();
+  record(parsed->object, std::move(last), std::nullopt);
+  return true;
 }
 
 FakeKubeAnswer FakeKubeObjects::serve(std::string_view method, std::string_view path,
@@ -337,7 +349,8 @@ FakeKubeAnswer FakeKubeObjects::write(const KubeObjectPath& path, json changed) 
   json& slot = objects_[path.object];
   if (stored == slot) return {200, slot};
   stored["metadata"]["resourceVersion"] = nextResourceVersion();
-  slot = std::move(stored);
+  json previous = std::exchange(slot, std::move(stored));
+  record(path.object, std::move(previous), slot);
   return {200, slot};
 }
 

@@ -18,17 +18,25 @@
 //   (RFC 6902: a failed `test`, or a path that is not there, is 422 Invalid and changes
 //   nothing); application/strategic-merge-patch+json and apply patches are 415;
 // - errors are Kubernetes Status objects (kubeStatus).
-// Not done: generateName, delete over HTTP, list, watch, field selectors, dry run, managed
-// fields, generation, validation of the objects' schema.
+// - every change is kept in order (FakeKubeChange) until compact(), as etcd keeps its history:
+//   lists (paged: limit, continue) and watches (eventsSince) read it as the real server does, with
+//   field selectors (fake_kube_selection.h); a version older than the history is 410 Expired
+//   (fake_kube_objects_watch.cc).
+// Not done: generateName, delete over HTTP, label selectors, dry run, managed fields, generation,
+// validation of the objects' schema. A continued list reads the objects as they are now (with the
+// first page's resourceVersion), not a snapshot; the watch from that version then brings what
+// changed, as it would.
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "nlohmann/json.hpp"
+#include "tests/fakes/fake_kube_selection.h"
 
 namespace hostport::kube {
 
@@ -59,6 +67,14 @@ struct KubeObjectPath {
 /// subresource, something outside /api and /apis).
 std::optional<KubeObjectPath> parseKubeObjectPath(std::string_view path);
 
+/// One change of the store, which a watch turns into its events.
+struct FakeKubeChange {
+  std::uint64_t revision = 0;
+  std::string path;                      // the object's
+  std::optional<nlohmann::json> before;  // nullopt: the object was created
+  std::optional<nlohmann::json> after;   // nullopt: the object was deleted
+};
+
 /// API objects by path, with resourceVersion and uid kept as a real API server keeps them. Not
 /// thread-safe: the fake server locks around it.
 class FakeKubeObjects {
@@ -82,6 +98,26 @@ class FakeKubeObjects {
   /// A fresh uid in the UUID format, "00000000-0000-4000-8000-<n as 12 hex digits>".
   std::string newUid();
 
+  // --- Lists and watches (fake_kube_objects_watch.cc) ---
+  /// A list of `collection` as `query` asks (field selector, limit, continue): a {Kind}List at
+  /// the store's revision, the objects in path order. 400 for a bad selector, 410 Expired for a
+  /// continue token from before the last compact().
+  FakeKubeAnswer list(const KubeCollectionPath& collection, const KubeListQuery& query) const;
+  /// The events of the changes after `revision` to the objects of `collection`, as a watch with
+  /// `selector` sees them: ADDED when an object comes to match (created, or changed into the
+  /// selection), MODIFIED while it matches, DELETED when it is deleted (its last state, at the
+  /// deletion's version) or changes out of the selection. nullopt when `revision` is older than
+  /// the history kept: the watch must be told 410.
+  std::optional<std::vector<nlohmann::json>> eventsSince(std::uint64_t revision,
+                                                         const KubeCollectionPath& collection,
+                                                         const FieldSelector& selector) const;
+  /// ADDED events for the objects there now: a watch from resourceVersion "" or "0".
+  std::vector<nlohmann::json> currentAsAdded(const KubeCollectionPath& collection,
+                                             const FieldSelector& selector) const;
+  /// Forgets the history so far, as etcd's compaction does.
+  void compact();
+  std::uint64_t revision() const { return revision_; }
+
  private:
   FakeKubeAnswer patch(const KubeObjectPath& path, std::string_view contentType,
                        std::string_view body);
@@ -90,8 +126,13 @@ class FakeKubeObjects {
   /// Stores `changed` as the new version of the object at `path` after the checks of a write.
   FakeKubeAnswer write(const KubeObjectPath& path, nlohmann::json changed);
   std::string nextResourceVersion() { return std::to_string(++revision_); }
+  /// Keeps a change that took the store's latest revision.
+  void record(std::string path, std::optional<nlohmann::json> before,
+              std::optional<nlohmann::json> after);
 
   std::map<std::string, nlohmann::json, std::less<>> objects_;
+  std::vector<FakeKubeChange> history_;
+  std::uint64_t compacted_ = 0;  // the revision of the last compact(): older ones are gone
   std::uint64_t revision_ = 1000;
   std::uint64_t uids_ = 0;
 };

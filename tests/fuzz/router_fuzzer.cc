@@ -16,6 +16,7 @@
 #include "agent/server/http_framing.h"
 #include "agent/server/router.h"
 #include "agent/server/server_limits.h"
+#include "common/percent_encoding.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -27,11 +28,11 @@ namespace http = boost::beast::http;
 /// The request's target spelled anew from its decoded parts.
 std::string targetOf(const server::HttpRequest& request) {
   std::string target;
-  for (const auto& segment : request.segments) target += "/" + api::percentEncode(segment);
+  for (const auto& segment : request.segments) target += "/" + hostport::percentEncode(segment);
   if (target.empty()) target = "/";
   char separator = '?';
   for (const auto& [name, value] : request.query) {
-    target += separator + api::percentEncode(name) + "=" + api::percentEncode(value);
+    target += separator + hostport::percentEncode(name) + "=" + hostport::percentEncode(value);
     separator = '&';
   }
   return target;

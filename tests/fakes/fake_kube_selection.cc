@@ -1,0 +1,168 @@
+#include "tests/fakes/fake_kube_selection.h"
+
+#include <array>
+#include <charconv>
+
+#include "common/percent_encoding.h"
+
+namespace hostport::kube {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  while (true) {
+    const std::size_t at = text.find(separator);
+    parts.push_back(text.substr(0, at));
+    if (at == std::string_view::npos) return parts;
+    text.remove_prefix(at + 1);
+  }
+}
+
+constexpr std::array<std::string_view, 10> kPodFields = {
+    "metadata.name",      "metadata.namespace",      "spec.nodeName",    "spec.restartPolicy",
+    "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
+    "status.podIP",       "status.nominatedNodeName"};
+
+bool supported(std::string_view field, std::string_view resource) {
+  if (field == "metadata.name" || field == "metadata.namespace") return true;
+  if (resource != "pods") return false;
+  for (const std::string_view known : kPodFields) {
+    if (known == field) return true;
+  }
+  return false;
+}
+
+/// A field as the real server's field set has it: a missing field is "", a bool "true"/"false".
+std::string fieldText(const json& object, const std::vector<std::string>& path) {
+  const json* at = &object;
+  for (const std::string& key : path) {
+    if (!at->is_object()) return {};
+    const auto found = at->find(key);
+    if (found == at->end()) return {};
+    at = &*found;
+  }
+  if (at->is_string()) return at->get<std::string>();
+  if (at->is_boolean()) return at->get<bool>() ? "true" : "false";
+  return {};
+}
+
+}  // namespace
+
+bool KubeCollectionPath::contains(std::string_view objectPath) const {
+  const std::string scope =
+      namespace_.empty() ? groupVersion + "/" : groupVersion + "/namespaces/" + namespace_ + "/";
+  if (!objectPath.starts_with(scope)) return false;
+  std::vector<std::string_view> rest = split(objectPath.substr(scope.size()), '/');
+  // {resource}/{name} in a namespace or cluster-wide; namespaces/{ns}/{resource}/{name} when the
+  // collection spans every namespace.
+  if (rest.size() == 4 && namespace_.empty() && rest[0] == "namespaces") {
+    rest.erase(rest.begin(), rest.begin() + 2);
+  }
+  return rest.size() == 2 && rest[0] == resource;
+}
+
+std::optional<KubeCollectionPath> parseKubeCollectionPath(std::string_view path) {
+  std::vector<std::string_view> segments = split(path.substr(path.starts_with('/') ? 1 : 0), '/');
+  for (const std::string_view segment : segments) {
+    if (segment.empty()) return std::nullopt;
+  }
+  KubeCollectionPath parsed;
+  std::size_t first = 0;
+  if (segments.size() >= 2 && segments[0] == "api") {
+    first = 2;
+  } else if (segments.size() >= 3 && segments[0] == "apis") {
+    first = 3;
+  } else {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < first; ++i) parsed.groupVersion += "/" + std::string(segments[i]);
+  const std::size_t left = segments.size() - first;
+  if (left == 3 && segments[first] == "namespaces") {
+    parsed.namespace_ = segments[first + 1];
+    parsed.resource = segments[first + 2];
+  } else if (left == 1) {
+    parsed.resource = segments[first];
+  } else {
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+Result<KubeListQuery> parseKubeListQuery(std::string_view target) {
+  KubeListQuery query;
+  const std::size_t mark = target.find('?');
+  if (mark == std::string_view::npos) return query;
+  for (const std::string_view pair : split(target.substr(mark + 1), '&')) {
+    if (pair.empty()) continue;
+    const std::size_t equals = pair.find('=');
+    HOSTPORT_TRY(const std::string name, percentDecode(pair.substr(0, equals)));
+    HOSTPORT_TRY(const std::string value,
+                 percentDecode(equals == std::string_view::npos ? "" : pair.substr(equals + 1)));
+    const auto number = [&](auto& out) -> Result<void> {
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), out);
+      if (error != std::errc() || end != value.data() + value.size()) {
+        return fail(ErrorCode::kInvalidArgument, name + ": not a number: " + value);
+      }
+      return {};
+    };
+    if (name == "fieldSelector") {
+      query.fieldSelector = value;
+    } else if (name == "labelSelector") {
+      query.labelSelector = value;
+    } else if (name == "resourceVersion") {
+      query.resourceVersion = value;
+    } else if (name == "continue") {
+      query.continueToken = value;
+    } else if (name == "limit") {
+      HOSTPORT_TRY_VOID(number(query.limit));
+    } else if (name == "timeoutSeconds") {
+      unsigned seconds = 0;
+      HOSTPORT_TRY_VOID(number(seconds));
+      query.timeoutSeconds = seconds;
+    } else if (name == "watch") {
+      query.watch = value == "true" || value == "1";
+    } else if (name == "allowWatchBookmarks") {
+      query.allowWatchBookmarks = value == "true" || value == "1";
+    }
+  }
+  return query;
+}
+
+Result<FieldSelector> FieldSelector::parse(std::string_view text, std::string_view resource) {
+  FieldSelector selector;
+  if (text.empty()) return selector;
+  for (const std::string_view term : split(text, ',')) {
+    Term parsed;
+    std::size_t at = term.find("!=");
+    std::size_t width = 2;
+    if (at != std::string_view::npos) {
+      parsed.equal = false;
+    } else if ((at = term.find("==")) == std::string_view::npos) {
+      at = term.find('=');
+      width = 1;
+    }
+    if (at == std::string_view::npos || at == 0) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "invalid field selector term " + std::string(term) + ": no operator");
+    }
+    const std::string_view field = term.substr(0, at);
+    if (!supported(field, resource)) {
+      return fail(ErrorCode::kInvalidArgument, "field label not supported: " + std::string(field));
+    }
+    for (const std::string_view key : split(field, '.')) parsed.path.emplace_back(key);
+    parsed.value = term.substr(at + width);
+    selector.terms_.push_back(std::move(parsed));
+  }
+  return selector;
+}
+
+bool FieldSelector::matches(const json& object) const {
+  for (const Term& term : terms_) {
+    if ((fieldText(object, term.path) == term.value) != term.equal) return false;
+  }
+  return true;
+}
+
+}  // namespace hostport::kube
