@@ -42,6 +42,7 @@ readonly RULES=(
   "agent/log/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/cni_config/ agent/daemon/ admission/||every layer logs, so the log knows none of them"
   "agent/server/|agent/core/ agent/store/ agent/service/ agent/config/ agent/publish/ agent/cni_config/ agent/daemon/ admission/||transports carry requests, they do not decide them"
   "agent/publish/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/cni_config/ agent/daemon/ admission/||the publisher is given what to publish"
+  "agent/pods/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/cni_config/ agent/daemon/ kube/ admission/||the pods' records know no API client and decide nothing"
   "agent/cni_config/|agent/core/ agent/store/ agent/api/ agent/server/ agent/service/ agent/config/ agent/publish/ agent/daemon/ admission/||chaining knows files, not ports"
   "agent/service/|agent/config/ agent/daemon/ admission/||the daemon wires the service, not the reverse"
   "agent/daemon/|admission/||a node runs without the webhook"

@@ -83,6 +83,9 @@ struct AgentConfig {
   uint32_t apiBurst = 10;
   /// How often the pools' capacity is counted for the Node's extended resources; 0: never.
   uint32_t capacitySeconds = 10;
+  /// Watch this node's pods (issue 25): list and watch them (fieldSelector spec.nodeName), never
+  /// on the ADD path. Off: the agent knows a pod only from its CNI requests.
+  bool watchPods = true;
 };
 
 /// chainCni resolved: kAuto is on only when `inCluster` (the agent runs in a pod).

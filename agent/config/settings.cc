@@ -111,6 +111,10 @@ const std::array kSettings = {
           "seconds between counts of the pools' capacity for the Node's extended resources; 0: "
           "never",
           Count32{&AgentConfig::capacitySeconds, 0, kDay}},
+  Setting{"watchPods", "--watch-pods",
+          "list and watch this node's pods in the cluster (needs pods list and watch in the "
+          "agent's RBAC); never on the ADD path, which works with the API server down",
+          Switch{&AgentConfig::watchPods}},
 };
 // clang-format on
 

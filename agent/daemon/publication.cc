@@ -103,12 +103,17 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
   });
   publisher.start();
   publication->capacity_ = watchCapacity(config, publisher);
+  if (config.watchPods) {
+    HOSTPORT_TRY(publication->podWatch_,
+                 PodWatch::start(cluster->config, cluster->node, config, metrics));
+  }
   log::event(log::Component::kKube, log::Level::kInfo, "kube.publication_on",
              {{"server", cluster->config.server()},
               {"source", cluster->config.source},
               {"node", cluster->node},
               {"qps", config.apiQps},
-              {"burst", config.apiBurst}});
+              {"burst", config.apiBurst},
+              {"watch_pods", config.watchPods}});
   return publication;
 }
 

@@ -1,14 +1,17 @@
 #pragma once
-// What the agent tells the Kubernetes API: the ports on each pod and the pools' capacity on the
-// Node (issue 13), from threads of their own, so the API server is never on the ADD path.
+// The agent's side of the Kubernetes API: the ports on each pod and the pools' capacity on the
+// Node (issue 13), and the watch of this node's pods (issue 25), from threads of their own, so the
+// API server is never on the ADD path.
 //
-// Teardown is the members' order: the capacity thread stops first (and with it the publisher,
-// whose wait it sleeps in), then the publisher's thread, then the client that thread sends with.
+// Teardown is the members' order: the pod watch stops first, then the capacity thread (and with
+// it the publisher, whose wait it sleeps in), then the publisher's thread, then the client that
+// thread sends with.
 
 #include <memory>
 #include <thread>
 
 #include "agent/config/agent_config.h"
+#include "agent/daemon/pod_watch.h"
 #include "agent/publish/publisher.h"
 #include "agent/service/agent_service.h"
 #include "agent/service/metrics.h"
@@ -32,12 +35,16 @@ class Publication {
   Publication& operator=(const Publication&) = delete;
   ~Publication() = default;
 
+  /// This node's pods as the watch sees them; null with watchPods off.
+  pods::NodePods* nodePods() { return podWatch_ ? &podWatch_->pods() : nullptr; }
+
  private:
   Publication() = default;
 
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<publish::Publisher> publisher_;
   std::jthread capacity_;
+  std::unique_ptr<PodWatch> podWatch_;
 };
 
 }  // namespace hostport::agent::daemon

@@ -2,7 +2,8 @@
 // fake Kubernetes API server (tests/fakes/fake_kube_apiserver.h) listening in the node's netns:
 // the annotation's documented shape, a re-created pod of the same name left alone, a publication
 // owed across a SIGKILL, 429/500 storms under the configured QPS, the Node's capacity following a
-// host process, and ADD going on while the API server does not answer.
+// host process, ADD going on while the API server does not answer, and the watch of the node's
+// own pods (issue 25).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@ using namespace std::chrono_literals;
 using kube::FakeKubeApiServer;
 using kube::FakeKubeFault;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kNode = "node-1";
 constexpr const char* kNamespace = "default";  // cni_node.cc's K8S_POD_NAMESPACE
@@ -60,6 +62,23 @@ class AgentPublicationTest : public AgentPluginTest {
     }
     api_->putPod(kNamespace, label, (*pod)->uid);
     return *pod;
+  }
+
+  /// A pod object scheduled to `node`, as the API server holds it once the scheduler bound it.
+  void putPodOn(const std::string& name, const std::string& node) {
+    ASSERT_OK(api_->putObject(
+        podPath(name), {{"apiVersion", "v1"},
+                        {"kind", "Pod"},
+                        {"spec", {{"nodeName", node}, {"containers", nlohmann::json::array()}}},
+                        {"status", {{"phase", "Running"}}}}));
+  }
+
+  /// Whether the agent's /metrics holds `line` within 10 s.
+  bool metricsShow(const std::string& line) {
+    return waitUntil([&] {
+      auto page = client().getText("/metrics");
+      return page && page->find(line) != std::string::npos;
+    });
   }
 
   std::string podPath(const std::string& label) const {
@@ -225,6 +244,38 @@ TEST_F(AgentPublicationTest, AddSucceedsWhileTheApiServerIsDown) {
   EXPECT_NE(grantedPort(*pod, "web", PortProtocol::kTcp), 0);
   EXPECT_TRUE(agent_->waitForLog("publish.failed")) << agent_->describe();
   EXPECT_TRUE(agent_->waitForLog("reason=unavailable")) << agent_->describe();
+}
+
+TEST_F(AgentPublicationTest, WatchesThePodsOfItsNodeAndNoOther) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(putPodOn("mine-0", kNode));
+  ASSERT_NO_FATAL_FAILURE(putPodOn("other-0", "node-2"));
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  EXPECT_TRUE(agent_->waitForLog("kube.watch_listed pods=1")) << agent_->describe();
+  EXPECT_TRUE(metricsShow("hostport_node_pods 1")) << agent_->describe();
+  ASSERT_TRUE(waitUntil([&] { return api_->openWatches() == 1; })) << agent_->describe();
+  ASSERT_NO_FATAL_FAILURE(putPodOn("mine-1", kNode));
+  ASSERT_NO_FATAL_FAILURE(putPodOn("other-1", "node-2"));
+  EXPECT_TRUE(metricsShow("hostport_node_pods 2")) << agent_->describe();
+  EXPECT_TRUE(
+      metricsShow(R"(hostport_kube_watch_events_total{collection="/api/v1/pods",type="ADDED"} 1)"));
+  api_->deleteObject(podPath("mine-0"));
+  EXPECT_TRUE(metricsShow("hostport_node_pods 1")) << agent_->describe();
+  for (const auto& request : api_->requests()) {
+    if (request.path != "/api/v1/pods") continue;
+    EXPECT_THAT(request.target, HasSubstr("fieldSelector=spec.nodeName%3Dnode-1"))
+        << request.target;
+  }
+}
+
+TEST_F(AgentPublicationTest, WithWatchPodsOffThereIsNoWatch) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\nwatchPods: false\n"));
+  ASSERT_TRUE(agent_->waitForLog("kube.publication_on")) << agent_->describe();
+  EXPECT_THAT(agent_->runLog(), HasSubstr("watch_pods=false"));
+  ASSERT_OK_AND_ASSIGN(const std::string metrics, client().getText("/metrics"));
+  EXPECT_THAT(metrics, Not(HasSubstr("hostport_node_pods")));
+  EXPECT_THAT(metrics, Not(HasSubstr("hostport_kube_watch_")));
 }
 
 }  // namespace

@@ -98,10 +98,11 @@ nodeName: node-2
 apiQps: 7
 apiBurst: 20
 capacitySeconds: 0
+watchPods: false
 )"));
   EXPECT_EQ(planReload(running, next).needRestart,
             (std::vector<std::string>{"podSocket", "kubeconfig", "nodeName", "apiQps", "apiBurst",
-                                      "capacitySeconds"}));
+                                      "capacitySeconds", "watchPods"}));
 }
 
 TEST(ConfigReloadTest, FindsNothingToDoInTheSameConfig) {
