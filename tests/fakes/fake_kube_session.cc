@@ -310,8 +310,8 @@ class Session : public FakeKubeWatch, public std::enable_shared_from_this<Sessio
   void endWatch() {
     if (!watch_) return;
     watch_.reset();
-    serializer_.reset();
-    header_.reset();
+    // The header and its serializer stay: a write of the header may still be in flight (a watch
+    // dropped right after it started), and the next watch replaces them.
     timer_.cancel();
     --server_.openWatches;
   }
