@@ -48,7 +48,11 @@ void NodePods::replace(const std::vector<nlohmann::json>& pods) {
   tell(changes);
 }
 
-void NodePods::upsert(const nlohmann::json& pod) {
+void NodePods::upsert(const nlohmann::json& pod) { write(pod, true); }
+
+void NodePods::remove(const nlohmann::json& pod) { write(pod, false); }
+
+void NodePods::write(const nlohmann::json& pod, bool present) {
   auto record = readNodePod(pod);
   std::optional<PodChange> change;
   {
@@ -58,21 +62,7 @@ void NodePods::upsert(const nlohmann::json& pod) {
       return;
     }
     const std::string uid = record->uid;
-    change = set(uid, std::move(*record));
-  }
-  if (change) tell({std::move(*change)});
-}
-
-void NodePods::remove(const nlohmann::json& pod) {
-  auto record = readNodePod(pod);
-  std::optional<PodChange> change;
-  {
-    std::lock_guard lock(mutex_);
-    if (!record) {
-      ++unreadable_;
-      return;
-    }
-    change = set(record->uid, std::nullopt);
+    change = set(uid, present ? std::optional<NodePod>(std::move(*record)) : std::nullopt);
   }
   if (change) tell({std::move(*change)});
 }

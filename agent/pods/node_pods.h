@@ -45,6 +45,8 @@ class NodePods {
   uint64_t unreadable() const;
 
  private:
+  /// upsert() (`present`) or remove() of one pod object.
+  void write(const nlohmann::json& pod, bool present);
   /// Stores `after` (none: erases) for `uid` and returns the change, if any; under mutex_.
   std::optional<PodChange> set(const std::string& uid, std::optional<NodePod> after);
   void tell(const std::vector<PodChange>& changes) const;

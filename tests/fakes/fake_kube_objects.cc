@@ -118,14 +118,9 @@ std::optional<KubeObjectPath> parseKubeObjectPath(std::string_view path) {
   for (const std::string_view segment : segments) {
     if (segment.empty()) return std::nullopt;
   }
-  std::size_t first = 0;  // the first segment after the group and version
-  if (segments.size() >= 2 && segments[0] == "api") {
-    first = 2;
-  } else if (segments.size() >= 3 && segments[0] == "apis") {
-    first = 3;
-  } else {
-    return std::nullopt;
-  }
+  const auto groupVersion = groupVersionSegments(segments);
+  if (!groupVersion) return std::nullopt;
+  const std::size_t first = *groupVersion;  // the first segment after the group and version
   const std::span<const std::string_view> rest(segments.begin() + first, segments.end());
   KubeObjectPath parsed;
   std::size_t tail = 0;

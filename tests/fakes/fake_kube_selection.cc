@@ -50,6 +50,12 @@ std::string fieldText(const json& object, const std::vector<std::string>& path) 
 
 }  // namespace
 
+std::optional<std::size_t> groupVersionSegments(const std::vector<std::string_view>& segments) {
+  if (segments.size() >= 2 && segments[0] == "api") return 2;
+  if (segments.size() >= 3 && segments[0] == "apis") return 3;
+  return std::nullopt;
+}
+
 bool KubeCollectionPath::contains(std::string_view objectPath) const {
   const std::string scope =
       namespace_.empty() ? groupVersion + "/" : groupVersion + "/namespaces/" + namespace_ + "/";
@@ -69,14 +75,9 @@ std::optional<KubeCollectionPath> parseKubeCollectionPath(std::string_view path)
     if (segment.empty()) return std::nullopt;
   }
   KubeCollectionPath parsed;
-  std::size_t first = 0;
-  if (segments.size() >= 2 && segments[0] == "api") {
-    first = 2;
-  } else if (segments.size() >= 3 && segments[0] == "apis") {
-    first = 3;
-  } else {
-    return std::nullopt;
-  }
+  const auto groupVersion = groupVersionSegments(segments);
+  if (!groupVersion) return std::nullopt;
+  const std::size_t first = *groupVersion;
   for (std::size_t i = 0; i < first; ++i) parsed.groupVersion += "/" + std::string(segments[i]);
   const std::size_t left = segments.size() - first;
   if (left == 3 && segments[first] == "namespaces") {

@@ -14,6 +14,10 @@
 
 namespace hostport::kube {
 
+/// How many leading segments of an API path are its group and version: 2 for api/v1, 3 for
+/// apis/{group}/{version}; nullopt for a path outside /api and /apis.
+std::optional<std::size_t> groupVersionSegments(const std::vector<std::string_view>& segments);
+
 /// A collection path: /api/v1/pods (every namespace), /api/v1/namespaces/{ns}/pods, /api/v1/nodes,
 /// and the same under /apis/{group}/{version}.
 struct KubeCollectionPath {
