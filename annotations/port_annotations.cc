@@ -15,6 +15,7 @@ using nlohmann::json;
 
 constexpr std::string_view kBlanks = " \t\r\n";
 constexpr std::string_view kEntryForm = "name=containerPort[-lastPort][/protocol]";
+constexpr std::string_view kHostEntryForm = "name[*count][/protocol]";
 
 std::string_view trim(std::string_view text) {
   const std::size_t first = text.find_first_not_of(kBlanks);
@@ -41,31 +42,74 @@ std::optional<uint16_t> parsePort(std::string_view text) {
   return static_cast<uint16_t>(value);
 }
 
-Result<DynamicPortRequest> parseEntry(std::string_view entry) {
-  const std::size_t equals = entry.find('=');
-  if (equals == std::string_view::npos) {
-    return badEntry(entry, "expected " + std::string(kEntryForm));
+/// Splits "<head>/<protocol>" into head and protocol (tcp when there is no '/').
+Result<std::string_view> takeProtocol(std::string_view entry, std::string_view text,
+                                      PortProtocol& protocol) {
+  const std::size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return text;
+  const std::string_view name = text.substr(slash + 1);
+  if (name.empty()) return badEntry(entry, "missing protocol after '/'");
+  auto parsed = parsePortProtocol(name);
+  if (!parsed) {
+    return badEntry(entry,
+                    "unknown protocol " + quoteText(name) + " (want tcp, udp, sctp or tcpudp)");
   }
-  DynamicPortRequest request;
-  const std::string_view name = entry.substr(0, equals);
-  if (name.empty()) return badEntry(entry, "missing name before '='");
+  protocol = *parsed;
+  return text.substr(0, slash);
+}
+
+Result<void> takeName(std::string_view entry, std::string_view name, DynamicPortRequest& request) {
   if (const Problem problem = dnsLabelProblem(name)) {
     return badEntry(entry, "name " + quoteText(name) + " " + std::string(*problem));
   }
   request.name = std::string(name);
+  return {};
+}
 
-  std::string_view ports = entry.substr(equals + 1);
-  if (const std::size_t slash = ports.find('/'); slash != std::string_view::npos) {
-    const std::string_view protocol = ports.substr(slash + 1);
-    ports = ports.substr(0, slash);
-    if (protocol.empty()) return badEntry(entry, "missing protocol after '/'");
-    auto parsed = parsePortProtocol(protocol);
-    if (!parsed) {
-      return badEntry(
-          entry, "unknown protocol " + quoteText(protocol) + " (want tcp, udp, sctp or tcpudp)");
-    }
-    request.protocol = *parsed;
+/// A hostNetwork pod's entry: `name[*count][/protocol]`. Its process binds the host port itself,
+/// so there is no containerPort to forward to (0 in the request).
+Result<DynamicPortRequest> parseHostEntry(std::string_view entry) {
+  if (const std::size_t equals = entry.find('='); equals != std::string_view::npos) {
+    const std::size_t slash = entry.find('/');
+    const std::string protocol =
+        slash == std::string_view::npos ? std::string() : std::string(entry.substr(slash));
+    const std::string name(entry.substr(0, equals));
+    return badEntry(entry,
+                    "a hostNetwork pod names no containerPort (its process binds the host port "
+                    "itself): write " +
+                        quoteText(name + protocol) + ", or " + quoteText(name + "*N" + protocol) +
+                        " for a block of N ports");
   }
+  DynamicPortRequest request;
+  request.containerPort = 0;
+  HOSTPORT_TRY(std::string_view head, takeProtocol(entry, entry, request.protocol));
+  const std::size_t star = head.find('*');
+  HOSTPORT_TRY_VOID(takeName(entry, head.substr(0, star), request));
+  if (star == std::string_view::npos) return request;
+  const std::string_view countText = head.substr(star + 1);
+  const auto count = parsePort(countText);
+  if (!count || *count > kMaxRangeWidth) {
+    return badEntry(entry, "block size " + quoteText(countText) + " must be a number 1.." +
+                               std::to_string(kMaxRangeWidth));
+  }
+  request.count = *count;
+  return request;
+}
+
+Result<DynamicPortRequest> parseEntry(std::string_view entry, PodNetwork network) {
+  if (network == PodNetwork::kHost) return parseHostEntry(entry);
+  const std::size_t equals = entry.find('=');
+  if (equals == std::string_view::npos) {
+    return badEntry(entry, "expected " + std::string(kEntryForm) + " (" +
+                               std::string(kHostEntryForm) +
+                               ", with no containerPort, is for hostNetwork pods)");
+  }
+  DynamicPortRequest request;
+  const std::string_view name = entry.substr(0, equals);
+  if (name.empty()) return badEntry(entry, "missing name before '='");
+  HOSTPORT_TRY_VOID(takeName(entry, name, request));
+  HOSTPORT_TRY(std::string_view ports,
+               takeProtocol(entry, entry.substr(equals + 1), request.protocol));
   if (ports.empty()) return badEntry(entry, "missing container port after '='");
 
   const std::size_t dash = ports.find('-');
@@ -96,7 +140,7 @@ Result<DynamicPortRequest> parseEntry(std::string_view entry) {
   return request;
 }
 
-Result<std::vector<DynamicPortRequest>> parsePorts(std::string_view text) {
+Result<std::vector<DynamicPortRequest>> parsePorts(std::string_view text, PodNetwork network) {
   if (text.size() > kMaxPortsAnnotationBytes) {
     return annotationError(kPortsAnnotation, std::to_string(text.size()) +
                                                  " bytes exceed the limit of " +
@@ -121,7 +165,7 @@ Result<std::vector<DynamicPortRequest>> parsePorts(std::string_view text) {
       return annotationError(kPortsAnnotation,
                              "more than " + std::to_string(kMaxPortsPerRequest) + " entries");
     }
-    HOSTPORT_TRY(DynamicPortRequest request, parseEntry(entry));
+    HOSTPORT_TRY(DynamicPortRequest request, parseEntry(entry, network));
     if (!names.insert(request.name).second) {
       return badEntry(entry, "name " + quoteText(request.name) + " is used twice");
     }
@@ -143,7 +187,7 @@ Result<std::optional<std::string_view>> stringAnnotation(const json& annotations
 
 }  // namespace
 
-Result<PortAnnotations> parsePortAnnotations(const json& annotations) {
+Result<PortAnnotations> parsePortAnnotations(const json& annotations, PodNetwork network) {
   PortAnnotations result;
   if (annotations.is_null()) return result;
   if (!annotations.is_object()) {
@@ -151,7 +195,7 @@ Result<PortAnnotations> parsePortAnnotations(const json& annotations) {
   }
   HOSTPORT_TRY(const auto ports, stringAnnotation(annotations, kPortsAnnotation));
   if (ports) {
-    HOSTPORT_TRY(result.dynamics, parsePorts(*ports));
+    HOSTPORT_TRY(result.dynamics, parsePorts(*ports, network));
   }
   HOSTPORT_TRY(const auto pool, stringAnnotation(annotations, kPoolAnnotation));
   if (pool) {

@@ -23,6 +23,11 @@ struct PortAnnotations {
   friend bool operator==(const PortAnnotations&, const PortAnnotations&) = default;
 };
 
+/// Whose ports an annotation asks for: a pod in a network namespace of its own, whose host ports
+/// forward to container ports, or a hostNetwork pod (issue 25), whose process binds the host port
+/// itself, so its entries name no containerPort.
+enum class PodNetwork { kOwn, kHost };
+
 /// Reads hostport.io/ports and hostport.io/pool from the pod annotations object
 /// (PluginConfig::podAnnotations); other keys are ignored, and JSON null means no annotations.
 ///
@@ -35,6 +40,9 @@ struct PortAnnotations {
 /// Leniency, chosen for hand-written and templated YAML: blanks (space, tab, CR, LF) around an
 /// entry are ignored; one trailing comma is ignored; an empty or blank value asks for nothing.
 /// Blanks inside an entry, and empty entries elsewhere (",a=1", "a=1,,b=2"), are errors.
+/// For a hostNetwork pod (`network` kHost) an entry is `name[*count][/protocol]`: one port, or a
+/// block of `count` consecutive ports (1..kMaxRangeWidth), e.g. "game/udp, rtp*10/udp"; its
+/// requests have containerPort 0. Each form is refused in the other pod, naming the right one.
 /// hostport.io/pool: a DNS label; absent leaves `pool` empty.
 /// hostport.io/sticky: "true" (the default) or "false", exactly: a pod that opts out is not
 /// offered the ports its name had last time, and the agent forgets what it remembered of it.
@@ -42,6 +50,7 @@ struct PortAnnotations {
 /// Errors are kInvalidArgument (CNI code 7) naming the annotation and the bad entry, quoted and
 /// cut: `annotation hostport.io/ports: bad entry "rtp=20000-19000/udp": range end 19000 is below
 /// its start 20000`. A value that is not a string is an error naming the key.
-Result<PortAnnotations> parsePortAnnotations(const nlohmann::json& annotations);
+Result<PortAnnotations> parsePortAnnotations(const nlohmann::json& annotations,
+                                             PodNetwork network = PodNetwork::kOwn);
 
 }  // namespace hostport::annotations

@@ -259,5 +259,38 @@ TEST(PortAnnotationsTest, ReadsTheStickyOptOutExactly) {
   EXPECT_FALSE(parsePortAnnotations(json{{"hostport.io/sticky", false}}).has_value());
 }
 
+Result<PortAnnotations> parseHostPorts(const std::string& value) {
+  return parsePortAnnotations(json{{"hostport.io/ports", value}}, PodNetwork::kHost);
+}
+
+TEST(PortAnnotationsTest, AHostNetworkPodNamesPortsAndBlocksWithoutAContainerPort) {
+  const auto parsed = parseHostPorts("game/udp, rtp*10/udp, admin, both*2/tcpudp");
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+  const std::vector<DynamicPortRequest> expected = {
+      {"game", 0, 1, PortProtocol::kUdp},
+      {"rtp", 0, 10, PortProtocol::kUdp},
+      {"admin", 0, 1, PortProtocol::kTcp},
+      {"both", 0, 2, PortProtocol::kTcpUdp},
+  };
+  EXPECT_EQ(parsed->dynamics, expected);
+}
+
+TEST(PortAnnotationsTest, EachPodIsToldTheFormOfTheOther) {
+  EXPECT_THAT(errorOf(parseHostPorts("game=7777/udp")),
+              HasSubstr("bad entry \"game=7777/udp\": a hostNetwork pod names no containerPort "
+                        "(its process binds the host port itself): write \"game/udp\", or "
+                        "\"game*N/udp\" for a block of N ports"));
+  EXPECT_THAT(
+      portsError("game/udp"),
+      HasSubstr("bad entry \"game/udp\": expected name=containerPort[-lastPort][/protocol] "
+                "(name[*count][/protocol], with no containerPort, is for hostNetwork pods)"));
+  EXPECT_THAT(errorOf(parseHostPorts("rtp*0/udp")),
+              HasSubstr("block size \"0\" must be a number 1..1024"));
+  EXPECT_THAT(errorOf(parseHostPorts("rtp*2000")), HasSubstr("block size \"2000\""));
+  EXPECT_THAT(errorOf(parseHostPorts("Game/udp")), HasSubstr("name \"Game\""));
+  EXPECT_THAT(errorOf(parseHostPorts("game/quic")), HasSubstr("unknown protocol \"quic\""));
+  EXPECT_THAT(errorOf(parseHostPorts("game, game/udp")), HasSubstr("is used twice"));
+}
+
 }  // namespace
 }  // namespace hostport::annotations
