@@ -22,10 +22,11 @@ struct PodDemand {
   std::vector<agent::core::PoolDemand> pools;
 };
 
-/// The demand of `pod` (not a hostNetwork pod: no CNI ADD runs for those), whose namespace and
-/// name (empty before generateName is resolved) are `identity`'s. Errors: the annotation parser's
-/// kInvalidArgument, or the allocator's refusal (kInvalidArgument, kNotAllowed, kQuotaExceeded),
-/// unchanged.
+/// The demand of `pod`, whose namespace and name (empty before generateName is resolved) are
+/// `identity`'s. A hostNetwork pod's is its hostport.io/ports in their host form (no
+/// containerPort), as the agent leases them through its pod watch; its hostPorts are its own.
+/// Errors: the annotation parser's kInvalidArgument, or the allocator's refusal (kInvalidArgument,
+/// kNotAllowed, kQuotaExceeded), unchanged.
 Result<PodDemand> demandOf(const PodView& pod, PodIdentity identity,
                            const agent::core::Allocator& judge);
 

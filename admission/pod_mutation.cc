@@ -131,7 +131,7 @@ AdmissionResponse mutatePod(const AdmissionRequest& review, const agent::core::A
     pod->annotations[key] = *translated.portsAnnotation;
   }
 
-  if (!pod->hostNetwork && options.resourceRequests && !pod->containers.empty()) {
+  if (options.resourceRequests && !pod->containers.empty()) {
     std::optional<std::size_t> target = 0;
     const auto named = pod->annotations.find(annotations::kResourceContainerAnnotation);
     if (named != pod->annotations.end()) {

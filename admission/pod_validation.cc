@@ -56,17 +56,6 @@ AdmissionResponse validateCreate(const AdmissionRequest& review,
   if (auto checked = checkResourceContainer(*pod); !checked) {
     return AdmissionResponse::refuse(review.uid, 400, checked.error().message);
   }
-  if (pod->hostNetwork) {
-    auto annotated = annotations::parsePortAnnotations(pod->annotations);
-    if (!annotated) return AdmissionResponse::refuse(review.uid, 400, annotated.error().message);
-    auto response = AdmissionResponse::allow(review.uid);
-    if (!annotated->dynamics.empty()) {
-      response.warnings.push_back(std::string(annotations::kPortsAnnotation) +
-                                  " asks for ports, but a hostNetwork pod gets none from hostport: "
-                                  "no CNI ADD runs for it");
-    }
-    return response;
-  }
   auto demand = demandOf(*pod, {review.namespaceName, review.name, ""}, judge);
   if (!demand) {
     return AdmissionResponse::refuse(review.uid, statusCodeOf(demand.error()),

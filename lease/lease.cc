@@ -77,7 +77,9 @@ std::string PortGrant::str() const {
   };
   std::string host = hostIp ? describeEndpoint(*hostIp, hostPort) : span(hostPort);
   if (hostIp && count > 1) host += "-" + std::to_string(hostPort + count - 1);
-  return host + "->" + span(containerPort) + "/" + std::string(protocolName(protocol));
+  const std::string protocolText = "/" + std::string(protocolName(protocol));
+  if (containerPort == 0) return host + protocolText;  // a hostNetwork pod's: forwarded nowhere
+  return host + "->" + span(containerPort) + protocolText;
 }
 
 Result<PortRange> PortRange::parse(std::string_view text) {

@@ -118,7 +118,8 @@ struct AllocationRequest {
 };
 
 /// One granted row of a lease: hostPort..hostPort+count-1 forward to
-/// containerPort..containerPort+count-1.
+/// containerPort..containerPort+count-1; containerPort 0 for a hostNetwork pod's row, which
+/// forwards nowhere (its process binds the host ports).
 struct PortGrant {
   std::string name;  // the request's name; empty for a static claim
   PortProtocol protocol = PortProtocol::kTcp;
@@ -128,8 +129,9 @@ struct PortGrant {
   std::optional<IpAddress> hostIp;
   bool isStatic = false;
 
-  /// "30000->80/tcp", "20000-20009->5000-5009/udp", "[fd00::1]:8080->80/tcp": the ports as an
-  /// operator reads them (hostportctl, the agent's log), without the name.
+  /// "30000->80/tcp", "20000-20009->5000-5009/udp", "[fd00::1]:8080->80/tcp", and "41000/udp"
+  /// for a hostNetwork pod's: the ports as an operator reads them (hostportctl, the agent's log),
+  /// without the name.
   std::string str() const;
   friend bool operator==(const PortGrant&, const PortGrant&) = default;
 };

@@ -220,7 +220,10 @@ Result<PortGrant> portGrantAt(const json& value, std::string_view path) {
   HOSTPORT_TRY(grant.name, stringField(value, path, "name", false, dnsLabelProblem));
   HOSTPORT_TRY(grant.protocol, protocolField(value, path));
   HOSTPORT_TRY(grant.hostPort, portField(value, path, "hostPort"));
-  HOSTPORT_TRY(grant.containerPort, portField(value, path, "containerPort"));
+  // Absent for a hostNetwork pod's port (toJson(PortGrant)).
+  HOSTPORT_TRY(const uint64_t containerPort,
+               readInteger(jsonField(value, path, "containerPort"), 1, 65535, 0));
+  grant.containerPort = static_cast<uint16_t>(containerPort);
   HOSTPORT_TRY(grant.count, countField(value, path));
   HOSTPORT_TRY(grant.hostIp, hostIpField(value, path));
   HOSTPORT_TRY(grant.isStatic, boolField(value, path, "static"));
@@ -405,9 +408,13 @@ Result<AllocationRequest> allocationRequestFromJson(const json& value) {
 }
 
 json toJson(const PortGrant& grant) {
-  json row = {{"name", grant.name},         {"protocol", protocolName(grant.protocol)},
-              {"hostPort", grant.hostPort}, {"containerPort", grant.containerPort},
-              {"count", grant.count},       {"static", grant.isStatic}};
+  json row = {{"name", grant.name},
+              {"protocol", protocolName(grant.protocol)},
+              {"hostPort", grant.hostPort},
+              {"count", grant.count},
+              {"static", grant.isStatic}};
+  // None for a hostNetwork pod's port: nothing is forwarded, its process binds the host port.
+  if (grant.containerPort != 0) row["containerPort"] = grant.containerPort;
   if (grant.hostIp) row["hostIP"] = grant.hostIp->str();
   return row;
 }

@@ -140,7 +140,11 @@ Result<void> Allocator::State::validate(const AllocationRequest& request,
                                                    " ports (1-" + std::to_string(kMaxRangeWidth) +
                                                    ")");
     }
-    if (row.containerPort == 0 || row.containerPort + uint32_t{row.count} - 1 > 65535) {
+    // Container port 0 is a hostNetwork pod's (annotations::PodNetwork::kHost): nothing is
+    // forwarded, the pod binds the host port itself; a lease that forwards needs a port to.
+    const bool forwardsNowhere = row.containerPort == 0 && !request.forwarding;
+    if ((row.containerPort == 0 && !forwardsNowhere) ||
+        row.containerPort + uint32_t{row.count} - 1 > 65535) {
       return fail(ErrorCode::kInvalidArgument, what + " has container ports outside 1-65535 (" +
                                                    std::to_string(row.containerPort) + " and " +
                                                    std::to_string(row.count) + " ports)");

@@ -38,11 +38,12 @@ void logNote(const kube::InformerNote& note) {
 
 }  // namespace
 
-Result<std::unique_ptr<PodWatch>> PodWatch::start(const kube::ClusterConfig& cluster,
-                                                  const std::string& node,
-                                                  const config::AgentConfig& config,
-                                                  service::Metrics& metrics) {
+Result<std::unique_ptr<PodWatch>> PodWatch::create(const kube::ClusterConfig& cluster,
+                                                   const std::string& node,
+                                                   const config::AgentConfig& config,
+                                                   service::Metrics& metrics) {
   std::unique_ptr<PodWatch> watch(new PodWatch());
+  watch->node_ = node;
   kube::KubeClientOptions clientOptions;
   clientOptions.qps = config.apiQps;
   clientOptions.burst = static_cast<int>(config.apiBurst);
@@ -74,10 +75,13 @@ Result<std::unique_ptr<PodWatch>> PodWatch::start(const kube::ClusterConfig& clu
                "Pod objects the watch delivered without a uid, namespace or name, ignored.");
     out.sample("hostport_node_pods_unreadable_total", raw->pods_.unreadable());
   });
-  watch->thread_ = std::jthread([raw = watch.get()] { raw->informer_->run(); });
-  log::event(log::Component::kKube, log::Level::kInfo, "kube.watch_on",
-             {{"node", node}, {"selector", "spec.nodeName=" + node}});
   return watch;
+}
+
+void PodWatch::start() {
+  thread_ = std::jthread([this] { informer_->run(); });
+  log::event(log::Component::kKube, log::Level::kInfo, "kube.watch_on",
+             {{"node", node_}, {"selector", "spec.nodeName=" + node_}});
 }
 
 PodWatch::~PodWatch() {

@@ -22,11 +22,13 @@ namespace hostport::agent::daemon {
 
 class PodWatch {
  public:
-  /// Starts watching the pods of `node` in `cluster`, within config's API limits.
-  static Result<std::unique_ptr<PodWatch>> start(const kube::ClusterConfig& cluster,
-                                                 const std::string& node,
-                                                 const config::AgentConfig& config,
-                                                 service::Metrics& metrics);
+  /// A watch of the pods of `node` in `cluster`, within config's API limits; it starts with
+  /// start(), once the cache's listeners are in.
+  static Result<std::unique_ptr<PodWatch>> create(const kube::ClusterConfig& cluster,
+                                                  const std::string& node,
+                                                  const config::AgentConfig& config,
+                                                  service::Metrics& metrics);
+  void start();
   PodWatch(const PodWatch&) = delete;
   PodWatch& operator=(const PodWatch&) = delete;
   /// Stops the watch (a stream in progress is cancelled) and joins its thread.
@@ -39,6 +41,7 @@ class PodWatch {
   /// The client's wait (rate limit, backoff), cut short by the destructor.
   bool waitUntil(std::chrono::steady_clock::time_point until);
 
+  std::string node_;
   pods::NodePods pods_;
   std::mutex mutex_;
   std::condition_variable wake_;

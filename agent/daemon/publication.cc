@@ -105,7 +105,10 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
   publication->capacity_ = watchCapacity(config, publisher);
   if (config.watchPods) {
     HOSTPORT_TRY(publication->podWatch_,
-                 PodWatch::start(cluster->config, cluster->node, config, metrics));
+                 PodWatch::create(cluster->config, cluster->node, config, metrics));
+    publication->hostNetwork_ =
+        std::make_unique<HostNetworkPods>(service, publication->podWatch_->pods());
+    publication->podWatch_->start();
   }
   log::event(log::Component::kKube, log::Level::kInfo, "kube.publication_on",
              {{"server", cluster->config.server()},

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/config/agent_config.h"
+#include "agent/daemon/host_network_pods.h"
 #include "agent/daemon/pod_watch.h"
 #include "agent/publish/publisher.h"
 #include "agent/service/agent_service.h"
@@ -44,6 +45,8 @@ class Publication {
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<publish::Publisher> publisher_;
   std::jthread capacity_;
+  // Declared before the watch, whose thread calls it: destroyed after that thread is joined.
+  std::unique_ptr<HostNetworkPods> hostNetwork_;
   std::unique_ptr<PodWatch> podWatch_;
 };
 

@@ -20,6 +20,11 @@ std::optional<PodChange> NodePods::set(const std::string& uid, std::optional<Nod
   return PodChange{std::move(before), std::move(after)};
 }
 
+void NodePods::listenToLists(std::function<void()> listener) {
+  std::lock_guard lock(mutex_);
+  listListeners_.push_back(std::move(listener));
+}
+
 void NodePods::replace(const std::vector<nlohmann::json>& pods) {
   std::vector<PodChange> changes;
   {
@@ -46,6 +51,7 @@ void NodePods::replace(const std::vector<nlohmann::json>& pods) {
     synced_ = true;
   }
   tell(changes);
+  for (const auto& listener : listListeners_) listener();
 }
 
 void NodePods::upsert(const nlohmann::json& pod) { write(pod, true); }

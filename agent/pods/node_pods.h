@@ -28,6 +28,9 @@ class NodePods {
 
   /// Adds a listener; call before the watch starts.
   void listen(Listener listener);
+  /// Adds a listener of lists, heard after each list's changes: the view is then whole, so what it
+  /// lacks is not on the node (a pod deleted while nobody watched).
+  void listenToLists(std::function<void()> listener);
 
   /// A list: the pods now. Those not in it went (a change each), the others came or changed.
   void replace(const std::vector<nlohmann::json>& pods);
@@ -54,6 +57,7 @@ class NodePods {
   mutable std::mutex mutex_;
   std::map<std::string, NodePod, std::less<>> pods_;
   std::vector<Listener> listeners_;
+  std::vector<std::function<void()>> listListeners_;
   bool synced_ = false;
   uint64_t unreadable_ = 0;
 };

@@ -30,8 +30,9 @@ std::string publicationPatch(const Lease& lease, const std::string& nodeName) {
   for (const PortGrant& grant : lease.ports) {
     if (grant.name.empty()) continue;
     nlohmann::json port = {{"hostPort", grant.hostPort},
-                           {"protocol", std::string(protocolName(grant.protocol))},
-                           {"containerPort", grant.containerPort}};
+                           {"protocol", std::string(protocolName(grant.protocol))}};
+    // A hostNetwork pod's port forwards nowhere: its process binds the host port itself.
+    if (grant.containerPort != 0) port["containerPort"] = grant.containerPort;
     if (grant.count > 1) port["count"] = grant.count;
     if (grant.hostIp) port["hostIP"] = grant.hostIp->str();
     ports[grant.name] = std::move(port);

@@ -129,6 +129,8 @@ std::string_view AgentService::viaName(ReleaseVia via) {
       return "release_note";
     case ReleaseVia::kFailedInstall:
       return "failed_install";
+    case ReleaseVia::kPodGone:
+      return "pod_gone";
   }
   return "request";
 }

@@ -64,6 +64,7 @@ class AgentService {
     kVanished,       // the reconciler: the sandbox's netns is gone
     kReleaseNote,    // a DEL made while the agent was down (the release spool)
     kFailedInstall,  // the grant's forwards could not be installed
+    kPodGone,        // a hostNetwork pod's: deleted, off the node, or finished (the pod watch)
   };
   static std::string_view viaName(ReleaseVia via);
   /// Releases each of `keys` that holds a lease; the answer lists what was released.

@@ -73,6 +73,30 @@ class AgentPublicationTest : public AgentPluginTest {
                         {"status", {{"phase", "Running"}}}}));
   }
 
+  /// A hostNetwork pod on this node asking `ports` (a hostNetwork pod's hostport.io/ports).
+  void putHostNetworkPod(const std::string& name, const std::string& uid, const std::string& ports,
+                         const std::string& phase = "Running") {
+    ASSERT_OK(api_->putObject(
+        podPath(name),
+        {{"apiVersion", "v1"},
+         {"kind", "Pod"},
+         {"metadata", {{"uid", uid}, {"annotations", {{"hostport.io/ports", ports}}}}},
+         {"spec",
+          {{"nodeName", kNode}, {"hostNetwork", true}, {"containers", nlohmann::json::array()}}},
+         {"status", {{"phase", phase}}}}));
+  }
+
+  /// The lease of the hostNetwork pod `uid` within 10 s, or nullopt.
+  std::optional<Lease> hostNetworkLease(const std::string& uid, bool present = true) {
+    std::optional<Lease> found;
+    waitUntil([&] {
+      auto lease = client().get({"hostnetwork-" + uid, "host"});
+      found = lease ? std::optional<Lease>(*lease) : std::nullopt;
+      return found.has_value() == present;
+    });
+    return found;
+  }
+
   /// Whether the agent's /metrics holds `line` within 10 s.
   bool metricsShow(const std::string& line) {
     return waitUntil([&] {
@@ -276,6 +300,63 @@ TEST_F(AgentPublicationTest, WithWatchPodsOffThereIsNoWatch) {
   ASSERT_OK_AND_ASSIGN(const std::string metrics, client().getText("/metrics"));
   EXPECT_THAT(metrics, Not(HasSubstr("hostport_node_pods")));
   EXPECT_THAT(metrics, Not(HasSubstr("hostport_kube_watch_")));
+}
+
+TEST_F(AgentPublicationTest, AHostNetworkPodGetsItsPortsLeasedPublishedAndReleased) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  ASSERT_TRUE(agent_->waitForLog("kube.watch_listed")) << agent_->describe();
+  ASSERT_NO_FATAL_FAILURE(putHostNetworkPod("relay-0", "uid-relay-0", "game/udp, rtp*4/udp"));
+  const auto lease = hostNetworkLease("uid-relay-0");
+  ASSERT_TRUE(lease.has_value()) << agent_->describe();
+  EXPECT_EQ(lease->pod.name, "relay-0");
+  EXPECT_FALSE(lease->forwarding.has_value()) << "the pod binds the port itself";
+  ASSERT_EQ(lease->ports.size(), 2u);
+  EXPECT_EQ(lease->ports[1].count, 4);
+  // Published on the pod like any other: allocated-<name>, and no containerPort.
+  const auto annotations = annotationsOnceSet("relay-0", "hostport.io/assigned");
+  ASSERT_FALSE(annotations.is_null()) << agent_->describe();
+  EXPECT_EQ(annotations["hostport.io/allocated-game"], std::to_string(lease->ports[0].hostPort));
+  const auto assigned =
+      nlohmann::json::parse(annotations["hostport.io/assigned"].get<std::string>());
+  EXPECT_FALSE(assigned["ports"]["game"].contains("containerPort")) << assigned.dump();
+  EXPECT_EQ(assigned["ports"]["rtp"]["count"], 4);
+
+  // Finished: the ports are free again.
+  ASSERT_NO_FATAL_FAILURE(
+      putHostNetworkPod("relay-0", "uid-relay-0", "game/udp, rtp*4/udp", "Succeeded"));
+  EXPECT_FALSE(hostNetworkLease("uid-relay-0", false).has_value()) << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("via=pod_gone")) << agent_->describe();
+
+  // Another, deleted from the API: released too.
+  ASSERT_NO_FATAL_FAILURE(putHostNetworkPod("relay-1", "uid-relay-1", "game/udp"));
+  ASSERT_TRUE(hostNetworkLease("uid-relay-1").has_value()) << agent_->describe();
+  api_->deleteObject(podPath("relay-1"));
+  EXPECT_FALSE(hostNetworkLease("uid-relay-1", false).has_value()) << agent_->describe();
+}
+
+TEST_F(AgentPublicationTest, AHostNetworkPodWithAContainerPortIsToldTheRightForm) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  ASSERT_TRUE(agent_->waitForLog("kube.watch_listed")) << agent_->describe();
+  ASSERT_NO_FATAL_FAILURE(putHostNetworkPod("relay-0", "uid-relay-0", "game=7777/udp"));
+  EXPECT_TRUE(agent_->waitForLog("alloc.host_network_refused")) << agent_->describe();
+  EXPECT_THAT(agent_->runLog(), HasSubstr("a hostNetwork pod names no containerPort"));
+  ASSERT_OK_AND_ASSIGN(const auto leases, client().list("", ""));
+  EXPECT_TRUE(leases.empty());
+}
+
+TEST_F(AgentPublicationTest, AHostNetworkLeaseWhosePodWentWhileTheAgentWasDownIsReleased) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  ASSERT_NO_FATAL_FAILURE(putHostNetworkPod("relay-0", "uid-relay-0", "game/udp"));
+  ASSERT_TRUE(hostNetworkLease("uid-relay-0").has_value()) << agent_->describe();
+  ASSERT_OK(agent_->stop());
+  api_->deleteObject(podPath("relay-0"));
+  ASSERT_OK(agent_->restart());
+  // Recovered from the journal, then released once the first list shows the pod is gone.
+  EXPECT_FALSE(hostNetworkLease("uid-relay-0", false).has_value()) << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("via=pod_gone")) << agent_->describe();
 }
 
 }  // namespace

@@ -94,6 +94,18 @@ TEST_F(PodMutationTest, CountsAStaticHostPortInThePoolsRanges) {
   EXPECT_EQ(requestsOf(patched), (json{{"hostport.io/default", "2"}}));
 }
 
+TEST_F(PodMutationTest, AHostNetworkPodAsksForItsBlockAndNotForItsOwnHostPorts) {
+  json pod = samples::samplePod(
+      {{"hostport.io/ports", "game/udp, rtp*4/udp"}, {"hostport.io/pool", "games"}});
+  pod["spec"]["hostNetwork"] = true;
+  // Its own socket's port, which the kubelet requires equal to the containerPort: not hostport's.
+  pod["spec"]["containers"][0]["ports"] = {
+      {{"containerPort", 30500}, {"hostPort", 30500}, {"protocol", "UDP"}}};
+  const auto [patched, answer] = mutate(pod);
+  EXPECT_EQ(requestsOf(patched), (json{{"hostport.io/games", "5"}}));
+  EXPECT_EQ(limitsOf(patched), (json{{"hostport.io/games", "5"}}));
+}
+
 TEST_F(PodMutationTest, AddsToTheResourcesAContainerAlreadyHas) {
   json pod = samples::samplePod({{"hostport.io/ports", "web=8080"}});
   pod["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "100m"}}}};

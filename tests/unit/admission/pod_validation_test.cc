@@ -115,13 +115,26 @@ TEST_F(PodValidationTest, RefusesAResourceContainerThatIsNotThere) {
             "(its containers: app)");
 }
 
-TEST_F(PodValidationTest, AHostNetworkPodIsWarnedThatItGetsNoPorts) {
+TEST_F(PodValidationTest, AHostNetworkPodIsJudgedInItsOwnForm) {
   json pod = samples::samplePod({{"hostport.io/ports", "a=80"}});
   pod["spec"]["hostNetwork"] = true;
-  const auto answer = validate(samples::podReview(pod));
-  EXPECT_TRUE(answer.allowed);
-  ASSERT_EQ(answer.warnings.size(), 1u);
-  EXPECT_NE(answer.warnings[0].find("hostNetwork"), std::string::npos);
+  const auto refused = validate(samples::podReview(pod));
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.code, 400);
+  EXPECT_EQ(refused.message,
+            "annotation hostport.io/ports: bad entry \"a=80\": a hostNetwork pod names no "
+            "containerPort (its process binds the host port itself): write \"a\", or \"a*N\" "
+            "for a block of N ports");
+  pod["metadata"]["annotations"]["hostport.io/ports"] = "a, rtp*4/udp";
+  const auto allowed = validate(samples::podReview(pod));
+  EXPECT_TRUE(allowed.allowed) << allowed.message;
+  EXPECT_TRUE(allowed.warnings.empty());
+  // The pool's rules hold for it as for any pod: 20 ports alone exceed games' 16 a pod.
+  pod["metadata"]["annotations"] = {{"hostport.io/ports", "rtp*20/udp"},
+                                    {"hostport.io/pool", "games"}};
+  const auto overQuota = validate(samples::podReview(pod));
+  EXPECT_FALSE(overQuota.allowed);
+  EXPECT_EQ(overQuota.code, 403);
 }
 
 TEST_F(PodValidationTest, AnUpdateThatChangesARequestIsAllowedWithAWarning) {

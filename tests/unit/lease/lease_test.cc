@@ -127,6 +127,9 @@ TEST(LeaseTest, PrintsGrantsAsHostToContainerPortsWithTheProtocol) {
   EXPECT_EQ(
       (PortGrant{"", PortProtocol::kSctp, 8080, 80, 1, *IpAddress::parse("fd00::1"), true}).str(),
       "[fd00::1]:8080->80/sctp");
+  // A hostNetwork pod's rows forward nowhere.
+  EXPECT_EQ((PortGrant{"rtp", PortProtocol::kUdp, 41001, 0, 4, {}, false}).str(),
+            "41001-41004/udp");
 }
 
 }  // namespace

@@ -83,6 +83,17 @@ TEST(JsonCodecTest, WritesTheDocumentedFieldNames) {
                             "protocol": "tcpudp"})"));
 }
 
+TEST(JsonCodecTest, AHostNetworkPodsGrantHasNoContainerPortAndRoundTrips) {
+  Lease lease = sampleLease();
+  lease.ports = {PortGrant{"game", PortProtocol::kUdp, 41000, 0, 1, {}, false}};
+  const json body = toJson(lease);
+  EXPECT_EQ(body["ports"][0], json::parse(R"({"name": "game", "protocol": "udp",
+                                              "hostPort": 41000, "count": 1, "static": false})"));
+  const auto decoded = leaseFromJson(wire(body));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+  EXPECT_EQ(decoded->ports, lease.ports);
+}
+
 Forwarding sampleForwarding() {
   return Forwarding{.network = "k8s-pod-network",
                     .podV4 = IpPrefix{ip("10.88.0.5"), 16},

@@ -76,6 +76,18 @@ class AllocatorTest : public ::testing::Test {
 
 // --- pools ---
 
+TEST_F(AllocatorTest, AHostNetworkPodsRequestNamesNoContainerPortAndForwardsNowhere) {
+  auto allocator = make(Strategy::kLowest);
+  // A hostNetwork pod's block of 4 (hostport.io/ports "rtp*4/udp"): no container port, no
+  // forwarding; its process binds the host ports itself.
+  auto lease = allocator.allocate(request("relay", {dyn("rtp", 4, PortProtocol::kUdp, 0)}), probe_);
+  ASSERT_TRUE(lease) << lease.error().message;
+  ASSERT_EQ(lease->ports.size(), 1u);
+  EXPECT_EQ(lease->ports[0].containerPort, 0);
+  EXPECT_EQ(lease->ports[0].count, 4);
+  EXPECT_FALSE(lease->forwarding.has_value());
+}
+
 TEST_F(AllocatorTest, ReportsPoolSizesAndUsage) {
   auto allocator = make({{"default", {{30000, 30099}}, {}, Strategy::kLowest},
                          {"games", {{40000, 40009}, {41000, 41004}}, {}, Strategy::kRandom}});
@@ -513,7 +525,9 @@ TEST_F(AllocatorTest, RejectsRequestsOutsideTheBounds) {
   invalid(request("a", {dyn("x", kMaxRangeWidth + 1)}), "asks for 1025 ports (1-1024)");
   invalid(request("a", {dyn("x", 21)}), "the widest range of pool \"default\" has 20");
   invalid(request("a", {dyn("x", 10, PortProtocol::kTcp, 65530)}), "container ports outside");
-  invalid(request("a", {dyn("x", 1, PortProtocol::kTcp, 0)}), "container ports outside");
+  auto forwarded = request("a", {dyn("x", 1, PortProtocol::kTcp, 0)});
+  forwarded.forwarding = Forwarding{.network = "net"};
+  invalid(forwarded, "container ports outside");  // a forward needs a port to go to
   invalid(request("a", {}, {claim(0)}), "needs ports in 1-65535");
   auto pool = request("a", {dyn("x")});
   pool.pool = "gold";
