@@ -247,6 +247,12 @@ Result<Lease> leaseAt(const json& value, std::string_view path) {
     lease.ports.push_back(std::move(grant));
   }
   HOSTPORT_TRY(lease.forwarding, optionalForwardingAt(value, path, PodAddresses::kAsRecorded));
+  // Only a lease that forwards nowhere (a hostNetwork pod's) may leave a container port out.
+  for (std::size_t i = 0; lease.forwarding && i < lease.ports.size(); ++i) {
+    if (lease.ports[i].containerPort == 0) {
+      return missingValue(memberPath(elementPath(memberPath(path, "ports"), i), "containerPort"));
+    }
+  }
   HOSTPORT_TRY(lease.sticky, readBool(jsonField(value, path, "sticky"), true));
   return lease;
 }

@@ -92,6 +92,11 @@ TEST(JsonCodecTest, AHostNetworkPodsGrantHasNoContainerPortAndRoundTrips) {
   const auto decoded = leaseFromJson(wire(body));
   ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
   EXPECT_EQ(decoded->ports, lease.ports);
+  // A lease that forwards must say where to.
+  lease.forwarding = Forwarding{.network = "net", .podV4 = IpPrefix{ip("10.88.0.5"), 16}};
+  const auto refused = leaseFromJson(wire(toJson(lease)));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message, "ports[0].containerPort: missing");
 }
 
 Forwarding sampleForwarding() {
