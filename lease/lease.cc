@@ -22,7 +22,19 @@ std::optional<uint16_t> parsePort(std::string_view text) {
 /// The one PortProtocol name that is no kernel protocol's (common/protocol.h names the others).
 constexpr std::string_view kTcpUdpName = "tcpudp";
 
+constexpr std::string_view kHostNetworkPrefix = "hostnetwork-";
+constexpr std::string_view kHostNetworkInterface = "host";
+
 }  // namespace
+
+AttachmentKey AttachmentKey::ofHostNetworkPod(std::string_view uid) {
+  return {std::string(kHostNetworkPrefix) + std::string(uid), std::string(kHostNetworkInterface)};
+}
+
+std::string_view AttachmentKey::hostNetworkPodUid() const {
+  if (ifname != kHostNetworkInterface || !containerId.starts_with(kHostNetworkPrefix)) return {};
+  return std::string_view(containerId).substr(kHostNetworkPrefix.size());
+}
 
 std::string_view protocolName(PortProtocol protocol) {
   const std::span<const Protocol> kernel = kernelProtocols(protocol);

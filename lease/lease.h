@@ -29,12 +29,17 @@ std::span<const Protocol> kernelProtocols(PortProtocol protocol);
 PortProtocol portProtocol(Protocol protocol);
 
 /// Leases are keyed by attachment, never by pod name: one pod can have several interfaces and a
-/// restarted sandbox is a new attachment.
+/// restarted sandbox is a new attachment. A hostNetwork pod has no sandbox of its own, so its one
+/// lease is keyed by its UID: {"hostnetwork-<uid>", "host"}.
 struct AttachmentKey {
   std::string containerId;
   std::string ifname;
 
   std::string str() const { return containerId + "/" + ifname; }
+  /// The key of the hostNetwork pod `uid`'s lease.
+  static AttachmentKey ofHostNetworkPod(std::string_view uid);
+  /// The pod UID of a key ofHostNetworkPod() made; empty for any other key.
+  std::string_view hostNetworkPodUid() const;
   friend auto operator<=>(const AttachmentKey&, const AttachmentKey&) = default;
 };
 

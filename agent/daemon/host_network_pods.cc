@@ -6,9 +6,6 @@
 namespace hostport::agent::daemon {
 namespace {
 
-constexpr std::string_view kKeyPrefix = "hostnetwork-";
-constexpr std::string_view kInterface = "host";
-
 using log::Component;
 using log::Level;
 
@@ -18,15 +15,6 @@ bool wantsHostPorts(const pods::NodePod& pod) {
   const auto ports = pod.annotations.find(annotations::kPortsAnnotation);
   return pod.hostNetwork && ports != pod.annotations.end() && !ports->second.empty() &&
          !pod.finished() && !pod.deleting;
-}
-
-AttachmentKey HostNetworkPods::keyOf(std::string_view uid) {
-  return {std::string(kKeyPrefix) + std::string(uid), std::string(kInterface)};
-}
-
-std::string_view HostNetworkPods::uidOf(const AttachmentKey& key) {
-  if (key.ifname != kInterface || !key.containerId.starts_with(kKeyPrefix)) return {};
-  return std::string_view(key.containerId).substr(kKeyPrefix.size());
 }
 
 HostNetworkPods::HostNetworkPods(service::AgentService& service, pods::NodePods& pods)
@@ -48,14 +36,14 @@ void HostNetworkPods::onChange(const pods::PodChange& change) {
                                  : change.after->deleting   ? "deleting"
                                  : change.after->finished() ? "finished"
                                                             : "not_asking";
-    release({keyOf(pod.uid)}, why);
+    release({AttachmentKey::ofHostNetworkPod(pod.uid)}, why);
   }
 }
 
 void HostNetworkPods::sweep() {
   std::vector<AttachmentKey> stale;
   for (const Lease& held : service_.list("", "")) {
-    const std::string_view uid = uidOf(held.key);
+    const std::string_view uid = held.key.hostNetworkPodUid();
     if (uid.empty()) continue;
     const auto pod = pods_.byUid(uid);
     if (!pod || !wantsHostPorts(*pod)) stale.push_back(held.key);
@@ -73,7 +61,7 @@ void HostNetworkPods::lease(const pods::NodePod& pod) {
     return;
   }
   AllocationRequest request;
-  request.key = keyOf(pod.uid);
+  request.key = AttachmentKey::ofHostNetworkPod(pod.uid);
   request.pod = {pod.namespaceName, pod.name, pod.uid};
   request.pool = std::move(asked->pool);
   request.dynamics = std::move(asked->dynamics);

@@ -1,9 +1,9 @@
 #pragma once
 // Ports for hostNetwork pods (issue 25). No CNI ADD runs for a pod on the node's network, so the
 // pod watch is how the agent learns of one: a hostNetwork pod with hostport.io/ports gets a lease
-// keyed by its UID ({"hostnetwork-<uid>", "host"}), asked as a CNI ADD asks (the pool's rules and
-// quotas, sticky memory, the host-socket check in the node's netns), with nothing forwarded: the
-// pod's process binds the host port itself. The publisher publishes it on the pod like any
+// keyed by its UID (AttachmentKey::ofHostNetworkPod()), asked as a CNI ADD asks (the pool's rules
+// and quotas, sticky memory, the host-socket check in the node's netns), with nothing forwarded:
+// the pod's process binds the host port itself. The publisher publishes it on the pod like any
 // other. The lease is released when the pod is deleted (or being deleted), leaves the node,
 // finishes (Succeeded, Failed), or stops asking; after each list, a lease whose pod the node no
 // longer has (deleted while nobody watched) is released too.
@@ -24,11 +24,6 @@ class HostNetworkPods {
  public:
   /// Listens to `pods`; call before the watch starts. Both outlive this object's use.
   HostNetworkPods(service::AgentService& service, pods::NodePods& pods);
-
-  /// The lease key of the hostNetwork pod `uid`.
-  static AttachmentKey keyOf(std::string_view uid);
-  /// The pod UID of a key keyOf() made; empty for any other key.
-  static std::string_view uidOf(const AttachmentKey& key);
 
  private:
   void onChange(const pods::PodChange& change);

@@ -11,7 +11,10 @@
 #include <cerrno>
 #include <charconv>
 #include <memory>
+#include <optional>
 #include <string>
+
+#include "agent/server/pod_cgroup.h"
 
 namespace hostport::agent::server {
 namespace {
@@ -91,7 +94,7 @@ Result<PeerProcess> PeerProcess::open(pid_t pid, uid_t uid) {
   return process;
 }
 
-Result<ProcStat> PeerProcess::readStat(const std::string& path) const {
+Result<std::string> PeerProcess::readText(const std::string& path) const {
   UniqueFd file(::openat(dir_.get(), path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!file.valid()) {
     // ESRCH or ENOENT: the held process is gone, whatever now has its number.
@@ -102,15 +105,29 @@ Result<ProcStat> PeerProcess::readStat(const std::string& path) const {
     return failSystem(ErrorCode::kIo, "cannot open /proc/" + std::to_string(pid_) + "/" + path,
                       error);
   }
-  char buffer[1024];  // about 300 bytes: 52 numbers and a command name of at most 16
-  const ssize_t read = ::read(file.get(), buffer, sizeof buffer);
-  if (read <= 0) {
-    const int error = read == 0 ? ESRCH : errno;
-    if (error == ESRCH) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
-    return failSystem(ErrorCode::kIo, "cannot read /proc/" + std::to_string(pid_) + "/" + path,
-                      error);
+  constexpr std::size_t kMaxText = 64 * 1024;  // /proc/<pid>/cgroup of a dozen v1 hierarchies
+  std::string text;
+  char buffer[4096];
+  while (text.size() < kMaxText) {
+    const ssize_t read = ::read(file.get(), buffer, sizeof buffer);
+    if (read == 0) break;
+    if (read < 0) {
+      const int error = errno;
+      if (error == EINTR) continue;
+      if (error == ESRCH) break;
+      return failSystem(ErrorCode::kIo, "cannot read /proc/" + std::to_string(pid_) + "/" + path,
+                        error);
+    }
+    text.append(buffer, static_cast<std::size_t>(read));
   }
-  auto stat = parseProcStat(std::string_view(buffer, static_cast<std::size_t>(read)));
+  // An empty file is what a process that exited while it was opened leaves.
+  if (text.empty()) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
+  return text;
+}
+
+Result<ProcStat> PeerProcess::readStat(const std::string& path) const {
+  HOSTPORT_TRY(const std::string text, readText(path));
+  auto stat = parseProcStat(text);
   if (!stat) return withContext(stat.error(), processName(pid_));
   return stat;
 }
@@ -188,6 +205,28 @@ Result<UniqueFd> PeerProcess::openNamespace(std::string_view kind) const {
   return chosen;
 }
 
+Result<std::string> PeerProcess::readCgroups() const {
+  HOSTPORT_TRY(const ProcStat leader, readStat());
+  if (!leader.exited()) return readText("cgroup");
+  // As openNamespace(): the live threads speak for an exited leader, and must agree.
+  HOSTPORT_TRY(const auto threads, liveThreads());
+  std::optional<std::string> chosen;
+  for (const std::string& thread : threads) {
+    auto text = readText(thread + "/cgroup");
+    if (!text) continue;  // that thread exited meanwhile
+    if (!chosen) {
+      chosen = std::move(*text);
+    } else if (*text != *chosen) {
+      return fail(ErrorCode::kUnavailable,
+                  processName(pid_) +
+                      " has exited its main thread and its other threads are in different "
+                      "cgroups: which one connected is unknown");
+    }
+  }
+  if (!chosen) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
+  return std::move(*chosen);
+}
+
 Result<void> PeerProcess::checkUnchanged() const {
   HOSTPORT_TRY(const ProcStat stat, readStat());
   if (stat.startTime != startTime_) {
@@ -212,6 +251,11 @@ Result<CallerNamespaces> namespacesOf(const PeerProcess& process, int netnsFd,
   return caller;
 }
 
+Result<std::optional<std::string>> podOf(const PeerProcess& process) {
+  HOSTPORT_TRY(const std::string cgroups, process.readCgroups());
+  return podUidOfCgroups(cgroups);
+}
+
 }  // namespace
 
 CallerKey ConnectionPeer::key() const {
@@ -223,16 +267,18 @@ ConnectionPeer ConnectionPeer::identify(int socketFd, const AgentNamespaces& age
   auto process = PeerProcess::ofSocket(socketFd);
   if (!process) {
     const Error error = process.error();
-    return {std::move(process), std::unexpected(error), std::unexpected(error)};
+    return {std::move(process), std::unexpected(error), std::unexpected(error),
+            std::unexpected(error)};
   }
+  Result<std::optional<std::string>> podUid = podOf(*process);
   auto netnsFd = process->openNamespace("net");
   if (!netnsFd) {
     const Error error = netnsFd.error();
-    return {std::move(process), std::unexpected(error), std::unexpected(error)};
+    return {std::move(process), std::unexpected(error), std::unexpected(error), std::move(podUid)};
   }
   Result<NetnsId> netns = namespaceIdOf(netnsFd->get());
   Result<CallerNamespaces> namespaces = namespacesOf(*process, netnsFd->get(), agent);
-  return {std::move(process), std::move(netns), std::move(namespaces)};
+  return {std::move(process), std::move(netns), std::move(namespaces), std::move(podUid)};
 }
 
 }  // namespace hostport::agent::server

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,9 @@ class PeerProcess {
   /// The process's namespace of `kind` ("net", "pid", "user"), opened through the held fd: the
   /// leader's, or with a zombie leader its live threads' (kUnavailable when they differ).
   Result<UniqueFd> openNamespace(std::string_view kind) const;
+  /// The text of /proc/<pid>/cgroup, the cgroups the process is in (pod_cgroup.h reads it): the
+  /// leader's, or with a zombie leader its live threads' (kUnavailable when they differ).
+  Result<std::string> readCgroups() const;
   /// Fails unless the held process is still running with the start time recorded at open:
   /// kUnavailable "process <pid> has exited" (or "... is not the process that connected").
   Result<void> checkUnchanged() const;
@@ -62,6 +66,8 @@ class PeerProcess {
       : pid_(pid), uid_(uid), dir_(std::move(dir)), startTime_(startTime) {}
   /// /proc/<pid>/<path>'s stat, for "stat" (the leader) or "task/<tid>/stat".
   Result<ProcStat> readStat(const std::string& path = "stat") const;
+  /// The whole of /proc/<pid>/<path>, at most 64 KiB; kUnavailable when the process has exited.
+  Result<std::string> readText(const std::string& path) const;
   /// "task/<tid>" of each thread but the leader that has not exited, at most kMaxThreadsRead
   /// looked at; kUnavailable beyond.
   Result<std::vector<std::string>> liveThreads() const;
@@ -88,11 +94,13 @@ struct ConnectionPeer {
   Result<PeerProcess> process;          // the error says why the caller could not be identified
   Result<NetnsId> netns;                // the caller's network namespace at accept
   Result<CallerNamespaces> namespaces;  // who made them (caller_identity.h)
+  /// The pod whose cgroup the caller is in (pod_cgroup.h); nullopt for a process in none.
+  Result<std::optional<std::string>> podUid;
 
   /// What the per-caller connection cap counts for this caller (caller_identity.h).
   CallerKey key() const;
 
-  /// PeerProcess::ofSocket(), then its network namespace and who made its namespaces.
+  /// PeerProcess::ofSocket(), then its network namespace, who made its namespaces, and its pod.
   static ConnectionPeer identify(int socketFd, const AgentNamespaces& agent);
 };
 

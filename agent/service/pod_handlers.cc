@@ -8,7 +8,6 @@
 #include "agent/api/pod_codec.h"
 #include "agent/log/event_log.h"
 #include "agent/server/caller_identity.h"
-#include "agent/service/netns_id.h"
 #include "common/quote.h"
 
 namespace hostport::agent::service {
@@ -18,22 +17,23 @@ using api::HttpResponse;
 using log::Component;
 using log::Level;
 
-/// The pod socket's refusals: 403 and a machine code a script can test, with the reason.
-constexpr std::string_view kUnidentified = "unidentified_caller";
-constexpr std::string_view kNodeNetwork = "node_network";
-constexpr std::string_view kNoLease = "no_lease";
-
-HttpResponse refuse(std::string_view code, const std::string& message, const std::string& pid) {
-  log::event(Component::kServer, Level::kDebug, "server.pod_refused",
-             {{"code", code}, {"pid", pid}, {"cause", message}});
-  return server::errorResponse(403, code, message);
-}
-
 std::string pidText(const server::ConnectionPeer& peer) {
   return peer.process ? std::to_string(peer.process->pid()) : "unknown";
 }
 
-std::string netnsText(const NetnsId& netns) { return "net:[" + std::to_string(netns.inode) + "]"; }
+HttpResponse refuse(const Refusal& refusal, const server::ConnectionPeer& peer) {
+  log::event(Component::kServer, Level::kDebug, "server.pod_refused",
+             {{"code", refusal.code}, {"pid", pidText(peer)}, {"cause", refusal.message}});
+  return server::errorResponse(403, refusal.code, refusal.message);
+}
+
+/// What a waiter waits for: a lease of its sandbox's netns, or its hostNetwork pod's lease.
+PodHandlers::WaitKey waitKeyOf(const CallerPod& caller) {
+  if (const auto* sandbox = std::get_if<SandboxCaller>(&caller)) {
+    return std::pair(sandbox->netns.device, sandbox->netns.inode);
+  }
+  return std::get<HostNetworkCaller>(caller).podUid;
+}
 
 std::string namedPorts(const std::vector<Lease>& leases) {
   std::string names;
@@ -53,16 +53,16 @@ std::string waitText(std::chrono::milliseconds wait) {
 
 }  // namespace
 
-/// A request parked until its netns gets a lease or its wait is over, whichever comes first.
+/// A request parked until its pod gets a lease or its wait is over, whichever comes first.
 struct PodHandlers::Waiter {
-  explicit Waiter(boost::asio::io_context& io) : timer(io) {}
+  Waiter(boost::asio::io_context& io, CallerPod caller) : caller(std::move(caller)), timer(io) {}
   server::HttpRequest request;
   std::string portName;
   server::Responder respond;
-  NetnsId netns;
+  CallerPod caller;
   std::chrono::milliseconds wait{0};
   boost::asio::steady_timer timer;
-  std::multimap<NetnsKey, std::weak_ptr<Waiter>>::iterator entry;
+  std::multimap<WaitKey, std::weak_ptr<Waiter>>::iterator entry;
   bool done = false;
 };
 
@@ -99,75 +99,54 @@ void PodHandlers::answer(const server::HttpRequest& request, const std::string& 
     return respond(server::errorResponse(500, "internal", "the caller was not identified"));
   }
   const server::ConnectionPeer& peer = *request.peer;
-  if (!peer.process) {
-    return respond(refuse(kUnidentified,
-                          "cannot identify the calling process: " + peer.process.error().message,
-                          pidText(peer)));
-  }
-  if (!peer.netns) {
-    return respond(
-        refuse(kUnidentified,
-               "cannot read the calling process's network namespace: " + peer.netns.error().message,
-               pidText(peer)));
-  }
-  const NetnsId netns = *peer.netns;
-  if (netns == nodeNetns_) {
-    return respond(refuse(kNodeNetwork,
-                          "the caller (pid " + pidText(peer) +
-                              ") is in the node's network namespace: a node process or a "
-                              "hostNetwork pod has no hostport lease; the pod socket answers pods "
-                              "only",
-                          pidText(peer)));
-  }
-  if (tryAnswer(request, portName, netns, respond)) return;
+  auto caller = callerPod(peer, nodeNetns_);
+  if (!caller) return respond(refuse(caller.error(), peer));
+  if (tryAnswer(request, portName, *caller, respond)) return;
   if (wait.count() == 0) {
-    return respond(refuse(kNoLease,
-                          "no hostport lease holds the caller's network namespace " +
-                              netnsText(netns) +
-                              ": the pod asked for no host ports, or its sandbox is not set up "
-                              "yet (?wait=10s waits for it)",
-                          pidText(peer)));
+    return respond(refuse({kNoLease, whyNoLease(*caller) + " (?wait=10s waits for it)"}, peer));
   }
   // Waiting is for a sandbox whose ADD has not finished: a netns no sandbox will ever have (one
   // the caller made itself) has nothing to wait for, and would hold its connection for nothing.
-  if (!peer.namespaces) {
-    return respond(refuse(
-        kUnidentified,
-        "cannot tell who made the caller's network namespace: " + peer.namespaces.error().message,
-        pidText(peer)));
+  // A hostNetwork pod's cgroup is the kubelet's: its lease may come from the pod watch.
+  if (std::holds_alternative<SandboxCaller>(*caller)) {
+    if (!peer.namespaces) {
+      return respond(
+          refuse({kUnidentified, "cannot tell who made the caller's network namespace: " +
+                                     peer.namespaces.error().message},
+                 peer));
+    }
+    if (const auto never = server::whyNeverASandbox(peer.namespaces->netnsOwner)) {
+      return respond(refuse({kNoLease, "no hostport lease holds the caller's " + describe(*caller) +
+                                           ", and none ever will: " + *never +
+                                           " (a pod's sandbox is made by the container runtime), "
+                                           "so there is nothing to wait for"},
+                            peer));
+    }
   }
-  if (const auto never = server::whyNeverASandbox(peer.namespaces->netnsOwner)) {
-    return respond(refuse(kNoLease,
-                          "no hostport lease holds the caller's network namespace " +
-                              netnsText(netns) + ", and none ever will: " + *never +
-                              " (a pod's sandbox is made by the container runtime), so there is "
-                              "nothing to wait for",
-                          pidText(peer)));
-  }
-  park(request, portName, netns, wait, std::move(respond));
+  park(request, portName, std::move(*caller), wait, std::move(respond));
 }
 
 void PodHandlers::park(const server::HttpRequest& request, const std::string& portName,
-                       const NetnsId& netns, std::chrono::milliseconds wait,
+                       CallerPod caller, std::chrono::milliseconds wait,
                        server::Responder respond) {
-  auto waiter = std::make_shared<Waiter>(io_);
+  auto waiter = std::make_shared<Waiter>(io_, std::move(caller));
   waiter->request = request;
   waiter->portName = portName;
   waiter->respond = std::move(respond);
-  waiter->netns = netns;
   waiter->wait = wait;
-  waiter->entry = waiters_.emplace(NetnsKey{netns.device, netns.inode}, waiter);
-  log::event(
-      Component::kServer, Level::kDebug, "server.pod_waiting",
-      {{"pid", pidText(*request.peer)}, {"netns_inode", netns.inode}, {"wait_ms", wait.count()}});
+  waiter->entry = waiters_.emplace(waitKeyOf(waiter->caller), waiter);
+  log::event(Component::kServer, Level::kDebug, "server.pod_waiting",
+             {{"pid", pidText(*request.peer)},
+              {"caller", describe(waiter->caller)},
+              {"wait_ms", wait.count()}});
   waiter->timer.expires_after(wait);
   waiter->timer.async_wait([this, waiter](boost::system::error_code) {
     if (waiter->done) return;
     finish(*waiter);
-    waiter->respond(refuse(kNoLease,
-                           "no hostport lease came for the caller's network namespace " +
-                               netnsText(waiter->netns) + " within wait=" + waitText(waiter->wait),
-                           pidText(*waiter->request.peer)));
+    waiter->respond(
+        refuse({kNoLease, "no hostport lease came for the caller's " + describe(waiter->caller) +
+                              " within wait=" + waitText(waiter->wait)},
+               *waiter->request.peer));
   });
   // A client that closes its connection frees it, and its slot, now: not when the wait ends.
   if (request.clientGone) {
@@ -176,7 +155,7 @@ void PodHandlers::park(const server::HttpRequest& request, const std::string& po
         const auto waiter = weak.lock();
         if (!waiter || waiter->done) return;
         log::event(Component::kServer, Level::kDebug, "server.pod_wait_abandoned",
-                   {{"pid", pidText(*waiter->request.peer)}, {"netns_inode", waiter->netns.inode}});
+                   {{"pid", pidText(*waiter->request.peer)}, {"caller", describe(waiter->caller)}});
         finish(*waiter);
         waiter->respond(server::errorResponse(499, "client_gone", "the client closed"));
       });
@@ -192,26 +171,14 @@ void PodHandlers::finish(Waiter& waiter) {
 }
 
 bool PodHandlers::tryAnswer(const server::HttpRequest& request, const std::string& portName,
-                            const NetnsId& netns, const server::Responder& respond) {
-  std::vector<Lease> leases = service_.leasesInNetns(netns);
-  // The kernel hands a freed namespace's inode to the next namespace made, and a lease outlives
-  // its sandbox until the reconciler's grace has passed (or the agent, down, saw no DEL). Only a
-  // lease whose recorded netns path still names this namespace is the caller's.
-  std::erase_if(leases, [](const Lease& lease) {
-    return netnsLiveness(sandboxOf(lease)) != NetnsLiveness::kAlive;
-  });
-  if (leases.empty()) return false;
-  const bool onePod = std::ranges::all_of(
-      leases, [&](const Lease& lease) { return lease.pod.uid == leases.front().pod.uid; });
-  if (!onePod) {
-    // Never another pod's data: two pods cannot share a live namespace, so this is state to
-    // repair, not an answer to give.
-    log::event(Component::kServer, Level::kWarn, "server.pod_ambiguous_network",
-               {{"pid", pidText(*request.peer)}, {"leases", leases.size()}});
-    respond(server::errorResponse(403, kNoLease,
-                                  "this network namespace holds leases of more than one pod"));
+                            const CallerPod& caller, const server::Responder& respond) {
+  auto found = leasesOf(service_, caller);
+  if (!found) {
+    respond(refuse(found.error(), *request.peer));
     return true;
   }
+  const std::vector<Lease>& leases = *found;
+  if (leases.empty()) return false;
   HttpResponse response;
   if (portName.empty()) {
     response = {200, "application/json", api::dumpBody(api::selfBody(leases))};
@@ -238,18 +205,23 @@ bool PodHandlers::tryAnswer(const server::HttpRequest& request, const std::strin
 }
 
 void PodHandlers::leaseGranted(const Lease& lease) {
-  if (!lease.netnsId.known()) return;
-  boost::asio::post(io_, [this, netns = lease.netnsId] { wake(netns); });
+  if (lease.netnsId.known()) {
+    boost::asio::post(
+        io_, [this, netns = lease.netnsId] { wake(std::pair(netns.device, netns.inode)); });
+  } else if (const auto uid = lease.key.hostNetworkPodUid(); !uid.empty()) {
+    boost::asio::post(io_, [this, uid = std::string(uid)] { wake(uid); });
+  }
 }
 
-void PodHandlers::wake(const NetnsId& netns) {
-  const auto [first, last] = waiters_.equal_range({netns.device, netns.inode});
+void PodHandlers::wake(const WaitKey& key) {
+  const auto [first, last] = waiters_.equal_range(key);
   std::vector<std::shared_ptr<Waiter>> woken;
   for (auto it = first; it != last; ++it) {
     if (auto waiter = it->second.lock()) woken.push_back(std::move(waiter));
   }
   for (const auto& waiter : woken) {
-    if (waiter->done || !tryAnswer(waiter->request, waiter->portName, netns, waiter->respond)) {
+    if (waiter->done ||
+        !tryAnswer(waiter->request, waiter->portName, waiter->caller, waiter->respond)) {
       continue;
     }
     finish(*waiter);

@@ -4,7 +4,8 @@
 // once the lease comes, in a sandbox of a user namespace of its own too, but not in a netns the
 // caller made; a flood of idle connections stops neither another pod nor the control socket, a
 // closed connection frees its slot at once, and callers that make namespaces cannot multiply
-// their slots (issue 29); the sockets' directories are the agent's alone, whatever the umask.
+// their slots (issue 29); a caller whose cgroup is another pod's is refused its netns's leases;
+// the sockets' directories are the agent's alone, whatever the umask.
 //
 // A "pod" is a named netns whose path is the lease's netns, as CNI_NETNS is at ADD; the lease is
 // made through the control socket. The caller is a child process that joined that netns
@@ -31,6 +32,7 @@
 #include "tests/support/agent_process.h"
 #include "tests/support/netns.h"
 #include "tests/support/pod_caller.h"
+#include "tests/support/pod_cgroup.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
@@ -66,10 +68,10 @@ class AgentPodSocketTest : public ::testing::Test {
 
   /// A lease for `pod` in netns `netns`, with dynamic ports named as given.
   Result<Lease> lease(const Netns& netns, const std::string& pod,
-                      const std::vector<std::string>& portNames) {
+                      const std::vector<std::string>& portNames, const std::string& uid = "") {
     AllocationRequest request;
     request.key = {"c-" + netns.name(), "eth0"};
-    request.pod = {"games", pod, "uid-" + pod};
+    request.pod = {"games", pod, uid.empty() ? "uid-" + pod : uid};
     request.netns = netns.path();
     uint16_t containerPort = 7000;
     for (const auto& name : portNames) {
@@ -229,7 +231,33 @@ TEST_F(AgentPodSocketTest, ACallerInTheNodesNetnsIsRefused) {
   ASSERT_OK_AND_ASSIGN(const auto answer, askFrom(agentNetns(), "/v1/self"));
   EXPECT_EQ(answer.status, 403u) << answer.body;
   EXPECT_EQ(bodyJson(answer)["code"], "node_network") << answer.body;
-  EXPECT_THAT(answer.body, HasSubstr("node's network namespace"));
+  EXPECT_THAT(answer.body, HasSubstr("node's network namespace and in no pod's cgroup"));
+}
+
+TEST_F(AgentPodSocketTest, ACallerInAnotherPodsCgroupIsRefusedItsNetnsLeases) {
+  constexpr std::string_view kPodA = "0a4e28ba-2fa1-11d2-883f-0016d3cca427";
+  constexpr std::string_view kOther = "0b4e28ba-2fa1-11d2-883f-0016d3cca427";
+  ASSERT_OK(lease(*podA_, "server-a", {"web"}, std::string(kPodA)));
+  ASSERT_OK_AND_ASSIGN(PodCgroup own, PodCgroup::create(kPodA, CgroupDriver::kSystemd));
+  ASSERT_OK_AND_ASSIGN(PodCgroup other, PodCgroup::create(kOther, CgroupDriver::kCgroupfs));
+  {
+    // Its own pod's cgroup and netns agree.
+    ASSERT_OK_AND_ASSIGN(PodCaller caller,
+                         PodCaller::start(podSocket(), {.cgroupProcs = own.procsPath(),
+                                                        .netnsPath = podA_->path()}));
+    ASSERT_OK_AND_ASSIGN(const auto answer, httpGet(caller.socket(), "/v1/self"));
+    EXPECT_EQ(answer.status, 200u) << answer.body << agent_->describe();
+  }
+  // A process put into pod A's netns from another pod's cgroup is neither.
+  ASSERT_OK_AND_ASSIGN(PodCaller caller,
+                       PodCaller::start(podSocket(), {.cgroupProcs = other.procsPath(),
+                                                      .netnsPath = podA_->path()}));
+  ASSERT_OK_AND_ASSIGN(const auto answer, httpGet(caller.socket(), "/v1/self"));
+  EXPECT_EQ(answer.status, 403u) << answer.body;
+  EXPECT_EQ(bodyJson(answer)["code"], "unidentified_caller") << answer.body;
+  EXPECT_THAT(answer.body, HasSubstr("cgroup is pod " + std::string(kOther)));
+  EXPECT_THAT(answer.body, Not(HasSubstr("server-a")));
+  EXPECT_TRUE(logged("server.pod_identity_mismatch")) << agent_->describe();
 }
 
 TEST_F(AgentPodSocketTest, ACallerInANetnsWithoutALeaseIsRefused) {

@@ -3,15 +3,19 @@
 // the annotation's documented shape, a re-created pod of the same name left alone, a publication
 // owed across a SIGKILL, 429/500 storms under the configured QPS, the Node's capacity following a
 // host process, ADD going on while the API server does not answer, and the watch of the node's
-// own pods (issue 25).
+// own pods (issue 25): hostNetwork pods get their ports, and read them from the pod socket, known
+// by their cgroup (a real one, below a parent of the test's own).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/fakes/fake_kube_apiserver.h"
 #include "tests/netns/agent_plugin_fixture.h"
+#include "tests/support/pod_caller.h"
+#include "tests/support/pod_cgroup.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
@@ -357,6 +361,87 @@ TEST_F(AgentPublicationTest, AHostNetworkLeaseWhosePodWentWhileTheAgentWasDownIs
   // Recovered from the journal, then released once the first list shows the pod is gone.
   EXPECT_FALSE(hostNetworkLease("uid-relay-0", false).has_value()) << agent_->describe();
   EXPECT_TRUE(agent_->waitForLog("via=pod_gone")) << agent_->describe();
+}
+
+/// A caller in the node's netns, as a hostNetwork pod's process is, in `cgroup` (none: a node
+/// process).
+Result<HttpAnswer> askAsHostNetwork(AgentProcess& agent, const Netns& node, const PodCgroup* cgroup,
+                                    const std::string& target) {
+  HOSTPORT_TRY(PodCaller caller,
+               PodCaller::start(agent.podSocketPath(),
+                                {.cgroupProcs = cgroup ? cgroup->procsPath() : std::string(),
+                                 .netnsPath = node.path()}));
+  return httpGet(caller.socket(), target);
+}
+
+TEST_F(AgentPublicationTest, AHostNetworkPodReadsItsPortsFromThePodSocketByItsCgroup) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  const std::string uids[] = {"1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+                              "2b4e28ba-2fa1-11d2-883f-0016d3cca427"};
+  const std::pair<CgroupDriver, const char*> drivers[] = {{CgroupDriver::kSystemd, "systemd"},
+                                                          {CgroupDriver::kCgroupfs, "cgroupfs"}};
+  for (std::size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(drivers[i].second);
+    const std::string name = "relay-" + std::to_string(i);
+    ASSERT_NO_FATAL_FAILURE(putHostNetworkPod(name, uids[i], "game/udp, rtp*2/udp"));
+    const auto lease = hostNetworkLease(uids[i]);
+    ASSERT_TRUE(lease.has_value()) << agent_->describe();
+    ASSERT_OK_AND_ASSIGN(const PodCgroup cgroup, PodCgroup::create(uids[i], drivers[i].first));
+
+    ASSERT_OK_AND_ASSIGN(const auto self,
+                         askAsHostNetwork(*agent_, nodeNetns(), &cgroup, "/v1/self"));
+    ASSERT_EQ(self.status, 200u) << self.body << agent_->describe();
+    const auto body = nlohmann::json::parse(self.body);
+    EXPECT_EQ(body["name"], name);
+    ASSERT_EQ(body["ports"].size(), 2u) << self.body;
+    EXPECT_EQ(body["ports"][0]["hostPort"], lease->ports[0].hostPort);
+    EXPECT_FALSE(body["ports"][0].contains("containerPort")) << self.body;
+    EXPECT_EQ(body["ports"][1]["count"], 2);
+    ASSERT_OK_AND_ASSIGN(const auto game,
+                         askAsHostNetwork(*agent_, nodeNetns(), &cgroup, "/v1/self/ports/game"));
+    EXPECT_EQ(game.body, std::to_string(lease->ports[0].hostPort) + "\n");
+  }
+
+  // A node process, in the same netns and in no pod's cgroup, is told so.
+  ASSERT_OK_AND_ASSIGN(const auto node,
+                       askAsHostNetwork(*agent_, nodeNetns(), nullptr, "/v1/self"));
+  EXPECT_EQ(node.status, 403u) << node.body;
+  EXPECT_THAT(node.body, HasSubstr("node_network"));
+  // A pod the agent holds no lease for (not hostNetwork, or asking nothing) reads nothing.
+  constexpr std::string_view kStranger = "3b4e28ba-2fa1-11d2-883f-0016d3cca427";
+  ASSERT_OK_AND_ASSIGN(const PodCgroup stranger,
+                       PodCgroup::create(kStranger, CgroupDriver::kSystemd));
+  ASSERT_OK_AND_ASSIGN(const auto none,
+                       askAsHostNetwork(*agent_, nodeNetns(), &stranger, "/v1/self"));
+  EXPECT_EQ(none.status, 403u) << none.body;
+  EXPECT_THAT(none.body, HasSubstr("no_lease"));
+  EXPECT_THAT(none.body, HasSubstr("hostNetwork pod " + std::string(kStranger)));
+  EXPECT_THAT(none.body, Not(HasSubstr("relay-")));
+}
+
+TEST_F(AgentPublicationTest, AHostNetworkPodThatAsksFirstIsAnsweredOnceTheWatchLeasesIt) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  ASSERT_TRUE(agent_->waitForLog("kube.watch_listed")) << agent_->describe();
+  constexpr std::string_view kUid = "4b4e28ba-2fa1-11d2-883f-0016d3cca427";
+  ASSERT_OK_AND_ASSIGN(const PodCgroup cgroup, PodCgroup::create(kUid, CgroupDriver::kSystemd));
+  // The pod's process starts before the agent has seen the pod, as it may at its first start.
+  ASSERT_OK_AND_ASSIGN(PodCaller caller, PodCaller::start(agent_->podSocketPath(),
+                                                          {.cgroupProcs = cgroup.procsPath(),
+                                                           .netnsPath = nodeNetns().path()}));
+  std::optional<Result<HttpAnswer>> answer;
+  std::thread asker([&] { answer = httpGet(caller.socket(), "/v1/self/ports/game?wait=60s"); });
+  const bool parked = agent_->waitForLog("server.pod_waiting", 30s);
+  putHostNetworkPod("relay-0", std::string(kUid), "game/tcp");
+  asker.join();
+  ASSERT_TRUE(parked) << agent_->describe();
+  const auto lease = hostNetworkLease(std::string(kUid));
+  ASSERT_TRUE(lease.has_value()) << agent_->describe();
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_OK(*answer);
+  EXPECT_EQ((*answer)->status, 200u) << (*answer)->body;
+  EXPECT_EQ((*answer)->body, std::to_string(lease->ports[0].hostPort) + "\n");
 }
 
 }  // namespace

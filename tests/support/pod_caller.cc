@@ -33,6 +33,7 @@ Result<sockaddr_un> unixAddress(const std::string& path) {
 
 /// What the child does, prepared before fork.
 struct ChildPlan {
+  int cgroupProcsFd = -1;
   int netnsFd = -1;
   int pidnsFd = -1;
   bool newPidns = false;
@@ -50,6 +51,7 @@ struct ChildPlan {
 // Exit codes of the child, which name the failed step for the parent's message.
 enum ChildStep : int {
   kSetnsNet = 10,
+  kJoinCgroup = 30,
   kSocket,
   kConnect,
   kSendmsg,
@@ -144,6 +146,8 @@ int outlivingThread(void*) {
 [[noreturn]] void runChild() {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::close(gPlan.releaseWriter);  // or the child's own copy keeps its read from ever seeing EOF
+  // "0" moves the writer itself, in cgroup v1 and v2 alike.
+  if (gPlan.cgroupProcsFd >= 0 && ::write(gPlan.cgroupProcsFd, "0", 1) != 1) ::_exit(kJoinCgroup);
   if (gPlan.netnsFd >= 0 && ::setns(gPlan.netnsFd, CLONE_NEWNET) != 0) ::_exit(kSetnsNet);
   if (gPlan.pidnsFd >= 0 && ::setns(gPlan.pidnsFd, CLONE_NEWPID) != 0) ::_exit(kSetnsPid);
   if (gPlan.newPidns && ::unshare(CLONE_NEWPID) != 0) ::_exit(kUnsharePid);
@@ -187,6 +191,8 @@ std::string childStep(int status) {
   switch (WEXITSTATUS(status)) {
     case kSetnsNet:
       return "setns(net)";
+    case kJoinCgroup:
+      return "write 0 to cgroup.procs";
     case kSocket:
       return "socket";
     case kConnect:
@@ -236,6 +242,11 @@ Result<PodCaller> PodCaller::start(const std::string& socketPath, const CallerSp
     return fd;
   };
   HOSTPORT_TRY(const UniqueFd netns, openNamespace(spec.netnsPath));
+  UniqueFd cgroupProcs;
+  if (!spec.cgroupProcs.empty()) {
+    cgroupProcs.reset(::open(spec.cgroupProcs.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!cgroupProcs.valid()) return failSystem(ErrorCode::kIo, "open " + spec.cgroupProcs, errno);
+  }
   HOSTPORT_TRY(const UniqueFd pidns, openNamespace(spec.pidnsPath));
   int channel[2];
   if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, channel) != 0) {
@@ -247,7 +258,8 @@ Result<PodCaller> PodCaller::start(const std::string& socketPath, const CallerSp
   UniqueFd releaseRead(pipeFds[0]), releaseWrite(pipeFds[1]);
   // The child reads its plan from its own copy of this memory, written before the fork.
   std::unique_lock planLock(gPlanMutex);
-  gPlan = ChildPlan{.netnsFd = netns.get(),
+  gPlan = ChildPlan{.cgroupProcsFd = cgroupProcs.get(),
+                    .netnsFd = netns.get(),
                     .pidnsFd = pidns.get(),
                     .newPidns = spec.newPidns,
                     .setUid = spec.uid.has_value(),

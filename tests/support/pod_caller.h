@@ -10,7 +10,8 @@
 //
 // CallerSpec makes the other callers the pod socket must tell apart: a user that makes namespaces
 // of its own (`unshare -Urn` as uid 65534), the processes of one container (a pid namespace of
-// their own), and a process whose main thread has exited while another runs (pthread_exit()).
+// their own), a process whose main thread has exited while another runs (pthread_exit()), and a
+// process in a pod's cgroup (a hostNetwork pod's, in the node's netns).
 //
 // The child runs only syscalls between fork and _exit (the test process has other threads) and
 // dies with the test (PR_SET_PDEATHSIG).
@@ -38,6 +39,7 @@ enum class LeaderExit {
 
 /// Who the caller is, in the order the child becomes it.
 struct CallerSpec {
+  std::string cgroupProcs;   // join this cgroup (its cgroup.procs: tests/support/pod_cgroup.h)
   std::string netnsPath;     // join this netns (a /run/netns file, /proc/<pid>/ns/net); "": stay
   std::string pidnsPath;     // fork into this pid namespace (pidnsForChildren() of another)
   bool newPidns = false;     // fork into a pid namespace of its own, as pid 1 of a container

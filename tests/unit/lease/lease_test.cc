@@ -132,5 +132,13 @@ TEST(LeaseTest, PrintsGrantsAsHostToContainerPortsWithTheProtocol) {
             "41001-41004/udp");
 }
 
+TEST(LeaseTest, AHostNetworkPodsKeyNamesItsUidAndNoOtherKeyDoes) {
+  const AttachmentKey key = AttachmentKey::ofHostNetworkPod("1b4e28ba-2fa1");
+  EXPECT_EQ(key.str(), "hostnetwork-1b4e28ba-2fa1/host");
+  EXPECT_EQ(key.hostNetworkPodUid(), "1b4e28ba-2fa1");
+  EXPECT_EQ((AttachmentKey{"hostnetwork-1b4e28ba-2fa1", "eth0"}.hostNetworkPodUid()), "");
+  EXPECT_EQ((AttachmentKey{"4c1f0e", "host"}.hostNetworkPodUid()), "");
+}
+
 }  // namespace
 }  // namespace hostport

@@ -1,0 +1,67 @@
+#pragma once
+// Which pod a pod-socket caller is, and which leases are its own, from what the kernel said at
+// accept (server::ConnectionPeer); docs/design.md, "The pod socket".
+//
+// - A caller outside the node's network namespace is the pod whose sandbox that namespace is: the
+//   leases that hold it, while their recorded netns path still names it. When its cgroup names a
+//   pod too, that must be the leases' pod: a process put into one pod's namespace from another
+//   pod's cgroup is refused rather than trusted by either.
+// - A caller in the node's network namespace is a node process or a hostNetwork pod. Only the
+//   pod's cgroup tells them apart (server::podUidOfCgroups()): a caller whose cgroup names pod U
+//   reads the lease AttachmentKey::ofHostNetworkPod(U), which only the pod watch makes, for a
+//   hostNetwork pod of that UID on this node. A caller in no pod's cgroup is a node process, and
+//   is refused.
+
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "agent/server/peer_process.h"
+#include "agent/service/agent_service.h"
+
+namespace hostport::agent::service {
+
+/// The pod socket's refusals: 403 and a machine code a script can test, with the reason.
+inline constexpr std::string_view kUnidentified = "unidentified_caller";
+inline constexpr std::string_view kNodeNetwork = "node_network";
+inline constexpr std::string_view kNoLease = "no_lease";
+
+struct Refusal {
+  std::string_view code;
+  std::string message;
+};
+
+/// A pod with a sandbox of its own, known by its network namespace.
+struct SandboxCaller {
+  NetnsId netns;
+  std::optional<std::string> cgroupPod;  // the pod the caller's cgroup names, if any
+};
+
+/// A hostNetwork pod, known by its cgroup.
+struct HostNetworkCaller {
+  std::string podUid;
+};
+
+using CallerPod = std::variant<SandboxCaller, HostNetworkCaller>;
+
+/// Which pod the caller at `peer` is; a Refusal when it could not be told or is no pod (a process
+/// in `nodeNetns` and in no pod's cgroup).
+std::expected<CallerPod, Refusal> callerPod(const server::ConnectionPeer& peer,
+                                            const NetnsId& nodeNetns);
+
+/// The caller's leases: none yet (an empty list), or a Refusal when what the agent holds
+/// contradicts who the caller is (two pods' leases in one namespace, another pod's cgroup).
+std::expected<std::vector<Lease>, Refusal> leasesOf(const AgentService& service,
+                                                    const CallerPod& caller);
+
+/// The caller in the words of a refusal: "network namespace net:[4026532001]" or "hostNetwork pod
+/// 1b4e28ba-...".
+std::string describe(const CallerPod& caller);
+
+/// Why the caller's lease is not there, for a refusal when it may not wait or its wait is over.
+std::string whyNoLease(const CallerPod& caller);
+
+}  // namespace hostport::agent::service
