@@ -83,6 +83,8 @@ struct AgentConfig {
   uint32_t apiBurst = 10;
   /// How often the pools' capacity is counted for the Node's extended resources; 0: never.
   uint32_t capacitySeconds = 10;
+  /// How long a pod's publication waits after its latest grant (publish/publisher.h).
+  uint32_t publishSettleMs = 250;
   /// Watch this node's pods (issue 25): list and watch them (fieldSelector spec.nodeName), never
   /// on the ADD path. Off: the agent knows a pod only from its CNI requests.
   bool watchPods = true;

@@ -111,6 +111,10 @@ const std::array kSettings = {
           "seconds between counts of the pools' capacity for the Node's extended resources; 0: "
           "never",
           Count32{&AgentConfig::capacitySeconds, 0, kDay}},
+  Setting{"publishSettleMs", "--publish-settle-ms",
+          "milliseconds a pod's publication waits after its latest grant, so the interfaces one "
+          "sandbox setup grants are published in one patch",
+          Count32{&AgentConfig::publishSettleMs, 0, 60'000}},
   Setting{"watchPods", "--watch-pods",
           "list and watch this node's pods in the cluster (needs pods list and watch in the "
           "agent's RBAC); never on the ADD path, which works with the API server down",

@@ -78,7 +78,9 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
   // The publisher sends with the client, and the client waits with the publisher (a stop cuts its
   // backoff short): the publisher is made first, the client next, and nothing sends before start.
   publication->publisher_ = std::make_unique<publish::Publisher>(
-      publish::PublisherOptions{cluster->node, config.stateDir},
+      publish::PublisherOptions{.nodeName = cluster->node,
+                                .stateDir = config.stateDir,
+                                .settleDelay = std::chrono::milliseconds(config.publishSettleMs)},
       [client = &publication->client_](const std::string& path,
                                        const std::string& body) -> Result<int> {
         HOSTPORT_TRY(const auto response,
@@ -96,7 +98,7 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
   publisher.recover(service.list("", ""));
   service.watchLeases(
       {.granted = [&publisher](const Lease& lease) { publisher.granted(lease); },
-       .released = [&publisher](const Lease& lease) { publisher.released(lease.key); }});
+       .released = [&publisher](const Lease& lease) { publisher.released(lease); }});
   metrics.addSource([&publisher, client = publication->client_.get()](auto& out) {
     publisher.writeMetrics(out);
     client->writeMetrics(out);

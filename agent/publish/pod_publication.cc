@@ -1,6 +1,8 @@
 #include "agent/publish/pod_publication.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "annotations/annotation_names.h"
 
@@ -23,28 +25,69 @@ std::string nodeCapacityPatch(const std::map<std::string, uint64_t>& capacities)
   return nlohmann::json{{"status", {{"capacity", resources}, {"allocatable", resources}}}}.dump();
 }
 
-std::string publicationPatch(const Lease& lease, const std::string& nodeName) {
-  if (lease.pod.namespaceName.empty() || lease.pod.name.empty() || lease.pod.uid.empty()) return {};
+namespace {
+
+nlohmann::json portJson(const PortGrant& grant) {
+  nlohmann::json port = {{"hostPort", grant.hostPort},
+                         {"protocol", std::string(protocolName(grant.protocol))}};
+  // A hostNetwork pod's port forwards nowhere: its process binds the host port itself.
+  if (grant.containerPort != 0) port["containerPort"] = grant.containerPort;
+  if (grant.count > 1) port["count"] = grant.count;
+  if (grant.hostIp) port["hostIP"] = grant.hostIp->str();
+  return port;
+}
+
+/// The named ports of one lease, by name.
+nlohmann::json namedPorts(const Lease& lease) {
   nlohmann::json ports = nlohmann::json::object();
-  nlohmann::json annotations = nlohmann::json::object();
   for (const PortGrant& grant : lease.ports) {
-    if (grant.name.empty()) continue;
-    nlohmann::json port = {{"hostPort", grant.hostPort},
-                           {"protocol", std::string(protocolName(grant.protocol))}};
-    // A hostNetwork pod's port forwards nowhere: its process binds the host port itself.
-    if (grant.containerPort != 0) port["containerPort"] = grant.containerPort;
-    if (grant.count > 1) port["count"] = grant.count;
-    if (grant.hostIp) port["hostIP"] = grant.hostIp->str();
-    ports[grant.name] = std::move(port);
-    std::string value = std::to_string(grant.hostPort);
-    if (grant.count > 1) value += "-" + std::to_string(grant.hostPort + grant.count - 1);
-    annotations[std::string(annotations::kAllocatedAnnotationPrefix) + grant.name] = value;
+    if (!grant.name.empty()) ports[grant.name] = portJson(grant);
+  }
+  return ports;
+}
+
+/// The primary interface first: eth0 (the runtime's default), then the others by name.
+bool primaryFirst(const Lease* a, const Lease* b) {
+  const bool aPrimary = a->key.ifname == "eth0", bPrimary = b->key.ifname == "eth0";
+  if (aPrimary != bPrimary) return aPrimary;
+  return a->key < b->key;
+}
+
+std::string rangeText(const PortGrant& grant) {
+  std::string value = std::to_string(grant.hostPort);
+  if (grant.count > 1) value += "-" + std::to_string(grant.hostPort + grant.count - 1);
+  return value;
+}
+
+}  // namespace
+
+std::string publicationPatch(std::span<const Lease> leases, const std::string& nodeName) {
+  if (leases.empty()) return {};
+  const PodIdentity& pod = leases.front().pod;
+  if (pod.namespaceName.empty() || pod.name.empty() || pod.uid.empty()) return {};
+  std::vector<const Lease*> ordered;
+  for (const Lease& lease : leases) ordered.push_back(&lease);
+  std::ranges::sort(ordered, primaryFirst);
+  nlohmann::json ports = nlohmann::json::object();
+  nlohmann::json interfaces = nlohmann::json::object();
+  nlohmann::json annotations = nlohmann::json::object();
+  for (const Lease* lease : ordered) {
+    nlohmann::json named = namedPorts(*lease);
+    if (named.empty()) continue;
+    for (const PortGrant& grant : lease->ports) {
+      if (grant.name.empty() || ports.contains(grant.name)) continue;
+      ports[grant.name] = named[grant.name];
+      annotations[std::string(annotations::kAllocatedAnnotationPrefix) + grant.name] =
+          rangeText(grant);
+    }
+    interfaces[lease->key.ifname] = std::move(named);
   }
   if (ports.empty()) return {};
-  annotations[std::string(annotations::kAssignedAnnotation)] =
-      nlohmann::json{{"node", nodeName}, {"ports", std::move(ports)}}.dump();
+  nlohmann::json assigned = {{"node", nodeName}, {"ports", std::move(ports)}};
+  if (interfaces.size() > 1) assigned["interfaces"] = std::move(interfaces);
+  annotations[std::string(annotations::kAssignedAnnotation)] = assigned.dump();
   const nlohmann::json patch = {
-      {"metadata", {{"uid", lease.pod.uid}, {"annotations", std::move(annotations)}}}};
+      {"metadata", {{"uid", pod.uid}, {"annotations", std::move(annotations)}}}};
   return patch.dump();
 }
 

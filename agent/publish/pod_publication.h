@@ -11,18 +11,28 @@
 // Only named (dynamic) grants appear; static hostPorts are in the pod spec already. The patch is
 // a JSON merge patch that carries the pod's UID: the API server refuses it (409) when the pod of
 // that name is another one, which is how kubelet's own status patches avoid a re-created pod.
+//
+// One patch per pod: a pod with several interfaces has a lease per interface, each granted the
+// pod's named ports. `ports` and the allocated-<name> annotations are its primary interface's
+// (eth0, else the first by name), with any name only another interface has; `interfaces` holds
+// every interface's, by interface name, when more than one has named ports:
+//
+//   hostport.io/assigned: '{"node":"node-1","ports":{"web":{...}},
+//                          "interfaces":{"eth0":{"web":{...}},"net1":{"web":{...}}}}'
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 
 #include "lease/lease.h"
 
 namespace hostport::agent::publish {
 
-/// The merge patch for the lease's pod, or an empty string when it has nothing to publish (no
-/// named grant, or no pod namespace, name and UID to aim at).
-std::string publicationPatch(const Lease& lease, const std::string& nodeName);
+/// The merge patch for the pod of `leases` (its sandbox's, one per interface, or its hostNetwork
+/// lease), or an empty string when it has nothing to publish (no named grant, or no pod
+/// namespace, name and UID to aim at).
+std::string publicationPatch(std::span<const Lease> leases, const std::string& nodeName);
 
 /// "/api/v1/namespaces/<ns>/pods/<name>": the names are DNS labels/subdomains, nothing to escape.
 std::string podPath(const PodIdentity& pod);

@@ -1,7 +1,9 @@
 #include "agent/publish/publisher.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "agent/log/event_log.h"
 #include "agent/publish/pod_publication.h"
@@ -16,6 +18,8 @@ using log::Level;
 
 constexpr std::string_view kPublishedFile = "published.json";
 constexpr std::size_t kMaxPublishedBytes = 64 << 20;
+/// 2: digests by pod UID (1 had them by lease key).
+constexpr int kRecordVersion = 2;
 
 /// Why a status ends a publication for good; empty when it is worth trying again.
 std::string dropReason(int status) {
@@ -29,6 +33,13 @@ std::string dropReason(int status) {
     default:
       return {};
   }
+}
+
+/// The record's "version"; 0 when it has none (or is no record at all).
+int recordVersion(const nlohmann::json& document) {
+  if (!document.is_object() || !document.contains("version")) return 0;
+  const auto& version = document["version"];
+  return version.is_number_integer() ? version.get<int>() : 0;
 }
 
 }  // namespace
@@ -55,33 +66,48 @@ void Publisher::recover(const std::vector<Lease>& leases) {
       readSmallFile(std::filesystem::path(options_.stateDir) / kPublishedFile, kMaxPublishedBytes);
   if (text && *text) {
     const auto document = nlohmann::json::parse(**text, nullptr, false);
-    if (document.is_object() && document.contains("published") &&
+    if (recordVersion(document) == kRecordVersion && document.contains("published") &&
         document["published"].is_object()) {
-      for (const auto& [key, digest] : document["published"].items()) {
-        if (digest.is_string()) published_[key] = digest.get<std::string>();
+      for (const auto& [uid, digest] : document["published"].items()) {
+        if (digest.is_string()) published_[uid] = digest.get<std::string>();
       }
     } else {
+      // Version 1 recorded leases, not pods: its pods are published once more, harmlessly.
+      const bool older = recordVersion(document) > 0 && recordVersion(document) < kRecordVersion;
       log::event(
-          Component::kKube, Level::kWarn, "publish.record_unreadable",
-          {{"file", std::string(kPublishedFile)}, {"effect", "every lease is published again"}});
+          Component::kKube, older ? Level::kInfo : Level::kWarn,
+          older ? "publish.record_older" : "publish.record_unreadable",
+          {{"file", std::string(kPublishedFile)}, {"effect", "every pod is published again"}});
     }
+  }
+  for (const Lease& lease : leases) {
+    if (!lease.pod.uid.empty()) pods_[lease.pod.uid].leases[lease.key] = lease;
   }
   std::map<std::string, std::string> kept;
-  for (const Lease& lease : leases) {
-    const std::string patch = publicationPatch(lease, options_.nodeName);
-    if (patch.empty()) continue;
-    const std::string digest = patchDigest(patch);
-    const auto recorded = published_.find(lease.key.str());
-    if (recorded != published_.end() && recorded->second == digest) {
-      kept[lease.key.str()] = digest;
-      continue;
+  const auto now = Clock::now();
+  for (auto& [uid, pod] : pods_) {
+    // Which sandbox is current is not journaled. With one, it is that one; with more (a DEL the
+    // agent did not see), the one the record says was published, else none until releases
+    // leave one.
+    std::set<std::string> sandboxes;
+    for (const auto& [key, lease] : pod.leases) sandboxes.insert(key.containerId);
+    const auto recorded = published_.find(uid);
+    for (const std::string& sandbox : sandboxes) {
+      pod.sandbox = sandbox;
+      if (recorded != published_.end() && patchDigest(patchOf(pod)) == recorded->second) break;
+      pod.sandbox.clear();
     }
-    owed_[lease.key] = Owed{lease.pod, patch, digest, Clock::now()};
+    if (pod.sandbox.empty() && sandboxes.size() == 1) pod.sandbox = *sandboxes.begin();
+    if (pod.sandbox.empty()) continue;
+    if (recorded != published_.end() && patchDigest(patchOf(pod)) == recorded->second) {
+      kept.insert(*recorded);
+    }
   }
-  // Records of leases released while the agent was down go with them.
+  // Records of pods whose leases were all released while the agent was down go with them.
   dirty_ = kept.size() != published_.size();
-  dirtySince_ = Clock::now();
+  dirtySince_ = now;
   published_ = std::move(kept);
+  for (const auto& [uid, pod] : pods_) oweLocked(uid, pod, now);
   counts_.pending = owed_.size();
 }
 
@@ -104,21 +130,39 @@ void Publisher::stop() {
 }
 
 void Publisher::granted(const Lease& lease) {
-  const std::string patch = publicationPatch(lease, options_.nodeName);
-  if (patch.empty()) return;
+  if (lease.pod.uid.empty()) return;  // no UID to aim at: nothing is ever published for it
   {
     std::lock_guard lock(mutex_);
-    owed_[lease.key] = Owed{lease.pod, patch, patchDigest(patch), Clock::now()};
-    counts_.pending = owed_.size();
+    PodLeases& pod = pods_[lease.pod.uid];
+    pod.leases[lease.key] = lease;
+    pod.sandbox = lease.key.containerId;
+    oweLocked(lease.pod.uid, pod, Clock::now() + options_.settleDelay);
   }
   wake_.notify_all();
 }
 
-void Publisher::released(const AttachmentKey& key) {
+void Publisher::released(const Lease& lease) {
   {
     std::lock_guard lock(mutex_);
-    owed_.erase(key);
-    if (published_.erase(key.str()) > 0) markDirtyLocked();
+    const auto pod = pods_.find(lease.pod.uid);
+    if (pod == pods_.end()) return;
+    pod->second.leases.erase(lease.key);
+    if (pod->second.leases.empty()) {
+      owed_.erase(pod->first);
+      if (published_.erase(pod->first) > 0) markDirtyLocked();
+      pods_.erase(pod);
+    } else if (pod->second.sandbox.empty()) {
+      // Undecided since recovery: decided once the releases leave one sandbox.
+      const std::string& first = pod->second.leases.begin()->first.containerId;
+      if (std::ranges::all_of(pod->second.leases,
+                              [&](const auto& held) { return held.first.containerId == first; })) {
+        pod->second.sandbox = first;
+        oweLocked(pod->first, pod->second, Clock::now());
+      }
+    } else if (owed_.contains(pod->first)) {
+      // Not sent yet: what is sent must not hold the released interface's ports.
+      oweLocked(pod->first, pod->second, Clock::now());
+    }
     counts_.pending = owed_.size();
   }
   wake_.notify_all();  // the record is written a persistDelay from now, not an hour
@@ -170,19 +214,19 @@ void Publisher::run() {
       wake_.wait_until(lock, until);
       continue;
     }
-    const AttachmentKey key = next->first;
+    const std::string uid = next->first;
     Owed owed = next->second;
     lock.unlock();
-    deliver(key, std::move(owed));
+    deliver(uid, std::move(owed));
     lock.lock();
   }
 }
 
-void Publisher::deliver(const AttachmentKey& key, Owed owed) {
+void Publisher::deliver(const std::string& uid, Owed owed) {
   const std::string path = podPath(owed.pod);
   auto sent = send_(path, owed.patch);
   std::lock_guard lock(mutex_);
-  const auto current = owed_.find(key);
+  const auto current = owed_.find(uid);
   // Released, or granted again with other ports, while the patch was in flight: the newer state
   // decides what is owed.
   const bool stillOwed = current != owed_.end() && current->second.digest == owed.digest;
@@ -190,23 +234,20 @@ void Publisher::deliver(const AttachmentKey& key, Owed owed) {
   if (sent && *sent >= 200 && *sent < 300) {
     ++counts_.delivered;
     if (stillOwed) settleLocked(current, owed.digest);
-    log::event(Component::kKube, Level::kInfo, "publish.done", {{"pod", pod}, {"key", key.str()}});
+    log::event(Component::kKube, Level::kInfo, "publish.done", {{"pod", pod}, {"uid", uid}});
   } else if (const std::string drop = sent ? dropReason(*sent) : std::string(); !drop.empty()) {
     ++counts_.dropped[drop];
     if (stillOwed) settleLocked(current, owed.digest);  // moot: not owed after a restart either
-    log::event(Component::kKube, Level::kWarn, "publish.dropped",
-               {{"pod", pod},
-                {"uid", owed.pod.uid},
-                {"key", key.str()},
-                {"reason", drop},
-                {"status", static_cast<int64_t>(*sent)}});
+    log::event(
+        Component::kKube, Level::kWarn, "publish.dropped",
+        {{"pod", pod}, {"uid", uid}, {"reason", drop}, {"status", static_cast<int64_t>(*sent)}});
   } else {
     const std::string reason = sent ? "status_" + std::to_string(*sent) : "unavailable";
     ++counts_.failed[reason];
     if (stillOwed) current->second.notBefore = Clock::now() + options_.retryDelay;
     log::event(Component::kKube, Level::kWarn, "publish.failed",
                {{"pod", pod},
-                {"key", key.str()},
+                {"uid", uid},
                 {"reason", reason},
                 {"cause", sent ? std::string() : sent.error().message},
                 {"retry_ms", static_cast<int64_t>(options_.retryDelay.count())}});
@@ -244,21 +285,48 @@ void Publisher::markDirtyLocked() {
   dirty_ = true;
 }
 
-void Publisher::settleLocked(std::map<AttachmentKey, Owed>::iterator owed,
+std::string Publisher::patchOf(const PodLeases& pod) const {
+  std::vector<Lease> current;
+  for (const auto& [key, lease] : pod.leases) {
+    if (key.containerId == pod.sandbox) current.push_back(lease);
+  }
+  return publicationPatch(current, options_.nodeName);
+}
+
+void Publisher::oweLocked(const std::string& uid, const PodLeases& pod,
+                          Clock::time_point notBefore) {
+  const std::string patch = patchOf(pod);
+  const auto owed = owed_.find(uid);
+  if (patch.empty()) {
+    if (owed != owed_.end()) owed_.erase(owed);
+  } else if (const std::string digest = patchDigest(patch); owed != owed_.end()) {
+    owed->second.patch = patch;
+    owed->second.digest = digest;
+    owed->second.notBefore = std::max(owed->second.notBefore, notBefore);
+  } else if (const auto published = published_.find(uid);
+             published == published_.end() || published->second != digest) {
+    const PodIdentity identity = pod.leases.begin()->second.pod;
+    owed_.emplace(uid, Owed{identity, patch, digest, notBefore});
+  }
+  counts_.pending = owed_.size();
+}
+
+void Publisher::settleLocked(std::map<std::string, Owed>::iterator owed,
                              const std::string& digest) {
-  published_[owed->first.str()] = digest;
+  published_[owed->first] = digest;
   owed_.erase(owed);
   markDirtyLocked();
 }
 
 void Publisher::persist(std::unique_lock<std::mutex>& lock) {
   nlohmann::json published = nlohmann::json::object();
-  for (const auto& [key, digest] : published_) published[key] = digest;
+  for (const auto& [uid, digest] : published_) published[uid] = digest;
   dirty_ = false;
   lock.unlock();
   // Written without the lock: the store's thread calls granted() and released(), and must not
   // wait on this disk write.
-  const std::string text = nlohmann::json{{"version", 1}, {"published", published}}.dump();
+  const std::string text =
+      nlohmann::json{{"version", kRecordVersion}, {"published", published}}.dump();
   if (auto written =
           writeFileAtomically(options_.stateDir, kPublishedFile, text, Durability::kCache);
       !written) {

@@ -1,13 +1,21 @@
 #pragma once
 // The outbox of pod publications (issue 13 §2) and the thread that empties it.
 //
-// Design note: the lease journal is the durable part of the outbox. Every lease owes its pod the
-// patch publicationPatch() makes of it; what has been delivered is recorded by digest in
-// <stateDir>/published.json, written atomically a moment after deliveries (not fsynced: losing it
-// only repeats patches, which are idempotent). So a publication owed when the agent crashes is
-// still owed when it starts again: recover() compares every recovered lease with the record. A
-// released lease is forgotten at once, queued or not. 404 (the pod is gone), 409 (a pod of that
-// name with another UID) and 422 drop a publication for good; anything else is tried again later.
+// Design note: the lease journal is the durable part of the outbox. Every pod owes the patch
+// publicationPatch() makes of its leases; what has been delivered is recorded by digest, per pod
+// UID, in <stateDir>/published.json, written atomically a moment after deliveries (not fsynced:
+// losing it only repeats patches, which are idempotent). So a publication owed when the agent
+// crashes is still owed when it starts again: recover() compares every recovered pod with the
+// record. 404 (the pod is gone), 409 (a pod of that name with another UID) and 422 drop a
+// publication for good; anything else is tried again later.
+//
+// One publication per pod (issue 25): the leases of the pod's current sandbox (one per
+// interface: the sandbox granted last) or its hostNetwork lease, merged. A grant is sent a
+// settleDelay after the pod's last grant, so the interfaces one sandbox setup grants back to back
+// go out in one patch; a later one sends the pod's whole publication again, never a part. A
+// lease of an older sandbox (its DEL not seen yet) is never published; a released lease is
+// forgotten at once, and when it was the current sandbox's last, a remaining older sandbox's
+// leases are owed instead.
 // The same thread keeps the Node's extended resources (nodeCapacity) as the agent last counted
 // them. It is the only one that talks to the API server: ADD never waits for it.
 
@@ -32,6 +40,7 @@ struct PublisherOptions {
   std::string stateDir;                           // where published.json lives
   std::chrono::milliseconds retryDelay{30'000};   // after a failure the client gave up on
   std::chrono::milliseconds persistDelay{1'000};  // deliveries recorded together
+  std::chrono::milliseconds settleDelay{250};     // a pod's grants published together
 };
 
 class Publisher {
@@ -45,15 +54,15 @@ class Publisher {
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
 
-  /// Loads the record of deliveries and owes every lease whose patch is not recorded.
+  /// Loads the record of deliveries and owes every pod whose patch is not recorded.
   void recover(const std::vector<Lease>& leases);
   void start();
   void stop();
 
-  /// A lease granted (durably): its patch is owed.
+  /// A lease granted (durably): its pod's patch is owed, a settleDelay from now.
   void granted(const Lease& lease);
   /// A lease released (durably): nothing more is sent for it.
-  void released(const AttachmentKey& key);
+  void released(const Lease& lease);
   /// The pools' capacities as last counted (pool_capacity.h): patched on the Node's status when
   /// they differ from what was delivered last, or with `resend` (the slow backstop: someone may
   /// have edited the Node), tried again after a failure.
@@ -80,14 +89,24 @@ class Publisher {
     std::string digest;
     Clock::time_point notBefore;
   };
+  /// What the publisher knows of one pod's leases.
+  struct PodLeases {
+    std::map<AttachmentKey, Lease> leases;
+    std::string sandbox;  // the container ID of the current sandbox: the one granted last
+  };
 
   void run();
-  void deliver(const AttachmentKey& key, Owed owed);
+  void deliver(const std::string& uid, Owed owed);
   void deliverCapacity(std::map<std::string, uint64_t> capacities);
+  /// The patch of `pod`'s current sandbox.
+  std::string patchOf(const PodLeases& pod) const;
+  /// Owes `uid`'s patch from `notBefore` (a later retry time already set stays), or nothing when
+  /// it has none.
+  void oweLocked(const std::string& uid, const PodLeases& pod, Clock::time_point notBefore);
   /// The record changed: it is written a persistDelay after the first unwritten change.
   void markDirtyLocked();
   /// `owed` is owed no more (delivered, or moot): recorded as published by `digest`.
-  void settleLocked(std::map<AttachmentKey, Owed>::iterator owed, const std::string& digest);
+  void settleLocked(std::map<std::string, Owed>::iterator owed, const std::string& digest);
   /// Writes published.json from a copy taken under `lock`, which is released meanwhile.
   void persist(std::unique_lock<std::mutex>& lock);
 
@@ -96,8 +115,9 @@ class Publisher {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  std::map<AttachmentKey, Owed> owed_;
-  std::map<std::string, std::string> published_;  // key.str() -> digest of the delivered patch
+  std::map<std::string, PodLeases> pods_;         // by pod UID
+  std::map<std::string, Owed> owed_;              // by pod UID
+  std::map<std::string, std::string> published_;  // pod UID -> digest of the delivered patch
   std::optional<std::map<std::string, uint64_t>> wantedCapacity_;
   std::optional<std::map<std::string, uint64_t>> deliveredCapacity_;
   Clock::time_point capacityNotBefore_{};

@@ -162,6 +162,40 @@ TEST_F(AgentPublicationTest, AGrantIsPublishedOnThePodInTheDocumentedShape) {
   EXPECT_EQ(nlohmann::json::parse(patch->body)["metadata"]["uid"], pod->uid);
 }
 
+TEST_F(AgentPublicationTest, APodWithTwoAttachmentsIsPublishedOnceWithBoth) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  // A settle longer than two ADDs take on a loaded machine: "once" is then certain.
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\npublishSettleMs: 3000\n"));
+  Pod* pod = podInCluster("gs-2");
+  ASSERT_NE(pod, nullptr);
+  ASSERT_OK(node().add(*pod, withAgent("web=8080")));
+  const uint16_t eth0 = grantedPort(*pod, "web", PortProtocol::kTcp);
+  // A second network in the same sandbox, as Multus adds one: bridge and hostport run again for
+  // net1.
+  pod->ifname = "net1";
+  pod->bridgeResult = nullptr;
+  ASSERT_OK(node().add(*pod, withAgent("web=8080")));
+  const uint16_t net1 = grantedPort(*pod, "web", PortProtocol::kTcp);
+  ASSERT_NE(eth0, net1);
+
+  const auto annotations = annotationsOnceSet("gs-2", "hostport.io/assigned");
+  ASSERT_FALSE(annotations.is_null()) << agent_->log();
+  EXPECT_EQ(annotations["hostport.io/allocated-web"], std::to_string(eth0));
+  const auto assigned =
+      nlohmann::json::parse(annotations["hostport.io/assigned"].get<std::string>());
+  EXPECT_EQ(assigned["ports"]["web"]["hostPort"], eth0);
+  EXPECT_EQ(assigned["interfaces"]["eth0"]["web"]["hostPort"], eth0);
+  EXPECT_EQ(assigned["interfaces"]["net1"]["web"]["hostPort"], net1);
+  const auto requests = api_->requests();
+  EXPECT_EQ(std::ranges::count_if(requests,
+                                  [](const auto& request) {
+                                    return request.method == "PATCH" &&
+                                           request.target.find("/pods/gs-2") != std::string::npos;
+                                  }),
+            1)
+      << agent_->log();
+}
+
 TEST_F(AgentPublicationTest, AnotherPodOfTheSameNameIsNeverPatched) {
   ASSERT_NO_FATAL_FAILURE(startApiServer());
   ASSERT_NO_FATAL_FAILURE(startPublishingAgent());

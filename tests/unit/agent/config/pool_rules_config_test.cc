@@ -98,11 +98,12 @@ nodeName: node-2
 apiQps: 7
 apiBurst: 20
 capacitySeconds: 0
+publishSettleMs: 1000
 watchPods: false
 )"));
   EXPECT_EQ(planReload(running, next).needRestart,
             (std::vector<std::string>{"podSocket", "kubeconfig", "nodeName", "apiQps", "apiBurst",
-                                      "capacitySeconds", "watchPods"}));
+                                      "capacitySeconds", "publishSettleMs", "watchPods"}));
 }
 
 TEST(ConfigReloadTest, FindsNothingToDoInTheSameConfig) {

@@ -1,11 +1,13 @@
 // What the agent publishes on a pod and when: the patch's shape (docs/annotations.md) and the
-// outbox's rules (delivered once, dropped for good on 404/409/422, retried otherwise, never after
-// a release, still owed after a restart).
+// outbox's rules (one publication per pod, its interfaces merged and its older sandbox left out;
+// delivered once, dropped for good on 404/409/422, retried otherwise, never after a release,
+// still owed after a restart).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -35,7 +37,7 @@ Lease leaseOf(const std::string& container, const std::string& podName, const st
 
 TEST(PodPublicationTest, PatchCarriesTheUidTheAssignedObjectAndOneAnnotationPerPort) {
   const auto patch =
-      nlohmann::json::parse(publicationPatch(leaseOf("c1", "gs-0", "u-1", 30001), "node-1"));
+      nlohmann::json::parse(publicationPatch({{leaseOf("c1", "gs-0", "u-1", 30001)}}, "node-1"));
   EXPECT_EQ(patch["metadata"]["uid"], "u-1");
   const auto& annotations = patch["metadata"]["annotations"];
   EXPECT_EQ(annotations["hostport.io/allocated-web"], "30001");
@@ -51,10 +53,36 @@ TEST(PodPublicationTest, PatchCarriesTheUidTheAssignedObjectAndOneAnnotationPerP
 TEST(PodPublicationTest, NothingToPublishWithoutANamedPortOrAPodToAimAt) {
   Lease staticOnly = leaseOf("c1", "gs-0", "u-1", 30001);
   staticOnly.ports.erase(staticOnly.ports.begin(), staticOnly.ports.begin() + 2);
-  EXPECT_EQ(publicationPatch(staticOnly, "n"), "");
+  EXPECT_EQ(publicationPatch({{staticOnly}}, "n"), "");
   Lease noUid = leaseOf("c1", "gs-0", "", 30001);
-  EXPECT_EQ(publicationPatch(noUid, "n"), "") << "without a UID the patch could hit another pod";
+  EXPECT_EQ(publicationPatch({{noUid}}, "n"), "")
+      << "without a UID the patch could hit another pod";
   EXPECT_EQ(podPath(noUid.pod), "/api/v1/namespaces/games/pods/gs-0");
+}
+
+TEST(PodPublicationTest, APodsInterfacesAreOnePublicationLedByEth0) {
+  Lease eth0 = leaseOf("c1", "gs-0", "u-1", 30001);
+  Lease net1 = leaseOf("c1", "gs-0", "u-1", 30002);
+  net1.key.ifname = "net1";
+  net1.ports[1].name = "media";  // a name only net1 has
+  // Given in any order, eth0 leads.
+  const auto patch = nlohmann::json::parse(publicationPatch({{net1, eth0}}, "node-1"));
+  const auto& annotations = patch["metadata"]["annotations"];
+  EXPECT_EQ(annotations["hostport.io/allocated-web"], "30001");
+  EXPECT_EQ(annotations["hostport.io/allocated-media"], "20000-20009");
+  const auto assigned =
+      nlohmann::json::parse(annotations["hostport.io/assigned"].get<std::string>());
+  EXPECT_EQ(assigned["ports"]["web"]["hostPort"], 30001);
+  EXPECT_EQ(assigned["interfaces"]["eth0"]["web"]["hostPort"], 30001);
+  EXPECT_EQ(assigned["interfaces"]["net1"]["web"]["hostPort"], 30002);
+  EXPECT_TRUE(assigned["interfaces"]["net1"].contains("media"));
+  EXPECT_FALSE(assigned["interfaces"]["eth0"].contains("media"));
+  // One interface: no "interfaces", as before.
+  EXPECT_FALSE(nlohmann::json::parse(
+                   nlohmann::json::parse(publicationPatch(
+                       {{eth0}}, "node-1"))["metadata"]["annotations"]["hostport.io/assigned"]
+                       .get<std::string>())
+                   .contains("interfaces"));
 }
 
 /// An API server stand-in for the sender: answers from a script, records what it got.
@@ -91,7 +119,9 @@ bool eventually(const std::function<bool()>& condition) { return test::waitUntil
 
 class PublisherTest : public ::testing::Test {
  protected:
-  PublisherOptions options() const { return {"node-1", dir_.path(), 50ms, 10ms}; }
+  PublisherOptions options(std::chrono::milliseconds settle = 10ms) const {
+    return {"node-1", dir_.path(), 50ms, 10ms, settle};
+  }
   test::TempDir dir_;
   ScriptedServer server_;
 };
@@ -106,7 +136,7 @@ TEST_F(PublisherTest, DeliversAGrantOnceAndRemembersItAcrossARestart) {
     ASSERT_TRUE(eventually([&] { return publisher.counts().delivered == 1; }));
     EXPECT_THAT(server_.sent(),
                 ElementsAre(std::pair{std::string("/api/v1/namespaces/games/pods/gs-0"),
-                                      publicationPatch(lease, "node-1")}));
+                                      publicationPatch({{lease}}, "node-1")}));
   }
   Publisher restarted(options(), server_.sender());
   restarted.recover({lease});
@@ -173,10 +203,80 @@ TEST_F(PublisherTest, AReleasedLeasePublishesNothingFurther) {
   const Lease lease = leaseOf("c1", "gs-0", "u-1", 30001);
   publisher.granted(lease);
   ASSERT_TRUE(eventually([&] { return publisher.counts().failed.size() == 1; }));
-  publisher.released(lease.key);
+  publisher.released(lease);
   std::this_thread::sleep_for(150ms);  // past the retry
   EXPECT_EQ(server_.sent().size(), 1u);
   EXPECT_EQ(publisher.counts().pending, 0u);
+}
+
+TEST_F(PublisherTest, APodsInterfacesGrantedTogetherArePublishedOnceWithBoth) {
+  Publisher publisher(options(300ms), server_.sender());
+  publisher.recover({});
+  publisher.start();
+  const Lease eth0 = leaseOf("c1", "gs-0", "u-1", 30001);
+  Lease net1 = leaseOf("c1", "gs-0", "u-1", 30002);
+  net1.key.ifname = "net1";
+  publisher.granted(eth0);
+  publisher.granted(net1);
+  ASSERT_TRUE(eventually([&] { return publisher.counts().delivered == 1; }));
+  std::this_thread::sleep_for(100ms);
+  const auto sent = server_.sent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].second, publicationPatch({{eth0, net1}}, "node-1"));
+  // The same grants again (a hostNetwork pod's re-lease, an ADD retried): nothing to send.
+  publisher.granted(eth0);
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(server_.sent().size(), 1u);
+  EXPECT_EQ(publisher.counts().pending, 0u);
+}
+
+TEST_F(PublisherTest, ANewSandboxIsPublishedAloneWhileTheOldOnesLeaseLingers) {
+  Publisher publisher(options(), server_.sender());
+  publisher.recover({});
+  publisher.start();
+  const Lease old = leaseOf("sandbox-1", "gs-0", "u-1", 30001);
+  const Lease fresh = leaseOf("sandbox-2", "gs-0", "u-1", 30002);
+  publisher.granted(old);
+  ASSERT_TRUE(eventually([&] { return publisher.counts().delivered == 1; }));
+  publisher.granted(fresh);  // its DEL missed, the old sandbox's lease is still held
+  ASSERT_TRUE(eventually([&] { return publisher.counts().delivered == 2; }));
+  EXPECT_EQ(server_.sent().back().second, publicationPatch({{fresh}}, "node-1"));
+  publisher.released(old);  // the vanished pass, later: nothing to send
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(server_.sent().size(), 2u);
+}
+
+TEST_F(PublisherTest, AfterARestartAPodWithTwoSandboxesKeepsTheOnePublished) {
+  const Lease old = leaseOf("sandbox-1", "gs-0", "u-1", 30001);
+  const Lease fresh = leaseOf("sandbox-2", "gs-0", "u-1", 30002);
+  {
+    Publisher publisher(options(), server_.sender());
+    publisher.recover({});
+    publisher.start();
+    publisher.granted(old);
+    publisher.granted(fresh);
+    ASSERT_TRUE(eventually([&] { return publisher.counts().delivered == 1; }));
+  }
+  Publisher restarted(options(), server_.sender());
+  restarted.recover({old, fresh});
+  EXPECT_EQ(restarted.counts().pending, 0u) << "sandbox-2's publication is the one delivered";
+  restarted.start();
+  restarted.released(fresh);
+  restarted.released(old);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(server_.sent().size(), 1u);
+}
+
+TEST_F(PublisherTest, ARecordOfTheFirstVersionHasEveryPodPublishedAgain) {
+  const Lease lease = leaseOf("c1", "gs-0", "u-1", 30001);
+  {
+    std::ofstream record(dir_ / "published.json");
+    record << R"({"version":1,"published":{"c1/eth0":")"
+           << patchDigest(publicationPatch({{lease}}, "node-1")) << R"("}})";
+  }
+  Publisher publisher(options(), server_.sender());
+  publisher.recover({lease});
+  EXPECT_EQ(publisher.counts().pending, 1u);
 }
 
 TEST(PodPublicationTest, NodeCapacityIsOneExtendedResourcePerPoolInCapacityAndAllocatable) {
