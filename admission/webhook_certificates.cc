@@ -1,9 +1,9 @@
 #include "admission/webhook_certificates.h"
 
 #include <algorithm>
-#include <ctime>
 
 #include "common/json_fields.h"
+#include "kube/api_time.h"
 #include "kube/base64.h"
 
 namespace hostport::admission {
@@ -15,15 +15,6 @@ Result<std::string> dataValue(const json& data, std::string_view key) {
   const JsonField field = jsonField(data, "data", key);
   HOSTPORT_TRY(const std::string encoded, readString(field));
   return kube::decodeBase64(encoded, field.path);
-}
-
-std::string timeText(std::chrono::system_clock::time_point time) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
-  std::tm broken{};
-  gmtime_r(&seconds, &broken);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &broken);
-  return text;
 }
 
 }  // namespace
@@ -66,7 +57,7 @@ RenewalVerdict renewalOf(const std::optional<WebhookCertificates>& current,
   }
   // A serving certificate made now must not outlive its CA.
   if (ca->notAfter < now + policy.servingLifetime + policy.renewBefore) {
-    return {Renewal::kAll, "the CA ends " + timeText(ca->notAfter)};
+    return {Renewal::kAll, "the CA ends " + kube::apiTime(ca->notAfter)};
   }
   const auto serving = tls::readCertificate(current->serving.certificatePem);
   if (!serving) return {Renewal::kServing, "the serving certificate does not load"};
@@ -80,7 +71,7 @@ RenewalVerdict renewalOf(const std::optional<WebhookCertificates>& current,
     return {Renewal::kServing, "the serving certificate does not name " + dnsNames.front()};
   }
   if (serving->notAfter < now + policy.renewBefore) {
-    return {Renewal::kServing, "the serving certificate ends " + timeText(serving->notAfter)};
+    return {Renewal::kServing, "the serving certificate ends " + kube::apiTime(serving->notAfter)};
   }
   return {Renewal::kNone, ""};
 }

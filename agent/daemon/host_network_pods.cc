@@ -17,8 +17,9 @@ bool wantsHostPorts(const pods::NodePod& pod) {
          !pod.finished() && !pod.deleting;
 }
 
-HostNetworkPods::HostNetworkPods(service::AgentService& service, pods::NodePods& pods)
-    : service_(service), pods_(pods) {
+HostNetworkPods::HostNetworkPods(service::AgentService& service, pods::NodePods& pods,
+                                 publish::Publisher& publisher)
+    : service_(service), pods_(pods), publisher_(publisher) {
   pods_.listen([this](const pods::PodChange& change) { onChange(change); });
   pods_.listenToLists([this] { sweep(); });
 }
@@ -32,6 +33,10 @@ void HostNetworkPods::onChange(const pods::PodChange& change) {
     lease(*change.after);
   } else if (wanted) {
     const pods::NodePod& pod = *change.before;
+    {
+      std::lock_guard lock(mutex_);
+      told_.erase(pod.uid);
+    }
     const std::string_view why = !change.after              ? "gone"
                                  : change.after->deleting   ? "deleting"
                                  : change.after->finished() ? "finished"
@@ -55,11 +60,7 @@ void HostNetworkPods::lease(const pods::NodePod& pod) {
   nlohmann::json annotations = nlohmann::json::object();
   for (const auto& [key, value] : pod.annotations) annotations[key] = value;
   auto asked = annotations::parsePortAnnotations(annotations, annotations::PodNetwork::kHost);
-  if (!asked) {
-    log::event(Component::kAlloc, Level::kWarn, "alloc.host_network_refused",
-               {{"pod", pod.describe()}, {"uid", pod.uid}, {"cause", asked.error().message}});
-    return;
-  }
+  if (!asked) return refused(pod, asked.error().message);
   AllocationRequest request;
   request.key = AttachmentKey::ofHostNetworkPod(pod.uid);
   request.pod = {pod.namespaceName, pod.name, pod.uid};
@@ -68,11 +69,10 @@ void HostNetworkPods::lease(const pods::NodePod& pod) {
   request.sticky = asked->sticky;
   // No netns (the node's own: the socket check runs there) and no forwarding: the pod binds the
   // port itself.
-  service_.allocate(request, [pod = pod.describe(), uid = pod.uid](Result<Lease> granted) {
-    if (!granted) {
-      log::event(Component::kAlloc, Level::kWarn, "alloc.host_network_refused",
-                 {{"pod", pod}, {"uid", uid}, {"cause", granted.error().message}});
-    }
+  service_.allocate(request, [this, pod](Result<Lease> granted) {
+    if (!granted) return refused(pod, granted.error().message);
+    std::lock_guard lock(mutex_);
+    told_.erase(pod.uid);  // a later refusal is news again
   });
 }
 
@@ -85,6 +85,20 @@ void HostNetworkPods::release(std::vector<AttachmentKey> keys, std::string_view 
                                       {{"why", why}, {"cause", released.error().message}});
                          }
                        });
+}
+
+void HostNetworkPods::refused(const pods::NodePod& pod, const std::string& cause) {
+  log::event(Component::kAlloc, Level::kWarn, "alloc.host_network_refused",
+             {{"pod", pod.describe()}, {"uid", pod.uid}, {"cause", cause}});
+  {
+    std::lock_guard lock(mutex_);
+    auto [told, first] = told_.try_emplace(pod.uid, cause);
+    if (!first && told->second == cause) return;
+    told->second = cause;
+  }
+  publisher_.warn({{pod.namespaceName, pod.name, pod.uid},
+                   std::string(publish::kPortsNotGranted),
+                   "hostport.io/ports could not be granted: " + cause});
 }
 
 }  // namespace hostport::agent::daemon

@@ -6,15 +6,20 @@
 // the pod's process binds the host port itself. The publisher publishes it on the pod like any
 // other. The lease is released when the pod is deleted (or being deleted), leaves the node,
 // finishes (Succeeded, Failed), or stops asking; after each list, a lease whose pod the node no
-// longer has (deleted while nobody watched) is released too.
+// longer has (deleted while nobody watched) is released too. Ports that cannot be granted are a
+// Warning Event on the pod (no sandbox failed, so the kubelet reports nothing), once for each
+// cause.
 //
 // Runs on the watch's thread (agent/pods/node_pods.h listeners); the service answers on the
 // store's thread, and the outcome is logged there.
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "agent/pods/node_pods.h"
+#include "agent/publish/publisher.h"
 #include "agent/service/agent_service.h"
 #include "lease/lease.h"
 
@@ -22,8 +27,9 @@ namespace hostport::agent::daemon {
 
 class HostNetworkPods {
  public:
-  /// Listens to `pods`; call before the watch starts. Both outlive this object's use.
-  HostNetworkPods(service::AgentService& service, pods::NodePods& pods);
+  /// Listens to `pods`; call before the watch starts. All three outlive this object's use.
+  HostNetworkPods(service::AgentService& service, pods::NodePods& pods,
+                  publish::Publisher& publisher);
 
  private:
   void onChange(const pods::PodChange& change);
@@ -31,9 +37,15 @@ class HostNetworkPods {
   void sweep();
   void lease(const pods::NodePod& pod);
   void release(std::vector<AttachmentKey> keys, std::string_view why);
+  /// Logs a refusal, and tells the pod once for each cause (from the watch's or the store's
+  /// thread).
+  void refused(const pods::NodePod& pod, const std::string& cause);
 
   service::AgentService& service_;
   pods::NodePods& pods_;
+  publish::Publisher& publisher_;
+  std::mutex mutex_;
+  std::map<std::string, std::string> told_;  // pod UID -> the last cause its Event gave
 };
 
 /// Whether `pod` is a hostNetwork pod that asks for ports and holds them now (not finished, not

@@ -81,10 +81,8 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
       publish::PublisherOptions{.nodeName = cluster->node,
                                 .stateDir = config.stateDir,
                                 .settleDelay = std::chrono::milliseconds(config.publishSettleMs)},
-      [client = &publication->client_](const std::string& path,
-                                       const std::string& body) -> Result<int> {
-        HOSTPORT_TRY(const auto response,
-                     (*client)->send({"PATCH", path, "application/merge-patch+json", body}));
+      [client = &publication->client_](const kube::ApiRequest& request) -> Result<int> {
+        HOSTPORT_TRY(const auto response, (*client)->send(request));
         return response.status;
       });
   publish::Publisher& publisher = *publication->publisher_;
@@ -108,8 +106,16 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
   if (config.watchPods) {
     HOSTPORT_TRY(publication->podWatch_,
                  PodWatch::create(cluster->config, cluster->node, config, metrics));
-    publication->hostNetwork_ =
-        std::make_unique<HostNetworkPods>(service, publication->podWatch_->pods());
+    pods::NodePods& pods = publication->podWatch_->pods();
+    publication->hostNetwork_ = std::make_unique<HostNetworkPods>(service, pods, publisher);
+    publication->poolRequests_ = std::make_unique<PoolRequestCheck>(config.pools, pods, publisher);
+    // The leases held since before this start count as granted; their pods are judged once the
+    // first list brings them.
+    for (const Lease& held : service.list("", "")) publication->poolRequests_->granted(held);
+    service.watchLeases({.granted = [check = publication->poolRequests_.get()](
+                                        const Lease& lease) { check->granted(lease); },
+                         .released = [check = publication->poolRequests_.get()](
+                                         const Lease& lease) { check->released(lease); }});
     publication->podWatch_->start();
   }
   log::event(log::Component::kKube, log::Level::kInfo, "kube.publication_on",

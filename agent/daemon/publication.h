@@ -13,6 +13,7 @@
 #include "agent/config/agent_config.h"
 #include "agent/daemon/host_network_pods.h"
 #include "agent/daemon/pod_watch.h"
+#include "agent/daemon/pool_requests.h"
 #include "agent/publish/publisher.h"
 #include "agent/service/agent_service.h"
 #include "agent/service/metrics.h"
@@ -45,8 +46,9 @@ class Publication {
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<publish::Publisher> publisher_;
   std::jthread capacity_;
-  // Declared before the watch, whose thread calls it: destroyed after that thread is joined.
+  // Declared before the watch, whose thread calls them: destroyed after that thread is joined.
   std::unique_ptr<HostNetworkPods> hostNetwork_;
+  std::unique_ptr<PoolRequestCheck> poolRequests_;
   std::unique_ptr<PodWatch> podWatch_;
 };
 

@@ -55,7 +55,7 @@ std::string patchDigest(const std::string& patch) {
   return text;
 }
 
-Publisher::Publisher(PublisherOptions options, PatchSender send)
+Publisher::Publisher(PublisherOptions options, Sender send)
     : options_(std::move(options)), send_(std::move(send)) {}
 
 Publisher::~Publisher() { stop(); }
@@ -180,6 +180,23 @@ void Publisher::nodeCapacity(std::map<std::string, uint64_t> capacities, bool re
   wake_.notify_all();
 }
 
+void Publisher::warn(PodWarning warning) {
+  {
+    std::lock_guard lock(mutex_);
+    if (events_.size() >= kMaxQueuedEvents) {
+      ++counts_.events["dropped"];
+      log::event(Component::kKube, Level::kWarn, "publish.event_dropped",
+                 {{"pod", events_.front().warning.pod.namespaceName + "/" +
+                              events_.front().warning.pod.name},
+                  {"reason", events_.front().warning.reason},
+                  {"cause", "queue_full"}});
+      events_.pop_front();
+    }
+    events_.push_back({std::move(warning), Clock::now(), 0});
+  }
+  wake_.notify_all();
+}
+
 bool Publisher::waitUntil(Clock::time_point until) {
   std::unique_lock lock(mutex_);
   wake_.wait_until(lock, until, [&] { return stopping_; });
@@ -201,6 +218,14 @@ void Publisher::run() {
       lock.lock();
       continue;
     }
+    if (!events_.empty() && events_.front().notBefore <= now) {
+      QueuedEvent event = std::move(events_.front());
+      events_.pop_front();
+      lock.unlock();
+      deliverEvent(std::move(event));
+      lock.lock();
+      continue;
+    }
     auto next = owed_.end();
     for (auto it = owed_.begin(); it != owed_.end(); ++it) {
       if (next == owed_.end() || it->second.notBefore < next->second.notBefore) next = it;
@@ -211,6 +236,7 @@ void Publisher::run() {
       if (wantedCapacity_ && wantedCapacity_ != deliveredCapacity_) {
         until = std::min(until, capacityNotBefore_);
       }
+      if (!events_.empty()) until = std::min(until, events_.front().notBefore);
       wake_.wait_until(lock, until);
       continue;
     }
@@ -223,8 +249,7 @@ void Publisher::run() {
 }
 
 void Publisher::deliver(const std::string& uid, Owed owed) {
-  const std::string path = podPath(owed.pod);
-  auto sent = send_(path, owed.patch);
+  auto sent = send_({"PATCH", podPath(owed.pod), "application/merge-patch+json", owed.patch});
   std::lock_guard lock(mutex_);
   const auto current = owed_.find(uid);
   // Released, or granted again with other ports, while the patch was in flight: the newer state
@@ -256,7 +281,8 @@ void Publisher::deliver(const std::string& uid, Owed owed) {
 }
 
 void Publisher::deliverCapacity(std::map<std::string, uint64_t> capacities) {
-  auto sent = send_(nodeStatusPath(options_.nodeName), nodeCapacityPatch(capacities));
+  auto sent = send_({"PATCH", nodeStatusPath(options_.nodeName), "application/merge-patch+json",
+                     nodeCapacityPatch(capacities)});
   std::lock_guard lock(mutex_);
   if (sent && *sent >= 200 && *sent < 300) {
     ++counts_.capacityPatches;
@@ -278,6 +304,33 @@ void Publisher::deliverCapacity(std::map<std::string, uint64_t> capacities) {
               {"reason", reason},
               {"cause", sent ? std::string() : sent.error().message},
               {"retry_ms", static_cast<int64_t>(options_.retryDelay.count())}});
+}
+
+void Publisher::deliverEvent(QueuedEvent event) {
+  const PodWarning& warning = event.warning;
+  const std::string body =
+      podEvent(warning, options_.nodeName, std::chrono::system_clock::now()).dump();
+  auto sent = send_({"POST", eventsPath(warning.pod.namespaceName), "application/json", body});
+  const std::string pod = warning.pod.namespaceName + "/" + warning.pod.name;
+  std::lock_guard lock(mutex_);
+  if (sent && *sent >= 200 && *sent < 300) {
+    ++counts_.events["sent"];
+    log::event(Component::kKube, Level::kInfo, "publish.event_sent",
+               {{"pod", pod}, {"reason", warning.reason}});
+    return;
+  }
+  const std::string cause = sent ? "status_" + std::to_string(*sent) : sent.error().message;
+  // A 4xx other than 429 (which the client already waited out) will not change: a namespace
+  // being deleted refuses events (403), a bad one is 422.
+  const bool final = (sent && *sent >= 400 && *sent < 500) || ++event.attempts >= kEventAttempts;
+  if (final) {
+    ++counts_.events["failed"];
+    log::event(Component::kKube, Level::kWarn, "publish.event_failed",
+               {{"pod", pod}, {"reason", warning.reason}, {"cause", cause}});
+    return;
+  }
+  event.notBefore = Clock::now() + options_.retryDelay;
+  events_.push_back(std::move(event));
 }
 
 void Publisher::markDirtyLocked() {
@@ -359,6 +412,11 @@ void Publisher::writeMetrics(prometheus::TextWriter& out) const {
              "Failed attempts, to be tried again, by reason.");
   for (const auto& [reason, count] : now.failed) {
     out.sample("hostport_publications_failed_total", count, {{"reason", reason}});
+  }
+  out.family("hostport_pod_events_total", Type::kCounter,
+             "Warning Events on pods, by outcome: sent, failed (given up), dropped (queue full).");
+  for (const auto& [outcome, count] : now.events) {
+    out.sample("hostport_pod_events_total", count, {{"outcome", outcome}});
   }
 }
 

@@ -17,10 +17,12 @@
 // forgotten at once, and when it was the current sandbox's last, a remaining older sandbox's
 // leases are owed instead.
 // The same thread keeps the Node's extended resources (nodeCapacity) as the agent last counted
-// them. It is the only one that talks to the API server: ADD never waits for it.
+// them, and sends Warning Events on pods (warn(): best effort, in memory, a bounded queue). It is
+// the only one that writes to the API server: ADD never waits for it.
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -29,8 +31,10 @@
 #include <thread>
 #include <vector>
 
+#include "agent/publish/pod_event.h"
 #include "common/error.h"
 #include "common/prometheus_text.h"
+#include "kube/https_transport.h"
 #include "lease/lease.h"
 
 namespace hostport::agent::publish {
@@ -46,10 +50,11 @@ struct PublisherOptions {
 class Publisher {
  public:
   using Clock = std::chrono::steady_clock;
-  /// Sends one merge patch to `path`; the HTTP status, or an error when no answer came.
-  using PatchSender = std::function<Result<int>(const std::string& path, const std::string& body)>;
+  /// Sends one request (a pod's merge patch, the Node's, an Event); the HTTP status, or an error
+  /// when no answer came.
+  using Sender = std::function<Result<int>(const kube::ApiRequest& request)>;
 
-  Publisher(PublisherOptions options, PatchSender send);
+  Publisher(PublisherOptions options, Sender send);
   ~Publisher();  // stops the thread; what is still owed stays owed, for the next start
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
@@ -67,6 +72,10 @@ class Publisher {
   /// they differ from what was delivered last, or with `resend` (the slow backstop: someone may
   /// have edited the Node), tried again after a failure.
   void nodeCapacity(std::map<std::string, uint64_t> capacities, bool resend = false);
+  /// A Warning Event on a pod: sent once, after a failure tried again up to kEventAttempts times
+  /// in all; at most kMaxQueuedEvents wait, the oldest dropped beyond. The caller says each thing
+  /// once: nothing here tells a repeat.
+  void warn(PodWarning warning);
 
   /// Waits until `until` unless stopped first; false when stopped. The API client waits with it,
   /// so a stop cuts its backoff short.
@@ -78,6 +87,7 @@ class Publisher {
     uint64_t capacityPatches = 0;             // Node status patches the API server accepted
     std::map<std::string, uint64_t> dropped;  // by reason: not_found, uid_mismatch, invalid
     std::map<std::string, uint64_t> failed;   // by reason: unavailable, status_<code>
+    std::map<std::string, uint64_t> events;   // Warning Events by outcome: sent, failed, dropped
   };
   Counts counts() const;
   void writeMetrics(prometheus::TextWriter& out) const;
@@ -89,6 +99,11 @@ class Publisher {
     std::string digest;
     Clock::time_point notBefore;
   };
+  struct QueuedEvent {
+    PodWarning warning;
+    Clock::time_point notBefore;
+    int attempts = 0;
+  };
   /// What the publisher knows of one pod's leases.
   struct PodLeases {
     std::map<AttachmentKey, Lease> leases;
@@ -98,6 +113,7 @@ class Publisher {
   void run();
   void deliver(const std::string& uid, Owed owed);
   void deliverCapacity(std::map<std::string, uint64_t> capacities);
+  void deliverEvent(QueuedEvent event);
   /// The patch of `pod`'s current sandbox.
   std::string patchOf(const PodLeases& pod) const;
   /// Owes `uid`'s patch from `notBefore` (a later retry time already set stays), or nothing when
@@ -111,7 +127,7 @@ class Publisher {
   void persist(std::unique_lock<std::mutex>& lock);
 
   PublisherOptions options_;
-  PatchSender send_;
+  Sender send_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
@@ -121,11 +137,15 @@ class Publisher {
   std::optional<std::map<std::string, uint64_t>> wantedCapacity_;
   std::optional<std::map<std::string, uint64_t>> deliveredCapacity_;
   Clock::time_point capacityNotBefore_{};
+  std::deque<QueuedEvent> events_;  // in the order said; a retry goes to the back
   bool dirty_ = false;
   Clock::time_point dirtySince_{};
   Counts counts_;
   std::thread thread_;
 };
+
+inline constexpr std::size_t kMaxQueuedEvents = 256;
+inline constexpr int kEventAttempts = 3;
 
 /// A short stable digest of a patch (FNV-1a 64, hex): equal patches are equal deliveries.
 std::string patchDigest(const std::string& patch);

@@ -109,6 +109,23 @@ class AgentPublicationTest : public AgentPluginTest {
     });
   }
 
+  /// The Events POSTed about pod `name`, once there are `count` (waiting up to 10 s).
+  std::vector<nlohmann::json> eventsAbout(const std::string& name, std::size_t count = 1) {
+    std::vector<nlohmann::json> events;
+    waitUntil([&] {
+      events.clear();
+      for (const auto& request : api_->requests()) {
+        if (request.method != "POST" || !request.target.ends_with("/events")) continue;
+        auto event = nlohmann::json::parse(request.body, nullptr, false);
+        if (!event.is_discarded() && event["involvedObject"]["name"] == name) {
+          events.push_back(std::move(event));
+        }
+      }
+      return events.size() >= count;
+    });
+    return events;
+  }
+
   std::string podPath(const std::string& label) const {
     return std::string("/api/v1/namespaces/") + kNamespace + "/pods/" + label;
   }
@@ -382,6 +399,58 @@ TEST_F(AgentPublicationTest, AHostNetworkPodWithAContainerPortIsToldTheRightForm
   EXPECT_THAT(agent_->runLog(), HasSubstr("a hostNetwork pod names no containerPort"));
   ASSERT_OK_AND_ASSIGN(const auto leases, client().list("", ""));
   EXPECT_TRUE(leases.empty());
+  // No sandbox failed, so the kubelet says nothing: the agent's Warning Event does, once.
+  const auto events = eventsAbout("relay-0");
+  ASSERT_EQ(events.size(), 1u) << agent_->describe();
+  EXPECT_EQ(events[0]["type"], "Warning");
+  EXPECT_EQ(events[0]["reason"], "HostPortsNotGranted");
+  EXPECT_EQ(events[0]["involvedObject"]["uid"], "uid-relay-0");
+  EXPECT_THAT(events[0]["message"].get<std::string>(), HasSubstr("names no containerPort"));
+  EXPECT_TRUE(api_->object("/api/v1/namespaces/default/events/" +
+                           events[0]["metadata"]["name"].get<std::string>()))
+      << "stored by the API server";
+}
+
+TEST_F(AgentPublicationTest, AHostNetworkPodThePoolCannotServeGetsAWarningEvent) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  ASSERT_NO_FATAL_FAILURE(putHostNetworkPod("relay-0", "uid-relay-0", "rtp*100/udp"));
+  const auto events = eventsAbout("relay-0");
+  ASSERT_EQ(events.size(), 1u) << agent_->describe();
+  EXPECT_EQ(events[0]["reason"], "HostPortsNotGranted");
+  EXPECT_THAT(events[0]["message"].get<std::string>(), HasSubstr("hostport.io/ports could not"));
+}
+
+TEST_F(AgentPublicationTest, APodThatTakesMorePortsThanItRequestsGetsAWarningEventOnce) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  Pod* pod = podInCluster("gs-3");
+  ASSERT_NE(pod, nullptr);
+  // On this node, asking one port of the default pool where it takes two.
+  nlohmann::json object = {{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"metadata", {{"uid", pod->uid}}},
+                           {"spec",
+                            {{"nodeName", kNode},
+                             {"containers",
+                              {{{"name", "main"},
+                                {"resources",
+                                 {{"requests", {{"hostport.io/default", "1"}}},
+                                  {"limits", {{"hostport.io/default", "1"}}}}}}}}}},
+                           {"status", {{"phase", "Running"}}}};
+  ASSERT_OK(api_->putObject(podPath("gs-3"), object));
+  ASSERT_OK(node().add(*pod, withAgent("web=8080, voice=5000/udp")));
+  const auto events = eventsAbout("gs-3");
+  ASSERT_EQ(events.size(), 1u) << agent_->describe();
+  EXPECT_EQ(events[0]["reason"], "HostPortsNotRequested");
+  EXPECT_THAT(events[0]["message"].get<std::string>(),
+              HasSubstr("takes 2 ports of pool default but requests 1 hostport.io/default"));
+  EXPECT_TRUE(agent_->waitForLog("alloc.request_below_ports")) << agent_->describe();
+  // The pod changing in what the agent reads tells it nothing new.
+  object["metadata"]["annotations"] = {{"hostport.io/sticky", "false"}};
+  ASSERT_OK(api_->putObject(podPath("gs-3"), object));
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(eventsAbout("gs-3").size(), 1u);
 }
 
 TEST_F(AgentPublicationTest, AHostNetworkLeaseWhosePodWentWhileTheAgentWasDownIsReleased) {

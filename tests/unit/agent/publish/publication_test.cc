@@ -88,10 +88,11 @@ TEST(PodPublicationTest, APodsInterfacesAreOnePublicationLedByEth0) {
 /// An API server stand-in for the sender: answers from a script, records what it got.
 class ScriptedServer {
  public:
-  Publisher::PatchSender sender() {
-    return [this](const std::string& path, const std::string& body) -> Result<int> {
+  Publisher::Sender sender() {
+    return [this](const kube::ApiRequest& request) -> Result<int> {
       std::lock_guard lock(mutex_);
-      sent_.push_back({path, body});
+      sent_.push_back({request.target, request.body});
+      methods_.push_back(request.method);
       if (script_.empty()) return 200;
       const int status = script_.front();
       script_.pop_front();
@@ -107,9 +108,14 @@ class ScriptedServer {
     std::lock_guard lock(mutex_);
     return sent_;
   }
+  std::vector<std::string> methods() {
+    std::lock_guard lock(mutex_);
+    return methods_;
+  }
 
  private:
   std::mutex mutex_;
+  std::vector<std::string> methods_;
   std::deque<int> script_;  // 0: no answer
   std::vector<std::pair<std::string, std::string>> sent_;
 };
@@ -277,6 +283,51 @@ TEST_F(PublisherTest, ARecordOfTheFirstVersionHasEveryPodPublishedAgain) {
   Publisher publisher(options(), server_.sender());
   publisher.recover({lease});
   EXPECT_EQ(publisher.counts().pending, 1u);
+}
+
+TEST(PodEventTest, AWarningIsAnEventAboutThePodAsTheKubeletsRecorderWritesOne) {
+  const PodWarning warning{{"games", "gs-0", "u-1"}, std::string(kPortsNotGranted), "no free port"};
+  const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  const auto event = podEvent(warning, "node-1", now);
+  EXPECT_EQ(event["metadata"]["name"], "gs-0.18fae27693b40000");
+  EXPECT_EQ(event["metadata"]["namespace"], "games");
+  EXPECT_EQ(event["involvedObject"], nlohmann::json::parse(R"({"apiVersion":"v1","kind":"Pod",
+      "namespace":"games","name":"gs-0","uid":"u-1"})"));
+  EXPECT_EQ(event["type"], "Warning");
+  EXPECT_EQ(event["reason"], "HostPortsNotGranted");
+  EXPECT_EQ(event["message"], "no free port");
+  EXPECT_EQ(event["source"]["host"], "node-1");
+  EXPECT_EQ(event["firstTimestamp"], "2027-01-15T08:00:00Z");
+  EXPECT_EQ(eventsPath("games"), "/api/v1/namespaces/games/events");
+}
+
+TEST_F(PublisherTest, AWarningIsPostedOnceAndTriedAgainOnlyWhileItMayStillGoThrough) {
+  server_.answer({503, 201, 403});
+  Publisher publisher(options(), server_.sender());
+  publisher.recover({});
+  publisher.start();
+  publisher.warn({{"games", "gs-0", "u-1"}, std::string(kPortsNotRequested), "asks 3, requests 1"});
+  ASSERT_TRUE(eventually([&] { return publisher.counts().events["sent"] == 1; }));
+  publisher.warn({{"games", "gs-1", "u-2"}, std::string(kPortsNotRequested), "asks 2, requests 0"});
+  ASSERT_TRUE(eventually([&] { return publisher.counts().events["failed"] == 1; }));
+  std::this_thread::sleep_for(100ms);  // past the retry delay: a 403 is not tried again
+  const auto sent = server_.sent();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].first, "/api/v1/namespaces/games/events");
+  EXPECT_EQ(server_.methods()[0], "POST");
+  EXPECT_EQ(nlohmann::json::parse(sent[1].second)["message"], "asks 3, requests 1");
+  prometheus::TextWriter metrics;
+  publisher.writeMetrics(metrics);
+  EXPECT_THAT(metrics.text(),
+              ::testing::HasSubstr("hostport_pod_events_total{outcome=\"sent\"} 1"));
+}
+
+TEST_F(PublisherTest, AFullQueueOfWarningsDropsTheOldest) {
+  Publisher publisher(options(), server_.sender());  // never started: nothing is sent
+  for (std::size_t i = 0; i < kMaxQueuedEvents + 2; ++i) {
+    publisher.warn({{"games", "gs-" + std::to_string(i), "u"}, "R", "m"});
+  }
+  EXPECT_EQ(publisher.counts().events["dropped"], 2u);
 }
 
 TEST(PodPublicationTest, NodeCapacityIsOneExtendedResourcePerPoolInCapacityAndAllocatable) {
