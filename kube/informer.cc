@@ -119,6 +119,7 @@ std::string Informer::target(
 }
 
 Result<void> Informer::list() {
+  tell({InformerNote::Kind::kListing, {}, 0, {}, {}});
   std::vector<json> items;
   std::string version;
   std::string next;
@@ -131,6 +132,7 @@ Result<void> Informer::list() {
                                "", ""}));
     if (answer.status == 410 && !next.empty()) {
       // The continue token outlived the version it reads at: the list starts over.
+      tell({InformerNote::Kind::kListing, {}, 0, {}, {}});
       items.clear();
       next.clear();
       continue;

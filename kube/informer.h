@@ -35,6 +35,7 @@ enum class WatchEventType { kAdded, kModified, kDeleted };
 /// Something the informer did, for the owner's log.
 struct InformerNote {
   enum class Kind {
+    kListing,     // a list starts: it brings the collection as of now or later
     kListed,      // a list ended: `count` objects at `resourceVersion`
     kWatching,    // a watch started from `resourceVersion`
     kWatchEnded,  // a watch ended (`cause`), after `count` events; it resumes where it was

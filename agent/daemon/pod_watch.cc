@@ -11,6 +11,8 @@ void logNote(const kube::InformerNote& note) {
   using Kind = kube::InformerNote::Kind;
   namespace l = log;
   switch (note.kind) {
+    case Kind::kListing:
+      break;  // its end is told
     case Kind::kListed:
       l::event(l::Component::kKube, l::Level::kInfo, "kube.watch_listed",
                {{"pods", note.count}, {"version", note.resourceVersion}});
@@ -65,7 +67,10 @@ Result<std::unique_ptr<PodWatch>> PodWatch::create(const kube::ClusterConfig& cl
                                  cache.upsert(pod);
                                }
                              },
-                             &logNote});
+                             [&cache](const kube::InformerNote& note) {
+                               if (note.kind == kube::InformerNote::Kind::kListing) cache.listing();
+                               logNote(note);
+                             }});
   metrics.addSource([raw = watch.get()](prometheus::TextWriter& out) {
     raw->informer_->writeMetrics(out);
     out.family("hostport_node_pods", prometheus::Type::kGauge,

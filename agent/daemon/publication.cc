@@ -116,6 +116,13 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
                                         const Lease& lease) { check->granted(lease); },
                          .released = [check = publication->poolRequests_.get()](
                                          const Lease& lease) { check->released(lease); }});
+    publication->deletedPods_ = std::make_unique<DeletedPodLeases>(
+        service, pods, std::chrono::seconds(config.vanishedGraceSeconds));
+    service.watchLeases({.granted = [deleted = publication->deletedPods_.get()](
+                                        const Lease& lease) { deleted->granted(lease); },
+                         .released = [deleted = publication->deletedPods_.get()](
+                                         const Lease& lease) { deleted->released(lease); }});
+    publication->deletedPods_->start();
     publication->podWatch_->start();
   }
   log::event(log::Component::kKube, log::Level::kInfo, "kube.publication_on",

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/config/agent_config.h"
+#include "agent/daemon/deleted_pod_leases.h"
 #include "agent/daemon/host_network_pods.h"
 #include "agent/daemon/pod_watch.h"
 #include "agent/daemon/pool_requests.h"
@@ -49,6 +50,7 @@ class Publication {
   // Declared before the watch, whose thread calls them: destroyed after that thread is joined.
   std::unique_ptr<HostNetworkPods> hostNetwork_;
   std::unique_ptr<PoolRequestCheck> poolRequests_;
+  std::unique_ptr<DeletedPodLeases> deletedPods_;
   std::unique_ptr<PodWatch> podWatch_;
 };
 

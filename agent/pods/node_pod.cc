@@ -23,6 +23,9 @@ const json* at(const json& object, std::initializer_list<std::string_view> path)
   return here;
 }
 
+/// Set by the kubelet on the mirror pod of a static pod, to the static pod's UID.
+constexpr std::string_view kMirrorAnnotation = "kubernetes.io/config.mirror";
+
 bool writtenByTheAgent(std::string_view key) {
   return key == annotations::kAssignedAnnotation ||
          key.starts_with(annotations::kAllocatedAnnotationPrefix);
@@ -52,6 +55,7 @@ Result<NodePod> readNodePod(const json& pod) {
     }
   }
   record.deleting = at(pod, {"metadata", "deletionTimestamp"}) != nullptr;
+  record.staticUid = text(at(pod, {"metadata", "annotations", kMirrorAnnotation}));
   if (const json* annotations = at(pod, {"metadata", "annotations"});
       annotations != nullptr && annotations->is_object()) {
     for (const auto& [key, value] : annotations->items()) {

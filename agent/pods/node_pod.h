@@ -14,6 +14,9 @@ namespace hostport::agent::pods {
 
 struct NodePod {
   std::string uid;
+  /// A static pod's mirror in the API has a UID of its own; its sandbox carries the static pod's
+  /// (the kubelet's hash of the manifest, kubernetes.io/config.mirror). Empty for other pods.
+  std::string staticUid;
   std::string namespaceName;
   std::string name;
   /// The hostport.io/ annotations the pod's author wrote (ports, pool, sticky, ...); the ones the
@@ -30,6 +33,8 @@ struct NodePod {
   /// Ended for good: Succeeded or Failed, whose ports are free again.
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
   std::string describe() const { return namespaceName + "/" + name; }
+  /// The UID the pod's sandbox carries (CNI's K8S_POD_UID, the lease's pod.uid).
+  const std::string& sandboxUid() const { return staticUid.empty() ? uid : staticUid; }
   friend bool operator==(const NodePod&, const NodePod&) = default;
 };
 

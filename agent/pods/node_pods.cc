@@ -12,7 +12,9 @@ std::optional<PodChange> NodePods::set(const std::string& uid, std::optional<Nod
   std::optional<NodePod> before;
   if (found != pods_.end()) before = found->second;
   if (before == after) return std::nullopt;
+  if (before && !before->staticUid.empty()) byStaticUid_.erase(before->staticUid);
   if (after) {
+    if (!after->staticUid.empty()) byStaticUid_.insert_or_assign(after->staticUid, uid);
     pods_.insert_or_assign(uid, *after);
   } else {
     pods_.erase(found);
@@ -49,6 +51,7 @@ void NodePods::replace(const std::vector<nlohmann::json>& pods) {
       if (auto change = set(uid, std::move(pod))) changes.push_back(std::move(*change));
     }
     synced_ = true;
+    listedFrom_ = listing_;
   }
   tell(changes);
   for (const auto& listener : listListeners_) listener();
@@ -86,6 +89,21 @@ std::optional<NodePod> NodePods::byUid(std::string_view uid) const {
   const auto found = pods_.find(uid);
   if (found == pods_.end()) return std::nullopt;
   return found->second;
+}
+
+bool NodePods::hasSandboxUid(std::string_view uid) const {
+  std::lock_guard lock(mutex_);
+  return pods_.contains(uid) || byStaticUid_.contains(uid);
+}
+
+void NodePods::listing() {
+  std::lock_guard lock(mutex_);
+  listing_ = std::chrono::steady_clock::now();
+}
+
+std::optional<std::chrono::steady_clock::time_point> NodePods::listedFrom() const {
+  std::lock_guard lock(mutex_);
+  return listedFrom_;
 }
 
 std::vector<NodePod> NodePods::all() const {

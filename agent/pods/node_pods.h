@@ -5,6 +5,7 @@
 // comes, changes in what the agent reads, or goes. A write that changes nothing the agent reads
 // (a status update, the agent's own annotations) is no change.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -40,6 +41,14 @@ class NodePods {
   void remove(const nlohmann::json& pod);
 
   std::optional<NodePod> byUid(std::string_view uid) const;
+  /// Whether a pod whose sandbox carries `uid` is here: its UID, or a static pod's (NodePod::
+  /// sandboxUid()).
+  bool hasSandboxUid(std::string_view uid) const;
+  /// The informer starts a list: what it brings is the node's pods at this moment or later.
+  void listing();
+  /// When the list the view was built from started (the view is at least that new, the watch
+  /// keeping it so); nullopt before the first list.
+  std::optional<std::chrono::steady_clock::time_point> listedFrom() const;
   std::vector<NodePod> all() const;
   std::size_t size() const;
   /// Whether a list has come: before it, the agent knows no pod and judges none.
@@ -56,6 +65,10 @@ class NodePods {
 
   mutable std::mutex mutex_;
   std::map<std::string, NodePod, std::less<>> pods_;
+  std::map<std::string, std::string, std::less<>>
+      byStaticUid_;  // a static pod's UID -> its mirror's
+  std::optional<std::chrono::steady_clock::time_point> listing_;
+  std::optional<std::chrono::steady_clock::time_point> listedFrom_;
   std::vector<Listener> listeners_;
   std::vector<std::function<void()>> listListeners_;
   bool synced_ = false;

@@ -362,13 +362,15 @@ std::map<std::string, std::string> FakeKubeApiServer::inClusterEnvironment() con
 }
 
 json FakeKubeApiServer::putPod(std::string_view ns, std::string_view name, std::string_view uid,
-                               const std::map<std::string, std::string>& annotations) {
+                               const std::map<std::string, std::string>& annotations,
+                               std::string_view node) {
   json pod = {{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata", {{"uid", uid}}},
               {"spec", {{"containers", json::array({{{"name", "main"}, {"image", "busybox"}}})}}},
               {"status", {{"phase", "Running"}}}};
   if (!annotations.empty()) pod["metadata"]["annotations"] = annotations;
+  if (!node.empty()) pod["spec"]["nodeName"] = node;
   auto stored = putObject("/api/v1/namespaces/" + std::string(ns) + "/pods/" + std::string(name),
                           std::move(pod));
   return stored ? *stored : json();

@@ -159,9 +159,10 @@ class FakeKubeApiServer {
 
   // --- Objects ---
   /// Stores a Pod (phase Running) at /api/v1/namespaces/{ns}/pods/{name}, replacing one of that
-  /// name; uid "" takes a fresh one. Returns the stored object.
+  /// name; uid "" takes a fresh one; on Node `node` when one is given. Returns the stored object.
   nlohmann::json putPod(std::string_view ns, std::string_view name, std::string_view uid = "",
-                        const std::map<std::string, std::string>& annotations = {});
+                        const std::map<std::string, std::string>& annotations = {},
+                        std::string_view node = "");
   /// Stores a Node at /api/v1/nodes/{name}, with empty capacity and allocatable.
   nlohmann::json putNode(std::string_view name, std::string_view uid = "");
   /// Stores any object at the path of an object (FakeKubeObjects::put).

@@ -4,7 +4,9 @@
 // owed across a SIGKILL, 429/500 storms under the configured QPS, the Node's capacity following a
 // host process, ADD going on while the API server does not answer, and the watch of the node's
 // own pods (issue 25): hostNetwork pods get their ports, and read them from the pod socket, known
-// by their cgroup (a real one, below a parent of the test's own).
+// by their cgroup (a real one, below a parent of the test's own); one publication per pod; Warning
+// Events; a lease whose pod the API deleted while its sandbox stays is released after the grace,
+// and one whose pod the watch cannot vouch for is kept.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -57,14 +59,15 @@ class AgentPublicationTest : public AgentPluginTest {
                              .extraArgs = {"--kubeconfig", kubeconfig_, "--node-name", kNode}}));
   }
 
-  /// A pod object for the pod the plugin is about to add, with the UID its ADD carries.
+  /// A pod object for the pod the plugin is about to add, with the UID its ADD carries, bound to
+  /// this node.
   Pod* podInCluster(const std::string& label) {
     auto pod = node().createPod(label);
     if (!pod) {
       ADD_FAILURE() << pod.error().message;
       return nullptr;
     }
-    api_->putPod(kNamespace, label, (*pod)->uid);
+    api_->putPod(kNamespace, label, (*pod)->uid, {}, kNode);
     return *pod;
   }
 
@@ -451,6 +454,57 @@ TEST_F(AgentPublicationTest, APodThatTakesMorePortsThanItRequestsGetsAWarningEve
   ASSERT_OK(api_->putObject(podPath("gs-3"), object));
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(eventsAbout("gs-3").size(), 1u);
+}
+
+TEST_F(AgentPublicationTest, ALeaseWhosePodTheApiDeletedIsReleasedAfterTheGraceWhileItsNetnsStays) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\nvanishedGraceSeconds: 1\n"));
+  ASSERT_TRUE(agent_->waitForLog("kube.watch_listed")) << agent_->describe();
+  Pod* pod = podInCluster("gs-4");
+  ASSERT_NE(pod, nullptr);
+  ASSERT_OK(node().add(*pod, withAgent("web=8080")));
+  ASSERT_TRUE(leaseOf(*pod).has_value());
+  // Being deleted, the pod still runs: its ports stay.
+  nlohmann::json terminating = *api_->object(podPath("gs-4"));
+  terminating["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z";
+  ASSERT_OK(api_->putObject(podPath("gs-4"), terminating));
+  std::this_thread::sleep_for(2500ms);  // past the grace
+  ASSERT_TRUE(leaseOf(*pod).has_value()) << agent_->describe();
+  // Gone from the API, no DEL (a kubelet that died), the sandbox's netns still there.
+  api_->deleteObject(podPath("gs-4"));
+  ASSERT_TRUE(waitUntil([&] { return !leaseOf(*pod).has_value(); })) << agent_->describe();
+  EXPECT_TRUE(agent_->waitForLog("alloc.pod_deleted")) << agent_->describe();
+  const std::string log = agent_->runLog();
+  EXPECT_THAT(log, HasSubstr("api=left_view"));
+  EXPECT_THAT(log, HasSubstr("netns=alive"));
+  EXPECT_THAT(log, HasSubstr("via=pod_gone"));
+}
+
+TEST_F(AgentPublicationTest, ALeaseWhosePodWasDeletedWhileTheAgentWasDownIsReleasedAfterTheList) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\nvanishedGraceSeconds: 1\n"));
+  Pod* pod = podInCluster("gs-5");
+  ASSERT_NE(pod, nullptr);
+  ASSERT_OK(node().add(*pod, withAgent("web=8080")));
+  ASSERT_OK(agent_->stop());
+  api_->deleteObject(podPath("gs-5"));
+  ASSERT_OK(agent_->restart());
+  ASSERT_TRUE(waitUntil([&] { return !leaseOf(*pod).has_value(); })) << agent_->describe();
+  EXPECT_THAT(agent_->runLog(), HasSubstr("api=not_listed"));
+}
+
+TEST_F(AgentPublicationTest, ALeaseWhosePodTheWatchHasNotSeenIsKept) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\nvanishedGraceSeconds: 1\n"));
+  ASSERT_TRUE(agent_->waitForLog("kube.watch_listed")) << agent_->describe();
+  // Granted after the last list, for a pod the watch has not brought (here: none in the API): no
+  // proof it was deleted, however long it lasts.
+  auto pod = node().createPod("gs-6");
+  ASSERT_OK(pod);
+  ASSERT_OK(node().add(**pod, withAgent("web=8080")));
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_TRUE(leaseOf(**pod).has_value()) << agent_->describe();
+  EXPECT_THAT(agent_->runLog(), Not(HasSubstr("alloc.pod_deleted")));
 }
 
 TEST_F(AgentPublicationTest, AHostNetworkLeaseWhosePodWentWhileTheAgentWasDownIsReleased) {

@@ -306,8 +306,14 @@ TEST_F(InformerTest, AnApiServerRefusingTheListIsRetriedWithBackoff) {
   start();
   ASSERT_TRUE(waitForNames({"a-0", "a-1", "a-2"}));
   EXPECT_EQ(view_.count(InformerNote::Kind::kFailed), 2u);
+  // Each try is told as it starts: what a list brings is the collection as of then, or later.
+  EXPECT_EQ(view_.count(InformerNote::Kind::kListing), 3u);
   std::lock_guard lock(view_.mutex);
-  EXPECT_THAT(view_.notes.front().cause, HasSubstr("HTTP 403"));
+  ASSERT_EQ(view_.notes.front().kind, InformerNote::Kind::kListing);
+  const auto failed =
+      std::ranges::find(view_.notes, InformerNote::Kind::kFailed, &InformerNote::kind);
+  ASSERT_NE(failed, view_.notes.end());
+  EXPECT_THAT(failed->cause, HasSubstr("HTTP 403"));
 }
 
 }  // namespace

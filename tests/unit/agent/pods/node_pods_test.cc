@@ -108,5 +108,32 @@ TEST(NodePodsTest, TellsWhatCameChangedAndWentAndNothingElse) {
   EXPECT_EQ(cache.size(), 1u);
 }
 
+TEST(NodePodsTest, AStaticPodIsKnownByTheUidItsSandboxCarries) {
+  NodePods cache;
+  json mirror = pod("u-mirror", "etcd-node-a");
+  mirror["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "6a0d3b4bb2e1b7f0";
+  cache.replace({mirror, pod("u-2", "b")});
+  EXPECT_EQ(cache.byUid("u-mirror")->sandboxUid(), "6a0d3b4bb2e1b7f0");
+  EXPECT_EQ(cache.byUid("u-2")->sandboxUid(), "u-2");
+  EXPECT_TRUE(cache.hasSandboxUid("6a0d3b4bb2e1b7f0"));
+  EXPECT_TRUE(cache.hasSandboxUid("u-2"));
+  EXPECT_FALSE(cache.hasSandboxUid("u-3"));
+  cache.remove(mirror);
+  EXPECT_FALSE(cache.hasSandboxUid("6a0d3b4bb2e1b7f0"));
+}
+
+TEST(NodePodsTest, TheViewIsAsNewAsTheStartOfTheListItCameFrom) {
+  NodePods cache;
+  EXPECT_FALSE(cache.listedFrom().has_value());
+  const auto before = std::chrono::steady_clock::now();
+  cache.listing();
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(cache.listedFrom().has_value()) << "a list begun is no view yet";
+  cache.replace({pod("u-1", "a")});
+  ASSERT_TRUE(cache.listedFrom().has_value());
+  EXPECT_GE(*cache.listedFrom(), before);
+  EXPECT_LE(*cache.listedFrom(), started);
+}
+
 }  // namespace
 }  // namespace hostport::agent::pods
