@@ -128,9 +128,7 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
   server->judge_ = std::make_unique<agent::core::Allocator>(std::move(judge));
   if (settings.tlsCertFile.empty()) {
     HOSTPORT_TRY(const auto cluster, clusterOf(settings));
-    kube::KubeClientOptions clientOptions;
-    clientOptions.qps = settings.apiQps;
-    clientOptions.burst = static_cast<int>(settings.apiBurst);
+    const auto clientOptions = kube::KubeClientOptions::paced(settings.apiQps, settings.apiBurst);
     HOSTPORT_TRY(server->client_,
                  kube::KubeClient::create(cluster, clientOptions, [raw = server.get()](auto until) {
                    return raw->waitUntil(until);

@@ -7,6 +7,9 @@
 namespace hostport::kube {
 namespace {
 
+/// A watch that ends sooner than this with no event is resumed only after a backoff.
+constexpr auto kShortWatch = std::chrono::seconds(1);
+
 using nlohmann::json;
 
 constexpr int kMaxDepth = 64;  // a Pod nests about 12 deep
@@ -60,10 +63,17 @@ void Informer::run() {
       attempt = 0;
     }
     std::string cause;
+    const auto began = Clock::now();
     switch (watch(cause)) {
       case WatchEnd::kResume:
-        if (watchEvents_ > 0) attempt = 0;
         tell({InformerNote::Kind::kWatchEnded, resourceVersion(), watchEvents_, cause, {}});
+        if (watchEvents_ > 0 || Clock::now() - began >= kShortWatch) {
+          attempt = 0;
+          break;
+        }
+        // Ended at once with nothing in it (a server or proxy closing every stream): resumed
+        // at once, that would be a hot loop. client-go backs such watches off too.
+        if (!pause(backoff_.delay(++attempt))) return;
         break;
       case WatchEnd::kRelist:
         ++relists_;

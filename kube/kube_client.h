@@ -31,6 +31,15 @@ struct KubeClientOptions {
   std::chrono::milliseconds timeout{10'000};  // one attempt, connect included
   int maxAttempts = 6;                        // then the caller's own retry (the outbox) takes over
   BackoffPolicy backoff;
+
+  /// The defaults, paced at `qps` requests a second in bursts of `burst` (the --kube-api-qps and
+  /// --kube-api-burst of the agent and the admission server).
+  static KubeClientOptions paced(uint32_t qps, uint32_t burst) {
+    KubeClientOptions options;
+    options.qps = qps;
+    options.burst = static_cast<int>(burst);
+    return options;
+  }
 };
 
 /// What one request came to after its retries: the last response the server gave.

@@ -46,9 +46,7 @@ Result<std::unique_ptr<PodWatch>> PodWatch::create(const kube::ClusterConfig& cl
                                                    service::Metrics& metrics) {
   std::unique_ptr<PodWatch> watch(new PodWatch());
   watch->node_ = node;
-  kube::KubeClientOptions clientOptions;
-  clientOptions.qps = config.apiQps;
-  clientOptions.burst = static_cast<int>(config.apiBurst);
+  const auto clientOptions = kube::KubeClientOptions::paced(config.apiQps, config.apiBurst);
   HOSTPORT_TRY(watch->client_,
                kube::KubeClient::create(cluster, clientOptions, [raw = watch.get()](auto until) {
                  return raw->waitUntil(until);

@@ -86,9 +86,7 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
         return response.status;
       });
   publish::Publisher& publisher = *publication->publisher_;
-  kube::KubeClientOptions clientOptions;
-  clientOptions.qps = config.apiQps;
-  clientOptions.burst = static_cast<int>(config.apiBurst);
+  const auto clientOptions = kube::KubeClientOptions::paced(config.apiQps, config.apiBurst);
   HOSTPORT_TRY(publication->client_,
                kube::KubeClient::create(cluster->config, clientOptions, [&publisher](auto until) {
                  return publisher.waitUntil(until);

@@ -110,7 +110,8 @@ class InformerTest : public ::testing::Test {
         .value();
   }
 
-  void start(InformerOptions options = {}) {
+  /// With `options.backoff` made short for the tests, unless `backoff` says otherwise.
+  void start(InformerOptions options = {}, std::optional<BackoffPolicy> backoff = std::nullopt) {
     auto path = api_->writeKubeconfig(dir_.path());
     ASSERT_OK(path);
     auto config = loadKubeconfig(path->string());
@@ -127,7 +128,7 @@ class InformerTest : public ::testing::Test {
     client_ = std::move(*client);
     options.collection = "/api/v1/pods";
     options.fieldSelector = "spec.nodeName=node-a";
-    options.backoff = {10ms, 100ms, 2.0};
+    options.backoff = backoff.value_or(BackoffPolicy{10ms, 100ms, 2.0});
     informer_ = std::make_unique<Informer>(*client_, options, view_.handlers());
     thread_ = std::thread([this] { informer_->run(); });
   }
@@ -314,6 +315,19 @@ TEST_F(InformerTest, AnApiServerRefusingTheListIsRetriedWithBackoff) {
       std::ranges::find(view_.notes, InformerNote::Kind::kFailed, &InformerNote::kind);
   ASSERT_NE(failed, view_.notes.end());
   EXPECT_THAT(failed->cause, HasSubstr("HTTP 403"));
+}
+
+TEST_F(InformerTest, WatchesAServerEndsAtOnceAreResumedWithBackoffNotInAHotLoop) {
+  InformerOptions options;
+  options.watchTimeout = 0s;  // the fake ends each watch as it starts, with nothing in it
+  start(options, BackoffPolicy{400ms, 800ms, 2.0});
+  ASSERT_TRUE(waitForNames({"a-0", "a-1", "a-2"}));
+  std::this_thread::sleep_for(1s);
+  // Backed off by up to 400 ms, then 800 (full jitter): about three in that second. Resumed at
+  // once, each as soon as the last ended: over twenty here.
+  EXPECT_LE(listsAndWatches().second, 12u);
+  EXPECT_GE(listsAndWatches().second, 2u);
+  EXPECT_EQ(listsAndWatches().first, 1u) << "resumed, never listed again";
 }
 
 }  // namespace
