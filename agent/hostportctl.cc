@@ -58,8 +58,10 @@ void printLeases(const std::vector<Lease>& leases, bool json) {
   for (const auto& lease : leases) {
     rows.push_back({lease.pod.namespaceName.empty() ? "-" : lease.pod.namespaceName,
                     lease.pod.name.empty() ? "-" : lease.pod.name,
-                    lease.key.containerId.substr(0, 12), lease.key.ifname,
-                    lease.pool.empty() ? "-" : lease.pool, portsColumn(lease)});
+                    // A hostNetwork pod has no container of its own: its key names the pod.
+                    lease.key.hostNetworkPodUid().empty() ? lease.key.containerId.substr(0, 12)
+                                                          : std::string("(hostNetwork)"),
+                    lease.key.ifname, lease.pool.empty() ? "-" : lease.pool, portsColumn(lease)});
   }
   printTable(rows);
 }

@@ -6,8 +6,10 @@
 #      hostportctl into build/ (HOSTPORT_BUILD_DIR overrides it);
 #   2. makes a "node" network namespace (a veth gives it the node IP 192.0.2.1) and an
 #      "outside" namespace (192.0.2.100) to play a client on the network;
-#   3. starts hostport-agent inside the node namespace, with a temporary state dir and socket
-#      and a pool of ten ports (30000-30009);
+#   3. starts a FAKE Kubernetes API server (the tests' fake-kube-apiserver: it stores objects and
+#      streams watches, nothing more) and hostport-agent inside the node namespace, with a
+#      temporary state dir and socket, a pool of ten ports (30000-30009), and the fake's
+#      kubeconfig, as the node "demo-node";
 #   4. starts a "host process" on the node's port 30000, then creates three "pods" (network
 #      namespaces) through the CNI chain a runtime would run: Debian's bridge plugin, then
 #      hostport, asking the agent for ports:
@@ -20,7 +22,12 @@
 #   7. fetches each pod's page through its host port from the node (node IP and 127.0.0.1)
 #      and from the outside namespace;
 #   8. deletes the pods (hostport DEL, then bridge DEL) and shows that the leases are gone;
-#   9. starts hostport-admission, the admission webhook, on the node with a certificate made
+#   9. creates a hostNetwork pod in the fake API server (hostport.io/ports: "web/tcp"): the agent
+#      sees it through its watch and leases a port; the pod's process, in the node namespace and
+#      in a cgroup named as the kubelet names the pod's (made below a parent of the demo's own),
+#      reads its port from the pod socket and serves on it, reached from outside; a node process
+#      is refused; the pod finishes and its port is released;
+#  10. starts hostport-admission, the admission webhook, on the node with a certificate made
 #      here (as cert-manager would give it) and the agent's pool, and sends it two
 #      AdmissionReviews over HTTPS as the API server would: a pod with a malformed
 #      hostport.io/ports is refused in the plugin's own words, another is completed with the
@@ -51,6 +58,7 @@ readonly OUTSIDE_IP="192.0.2.100"
 readonly POD_SUBNET="10.88.0.0/24"
 readonly NET_NAME="hostport-demo"
 readonly BRIDGE="hpdemo0"  # lives in the node namespace, so a fixed name cannot collide
+readonly NODE_NAME="demo-node"
 # shellcheck source=scripts/lib/cni.sh
 source "${REPO_ROOT}/scripts/lib/cni.sh"
 
@@ -63,6 +71,9 @@ readonly PODS=(pod-a pod-b pod-c)
 WORK=""
 AGENT_PID=""
 ADMISSION_PID=""
+FAKE_API_PID=""
+RELAY_PID=""    # the hostNetwork pod's process
+CGROUP_TOP=""   # the demo's own cgroup parent of the hostNetwork pod's cgroup
 HOST_PID=""  # a process "on the node" that holds the pool's first port
 SOCKET=""
 CONFLIST=""  # bridge -> hostport, as a runtime would read it from /etc/cni/net.d
@@ -75,6 +86,7 @@ DO_BUILD=1
 PLUGIN=""
 AGENT_BIN=""
 CTL_BIN=""
+FAKE_API_BIN=""
 
 # --- output ------------------------------------------------------------------------------
 
@@ -84,7 +96,7 @@ else
   BOLD="" DIM="" GREEN="" RED="" RESET=""
 fi
 STEP=0
-readonly STEPS=11
+readonly STEPS=13
 
 section() {
   STEP=$((STEP + 1))
@@ -146,6 +158,12 @@ cleanup() {
     fi
   done
   stop_pid "$HOST_PID"
+  stop_pid "$RELAY_PID"
+  if [[ -n "$CGROUP_TOP" && -d "$CGROUP_TOP" ]]; then
+    # Deepest first; empty once the relay is gone.
+    find "$CGROUP_TOP" -depth -type d -exec rmdir {} + 2>/dev/null
+    [[ -d "$CGROUP_TOP" ]] || say "  removed cgroup $CGROUP_TOP"
+  fi
   if [[ -n "$AGENT_PID" ]]; then
     stop_pid "$AGENT_PID"
     say "  stopped hostport-agent (pid $AGENT_PID)"
@@ -153,6 +171,10 @@ cleanup() {
   if [[ -n "$ADMISSION_PID" ]]; then
     stop_pid "$ADMISSION_PID"
     say "  stopped hostport-admission (pid $ADMISSION_PID)"
+  fi
+  if [[ -n "$FAKE_API_PID" ]]; then
+    stop_pid "$FAKE_API_PID"
+    say "  stopped the fake API server (pid $FAKE_API_PID)"
   fi
   # Deleting the namespaces takes everything in them along: the pods' veths, the bridge, the
   # node's nft table and sysctls. Deepest first: pods, then the outside and the node.
@@ -195,7 +217,7 @@ build() {
     show cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ||
       die "cmake configure failed"
     show cmake --build "$BUILD_DIR" -j"$JOBS" --target hostport hostport-agent hostportctl \
-      hostport-admission || die "build failed"
+      hostport-admission fake-kube-apiserver || die "build failed"
   else
     say "  --no-build: using the binaries in $BUILD_DIR"
   fi
@@ -203,8 +225,9 @@ build() {
   AGENT_BIN="$BUILD_DIR/agent/hostport-agent"
   CTL_BIN="$BUILD_DIR/agent/hostportctl"
   ADMISSION_BIN="$BUILD_DIR/admission/hostport-admission"
+  FAKE_API_BIN="$BUILD_DIR/tests/fakes/fake-kube-apiserver"
   local bin
-  for bin in "$PLUGIN" "$AGENT_BIN" "$CTL_BIN" "$ADMISSION_BIN"; do
+  for bin in "$PLUGIN" "$AGENT_BIN" "$CTL_BIN" "$ADMISSION_BIN" "$FAKE_API_BIN"; do
     [[ -x "$bin" ]] || die "missing $bin (run without --no-build)"
   done
   local tool
@@ -241,6 +264,41 @@ make_node() {
   ok "outside netns  $OUTSIDE_NS  (client IP $OUTSIDE_IP on hpd1)"
 }
 
+# The tests' FAKE Kubernetes API server, in the node netns: the agent's cluster for this demo.
+start_fake_api() {
+  section "a FAKE Kubernetes API server"
+  why "There is no cluster here, so the agent's cluster is the tests' fake API server: it stores"
+  why "the objects it is sent and streams watches over HTTPS as a real one does, and nothing"
+  why "more (no scheduler, no kubelet). The agent publishes ports to it and watches its pods."
+  mkdir -p "$WORK/api"
+  ip netns exec "$NODE_NS" "$FAKE_API_BIN" --dir "$WORK/api" --node "$NODE_NAME" \
+    >"$WORK/api.log" 2>&1 &
+  FAKE_API_PID=$!
+  local try
+  for try in $(seq 1 100); do
+    [[ -e "$WORK/api/ready" ]] && break
+    kill -0 "$FAKE_API_PID" 2>/dev/null || break
+    : "$try"
+    sleep 0.1
+  done
+  [[ -e "$WORK/api/ready" ]] || {
+    indent <"$WORK/api.log" >&2
+    die "the fake API server did not start"
+  }
+  ok "fake API server pid $FAKE_API_PID at $(cat "$WORK/api/url") with Node $NODE_NAME"
+}
+
+# api METHOD PATH [BODY [CONTENT_TYPE]]: one request to the fake API server, as kubectl would send
+# it (its CA, its token), from the node netns.
+api() {
+  local args=(-sS --max-time 5 --cacert "$WORK/api/ca.crt"
+    -H "Authorization: Bearer $(cat "$WORK/api/token")" -X "$1")
+  if (($# > 2)); then
+    args+=(-H "Content-Type: ${4:-application/json}" --data-binary "$3")
+  fi
+  ip netns exec "$NODE_NS" curl "${args[@]}" "$(cat "$WORK/api/url")$2"
+}
+
 start_agent() {
   section "hostport-agent on the node"
   why "The agent owns the node's port pool. It checks each port against the node's live"
@@ -248,13 +306,13 @@ start_agent() {
   why "hostportctl on a Unix socket. Here: state and socket in a temp dir, pool $POOL_RANGE."
   SOCKET="$WORK/agent.sock"
   mkdir -p "$WORK/state"
-  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --pod-socket %s --release-spool %s --port-range %s --chain-cni false%s\n' \
-    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$WORK/pod/pod.sock" "$WORK/released" "$POOL_RANGE" "$RESET"
+  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --pod-socket %s --release-spool %s --port-range %s --chain-cni false --kubeconfig %s --node-name %s%s\n' \
+    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$WORK/pod/pod.sock" "$WORK/released" "$POOL_RANGE" "$WORK/api/kubeconfig" "$NODE_NAME" "$RESET"
   # In the node netns, the agent's reserved-ports sysctl and socket checks are the node's. The
   # demo writes its own conflist: the agent must not edit this machine's /etc/cni/net.d.
   ip netns exec "$NODE_NS" "$AGENT_BIN" --state-dir "$WORK/state" --socket "$SOCKET" \
     --pod-socket "$WORK/pod/pod.sock" --release-spool "$WORK/released" --port-range "$POOL_RANGE" --log-level info \
-    --chain-cni false \
+    --chain-cni false --kubeconfig "$WORK/api/kubeconfig" --node-name "$NODE_NAME" \
     >"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
   local try
@@ -565,6 +623,114 @@ delete_pods() {
   fi
 }
 
+# The mount point of a cgroup hierarchy a process may join without settings: cgroup v2, else a
+# v1 one other than cpuset (whose cpus and mems must be set before a task joins).
+cgroup_hierarchy() {
+  awk '{ split($0, halves, " - "); split(halves[2], after, " ") }
+       after[1] == "cgroup2" { print $5; found = 1; exit }
+       after[1] == "cgroup" && after[3] !~ /cpuset/ && v1 == "" { v1 = $5 }
+       END { if (!found && v1 != "") print v1 }' /proc/self/mountinfo
+}
+
+# The hostNetwork pod of the fake API server, as long as the agent holds its lease: its lease
+# in `hostportctl get` (empty until then).
+relay_lease() { ctl get "$POD_NAMESPACE/relay" --json 2>/dev/null || true; }
+
+host_network() {
+  section "a hostNetwork pod"
+  why "A pod on the node's own network gets no CNI ADD, so the agent learns of it from its"
+  why "watch of the node's pods and leases its ports by the pod's UID. Its hostport.io/ports"
+  why "names a port without a containerPort: its process binds the host port itself."
+  local pod uid lease port="" try
+  pod="$(jq -cn --arg node "$NODE_NAME" '{apiVersion: "v1", kind: "Pod",
+    metadata: {name: "relay", namespace: "demo", annotations: {"hostport.io/ports": "web/tcp"}},
+    spec: {nodeName: $node, hostNetwork: true, containers: [{name: "relay", image: "busybox"}]},
+    status: {phase: "Running"}}')"
+  # What `kubectl create -f -` sends, with the fake's CA and token.
+  printf '  %s$ curl --cacert %s -H "Authorization: Bearer ..." -X POST %s/api/v1/namespaces/%s/pods -d %s%s\n' \
+    "$DIM" "$WORK/api/ca.crt" "$(cat "$WORK/api/url")" "$POD_NAMESPACE" "'$pod'" "$RESET"
+  uid="$(api POST "/api/v1/namespaces/$POD_NAMESPACE/pods" "$pod" | jq -r '.metadata.uid // empty')"
+  [[ -n "$uid" ]] || die "the fake API server did not create the pod"
+  ok "pod $POD_NAMESPACE/relay created, uid $uid"
+  for try in $(seq 1 100); do
+    lease="$(relay_lease)"
+    [[ -n "$lease" ]] && break
+    : "$try"
+    sleep 0.1
+  done
+  [[ -n "$lease" ]] || die "the agent leased nothing for the hostNetwork pod (log: $WORK/agent.log)"
+  show "$CTL_BIN" --socket "$SOCKET" get "$POD_NAMESPACE/relay"
+  why "Published on the pod, as for any pod (the fake API server's copy):"
+  for try in $(seq 1 50); do
+    api GET "/api/v1/namespaces/$POD_NAMESPACE/pods/relay" |
+      jq -e '.metadata.annotations["hostport.io/allocated-web"]' >/dev/null 2>&1 && break
+    : "$try"
+    sleep 0.1
+  done
+  api GET "/api/v1/namespaces/$POD_NAMESPACE/pods/relay" | jq '.metadata.annotations' | indent
+  printf '\n'
+  why "The pod's process: in the node's network, and in a cgroup named as the kubelet names the"
+  why "pod's (systemd driver), made below a parent of the demo's own. The pod socket knows it by"
+  why "that cgroup, answers its port, and the process serves on it."
+  local hierarchy cgroup www="$WORK/www-relay"
+  hierarchy="$(cgroup_hierarchy)"
+  [[ -n "$hierarchy" ]] || die "no cgroup hierarchy is mounted"
+  CGROUP_TOP="$hierarchy/hostport-demo-$$"
+  cgroup="$CGROUP_TOP/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${uid//-/_}.slice/cri-containerd-relay.scope"
+  mkdir -p "$cgroup" || die "cannot make $cgroup"
+  say "    cgroup ${cgroup#"$hierarchy"}"
+  mkdir -p "$www"
+  printf 'hello from %s/relay (hostNetwork: on the node itself)\n' "$POD_NAMESPACE" >"$www/index.html"
+  # Into the cgroup first: `ip netns exec` mounts a sysfs of its own, without the cgroup mounts,
+  # and the cgroup stays the process's through the exec.
+  # shellcheck disable=SC2016 # expanded by the inner shells
+  sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' relay "$cgroup" \
+    ip netns exec "$NODE_NS" sh -c '
+      port=$(curl -sf --unix-socket "$1" "http://hostport/v1/self/ports/web?wait=10s") &&
+      echo "$port" > "$2" && exec /bin/busybox httpd -f -p "$port" -h "$3"' \
+    relay "$WORK/pod/pod.sock" "$WORK/relay.port" "$www" &
+  RELAY_PID=$!
+  for try in $(seq 1 100); do
+    [[ -s "$WORK/relay.port" ]] && break
+    kill -0 "$RELAY_PID" 2>/dev/null || break
+    : "$try"
+    sleep 0.1
+  done
+  port="$(cat "$WORK/relay.port" 2>/dev/null || true)"
+  if [[ -n "$port" && "$port" == "$(jq -r '.. | objects | select(.name == "web") | .hostPort' <<<"$lease" | head -1)" ]]; then
+    ok "the pod's process read its port from the pod socket: $port, and serves on it"
+  else
+    bad "the pod's process did not get its port from the pod socket (got '${port}')"
+  fi
+  if [[ -n "$port" ]]; then
+    fetch outside "$OUTSIDE_NS" "http://$NODE_IP:$port/" relay
+  fi
+  why "A node process in the same network is in no pod's cgroup: refused."
+  local refusal
+  refusal="$(ip netns exec "$NODE_NS" curl -s --unix-socket "$WORK/pod/pod.sock" http://hostport/v1/self)"
+  if [[ "$(jq -r .code <<<"$refusal" 2>/dev/null)" == "node_network" ]]; then
+    ok "node process: $(jq -r .message <<<"$refusal")"
+  else
+    bad "a node process was not refused: $refusal"
+  fi
+  printf '\n'
+  why "The pod finishes (its phase Succeeded, as the kubelet would report it): the port goes back."
+  stop_pid "$RELAY_PID"
+  RELAY_PID=""
+  api PATCH "/api/v1/namespaces/$POD_NAMESPACE/pods/relay/status" '{"status":{"phase":"Succeeded"}}' \
+    application/merge-patch+json >/dev/null || bad "the fake API server refused the status patch"
+  for try in $(seq 1 100); do
+    [[ -z "$(relay_lease)" ]] && break
+    : "$try"
+    sleep 0.1
+  done
+  if [[ -z "$(relay_lease)" ]]; then
+    ok "the hostNetwork pod's lease is released: $(grep -o 'alloc.released.*via=pod_gone' "$WORK/agent.log" | head -1)"
+  else
+    bad "the hostNetwork pod's lease outlived the pod"
+  fi
+}
+
 # review POD_JSON: an AdmissionReview v1 of a pod CREATE in namespace demo, as the API server
 # posts it to a webhook.
 review() {
@@ -655,6 +821,8 @@ summary() {
   done
   say ""
   say "  pod-d's claim of 8080 was refused (CNI error 101)."
+  say "  The hostNetwork pod relay got a port from the pool through the agent's watch, read it"
+  say "  from the pod socket by its cgroup, served on it, and gave it back when it finished."
   say "  The admission webhook refused pod-e's malformed annotation in the plugin's words and"
   say "  completed pod-f with its hostport.io/default request."
   say "  After a flushed map, every pod answered again: the agent restored its forwards."
@@ -687,6 +855,7 @@ main() {
   say "Work dir $WORK; everything is removed at exit."
   build
   make_node
+  start_fake_api
   start_agent
   create_pods
   show_leases
@@ -694,6 +863,7 @@ main() {
   traffic
   healing
   delete_pods
+  host_network
   admission
   summary
   ((FAILURES == 0)) || exit 1
