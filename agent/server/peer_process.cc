@@ -263,6 +263,10 @@ CallerKey ConnectionPeer::key() const {
   return callerKey(*netns, *namespaces);
 }
 
+std::string ConnectionPeer::pidText() const {
+  return process ? std::to_string(process->pid()) : "unknown";
+}
+
 ConnectionPeer ConnectionPeer::identify(int socketFd, const AgentNamespaces& agent) {
   auto process = PeerProcess::ofSocket(socketFd);
   if (!process) {

@@ -99,6 +99,8 @@ struct ConnectionPeer {
 
   /// What the per-caller connection cap counts for this caller (caller_identity.h).
   CallerKey key() const;
+  /// The caller's pid for a message or a log line; "unknown" when it was not identified.
+  std::string pidText() const;
 
   /// PeerProcess::ofSocket(), then its network namespace, who made its namespaces, and its pod.
   static ConnectionPeer identify(int socketFd, const AgentNamespaces& agent);

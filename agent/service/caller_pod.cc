@@ -11,10 +11,6 @@ namespace {
 using log::Component;
 using log::Level;
 
-std::string pidOf(const server::ConnectionPeer& peer) {
-  return peer.process ? std::to_string(peer.process->pid()) : "unknown";
-}
-
 std::string netnsText(const NetnsId& netns) { return "net:[" + std::to_string(netns.inode) + "]"; }
 
 /// The live leases of a sandbox's namespace, which must be the caller's pod's alone.
@@ -72,14 +68,14 @@ std::expected<CallerPod, Refusal> callerPod(const server::ConnectionPeer& peer,
   }
   if (!peer.podUid) {
     return std::unexpected(Refusal{
-        kUnidentified, "the caller (pid " + pidOf(peer) +
+        kUnidentified, "the caller (pid " + peer.pidText() +
                            ") is in the node's network namespace, and its cgroups, which tell a "
                            "hostNetwork pod from a node process, cannot be read: " +
                            peer.podUid.error().message});
   }
   if (!*peer.podUid) {
     return std::unexpected(Refusal{
-        kNodeNetwork, "the caller (pid " + pidOf(peer) +
+        kNodeNetwork, "the caller (pid " + peer.pidText() +
                           ") is in the node's network namespace and in no pod's cgroup: a node "
                           "process has no hostport lease; the pod socket answers pods only"});
   }

@@ -17,13 +17,9 @@ using api::HttpResponse;
 using log::Component;
 using log::Level;
 
-std::string pidText(const server::ConnectionPeer& peer) {
-  return peer.process ? std::to_string(peer.process->pid()) : "unknown";
-}
-
 HttpResponse refuse(const Refusal& refusal, const server::ConnectionPeer& peer) {
   log::event(Component::kServer, Level::kDebug, "server.pod_refused",
-             {{"code", refusal.code}, {"pid", pidText(peer)}, {"cause", refusal.message}});
+             {{"code", refusal.code}, {"pid", peer.pidText()}, {"cause", refusal.message}});
   return server::errorResponse(403, refusal.code, refusal.message);
 }
 
@@ -136,7 +132,7 @@ void PodHandlers::park(const server::HttpRequest& request, const std::string& po
   waiter->wait = wait;
   waiter->entry = waiters_.emplace(waitKeyOf(waiter->caller), waiter);
   log::event(Component::kServer, Level::kDebug, "server.pod_waiting",
-             {{"pid", pidText(*request.peer)},
+             {{"pid", request.peer->pidText()},
               {"caller", describe(waiter->caller)},
               {"wait_ms", wait.count()}});
   waiter->timer.expires_after(wait);
@@ -154,8 +150,9 @@ void PodHandlers::park(const server::HttpRequest& request, const std::string& po
       boost::asio::post(io_, [this, weak] {
         const auto waiter = weak.lock();
         if (!waiter || waiter->done) return;
-        log::event(Component::kServer, Level::kDebug, "server.pod_wait_abandoned",
-                   {{"pid", pidText(*waiter->request.peer)}, {"caller", describe(waiter->caller)}});
+        log::event(
+            Component::kServer, Level::kDebug, "server.pod_wait_abandoned",
+            {{"pid", waiter->request.peer->pidText()}, {"caller", describe(waiter->caller)}});
         finish(*waiter);
         waiter->respond(server::errorResponse(499, "client_gone", "the client closed"));
       });
@@ -195,7 +192,7 @@ bool PodHandlers::tryAnswer(const server::HttpRequest& request, const std::strin
   const server::ConnectionPeer& peer = *request.peer;
   if (auto unchanged = peer.process->checkUnchanged(); !unchanged) {
     log::event(Component::kServer, Level::kInfo, "server.pod_caller_gone",
-               {{"pid", pidText(peer)}, {"cause", unchanged.error().message}});
+               {{"pid", peer.pidText()}, {"cause", unchanged.error().message}});
     respond(server::errorResponse(
         403, kUnidentified, "the process that connected is gone: " + unchanged.error().message));
     return true;
