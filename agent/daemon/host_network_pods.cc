@@ -41,7 +41,7 @@ void HostNetworkPods::onChange(const pods::PodChange& change) {
                                  : change.after->deleting   ? "deleting"
                                  : change.after->finished() ? "finished"
                                                             : "not_asking";
-    release({AttachmentKey::ofHostNetworkPod(pod.uid)}, why);
+    release({AttachmentKey::ofHostNetworkPod(pod.sandboxUid())}, why);
   }
 }
 
@@ -50,7 +50,7 @@ void HostNetworkPods::sweep() {
   for (const Lease& held : service_.list("", "")) {
     const std::string_view uid = held.key.hostNetworkPodUid();
     if (uid.empty()) continue;
-    const auto pod = pods_.byUid(uid);
+    const auto pod = pods_.bySandboxUid(uid);
     if (!pod || !wantsHostPorts(*pod)) stale.push_back(held.key);
   }
   if (!stale.empty()) release(std::move(stale), "not_on_node");
@@ -62,7 +62,9 @@ void HostNetworkPods::lease(const pods::NodePod& pod) {
   auto asked = annotations::parsePortAnnotations(annotations, annotations::PodNetwork::kHost);
   if (!asked) return refused(pod, asked.error().message);
   AllocationRequest request;
-  request.key = AttachmentKey::ofHostNetworkPod(pod.uid);
+  // Keyed by the UID the pod's cgroup carries, which the pod socket reads (a static pod's is its
+  // manifest's hash); published with the API's.
+  request.key = AttachmentKey::ofHostNetworkPod(pod.sandboxUid());
   request.pod = {pod.namespaceName, pod.name, pod.uid};
   request.pool = std::move(asked->pool);
   request.dynamics = std::move(asked->dynamics);

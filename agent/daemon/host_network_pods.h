@@ -1,14 +1,14 @@
 #pragma once
 // Ports for hostNetwork pods (issue 25). No CNI ADD runs for a pod on the node's network, so the
 // pod watch is how the agent learns of one: a hostNetwork pod with hostport.io/ports gets a lease
-// keyed by its UID (AttachmentKey::ofHostNetworkPod()), asked as a CNI ADD asks (the pool's rules
-// and quotas, sticky memory, the host-socket check in the node's netns), with nothing forwarded:
-// the pod's process binds the host port itself. The publisher publishes it on the pod like any
-// other. The lease is released when the pod is deleted (or being deleted), leaves the node,
-// finishes (Succeeded, Failed), or stops asking; after each list, a lease whose pod the node no
-// longer has (deleted while nobody watched) is released too. Ports that cannot be granted are a
-// Warning Event on the pod (no sandbox failed, so the kubelet reports nothing), once for each
-// cause.
+// keyed by its UID (AttachmentKey::ofHostNetworkPod(); a static pod's, NodePod::sandboxUid()),
+// asked as a CNI ADD asks (the pool's rules and quotas, sticky memory, the host-socket check in the
+// node's netns), with nothing forwarded: the pod's process binds the host port itself. The
+// publisher publishes it on the pod like any other. The lease is released when the pod is deleted
+// (or being deleted), leaves the node, finishes (Succeeded, Failed), or stops asking; after each
+// list, a lease whose pod the node no longer has (deleted while nobody watched) is released too.
+// Ports that cannot be granted are a Warning Event on the pod (no sandbox failed, so the kubelet
+// reports nothing), once for each cause.
 //
 // Runs on the watch's thread (agent/pods/node_pods.h listeners); the service answers on the
 // store's thread, and the outcome is logged there.

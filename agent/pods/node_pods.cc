@@ -91,10 +91,18 @@ std::optional<NodePod> NodePods::byUid(std::string_view uid) const {
   return found->second;
 }
 
-bool NodePods::hasSandboxUid(std::string_view uid) const {
+std::optional<NodePod> NodePods::bySandboxUid(std::string_view uid) const {
   std::lock_guard lock(mutex_);
-  return pods_.contains(uid) || byStaticUid_.contains(uid);
+  auto found = pods_.find(uid);
+  if (found != pods_.end() && found->second.staticUid.empty()) return found->second;
+  const auto mirror = byStaticUid_.find(uid);
+  if (mirror == byStaticUid_.end()) return std::nullopt;
+  found = pods_.find(mirror->second);
+  if (found == pods_.end()) return std::nullopt;
+  return found->second;
 }
+
+bool NodePods::hasSandboxUid(std::string_view uid) const { return bySandboxUid(uid).has_value(); }
 
 void NodePods::listing() {
   std::lock_guard lock(mutex_);

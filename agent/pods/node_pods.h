@@ -41,8 +41,9 @@ class NodePods {
   void remove(const nlohmann::json& pod);
 
   std::optional<NodePod> byUid(std::string_view uid) const;
-  /// Whether a pod whose sandbox carries `uid` is here: its UID, or a static pod's (NodePod::
+  /// The pod whose sandbox and cgroup carry `uid`: its UID, or a static pod's (NodePod::
   /// sandboxUid()).
+  std::optional<NodePod> bySandboxUid(std::string_view uid) const;
   bool hasSandboxUid(std::string_view uid) const;
   /// The informer starts a list: what it brings is the node's pods at this moment or later.
   void listing();

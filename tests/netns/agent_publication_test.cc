@@ -578,6 +578,34 @@ TEST_F(AgentPublicationTest, AHostNetworkPodReadsItsPortsFromThePodSocketByItsCg
   EXPECT_THAT(none.body, Not(HasSubstr("relay-")));
 }
 
+TEST_F(AgentPublicationTest, AStaticHostNetworkPodIsKnownByTheUidItsCgroupCarries) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
+  // A static pod's cgroup and sandbox carry the kubelet's hash of its manifest; its mirror in the
+  // API has a UID of its own, and names the hash in kubernetes.io/config.mirror.
+  constexpr std::string_view kHash = "5b4e28ba2fa111d2883f0016d3cca427";
+  ASSERT_OK(api_->putObject(
+      podPath("relay-static"),
+      {{"apiVersion", "v1"},
+       {"kind", "Pod"},
+       {"metadata",
+        {{"uid", "uid-mirror"},
+         {"annotations",
+          {{"hostport.io/ports", "game/udp"}, {"kubernetes.io/config.mirror", kHash}}}}},
+       {"spec",
+        {{"nodeName", kNode}, {"hostNetwork", true}, {"containers", nlohmann::json::array()}}},
+       {"status", {{"phase", "Running"}}}}));
+  const auto lease = hostNetworkLease(std::string(kHash));
+  ASSERT_TRUE(lease.has_value()) << agent_->describe();
+  EXPECT_EQ(lease->pod.uid, "uid-mirror") << "published on the mirror, with its UID";
+  ASSERT_OK_AND_ASSIGN(const PodCgroup cgroup, PodCgroup::create(kHash, CgroupDriver::kCgroupfs));
+  ASSERT_OK_AND_ASSIGN(const auto game,
+                       askAsHostNetwork(*agent_, nodeNetns(), &cgroup, "/v1/self/ports/game"));
+  EXPECT_EQ(game.status, 200u) << game.body;
+  EXPECT_EQ(game.body, std::to_string(lease->ports[0].hostPort) + "\n");
+  EXPECT_FALSE(annotationsOnceSet("relay-static", "hostport.io/assigned").is_null());
+}
+
 TEST_F(AgentPublicationTest, AHostNetworkPodThatAsksFirstIsAnsweredOnceTheWatchLeasesIt) {
   ASSERT_NO_FATAL_FAILURE(startApiServer());
   ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));

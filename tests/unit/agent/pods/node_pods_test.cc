@@ -116,6 +116,8 @@ TEST(NodePodsTest, AStaticPodIsKnownByTheUidItsSandboxCarries) {
   EXPECT_EQ(cache.byUid("u-mirror")->sandboxUid(), "6a0d3b4bb2e1b7f0");
   EXPECT_EQ(cache.byUid("u-2")->sandboxUid(), "u-2");
   EXPECT_TRUE(cache.hasSandboxUid("6a0d3b4bb2e1b7f0"));
+  EXPECT_EQ(cache.bySandboxUid("6a0d3b4bb2e1b7f0")->name, "etcd-node-a");
+  EXPECT_FALSE(cache.hasSandboxUid("u-mirror")) << "no sandbox carries the mirror's own UID";
   EXPECT_TRUE(cache.hasSandboxUid("u-2"));
   EXPECT_FALSE(cache.hasSandboxUid("u-3"));
   cache.remove(mirror);
