@@ -427,9 +427,11 @@ TEST_F(AgentPublicationTest, AHostNetworkPodThePoolCannotServeGetsAWarningEvent)
 TEST_F(AgentPublicationTest, APodThatTakesMorePortsThanItRequestsGetsAWarningEventOnce) {
   ASSERT_NO_FATAL_FAILURE(startApiServer());
   ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));
-  Pod* pod = podInCluster("gs-3");
-  ASSERT_NE(pod, nullptr);
-  // On this node, asking one port of the default pool where it takes two.
+  // Created with its request (a pod's resources are set at creation): on this node, asking one
+  // port of the default pool where it takes two.
+  auto created = node().createPod("gs-3");
+  ASSERT_OK(created);
+  Pod* pod = *created;
   nlohmann::json object = {{"apiVersion", "v1"},
                            {"kind", "Pod"},
                            {"metadata", {{"uid", pod->uid}}},
