@@ -74,6 +74,11 @@ class Daemon {
   std::unique_ptr<server::PodServer> podServer_;
   std::unique_ptr<Publication> publication_;
   ScopeExit<std::function<void()>> drainJournal_{[this] { store_.reset(); }};
+  // Declared after it, so it runs first: nothing asks the service for a lease while the journal
+  // drains, or after.
+  ScopeExit<std::function<void()>> stopWatching_{[this] {
+    if (publication_) publication_->stopWatching();
+  }};
   std::unique_ptr<service::Reconciler> reconciler_;
   std::atomic<bool> ready_{false};
   server::Router router_;

@@ -51,12 +51,13 @@ DeletedPodLeases::DeletedPodLeases(service::AgentService& service, pods::NodePod
   });
 }
 
-DeletedPodLeases::~DeletedPodLeases() {
-  if (thread_.joinable()) {
-    thread_.request_stop();
-    wake_.notify_all();
-    thread_.join();
-  }
+DeletedPodLeases::~DeletedPodLeases() { stop(); }
+
+void DeletedPodLeases::stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  wake_.notify_all();
+  thread_.join();
 }
 
 void DeletedPodLeases::start() {

@@ -47,6 +47,8 @@ class DeletedPodLeases {
   DeletedPodLeases& operator=(const DeletedPodLeases&) = delete;
 
   void start();
+  /// Stops the thread and joins it. Idempotent.
+  void stop();
   /// AgentService::watchLeases()' observers, from the store's thread.
   void granted(const Lease& lease);
   void released(const Lease& lease);

@@ -87,7 +87,7 @@ void PodWatch::start() {
              {{"node", node_}, {"selector", "spec.nodeName=" + node_}});
 }
 
-PodWatch::~PodWatch() {
+void PodWatch::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -96,6 +96,8 @@ PodWatch::~PodWatch() {
   if (informer_) informer_->stop();
   if (thread_.joinable()) thread_.join();
 }
+
+PodWatch::~PodWatch() { stop(); }
 
 bool PodWatch::waitUntil(std::chrono::steady_clock::time_point until) {
   std::unique_lock lock(mutex_);

@@ -32,6 +32,8 @@ class PodWatch {
   PodWatch(const PodWatch&) = delete;
   PodWatch& operator=(const PodWatch&) = delete;
   /// Stops the watch (a stream in progress is cancelled) and joins its thread.
+  /// Stops the watch and joins its thread; the view stays readable. Idempotent.
+  void stop();
   ~PodWatch();
 
   pods::NodePods& pods() { return pods_; }

@@ -38,6 +38,13 @@ class Publication {
   Publication& operator=(const Publication&) = delete;
   ~Publication() = default;
 
+  /// Stops the threads that ask the service for leases (the pod watch's, the deleted pods'),
+  /// keeping every object: the journal's last acknowledgements still reach the listeners.
+  void stopWatching() {
+    if (podWatch_) podWatch_->stop();
+    if (deletedPods_) deletedPods_->stop();
+  }
+
   /// This node's pods as the watch sees them; null with watchPods off.
   pods::NodePods* nodePods() { return podWatch_ ? &podWatch_->pods() : nullptr; }
 
