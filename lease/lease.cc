@@ -87,8 +87,8 @@ std::string PortGrant::str() const {
   const auto span = [this](uint16_t first) {
     return PortRange{first, static_cast<uint16_t>(first + count - 1)}.str();
   };
-  std::string host = hostIp ? describeEndpoint(*hostIp, hostPort) : span(hostPort);
-  if (hostIp && count > 1) host += "-" + std::to_string(hostPort + count - 1);
+  std::string host = hostIp ? describeEndpoint(*hostIp, hostPort) : hostPorts().str();
+  if (hostIp && count > 1) host += "-" + std::to_string(hostPorts().last);
   const std::string protocolText = "/" + std::string(protocolName(protocol));
   if (containerPort == 0) return host + protocolText;  // a hostNetwork pod's: forwarded nowhere
   return host + "->" + span(containerPort) + protocolText;

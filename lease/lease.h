@@ -138,6 +138,8 @@ struct PortGrant {
   /// for a hostNetwork pod's: the ports as an operator reads them (hostportctl, the agent's log),
   /// without the name.
   std::string str() const;
+  /// The host ports it holds, first to last: "30001", or "20000-20009" for a range.
+  PortRange hostPorts() const { return {hostPort, static_cast<uint16_t>(hostPort + count - 1)}; }
   friend bool operator==(const PortGrant&, const PortGrant&) = default;
 };
 

@@ -52,11 +52,7 @@ std::optional<PortGrant> namedPort(const std::vector<Lease>& leases, std::string
   return std::nullopt;
 }
 
-std::string portText(const PortGrant& grant) {
-  std::string text = std::to_string(grant.hostPort);
-  if (grant.count > 1) text += "-" + std::to_string(grant.hostPort + grant.count - 1);
-  return text + "\n";
-}
+std::string portText(const PortGrant& grant) { return grant.hostPorts().str() + "\n"; }
 
 std::string selfTarget(std::string_view portName, std::optional<std::chrono::seconds> wait) {
   std::string target(kSelfPath);

@@ -53,12 +53,6 @@ bool primaryFirst(const Lease* a, const Lease* b) {
   return a->key < b->key;
 }
 
-std::string rangeText(const PortGrant& grant) {
-  std::string value = std::to_string(grant.hostPort);
-  if (grant.count > 1) value += "-" + std::to_string(grant.hostPort + grant.count - 1);
-  return value;
-}
-
 }  // namespace
 
 std::string publicationPatch(std::span<const Lease> leases, const std::string& nodeName) {
@@ -78,7 +72,7 @@ std::string publicationPatch(std::span<const Lease> leases, const std::string& n
       if (grant.name.empty() || ports.contains(grant.name)) continue;
       ports[grant.name] = named[grant.name];
       annotations[std::string(annotations::kAllocatedAnnotationPrefix) + grant.name] =
-          rangeText(grant);
+          grant.hostPorts().str();
     }
     interfaces[lease->key.ifname] = std::move(named);
   }

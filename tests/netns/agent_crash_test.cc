@@ -213,9 +213,7 @@ std::string showPorts(const Lease& lease) {
   std::string out;
   for (const auto& grant : lease.ports) {
     if (!out.empty()) out += ",";
-    out += std::to_string(grant.hostPort);
-    if (grant.count > 1) out += "-" + std::to_string(grant.hostPort + grant.count - 1);
-    out += "/" + std::string(protocolName(grant.protocol));
+    out += grant.hostPorts().str() + "/" + std::string(protocolName(grant.protocol));
   }
   return "[" + out + "]";
 }
