@@ -10,9 +10,12 @@
 
 #include <cerrno>
 #include <charconv>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/server/pod_cgroup.h"
 
@@ -49,6 +52,29 @@ bool pidfdAlive(int pidfd) {
 struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
 };
+
+/// What the live `threads` of `process`, whose leader has exited, say through `read(thread)`
+/// (nullopt: that thread exited meanwhile). The kernel does not say which of them connected, so
+/// they must agree (`same`); kUnavailable when they do not, naming `what` ("cgroups"), or when
+/// none is left.
+template <typename T, typename Read, typename Same>
+Result<T> agreedByThreads(const std::vector<std::string>& threads, const std::string& process,
+                          const std::string& what, Read read, Same same) {
+  std::optional<T> chosen;
+  for (const std::string& thread : threads) {
+    HOSTPORT_TRY(std::optional<T> value, read(thread));
+    if (!value) continue;
+    if (!chosen) {
+      chosen = std::move(value);
+    } else if (!same(*chosen, *value)) {
+      return fail(ErrorCode::kUnavailable,
+                  process + " has exited its main thread and its other threads are in different " +
+                      what + ": which one connected is unknown");
+    }
+  }
+  if (!chosen) return fail(ErrorCode::kUnavailable, process + " has exited");
+  return std::move(*chosen);
+}
 
 bool isNumber(std::string_view text) {
   unsigned long value = 0;
@@ -184,25 +210,19 @@ Result<UniqueFd> PeerProcess::openNamespace(std::string_view kind) const {
                       error);
   }
   HOSTPORT_TRY(const auto threads, liveThreads());
-  UniqueFd chosen;
-  NamespaceId chosenId;
-  for (const std::string& thread : threads) {
-    UniqueFd namespaceFd(::openat(dir_.get(), (thread + "/" + link).c_str(), O_RDONLY | O_CLOEXEC));
-    if (!namespaceFd.valid()) continue;  // that thread exited meanwhile
-    HOSTPORT_TRY(const NamespaceId id, namespaceIdOf(namespaceFd.get()));
-    if (!chosen.valid()) {
-      chosen = std::move(namespaceFd);
-      chosenId = id;
-    } else if (id != chosenId) {
-      return fail(ErrorCode::kUnavailable,
-                  processName(pid_) +
-                      " has exited its main thread and its other threads are in "
-                      "different " +
-                      std::string(kind) + " namespaces: which one connected is unknown");
-    }
-  }
-  if (!chosen.valid()) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
-  return chosen;
+  using Opened = std::pair<UniqueFd, NamespaceId>;
+  HOSTPORT_TRY(
+      Opened opened,
+      agreedByThreads<Opened>(
+          threads, processName(pid_), std::string(kind) + " namespaces",
+          [&](const std::string& thread) -> Result<std::optional<Opened>> {
+            UniqueFd fd(::openat(dir_.get(), (thread + "/" + link).c_str(), O_RDONLY | O_CLOEXEC));
+            if (!fd.valid()) return std::nullopt;  // that thread exited meanwhile
+            HOSTPORT_TRY(const NamespaceId id, namespaceIdOf(fd.get()));
+            return Opened{std::move(fd), id};
+          },
+          [](const Opened& a, const Opened& b) { return a.second == b.second; }));
+  return std::move(opened.first);
 }
 
 Result<std::string> PeerProcess::readCgroups() const {
@@ -210,21 +230,14 @@ Result<std::string> PeerProcess::readCgroups() const {
   if (!leader.exited()) return readText("cgroup");
   // As openNamespace(): the live threads speak for an exited leader, and must agree.
   HOSTPORT_TRY(const auto threads, liveThreads());
-  std::optional<std::string> chosen;
-  for (const std::string& thread : threads) {
-    auto text = readText(thread + "/cgroup");
-    if (!text) continue;  // that thread exited meanwhile
-    if (!chosen) {
-      chosen = std::move(*text);
-    } else if (*text != *chosen) {
-      return fail(ErrorCode::kUnavailable,
-                  processName(pid_) +
-                      " has exited its main thread and its other threads are in different "
-                      "cgroups: which one connected is unknown");
-    }
-  }
-  if (!chosen) return fail(ErrorCode::kUnavailable, processName(pid_) + " has exited");
-  return std::move(*chosen);
+  return agreedByThreads<std::string>(
+      threads, processName(pid_), "cgroups",
+      [&](const std::string& thread) -> Result<std::optional<std::string>> {
+        auto text = readText(thread + "/cgroup");
+        if (!text) return std::nullopt;  // that thread exited meanwhile
+        return std::move(*text);
+      },
+      std::equal_to<>());
 }
 
 Result<void> PeerProcess::checkUnchanged() const {
