@@ -28,9 +28,12 @@ void HostNetworkPods::onChange(const pods::PodChange& change) {
   const bool wanted = change.before && wantsHostPorts(*change.before);
   const bool wants = change.after && wantsHostPorts(*change.after);
   if (wants) {
-    // A pod that came, or changed what it asks: ask again (the same ports come back while they
-    // are free: the allocator's answer to a key it holds is that lease).
-    lease(*change.after);
+    // A pod that came, or whose earlier ask was refused: ask. One that holds its lease keeps it,
+    // whatever it asks now (the allocator's answer to a key it holds is that lease), so asking
+    // again at each change (a phase, an annotation) would only write the journal again.
+    if (!service_.get(AttachmentKey::ofHostNetworkPod(change.after->sandboxUid()))) {
+      lease(*change.after);
+    }
   } else if (wanted) {
     const pods::NodePod& pod = *change.before;
     {

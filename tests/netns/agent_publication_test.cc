@@ -380,6 +380,22 @@ TEST_F(AgentPublicationTest, AHostNetworkPodGetsItsPortsLeasedPublishedAndReleas
   EXPECT_FALSE(assigned["ports"]["game"].contains("containerPort")) << assigned.dump();
   EXPECT_EQ(assigned["ports"]["rtp"]["count"], 4);
 
+  // A change the agent reads (its phase) asks nothing again: the lease is held. Another pod's
+  // grant, asked after it, shows the change was heard.
+  ASSERT_NO_FATAL_FAILURE(
+      putHostNetworkPod("relay-0", "uid-relay-0", "game/udp, rtp*4/udp", "Pending"));
+  ASSERT_NO_FATAL_FAILURE(putHostNetworkPod("relay-2", "uid-relay-2", "game/udp"));
+  // Grants are logged once durable, in the order asked: relay-2's comes after any of relay-0's.
+  ASSERT_TRUE(agent_->waitForLog("alloc.granted key=hostnetwork-uid-relay-2/"))
+      << agent_->describe();
+  const std::string log = agent_->runLog();
+  std::size_t grants = 0;
+  for (auto at = log.find("alloc.granted key=hostnetwork-uid-relay-0/"); at != std::string::npos;
+       at = log.find("alloc.granted key=hostnetwork-uid-relay-0/", at + 1)) {
+    ++grants;
+  }
+  EXPECT_EQ(grants, 1u) << log;
+
   // Finished: the ports are free again.
   ASSERT_NO_FATAL_FAILURE(
       putHostNetworkPod("relay-0", "uid-relay-0", "game/udp, rtp*4/udp", "Succeeded"));
