@@ -121,6 +121,25 @@ show() {
   return "${PIPESTATUS[0]}"
 }
 
+# poll TRIES [--while PID] COMMAND...: runs COMMAND every 0.1 s until it succeeds (0), or until
+# TRIES tries have failed or process PID (one we started) has exited (1).
+poll() {
+  local tries="$1" pid="" try
+  shift
+  if [[ "$1" == "--while" ]]; then
+    pid="$2"
+    shift 2
+  fi
+  for ((try = 0; try < tries; try++)); do
+    "$@" && return 0
+    [[ -z "$pid" ]] || kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+exited() { ! kill -0 "$1" 2>/dev/null; }
+
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
 }
@@ -129,15 +148,11 @@ usage() {
 
 # Stops one process we started: SIGTERM, then SIGKILL after ~5 s.
 stop_pid() {
-  local pid="$1" try
+  local pid="$1"
   [[ -n "$pid" ]] || return 0
   kill -0 "$pid" 2>/dev/null || return 0
   kill -TERM "$pid" 2>/dev/null || return 0
-  for try in $(seq 1 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    : "$try"
-    sleep 0.1
-  done
+  poll 50 exited "$pid" || true
   if kill -0 "$pid" 2>/dev/null; then
     kill -KILL "$pid" 2>/dev/null || true
   fi
@@ -274,14 +289,7 @@ start_fake_api() {
   ip netns exec "$NODE_NS" "$FAKE_API_BIN" --dir "$WORK/api" --node "$NODE_NAME" \
     >"$WORK/api.log" 2>&1 &
   FAKE_API_PID=$!
-  local try
-  for try in $(seq 1 100); do
-    [[ -e "$WORK/api/ready" ]] && break
-    kill -0 "$FAKE_API_PID" 2>/dev/null || break
-    : "$try"
-    sleep 0.1
-  done
-  [[ -e "$WORK/api/ready" ]] || {
+  poll 100 --while "$FAKE_API_PID" test -e "$WORK/api/ready" || {
     indent <"$WORK/api.log" >&2
     die "the fake API server did not start"
   }
@@ -315,22 +323,11 @@ start_agent() {
     --chain-cni false --kubeconfig "$WORK/api/kubeconfig" --node-name "$NODE_NAME" \
     >"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
-  local try
-  for try in $(seq 1 100); do
-    if ! kill -0 "$AGENT_PID" 2>/dev/null; then
-      indent <"$WORK/agent.log" >&2
-      die "hostport-agent exited at start (log above)"
-    fi
-    if [[ -S "$SOCKET" ]] && ctl pools >/dev/null 2>&1; then
-      break
-    fi
-    : "$try"
-    sleep 0.1
-  done
-  ctl pools >/dev/null 2>&1 || {
+  if ! poll 100 --while "$AGENT_PID" agent_answers; then
     indent <"$WORK/agent.log" >&2
+    exited "$AGENT_PID" && die "hostport-agent exited at start (log above)"
     die "hostport-agent did not answer on $SOCKET within 10 s"
-  }
+  fi
   ok "hostport-agent pid $AGENT_PID answers on $SOCKET"
   say "  its log so far:"
   indent <"$WORK/agent.log"
@@ -340,6 +337,8 @@ start_agent() {
 
 # hostportctl on our socket; `show` prints the whole command so it can be repeated.
 ctl() { "$CTL_BIN" --socket "$SOCKET" "$@"; }
+
+agent_answers() { [[ -S "$SOCKET" ]] && ctl pools >/dev/null 2>&1; }
 
 # cni VERB POD PLUGIN_PATH STDIN: runs one plugin the way a runtime does (env + stdin, in the
 # node netns) and prints its stdout; its stderr goes to the pod's log.
@@ -448,19 +447,15 @@ start_httpd() {
 # A process on the node that already listens on the pool's first port: the agent must see
 # it (sock_diag) and skip that port.
 start_host_process() {
-  local port="${POOL_RANGE%%-*}" try
+  local port="${POOL_RANGE%%-*}"
   mkdir -p "$WORK/www-host"
   printf 'hello from a process on the node\n' >"$WORK/www-host/index.html"
   ip netns exec "$NODE_NS" /bin/busybox httpd -f -p "$port" -h "$WORK/www-host" &
   HOST_PID=$!
-  for try in $(seq 1 50); do
-    if ip netns exec "$NODE_NS" curl -fsS --max-time 1 "http://127.0.0.1:$port/" >/dev/null 2>&1; then
-      ok "a host process (busybox httpd, pid $HOST_PID) listens on the node's port $port"
-      return 0
-    fi
-    : "$try"
-    sleep 0.1
-  done
+  if poll 50 ip netns exec "$NODE_NS" curl -fsS --max-time 1 "http://127.0.0.1:$port/" >/dev/null 2>&1; then
+    ok "a host process (busybox httpd, pid $HOST_PID) listens on the node's port $port"
+    return 0
+  fi
   die "the host process on port $port did not start"
 }
 
@@ -635,13 +630,19 @@ cgroup_hierarchy() {
 # The hostNetwork pod of the fake API server, as long as the agent holds its lease: its lease
 # in `hostportctl get` (empty until then).
 relay_lease() { ctl get "$POD_NAMESPACE/relay" --json 2>/dev/null || true; }
+relay_leased() { [[ -n "$(relay_lease)" ]]; }
+relay_released() { [[ -z "$(relay_lease)" ]]; }
+relay_published() {
+  api GET "/api/v1/namespaces/$POD_NAMESPACE/pods/relay" |
+    jq -e '.metadata.annotations["hostport.io/allocated-web"]' >/dev/null 2>&1
+}
 
 host_network() {
   section "a hostNetwork pod"
   why "A pod on the node's own network gets no CNI ADD, so the agent learns of it from its"
   why "watch of the node's pods and leases its ports by the pod's UID. Its hostport.io/ports"
   why "names a port without a containerPort: its process binds the host port itself."
-  local pod uid lease port="" try
+  local pod uid lease port=""
   pod="$(jq -cn --arg node "$NODE_NAME" '{apiVersion: "v1", kind: "Pod",
     metadata: {name: "relay", namespace: "demo", annotations: {"hostport.io/ports": "web/tcp"}},
     spec: {nodeName: $node, hostNetwork: true, containers: [{name: "relay", image: "busybox"}]},
@@ -652,21 +653,11 @@ host_network() {
   uid="$(api POST "/api/v1/namespaces/$POD_NAMESPACE/pods" "$pod" | jq -r '.metadata.uid // empty')"
   [[ -n "$uid" ]] || die "the fake API server did not create the pod"
   ok "pod $POD_NAMESPACE/relay created, uid $uid"
-  for try in $(seq 1 100); do
-    lease="$(relay_lease)"
-    [[ -n "$lease" ]] && break
-    : "$try"
-    sleep 0.1
-  done
-  [[ -n "$lease" ]] || die "the agent leased nothing for the hostNetwork pod (log: $WORK/agent.log)"
+  poll 100 relay_leased || die "the agent leased nothing for the hostNetwork pod (log: $WORK/agent.log)"
+  lease="$(relay_lease)"
   show "$CTL_BIN" --socket "$SOCKET" get "$POD_NAMESPACE/relay"
   why "Published on the pod, as for any pod (the fake API server's copy):"
-  for try in $(seq 1 50); do
-    api GET "/api/v1/namespaces/$POD_NAMESPACE/pods/relay" |
-      jq -e '.metadata.annotations["hostport.io/allocated-web"]' >/dev/null 2>&1 && break
-    : "$try"
-    sleep 0.1
-  done
+  poll 50 relay_published || true
   api GET "/api/v1/namespaces/$POD_NAMESPACE/pods/relay" | jq '.metadata.annotations' | indent
   printf '\n'
   why "The pod's process: in the node's network, and in a cgroup named as the kubelet names the"
@@ -690,12 +681,7 @@ host_network() {
       echo "$port" > "$2" && exec /bin/busybox httpd -f -p "$port" -h "$3"' \
     relay "$WORK/pod/pod.sock" "$WORK/relay.port" "$www" &
   RELAY_PID=$!
-  for try in $(seq 1 100); do
-    [[ -s "$WORK/relay.port" ]] && break
-    kill -0 "$RELAY_PID" 2>/dev/null || break
-    : "$try"
-    sleep 0.1
-  done
+  poll 100 --while "$RELAY_PID" test -s "$WORK/relay.port" || true
   port="$(cat "$WORK/relay.port" 2>/dev/null || true)"
   if [[ -n "$port" && "$port" == "$(jq -r '.. | objects | select(.name == "web") | .hostPort' <<<"$lease" | head -1)" ]]; then
     ok "the pod's process read its port from the pod socket: $port, and serves on it"
@@ -719,12 +705,7 @@ host_network() {
   RELAY_PID=""
   api PATCH "/api/v1/namespaces/$POD_NAMESPACE/pods/relay/status" '{"status":{"phase":"Succeeded"}}' \
     application/merge-patch+json >/dev/null || bad "the fake API server refused the status patch"
-  for try in $(seq 1 100); do
-    [[ -z "$(relay_lease)" ]] && break
-    : "$try"
-    sleep 0.1
-  done
-  if [[ -z "$(relay_lease)" ]]; then
+  if poll 100 relay_released; then
     ok "the hostNetwork pod's lease is released: $(grep -o 'alloc.released.*via=pod_gone' "$WORK/agent.log" | head -1)"
   else
     bad "the hostNetwork pod's lease outlived the pod"
@@ -749,6 +730,8 @@ webhook() {
     --data-binary "$2" "https://$ADMISSION_NAME:8443$1"
 }
 
+webhook_healthy() { webhook /healthz "" >/dev/null 2>&1; }
+
 admission() {
   section "the admission webhook"
   why "hostport-admission sees a pod with a hostport.io/ annotation when it is created, before"
@@ -756,7 +739,7 @@ admission() {
   why "scheduler for the pool's ports. Its certificate here is made with openssl, as"
   why "cert-manager would give it (in a cluster it can keep its own in a Secret)."
   ADMISSION_NAME="hostport-admission.hostport-system.svc"
-  local dir="$WORK/admission" try
+  local dir="$WORK/admission"
   mkdir -p "$dir"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
     -subj "/CN=demo CA" -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null ||
@@ -774,12 +757,10 @@ admission() {
     --tls-cert-file "$dir/tls.crt" --tls-key-file "$dir/tls.key" \
     --listen 127.0.0.1:8443 --metrics-address "" >"$WORK/admission.log" 2>&1 &
   ADMISSION_PID=$!
-  for try in $(seq 1 100); do
-    kill -0 "$ADMISSION_PID" 2>/dev/null || { indent <"$WORK/admission.log" >&2; die "hostport-admission exited at start (log above)"; }
-    webhook /healthz "" >/dev/null 2>&1 && break
-    : "$try"
-    sleep 0.1
-  done
+  if ! poll 100 --while "$ADMISSION_PID" webhook_healthy && exited "$ADMISSION_PID"; then
+    indent <"$WORK/admission.log" >&2
+    die "hostport-admission exited at start (log above)"
+  fi
   ok "hostport-admission pid $ADMISSION_PID answers on https://$ADMISSION_NAME:8443"
 
   local malformed answer message
