@@ -1,7 +1,9 @@
 #include "agent/api/pod_codec.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <set>
 
 #include "agent/api/json_codec.h"
 #include "agent/api/routes.h"
@@ -36,11 +38,14 @@ Result<std::chrono::milliseconds> parseWait(std::string_view text) {
 }
 
 nlohmann::json selfBody(const std::vector<Lease>& leases) {
+  return selfBody(leases.empty() ? PodIdentity{} : leases.front().pod, leases);
+}
+
+nlohmann::json selfBody(const PodIdentity& pod, const std::vector<Lease>& leases) {
   nlohmann::json ports = nlohmann::json::array();
   for (const Lease& lease : leases) {
     for (const PortGrant& grant : lease.ports) ports.push_back(toJson(grant));
   }
-  const PodIdentity pod = leases.empty() ? PodIdentity{} : leases.front().pod;
   return {{"namespace", pod.namespaceName}, {"name", pod.name}, {"ports", std::move(ports)}};
 }
 
@@ -54,11 +59,48 @@ std::optional<PortGrant> namedPort(const std::vector<Lease>& leases, std::string
 
 std::string portText(const PortGrant& grant) { return grant.hostPorts().str() + "\n"; }
 
-std::string selfTarget(std::string_view portName, std::optional<std::chrono::seconds> wait) {
-  std::string target(kSelfPath);
-  if (!portName.empty()) target = std::string(kSelfPortsPath) + "/" + percentEncode(portName);
+std::string envName(std::string_view name) {
+  std::string variable = "HOSTPORT_";
+  for (const char c : name) {
+    variable += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return variable;
+}
+
+std::string envText(const std::vector<Lease>& leases) {
+  std::string text;
+  std::set<std::string_view> written;
+  for (const Lease& lease : leases) {
+    for (const PortGrant& grant : lease.ports) {
+      if (grant.name.empty() || !written.insert(grant.name).second) continue;
+      const std::string variable = envName(grant.name);
+      const PortRange ports = grant.hostPorts();
+      text += variable + "=" + ports.str() + "\n";
+      if (grant.count > 1) {
+        text += variable + "_FIRST=" + std::to_string(ports.first) + "\n";
+        text += variable + "_LAST=" + std::to_string(ports.last) + "\n";
+      }
+    }
+  }
+  return text;
+}
+
+namespace {
+
+std::string withWait(std::string target, std::optional<std::chrono::seconds> wait) {
   if (wait) target += "?" + std::string(kWaitParameter) + "=" + std::to_string(wait->count()) + "s";
   return target;
+}
+
+}  // namespace
+
+std::string selfTarget(std::string_view portName, std::optional<std::chrono::seconds> wait) {
+  if (portName.empty()) return withWait(std::string(kSelfPath), wait);
+  return withWait(std::string(kSelfPortsPath) + "/" + percentEncode(portName), wait);
+}
+
+std::string selfEnvTarget(std::optional<std::chrono::seconds> wait) {
+  return withWait(std::string(kSelfEnvPath), wait);
 }
 
 }  // namespace hostport::agent::api

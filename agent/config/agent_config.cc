@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -269,6 +270,12 @@ Result<ChainCni> parseChainCni(std::string_view text) {
   return fail(ErrorCode::kInvalidArgument, quoteText(text) + " is not auto, true or false");
 }
 
+std::string nodeNameOf(const AgentConfig& config) {
+  if (!config.nodeName.empty()) return config.nodeName;
+  const char* env = std::getenv("NODE_NAME");
+  return env == nullptr ? std::string{} : std::string(env);
+}
+
 bool chainsCni(const AgentConfig& config, bool inCluster) {
   return config.chainCni == ChainCni::kOn || (config.chainCni == ChainCni::kAuto && inCluster);
 }
@@ -300,11 +307,18 @@ Result<void> finalizeConfig(AgentConfig& config) {
   }
   for (const auto& [key, dir] : {std::pair{"cniConfDir", &config.cniConfDir},
                                  {"cniBinDir", &config.cniBinDir},
-                                 {"procSysNet", &config.procSysNet}}) {
+                                 {"procSysNet", &config.procSysNet},
+                                 {"kubeletDir", &config.kubeletDir}}) {
     if (dir->empty() || dir->front() != '/') {
       return fail(ErrorCode::kInvalidArgument,
                   std::string(key) + ": " + quoteText(*dir) + " must be an absolute path");
     }
+  }
+  // Volumes' target paths are compared with it component by component (agent/csi/pod_volume.h).
+  if (std::filesystem::path(config.kubeletDir).lexically_normal() != config.kubeletDir) {
+    return fail(ErrorCode::kInvalidArgument,
+                "kubeletDir: " + quoteText(config.kubeletDir) +
+                    " must be a plain absolute path (no \".\", \"..\" or \"//\")");
   }
   if (auto level = log::parseLevel(config.logLevel); !level) {
     return withContext(level.error(), "logLevel");

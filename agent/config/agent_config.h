@@ -24,6 +24,7 @@ inline constexpr uint32_t kDefaultTableRepairSeconds = 30;
 inline constexpr uint32_t kDefaultVanishedGraceSeconds = 10;
 inline constexpr std::string_view kDefaultCniConfDir = "/etc/cni/net.d";
 inline constexpr std::string_view kDefaultCniBinDir = "/opt/cni/bin";
+inline constexpr std::string_view kDefaultKubeletDir = "/var/lib/kubelet";
 /// hostnet::kDefaultProcSysNet (config does not depend on hostnet; a unit test keeps them equal).
 inline constexpr std::string_view kDefaultProcSysNet = "/proc/sys/net";
 
@@ -88,7 +89,17 @@ struct AgentConfig {
   /// Watch this node's pods (issue 25): list and watch them (fieldSelector spec.nodeName), never
   /// on the ADD path. Off: the agent knows a pod only from its CNI requests.
   bool watchPods = true;
+  /// Serve the hostport.io CSI driver (issue 26, agent/csi): pods' ephemeral volumes that hold
+  /// their ports at their first start. Off by default for an agent started by hand; the DaemonSet
+  /// turns it on.
+  bool csiDriver = false;
+  /// The kubelet's root directory: the CSI and registration sockets go under it, and a volume's
+  /// target path must be in one of its pods' directories.
+  std::string kubeletDir = std::string(kDefaultKubeletDir);
 };
+
+/// This node's name: nodeName, or env NODE_NAME when it is empty; empty when neither says.
+std::string nodeNameOf(const AgentConfig& config);
 
 /// chainCni resolved: kAuto is on only when `inCluster` (the agent runs in a pod).
 bool chainsCni(const AgentConfig& config, bool inCluster);

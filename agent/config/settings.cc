@@ -119,6 +119,15 @@ const std::array kSettings = {
           "list and watch this node's pods in the cluster (needs pods list and watch in the "
           "agent's RBAC); never on the ADD path, which works with the API server down",
           Switch{&AgentConfig::watchPods}},
+  Setting{"csiDriver", "--csi-driver",
+          "serve the hostport.io CSI driver: a pod's ephemeral csi volume holds ports.json, "
+          "ports.env and its own pod.sock before its containers start (needs the kubelet's "
+          "plugins, plugins_registry and pods directories mounted)",
+          Switch{&AgentConfig::csiDriver}},
+  Setting{"kubeletDir", "--kubelet-dir",
+          "the kubelet's root directory: the CSI sockets go in its plugins/hostport.io and "
+          "plugins_registry, and volumes only in its pods/<uid>/volumes",
+          Text{&AgentConfig::kubeletDir}},
 };
 // clang-format on
 

@@ -1,6 +1,7 @@
 #include "agent/daemon/daemon.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "agent/daemon/recovery.h"
 #include "agent/log/event_log.h"
 #include "agent/service/api_handlers.h"
+#include "agent/service/caller_pod.h"
 #include "agent/service/netns_id.h"
 #include "agent/service/socket_probe.h"
 #include "common/heap.h"
@@ -126,6 +128,7 @@ Result<void> Daemon::startUp() {
                               .allowEmptyGc = config_.allowEmptyGc});
   // Before the control socket: a pod socket that cannot start stops the agent before any grant.
   HOSTPORT_TRY_VOID(servePods());
+  HOSTPORT_TRY_VOID(serveCsi());
   HOSTPORT_TRY(publication_, Publication::start(config_, *service_, metrics_));
   // Before the socket serves: release notes first. The table is brought to the leases by the
   // reconciler's first pass, on its own thread, while the socket serves.
@@ -154,7 +157,7 @@ Result<void> Daemon::startUp() {
 /// The pod socket (config.podSocketPath), on podIo_ and a thread of its own, or nothing when the
 /// path is empty. Grants reach its waiting requests from here on.
 Result<void> Daemon::servePods() {
-  if (config_.podSocketPath.empty()) return {};
+  if (config_.podSocketPath.empty() && !config_.csiDriver) return {};
   // A caller in the agent's own netns (hostNetwork, as the DaemonSet runs it) is on the node.
   podHandlers_ = std::make_unique<service::PodHandlers>(
       *service_, podIo_, service::netnsIdOf("/proc/self/ns/net").value_or(NetnsId{}));
@@ -165,6 +168,37 @@ Result<void> Daemon::servePods() {
   service_->watchLeases({.granted = [handlers = podHandlers_.get()](
                                         const Lease& lease) { handlers->leaseGranted(lease); },
                          .released = {}});
+  return {};
+}
+
+/// The hostport.io CSI driver (csi/csi_driver.h), or nothing when config.csiDriver is off. Its
+/// volumes' sockets are the pod server's; their files follow the pods' leases, written before a
+/// grant is answered.
+Result<void> Daemon::serveCsi() {
+  if (!config_.csiDriver) return {};
+  csi::CsiDriverOptions options;
+  options.kubeletDir = config_.kubeletDir;
+  options.stateDir = config_.stateDir;
+  options.nodeId = config::nodeNameOf(config_);
+  if (options.nodeId.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) options.nodeId = host;
+  }
+  HOSTPORT_TRY(csiDriver_,
+               csi::CsiDriver::start(
+                   [service = service_.get()](const std::string& uid) {
+                     return service::podLeases(*service, uid);
+                   },
+                   [server = podServer_.get()](const std::string& path, const std::string& uid) {
+                     return server->serveVolume(path, uid);
+                   },
+                   std::move(options)));
+  const auto changed = [driver = csiDriver_.get()](const Lease& lease) {
+    driver->leaseChanged(lease);
+  };
+  service_->watchLeases({.granted = changed, .released = changed, .grantedBeforeAnswer = true});
+  metrics_.addSource(
+      [driver = csiDriver_.get()](prometheus::TextWriter& out) { driver->writeMetrics(out); });
   return {};
 }
 

@@ -18,6 +18,7 @@
 #include "agent/config/command_line.h"
 #include "agent/config/config_reloader.h"
 #include "agent/config/config_watch.h"
+#include "agent/csi/csi_driver.h"
 #include "agent/daemon/lifecycle.h"
 #include "agent/daemon/publication.h"
 #include "agent/server/pod_server.h"
@@ -55,6 +56,7 @@ class Daemon {
   Daemon(config::AgentConfig config, config::CommandLine flags);
   Result<void> startUp();
   Result<void> servePods();
+  Result<void> serveCsi();
   Result<void> startReconciler();
   void serveMetrics();
   void watchConfig();
@@ -72,6 +74,9 @@ class Daemon {
   server::Router podRouter_;
   std::unique_ptr<service::PodHandlers> podHandlers_;
   std::unique_ptr<server::PodServer> podServer_;
+  // After the pod server, whose thread serves its volumes' sockets; before the drain, as it hears
+  // of grants until the journal has drained.
+  std::unique_ptr<csi::CsiDriver> csiDriver_;
   std::unique_ptr<Publication> publication_;
   ScopeExit<std::function<void()>> drainJournal_{[this] { store_.reset(); }};
   // Declared after it, so it runs first: nothing asks the service for a lease while the journal

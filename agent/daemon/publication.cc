@@ -38,8 +38,7 @@ std::optional<Cluster> clusterOf(const config::AgentConfig& config) {
       kube::findCluster(config.kubeconfig, [](const char* name) { return std::getenv(name); });
   if (!found) return off("no_usable_config", found.error().message);
   if (!*found) return off("not_in_a_cluster");
-  std::string node = config.nodeName;
-  if (node.empty() && std::getenv("NODE_NAME") != nullptr) node = std::getenv("NODE_NAME");
+  std::string node = config::nodeNameOf(config);
   if (node.empty()) return off("no_node_name", "set --node-name or env NODE_NAME");
   return Cluster{std::move(**found), std::move(node)};
 }

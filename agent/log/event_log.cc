@@ -18,9 +18,9 @@ namespace hostport::agent::log {
 namespace {
 
 constexpr std::array<Component, kComponentCount> kComponents = {
-    Component::kAgent,  Component::kAlloc, Component::kStore,
-    Component::kSocket, Component::kTable, Component::kServer,
-    Component::kCni,    Component::kKube,  Component::kAdmission};
+    Component::kAgent,     Component::kAlloc,  Component::kStore, Component::kSocket,
+    Component::kTable,     Component::kServer, Component::kCni,   Component::kKube,
+    Component::kAdmission, Component::kCsi};
 constexpr std::array<std::string_view, 5> kLevelNames = {"trace", "debug", "info", "warn", "error"};
 
 spdlog::level::level_enum spdlogLevel(Level level) {
@@ -202,6 +202,8 @@ std::string_view componentName(Component component) {
       return "kube";
     case Component::kAdmission:
       return "admission";
+    case Component::kCsi:
+      return "csi";
   }
   return "agent";
 }
@@ -225,8 +227,8 @@ namespace detail {
 // trace).
 constinit std::array<std::atomic<Level>, kComponentCount> componentLevels = {
     Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo,
-    Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo};
-static_assert(kComponentCount == 9, "one initializer per component above");
+    Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo, Level::kInfo};
+static_assert(kComponentCount == 10, "one initializer per component above");
 }  // namespace detail
 
 void configure(Options options) {

@@ -42,9 +42,10 @@ enum class Component : uint8_t {
   kCni,
   kKube,
   kAdmission,  // hostport-admission's own events (the webhook, its certificates)
+  kCsi,        // the hostport.io CSI driver: registration, volumes (agent/csi)
 };
-inline constexpr std::size_t kComponentCount = 9;
-/// "agent", "alloc", "store", "socket", "table", "server", "cni", "kube", "admission": the
+inline constexpr std::size_t kComponentCount = 10;
+/// "agent", "alloc", "store", "socket", "table", "server", "cni", "kube", "admission", "csi": the
 /// logger's name on each line.
 std::string_view componentName(Component component);
 

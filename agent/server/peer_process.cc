@@ -285,17 +285,19 @@ ConnectionPeer ConnectionPeer::identify(int socketFd, const AgentNamespaces& age
   if (!process) {
     const Error error = process.error();
     return {std::move(process), std::unexpected(error), std::unexpected(error),
-            std::unexpected(error)};
+            std::unexpected(error), std::nullopt};
   }
   Result<std::optional<std::string>> podUid = podOf(*process);
   auto netnsFd = process->openNamespace("net");
   if (!netnsFd) {
     const Error error = netnsFd.error();
-    return {std::move(process), std::unexpected(error), std::unexpected(error), std::move(podUid)};
+    return {std::move(process), std::unexpected(error), std::unexpected(error), std::move(podUid),
+            std::nullopt};
   }
   Result<NetnsId> netns = namespaceIdOf(netnsFd->get());
   Result<CallerNamespaces> namespaces = namespacesOf(*process, netnsFd->get(), agent);
-  return {std::move(process), std::move(netns), std::move(namespaces), std::move(podUid)};
+  return {std::move(process), std::move(netns), std::move(namespaces), std::move(podUid),
+          std::nullopt};
 }
 
 }  // namespace hostport::agent::server

@@ -96,6 +96,10 @@ struct ConnectionPeer {
   Result<CallerNamespaces> namespaces;  // who made them (caller_identity.h)
   /// The pod whose cgroup the caller is in (pod_cgroup.h); nullopt for a process in none.
   Result<std::optional<std::string>> podUid;
+  /// The pod whose CSI volume holds the socket the caller connected to (PodServer::serveVolume):
+  /// set by that socket's listener, from the volume's pod, never from anything the caller says;
+  /// nullopt on the pod socket.
+  std::optional<std::string> volumePod;
 
   /// What the per-caller connection cap counts for this caller (caller_identity.h).
   CallerKey key() const;

@@ -1,5 +1,8 @@
 #include "agent/server/pod_server.h"
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <future>
 #include <map>
 #include <mutex>
 
@@ -43,9 +46,12 @@ struct PodServer::State {
   State(boost::asio::io_context& io, std::size_t perCaller, AgentNamespaces agent)
       : io(io), counts(std::make_shared<CallerConnectionCount>(perCaller)), agent(agent) {}
 
-  /// ConnectionPeer::identify(), within the caller's cap; null over it.
-  std::shared_ptr<const ConnectionPeer> admit(int socketFd) {
+  /// ConnectionPeer::identify(), within the caller's cap; null over it. `volumePod`: the pod whose
+  /// volume holds the socket it reached.
+  std::shared_ptr<const ConnectionPeer> admit(int socketFd,
+                                              const std::optional<std::string>& volumePod) {
     auto peer = std::make_shared<ConnectionPeer>(ConnectionPeer::identify(socketFd, agent));
+    peer->volumePod = volumePod;
     const CallerKey caller = peer->key();
     if (!counts->tryEnter(caller)) {
       if (const auto shed = shedLog.admit(log::LineThrottle::Clock::now())) {
@@ -65,15 +71,65 @@ struct PodServer::State {
             }};
   }
 
+  /// The listener of `path`, made on the server's thread, as every listener is made and closed.
+  Result<std::unique_ptr<UnixHttpServer>> listen(const std::string& path,
+                                                 std::optional<std::string> volumePod) {
+    UnixListenOptions listenOptions;
+    listenOptions.lockDirectory = true;
+    listenOptions.directoryMode = 0755;  // pods mount the directory read-only and search it
+    listenOptions.admit = [this, volumePod = std::move(volumePod)](int socketFd) {
+      return admit(socketFd, volumePod);
+    };
+    return UnixHttpServer::listen(io, path, 0666, *router, limits, std::move(listenOptions));
+  }
+
   boost::asio::io_context& io;
+  const Router* router = nullptr;
+  ServerLimits limits;
   std::shared_ptr<CallerConnectionCount> counts;
   AgentNamespaces agent;
-  log::LineThrottle shedLog;  // the accept handler only
+  log::LineThrottle shedLog;  // the accept handlers only
   std::unique_ptr<UnixHttpServer> listener;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::thread thread;
 };
 
+namespace {
+
+/// Runs `work` on `io`'s thread and waits for it; inline once `io` has stopped (its thread is
+/// gone, and with it every other user of the listeners).
+template <typename Work>
+auto onServerThread(boost::asio::io_context& io, Work work) {
+  if (io.stopped()) return work();
+  std::packaged_task<decltype(work())()> task(std::move(work));
+  auto result = task.get_future();
+  boost::asio::post(io, [&task] { task(); });
+  return result.get();
+}
+
+}  // namespace
+
+struct VolumeSocket::Listener {
+  boost::asio::io_context& io;
+  std::unique_ptr<UnixHttpServer> server;
+};
+
+VolumeSocket::VolumeSocket(std::unique_ptr<Listener> listener) : listener_(std::move(listener)) {}
+
+VolumeSocket::~VolumeSocket() {
+  onServerThread(listener_->io, [this] { listener_->server.reset(); });
+}
+
 PodServer::PodServer(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Result<std::unique_ptr<VolumeSocket>> PodServer::serveVolume(const std::string& path,
+                                                             const std::string& podUid) {
+  HOSTPORT_TRY(auto server, onServerThread(state_->io, [&] {
+                 return state_->listen(path, std::optional<std::string>(podUid));
+               }));
+  return std::unique_ptr<VolumeSocket>(
+      new VolumeSocket(std::make_unique<VolumeSocket::Listener>(state_->io, std::move(server))));
+}
 
 PodServer::~PodServer() {
   state_->io.stop();
@@ -87,12 +143,13 @@ Result<std::unique_ptr<PodServer>> PodServer::start(boost::asio::io_context& io,
   auto agent = AgentNamespaces::ofThisProcess();
   if (!agent) return withContext(agent.error(), "cannot read the agent's own namespaces");
   auto state = std::make_unique<State>(io, options.maxConnectionsPerCaller, *agent);
-  UnixListenOptions listenOptions;
-  listenOptions.lockDirectory = true;
-  listenOptions.directoryMode = 0755;  // pods mount the directory read-only and search it
-  listenOptions.admit = [raw = state.get()](int socketFd) { return raw->admit(socketFd); };
-  HOSTPORT_TRY(state->listener, UnixHttpServer::listen(io, options.path, 0666, router,
-                                                       options.limits, std::move(listenOptions)));
+  state->router = &router;
+  state->limits = options.limits;
+  if (!options.path.empty()) {
+    HOSTPORT_TRY(state->listener, state->listen(options.path, std::nullopt));
+  }
+  // Kept running without a socket: volume sockets come and go on it.
+  state->work.emplace(io.get_executor());
   state->thread = std::thread([&io] { io.run(); });
   return std::unique_ptr<PodServer>(new PodServer(std::move(state)));
 }

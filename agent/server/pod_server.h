@@ -10,6 +10,10 @@
 // process's uid), so one pod cannot take the others' slots; maxConnections bounds them all. A
 // connection's slot is free as soon as its client closes it, even while a request of it waits
 // (the sessions watch the socket meanwhile).
+//
+// The same server serves each pod's own socket in its CSI volume (serveVolume(), agent/csi): the
+// same router, sessions and caps, on the same thread, with the caller's pod known from the socket
+// it reached (ConnectionPeer::volumePod).
 
 #include <boost/asio/io_context.hpp>
 #include <cstddef>
@@ -24,7 +28,7 @@
 namespace hostport::agent::server {
 
 struct PodServerOptions {
-  std::string path;  // the socket, alone in its directory
+  std::string path;  // the socket, alone in its directory; empty: volume sockets only
   /// A pod sends a GET: small bodies and headers, a short read deadline. A request may still be
   /// held by its handler (GET /v1/self?wait=) for up to a minute after it was read.
   ServerLimits limits{.maxBodyBytes = 4 << 10,
@@ -32,6 +36,21 @@ struct PodServerOptions {
                       .readTimeout = std::chrono::milliseconds{5'000},
                       .maxConnections = 512};
   std::size_t maxConnectionsPerCaller = 16;
+};
+
+/// A pod's own socket in its CSI volume (PodServer::serveVolume()). Destroyed, it stops accepting
+/// and its file is removed; connections already open end with their requests.
+class VolumeSocket {
+ public:
+  ~VolumeSocket();
+  VolumeSocket(const VolumeSocket&) = delete;
+  VolumeSocket& operator=(const VolumeSocket&) = delete;
+
+ private:
+  friend class PodServer;
+  struct Listener;
+  explicit VolumeSocket(std::unique_ptr<Listener> listener);
+  std::unique_ptr<Listener> listener_;
 };
 
 class PodServer {
@@ -43,6 +62,11 @@ class PodServer {
   /// last). Logs server.listening.
   static Result<std::unique_ptr<PodServer>> start(boost::asio::io_context& io, const Router& router,
                                                   PodServerOptions options);
+  /// Serves the router at `path`, a socket in the CSI volume of the pod `podUid` (its directory
+  /// made 0755, or checked, and locked, as the pod socket's), mode 0666: each caller is known as
+  /// that pod, and judged by the same caps. Every VolumeSocket is destroyed before the server.
+  Result<std::unique_ptr<VolumeSocket>> serveVolume(const std::string& path,
+                                                    const std::string& podUid);
   /// Stops `io`, joins the thread and closes the socket. Requests still held are dropped with
   /// `io`.
   ~PodServer();

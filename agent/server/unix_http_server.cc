@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <boost/asio/local/stream_protocol.hpp>
 #include <cerrno>
@@ -60,15 +61,26 @@ Result<std::unique_ptr<UnixHttpServer>> UnixHttpServer::listen(asio::io_context&
                                                                UnixListenOptions options) {
   HOSTPORT_TRY(UniqueFd directory, prepareSocketDirectory(std::filesystem::path(path).parent_path(),
                                                           options.directoryMode));
+  // The socket is bound through the directory checked and held open: the kernel resolves the
+  // directory prepareSocketDirectory() checked, not whatever the path names by then, and a path
+  // longer than sun_path's 108 bytes binds too (a CSI volume's, under the kubelet's pods).
+  UniqueFd held(::fcntl(directory.get(), F_DUPFD_CLOEXEC, 0));
+  if (!held.valid())
+    return failSystem(ErrorCode::kIo, "cannot hold " + path + "'s directory", errno);
   HOSTPORT_TRY(UniqueFd lock, lockSocketPath(path, std::move(directory), options.lockDirectory));
   ::unlink(path.c_str());  // stale: we hold the lock, so no live agent owns it
+  const std::string name = std::filesystem::path(path).filename().string();
+  const std::string bindPath = "/proc/self/fd/" + std::to_string(held.get()) + "/" + name;
 
   auto impl = std::make_unique<Impl>(io, router, limits);
   impl->admit = std::move(options.admit);
   beast::error_code ec;
   impl->acceptor.open(Protocol(), ec);
-  if (!ec) impl->acceptor.bind(Protocol::endpoint(path), ec);
-  if (!ec && ::chmod(path.c_str(), mode) != 0) {
+  if (!ec && bindPath.size() >= sizeof(sockaddr_un::sun_path)) {
+    ec = make_error_code(boost::system::errc::filename_too_long);
+  }
+  if (!ec) impl->acceptor.bind(Protocol::endpoint(bindPath), ec);
+  if (!ec && ::fchmodat(held.get(), name.c_str(), mode, 0) != 0) {
     return fail(ErrorCode::kIo, "cannot chmod " + path + ": " + std::strerror(errno));
   }
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);

@@ -100,9 +100,12 @@ void AgentService::allocate(const AllocationRequest& request,
           }
         }
         metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
+        for (const auto& observer : observers_) {
+          if (observer.granted && observer.grantedBeforeAnswer) observer.granted(lease);
+        }
         done(lease);
         for (const auto& observer : observers_) {
-          if (observer.granted) observer.granted(lease);
+          if (observer.granted && !observer.grantedBeforeAnswer) observer.granted(lease);
         }
         log::event(Component::kAlloc, Level::kInfo, "alloc.granted",
                    {keyField(lease.key),
@@ -421,6 +424,16 @@ std::vector<Lease> AgentService::leasesInNetns(const NetnsId& netns) const {
   std::lock_guard lock(mutex_);
   allocator_.forEachLease([&](const Lease& lease) {
     if (lease.netnsId == netns) out.push_back(lease);
+  });
+  return out;
+}
+
+std::vector<Lease> AgentService::leasesOfPod(std::string_view uid) const {
+  std::vector<Lease> out;
+  if (uid.empty()) return out;
+  std::lock_guard lock(mutex_);
+  allocator_.forEachLease([&](const Lease& lease) {
+    if (lease.pod.uid == uid || lease.key.hostNetworkPodUid() == uid) out.push_back(lease);
   });
   return out;
 }

@@ -84,12 +84,18 @@ class AgentService {
   /// the pod socket answers its caller with. Empty for an unknown NetnsId. A scan of every lease
   /// under the lock (no index by netns yet; docs/design.md, "The pod socket").
   std::vector<Lease> leasesInNetns(const NetnsId& netns) const;
+  /// The leases of the pod `uid`: those whose pod it is, and its hostNetwork lease (keyed by the
+  /// UID its cgroup carries). A scan of every lease under the lock, as leasesInNetns().
+  std::vector<Lease> leasesOfPod(std::string_view uid) const;
   /// Who hears of durable lease changes: `granted` with each lease once its grant is durable and
   /// its forwards installed, `released` once its release is durable; after the requester's
   /// answer, on the thread that completed it (the store's). Either may be empty.
   struct LeaseObserver {
     std::function<void(const Lease&)> granted;
     std::function<void(const Lease&)> released;
+    /// `granted` runs before the requester's answer, for what must be in place when the runtime
+    /// goes on (a pod's CSI volume files, which its containers read once ADD is answered).
+    bool grantedBeforeAnswer = false;
   };
   /// Added before the sockets serve (the pod socket's waiters, the cluster publisher): the list
   /// is read without the lock.

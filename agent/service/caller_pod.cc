@@ -48,11 +48,29 @@ std::expected<std::vector<Lease>, Refusal> sandboxLeases(const AgentService& ser
 
 }  // namespace
 
+std::vector<Lease> podLeases(const AgentService& service, const std::string& podUid) {
+  std::vector<Lease> leases = service.leasesOfPod(podUid);
+  std::erase_if(leases, [](const Lease& lease) {
+    return lease.netnsId.known() && netnsLiveness(sandboxOf(lease)) != NetnsLiveness::kAlive;
+  });
+  return leases;
+}
+
 std::expected<CallerPod, Refusal> callerPod(const server::ConnectionPeer& peer,
                                             const NetnsId& nodeNetns) {
   if (!peer.process) {
     return std::unexpected(Refusal{
         kUnidentified, "cannot identify the calling process: " + peer.process.error().message});
+  }
+  if (peer.volumePod) {
+    if (peer.podUid && *peer.podUid && **peer.podUid != *peer.volumePod) {
+      log::event(Component::kServer, Level::kWarn, "server.pod_identity_mismatch",
+                 {{"volume_pod", *peer.volumePod}, {"cgroup_pod", **peer.podUid}});
+      return std::unexpected(Refusal{kUnidentified, "the caller's cgroup is pod " + **peer.podUid +
+                                                        "'s, but the socket it called is in pod " +
+                                                        *peer.volumePod + "'s volume"});
+    }
+    return VolumeCaller{*peer.volumePod};
   }
   if (!peer.netns) {
     return std::unexpected(Refusal{
@@ -87,6 +105,9 @@ std::expected<std::vector<Lease>, Refusal> leasesOf(const AgentService& service,
   if (const auto* sandbox = std::get_if<SandboxCaller>(&caller)) {
     return sandboxLeases(service, *sandbox);
   }
+  if (const auto* volume = std::get_if<VolumeCaller>(&caller)) {
+    return podLeases(service, volume->podUid);
+  }
   const auto& pod = std::get<HostNetworkCaller>(caller);
   std::vector<Lease> leases;
   if (auto lease = service.get(AttachmentKey::ofHostNetworkPod(pod.podUid))) {
@@ -99,10 +120,17 @@ std::string describe(const CallerPod& caller) {
   if (const auto* sandbox = std::get_if<SandboxCaller>(&caller)) {
     return "network namespace " + netnsText(sandbox->netns);
   }
+  if (const auto* volume = std::get_if<VolumeCaller>(&caller)) {
+    return "pod " + volume->podUid + " (its hostport.io volume)";
+  }
   return "hostNetwork pod " + std::get<HostNetworkCaller>(caller).podUid;
 }
 
 std::string whyNoLease(const CallerPod& caller) {
+  if (std::holds_alternative<VolumeCaller>(caller)) {
+    return "no hostport lease is the caller's, " + describe(caller) +
+           ": the pod asks for no host ports, or its sandbox is not set up yet";
+  }
   if (std::holds_alternative<SandboxCaller>(caller)) {
     return "no hostport lease holds the caller's " + describe(caller) +
            ": the pod asked for no host ports, or its sandbox is not set up yet";

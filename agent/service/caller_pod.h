@@ -11,6 +11,10 @@
 //   reads the lease AttachmentKey::ofHostNetworkPod(U), which only the pod watch makes, for a
 //   hostNetwork pod of that UID on this node. A caller in no pod's cgroup is a node process, and
 //   is refused.
+// - A caller of the socket in pod U's CSI volume (agent/csi) is pod U: only U's containers mount
+//   the volume, and the node's root can reach everything anyway. It reads U's leases, whatever
+//   network it is in (a hostNetwork pod's volume works the same), unless its cgroup names another
+//   pod: a process that reached the socket some other way is refused.
 
 #include <expected>
 #include <optional>
@@ -45,7 +49,12 @@ struct HostNetworkCaller {
   std::string podUid;
 };
 
-using CallerPod = std::variant<SandboxCaller, HostNetworkCaller>;
+/// A pod known by the CSI volume whose socket it called.
+struct VolumeCaller {
+  std::string podUid;
+};
+
+using CallerPod = std::variant<SandboxCaller, HostNetworkCaller, VolumeCaller>;
 
 /// Which pod the caller at `peer` is; a Refusal when it could not be told or is no pod (a process
 /// in `nodeNetns` and in no pod's cgroup).
@@ -56,6 +65,10 @@ std::expected<CallerPod, Refusal> callerPod(const server::ConnectionPeer& peer,
 /// contradicts who the caller is (two pods' leases in one namespace, another pod's cgroup).
 std::expected<std::vector<Lease>, Refusal> leasesOf(const AgentService& service,
                                                     const CallerPod& caller);
+
+/// The live leases of the pod `podUid`: its sandboxes' whose netns path still names their
+/// namespace (one per interface), and its hostNetwork lease. What its CSI volume holds.
+std::vector<Lease> podLeases(const AgentService& service, const std::string& podUid);
 
 /// The caller in the words of a refusal: "network namespace net:[4026532001]" or "hostNetwork pod
 /// 1b4e28ba-...".

@@ -23,11 +23,12 @@ HttpResponse refuse(const Refusal& refusal, const server::ConnectionPeer& peer) 
   return server::errorResponse(403, refusal.code, refusal.message);
 }
 
-/// What a waiter waits for: a lease of its sandbox's netns, or its hostNetwork pod's lease.
+/// What a waiter waits for: a lease of its sandbox's netns, or a lease of its pod.
 PodHandlers::WaitKey waitKeyOf(const CallerPod& caller) {
   if (const auto* sandbox = std::get_if<SandboxCaller>(&caller)) {
     return std::pair(sandbox->netns.device, sandbox->netns.inode);
   }
+  if (const auto* volume = std::get_if<VolumeCaller>(&caller)) return volume->podUid;
   return std::get<HostNetworkCaller>(caller).podUid;
 }
 
@@ -53,7 +54,7 @@ std::string waitText(std::chrono::milliseconds wait) {
 struct PodHandlers::Waiter {
   Waiter(boost::asio::io_context& io, CallerPod caller) : caller(std::move(caller)), timer(io) {}
   server::HttpRequest request;
-  std::string portName;
+  Query query;
   server::Responder respond;
   CallerPod caller;
   std::chrono::milliseconds wait{0};
@@ -66,18 +67,23 @@ PodHandlers::PodHandlers(AgentService& service, boost::asio::io_context& io, Net
     : service_(service), io_(io), nodeNetns_(nodeNetns) {}
 
 void PodHandlers::registerRoutes(server::Router& router) {
-  const auto self = std::string(api::kSelfPath);
-  router.add("GET", self,
+  router.add("GET", std::string(api::kSelfPath),
              [this](const server::HttpRequest& request, const server::PathParams&,
                     server::Responder respond) { answer(request, {}, std::move(respond)); });
+  router.add("GET", std::string(api::kSelfEnvPath),
+             [this](const server::HttpRequest& request, const server::PathParams&,
+                    server::Responder respond) {
+               answer(request, {.kind = Query::Kind::kEnv}, std::move(respond));
+             });
   router.add("GET", std::string(api::kSelfPortsPath) + "/{name}",
              [this](const server::HttpRequest& request, const server::PathParams& params,
                     server::Responder respond) {
-               answer(request, params.at("name"), std::move(respond));
+               answer(request, {.kind = Query::Kind::kPort, .portName = params.at("name")},
+                      std::move(respond));
              });
 }
 
-void PodHandlers::answer(const server::HttpRequest& request, const std::string& portName,
+void PodHandlers::answer(const server::HttpRequest& request, Query query,
                          server::Responder respond) {
   std::chrono::milliseconds wait{0};
   for (const auto& [name, value] : request.query) {
@@ -97,7 +103,7 @@ void PodHandlers::answer(const server::HttpRequest& request, const std::string& 
   const server::ConnectionPeer& peer = *request.peer;
   auto caller = callerPod(peer, nodeNetns_);
   if (!caller) return respond(refuse(caller.error(), peer));
-  if (tryAnswer(request, portName, *caller, respond)) return;
+  if (tryAnswer(request, query, *caller, respond)) return;
   if (wait.count() == 0) {
     return respond(refuse({kNoLease, whyNoLease(*caller) + " (?wait=10s waits for it)"}, peer));
   }
@@ -119,15 +125,14 @@ void PodHandlers::answer(const server::HttpRequest& request, const std::string& 
                             peer));
     }
   }
-  park(request, portName, std::move(*caller), wait, std::move(respond));
+  park(request, std::move(query), std::move(*caller), wait, std::move(respond));
 }
 
-void PodHandlers::park(const server::HttpRequest& request, const std::string& portName,
-                       CallerPod caller, std::chrono::milliseconds wait,
-                       server::Responder respond) {
+void PodHandlers::park(const server::HttpRequest& request, Query query, CallerPod caller,
+                       std::chrono::milliseconds wait, server::Responder respond) {
   auto waiter = std::make_shared<Waiter>(io_, std::move(caller));
   waiter->request = request;
-  waiter->portName = portName;
+  waiter->query = std::move(query);
   waiter->respond = std::move(respond);
   waiter->wait = wait;
   waiter->entry = waiters_.emplace(waitKeyOf(waiter->caller), waiter);
@@ -167,7 +172,7 @@ void PodHandlers::finish(Waiter& waiter) {
   if (waiter.request.clientGone) waiter.request.clientGone->onGone({});
 }
 
-bool PodHandlers::tryAnswer(const server::HttpRequest& request, const std::string& portName,
+bool PodHandlers::tryAnswer(const server::HttpRequest& request, const Query& query,
                             const CallerPod& caller, const server::Responder& respond) {
   auto found = leasesOf(service_, caller);
   if (!found) {
@@ -177,15 +182,23 @@ bool PodHandlers::tryAnswer(const server::HttpRequest& request, const std::strin
   const std::vector<Lease>& leases = *found;
   if (leases.empty()) return false;
   HttpResponse response;
-  if (portName.empty()) {
-    response = {200, "application/json", api::dumpBody(api::selfBody(leases))};
-  } else if (const auto grant = api::namedPort(leases, portName)) {
-    response = {200, "text/plain", api::portText(*grant)};
-  } else {
-    response = server::errorResponse(
-        404, "not_found",
-        "no port named " + quoteText(portName) +
-            " in this pod's lease (its named ports: " + namedPorts(leases) + ")");
+  switch (query.kind) {
+    case Query::Kind::kDocument:
+      response = {200, "application/json", api::dumpBody(api::selfBody(leases))};
+      break;
+    case Query::Kind::kEnv:
+      response = {200, "text/plain", api::envText(leases)};
+      break;
+    case Query::Kind::kPort:
+      if (const auto grant = api::namedPort(leases, query.portName)) {
+        response = {200, "text/plain", api::portText(*grant)};
+      } else {
+        response = server::errorResponse(
+            404, "not_found",
+            "no port named " + quoteText(query.portName) +
+                " in this pod's lease (its named ports: " + namedPorts(leases) + ")");
+      }
+      break;
   }
   // Last, right before the answer leaves: the process that connected must still be the one
   // there, or a recycled pid could read another pod's ports.
@@ -205,9 +218,18 @@ void PodHandlers::leaseGranted(const Lease& lease) {
   if (lease.netnsId.known()) {
     boost::asio::post(
         io_, [this, netns = lease.netnsId] { wake(std::pair(netns.device, netns.inode)); });
-  } else if (const auto uid = lease.key.hostNetworkPodUid(); !uid.empty()) {
-    boost::asio::post(io_, [this, uid = std::string(uid)] { wake(uid); });
   }
+  // A hostNetwork pod's callers wait by the UID its cgroup carries, which its key holds (a static
+  // pod's differs from its mirror's); the callers of a pod's volume socket by the pod's UID.
+  std::vector<std::string> uids;
+  if (const auto uid = lease.key.hostNetworkPodUid(); !uid.empty()) uids.emplace_back(uid);
+  if (!lease.pod.uid.empty() && (uids.empty() || uids.front() != lease.pod.uid)) {
+    uids.push_back(lease.pod.uid);
+  }
+  if (uids.empty()) return;
+  boost::asio::post(io_, [this, uids = std::move(uids)] {
+    for (const std::string& uid : uids) wake(uid);
+  });
 }
 
 void PodHandlers::wake(const WaitKey& key) {
@@ -218,7 +240,7 @@ void PodHandlers::wake(const WaitKey& key) {
   }
   for (const auto& waiter : woken) {
     if (waiter->done ||
-        !tryAnswer(waiter->request, waiter->portName, waiter->caller, waiter->respond)) {
+        !tryAnswer(waiter->request, waiter->query, waiter->caller, waiter->respond)) {
       continue;
     }
     finish(*waiter);

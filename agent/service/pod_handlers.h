@@ -40,29 +40,36 @@ class PodHandlers {
   PodHandlers(const PodHandlers&) = delete;
   PodHandlers& operator=(const PodHandlers&) = delete;
 
-  /// GET /v1/self and GET /v1/self/ports/{name}, and nothing else.
+  /// GET /v1/self, GET /v1/self/env and GET /v1/self/ports/{name}, and nothing else.
   void registerRoutes(server::Router& router);
 
   /// AgentService::watchLeases()' `granted` observer, from any thread: wakes the requests waiting
   /// for `lease`'s netns, or for its hostNetwork pod.
   void leaseGranted(const Lease& lease);
 
-  /// What a waiter waits for: a netns (device, inode), or a hostNetwork pod's UID.
+  /// What a waiter waits for: a netns (device, inode), or a pod's UID (a hostNetwork pod, or the
+  /// pod whose CSI volume holds the socket called).
   using WaitKey = std::variant<std::pair<uint64_t, uint64_t>, std::string>;
+
+  /// What a request asks of its pod's leases: the document, the env file, or one port.
+  struct Query {
+    enum class Kind : uint8_t { kDocument, kEnv, kPort };
+    Kind kind = Kind::kDocument;
+    std::string portName;  // kPort's
+  };
 
  private:
   struct Waiter;
 
-  void answer(const server::HttpRequest& request, const std::string& portName,
-              server::Responder respond);
+  void answer(const server::HttpRequest& request, Query query, server::Responder respond);
   /// Parks `request` until a lease of `caller` comes, `wait` passes or its client goes.
-  void park(const server::HttpRequest& request, const std::string& portName, CallerPod caller,
+  void park(const server::HttpRequest& request, Query query, CallerPod caller,
             std::chrono::milliseconds wait, server::Responder respond);
   /// Ends a waiter's wait: out of the index, its timer and client watch cancelled.
   void finish(Waiter& waiter);
   /// Answers from the caller's leases, or refuses; false (nothing answered) while it has none.
-  bool tryAnswer(const server::HttpRequest& request, const std::string& portName,
-                 const CallerPod& caller, const server::Responder& respond);
+  bool tryAnswer(const server::HttpRequest& request, const Query& query, const CallerPod& caller,
+                 const server::Responder& respond);
   void wake(const WaitKey& key);
 
   AgentService& service_;

@@ -92,6 +92,34 @@ TEST(PodCodecTest, SelfTargetEncodesTheNameAndTheWait) {
   EXPECT_EQ(selfTarget("", 10s), "/v1/self?wait=10s");
   EXPECT_EQ(selfTarget("web", 5s), "/v1/self/ports/web?wait=5s");
   EXPECT_EQ(selfTarget("a b", std::nullopt), "/v1/self/ports/a%20b");
+  EXPECT_EQ(selfEnvTarget(std::nullopt), "/v1/self/env");
+  EXPECT_EQ(selfEnvTarget(10s), "/v1/self/env?wait=10s");
+}
+
+TEST(PodCodecTest, SelfBodyOfAPodWithoutALeaseNamesThePodWithNoPorts) {
+  const auto body = selfBody(PodIdentity{"games", "server-0", "uid-1"}, {});
+  EXPECT_EQ(body, nlohmann::json::parse(R"({"namespace":"games","name":"server-0","ports":[]})"));
+}
+
+TEST(PodCodecTest, EnvNameUpperCasesTheNameWithUnderscores) {
+  EXPECT_EQ(envName("web"), "HOSTPORT_WEB");
+  EXPECT_EQ(envName("rtp-in-2"), "HOSTPORT_RTP_IN_2");
+}
+
+TEST(PodCodecTest, EnvTextHasALinePerNamedPortAndFirstAndLastForARange) {
+  PortGrant staticClaim{"", PortProtocol::kTcp, 8080, 80, 1, std::nullopt, true};
+  const std::vector<Lease> leases = {
+      leaseWith({named("web", 30000, 80), staticClaim,
+                 named("rtp-in", 20000, 5000, 10, PortProtocol::kUdp)}),
+      leaseWith({named("web", 30001, 80), named("admin", 30002, 9000)}, "net1")};
+  EXPECT_EQ(envText(leases),
+            "HOSTPORT_WEB=30000\n"
+            "HOSTPORT_RTP_IN=20000-20009\n"
+            "HOSTPORT_RTP_IN_FIRST=20000\n"
+            "HOSTPORT_RTP_IN_LAST=20009\n"
+            "HOSTPORT_ADMIN=30002\n");
+  EXPECT_EQ(envText({}), "");
+  EXPECT_EQ(envText({leaseWith({staticClaim})}), "");
 }
 
 }  // namespace
