@@ -100,13 +100,15 @@ int installPlugin(const std::string& from, const std::string& binDir) {
   return 0;
 }
 
-/// `self`: the pod socket's answer for the calling process's own pod, as it comes (JSON, or one
-/// port as text). For a container image that holds hostportctl, instead of curl.
-int askSelf(const std::string& podSocket, const std::string& portName, unsigned waitSeconds) {
+/// `self`: the pod socket's answer for the calling process's own pod, as it comes (JSON, one port
+/// as text, or with `env` the env file). For a container image that holds hostportctl, instead of
+/// curl.
+int askSelf(const std::string& podSocket, const std::string& portName, bool env,
+            unsigned waitSeconds) {
   constexpr std::chrono::seconds kAnswerDeadline{5};  // on top of the wait the agent may take
   const std::optional<std::chrono::seconds> wait =
       waitSeconds > 0 ? std::optional(std::chrono::seconds(waitSeconds)) : std::nullopt;
-  const std::string target = api::selfTarget(portName, wait);
+  const std::string target = env ? api::selfEnvTarget(wait) : api::selfTarget(portName, wait);
   auto response = api::exchangeOverUnixSocket(
       podSocket, {.method = "GET", .target = target, .contentType = {}, .body = {}},
       std::chrono::seconds(waitSeconds) + kAnswerDeadline, 1 << 20);
@@ -120,7 +122,8 @@ int askSelf(const std::string& podSocket, const std::string& portName, unsigned 
     return 1;
   }
   std::cout << response->body;
-  if (!response->body.ends_with('\n')) std::cout << "\n";
+  // The env file is printed as it is: empty when the pod has no named port.
+  if (!env && !response->body.ends_with('\n')) std::cout << "\n";
   return 0;
 }
 
@@ -222,17 +225,26 @@ int main(int argc, char** argv) {
   auto* self = app.add_subcommand(
       "self",
       "inside a pod: the pod's own ports from the agent's pod socket (JSON; with a port name, "
-      "that port's number alone); exit 1 when the agent refuses (no lease for this pod)");
+      "that port's number alone; with --env, HOSTPORT_<NAME>=<port> lines); exit 1 when the "
+      "agent refuses (no lease for this pod)");
   std::string podSocket(api::kDefaultPodSocket), portName;
   unsigned waitSeconds = 0;
-  self->add_option("--socket", podSocket, "the pod socket, as mounted in the pod")
+  bool selfEnv = false;
+  self->add_option("--socket", podSocket,
+                   "the pod socket, as mounted in the pod (the hostport.io CSI volume's pod.sock, "
+                   "or the hostPath one)")
       ->capture_default_str();
+  self->add_flag("--env", selfEnv,
+                 "print the env file (the CSI volume's ports.env): HOSTPORT_<NAME>=<port>, a "
+                 "range as first-last with _FIRST and _LAST; for a shell's `.` or fileKeyRef");
   self->add_option("--wait", waitSeconds, "seconds to wait for the pod's lease (at most 60)")
       ->check(CLI::Range(0, static_cast<int>(api::kMaxPodWait.count())));
-  self->add_option("port", portName, "a port's name in hostport.io/ports: print its number only");
+  auto* portOption = self->add_option("port", portName,
+                                      "a port's name in hostport.io/ports: print its number only");
+  portOption->excludes(self->get_option("--env"));
 
   CLI11_PARSE(app, argc, argv);
-  if (*self) return askSelf(podSocket, portName, waitSeconds);
+  if (*self) return askSelf(podSocket, portName, selfEnv, waitSeconds);
   if (*uninstall) return uninstallCni(cniConfDir, cniBinDir, stateDir);
   if (*install) return installPlugin(pluginSource, cniBinDir);
   if (*health || *ready) {

@@ -12,6 +12,9 @@ PACKAGES=(
   libboost-dev libspdlog-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev
   libssl-dev    # HTTPS to the Kubernetes API (issue 13): kube/ and tests/fakes/fake_kube_*
+  # The hostport.io CSI driver (issue 26, agent/csi): gRPC, and protoc with its C++ gRPC plugin
+  # for the .proto subsets.
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   containernetworking-plugins nftables iproute2 conntrack
   podman runc busybox-static iptables
   curl procps ca-certificates jq

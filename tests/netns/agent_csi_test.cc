@@ -17,6 +17,7 @@
 #include "tests/netns/agent_plugin_fixture.h"
 #include "tests/support/pod_caller.h"
 #include "tests/support/pod_cgroup.h"
+#include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
 
 namespace hostport::test {
@@ -157,6 +158,27 @@ TEST_F(AgentCsiTest, AVolumePublishedBeforeAddHoldsThePodsPortsOnceAddIsAnswered
   struct stat socket {};
   ASSERT_EQ(::stat((targetOf(*pod) / agent::csi::kPodSocketFile).c_str(), &socket), 0);
   EXPECT_EQ(socket.st_mode & 0777, 0666u) << "a pod running as any user connects";
+}
+
+// What a container sees at its first start: podman (runc) starts it in the pod's netns with the
+// volume's directory bind-mounted, as the kubelet has the runtime do once ADD is answered, and its
+// entrypoint reads its port from ports.env, with no hostPath and no API call.
+TEST_F(AgentCsiTest, AContainerReadsItsPortFromPortsEnvAtItsFirstStart) {
+  Pod* pod = publishedPod("pod-a", "web=80, rtp=5000-5003/udp");
+  ASSERT_NE(pod, nullptr);
+  const uint16_t web = grantedPort(*pod, "web", PortProtocol::kTcp);
+  const uint16_t rtp = grantedPort(*pod, "rtp", PortProtocol::kUdp, 4);
+  TempDir work;
+  ASSERT_OK_AND_ASSIGN(
+      const auto ran, runCommand({.argv = {HOSTPORT_PODMAN_WORKLOAD, work.path(), pod->netns.path(),
+                                           targetOf(*pod).string(),
+                                           ". /hostport/ports.env && echo \"web=$HOSTPORT_WEB "
+                                           "rtp=$HOSTPORT_RTP_FIRST..$HOSTPORT_RTP_LAST\""},
+                                  .env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}},
+                                  .timeout = std::chrono::seconds(150)}));
+  ASSERT_TRUE(ran.ok()) << ran.describe();
+  EXPECT_EQ(ran.out, "web=" + std::to_string(web) + " rtp=" + std::to_string(rtp) + ".." +
+                         std::to_string(rtp + 3) + "\n");
 }
 
 TEST_F(AgentCsiTest, APodsVolumeNeverShowsAnotherPodsPorts) {
