@@ -15,6 +15,7 @@
 #include "agent/csi/volume_files.h"
 #include "tests/fakes/fake_kubelet_csi.h"
 #include "tests/netns/agent_plugin_fixture.h"
+#include "tests/support/file_text.h"
 #include "tests/support/pod_caller.h"
 #include "tests/support/pod_cgroup.h"
 #include "tests/support/subprocess.h"
@@ -27,13 +28,6 @@ using ::testing::HasSubstr;
 
 constexpr const char* kNodeName = "node-csi";
 constexpr const char* kVolume = "ports";
-
-std::string readText(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 class AgentCsiTest : public AgentPluginTest {
  protected:

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "tests/support/agent_process.h"
+#include "tests/support/file_text.h"
 #include "tests/support/netns.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
@@ -33,13 +34,6 @@ using ::testing::HasSubstr;
 using ::testing::Optional;
 
 constexpr char kPool[] = "41000-41007";
-
-std::string readFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 /// `/proc/sys/net` bind-mounted at a directory of its own, detached on destruction.
 class MountedProcSysNet {
@@ -84,7 +78,7 @@ TEST_F(AgentProcSysNetTest, ReservesPoolPortsThroughAMountedProcSysNet) {
                                             .extraArgs = {"--proc-sys-net", mount.path()}}));
 
   // Through the kernel's own path in the agent's netns: the mount led to that netns.
-  EXPECT_THAT(netns.run([] { return readFile("/proc/sys/net/ipv4/ip_local_reserved_ports"); }),
+  EXPECT_THAT(netns.run([] { return readText("/proc/sys/net/ipv4/ip_local_reserved_ports"); }),
               Optional(std::string(kPool) + "\n"));
   EXPECT_TRUE(agent->waitForLog("path=" + mount.path() + "/ipv4/ip_local_reserved_ports"))
       << "the agent wrote somewhere else than under --proc-sys-net";
@@ -103,11 +97,11 @@ TEST_F(AgentProcSysNetTest, WritesUnderTheGivenRootAndNotUnderProcSysNet) {
                                        .extraArgs = {"--proc-sys-net", (dir_ / "net").string()},
                                        .privateNetns = true}));
 
-  EXPECT_EQ(readFile(reserved), "8080," + std::string(kPool) + "\n");
+  EXPECT_EQ(readText(reserved), "8080," + std::string(kPool) + "\n");
   const std::string agentNetns = "/proc/" + std::to_string(agent->pid()) + "/ns/net";
   std::string own;
   ASSERT_OK(runInNetnsPath(agentNetns,
-                           [&] { own = readFile("/proc/sys/net/ipv4/ip_local_reserved_ports"); }));
+                           [&] { own = readText("/proc/sys/net/ipv4/ip_local_reserved_ports"); }));
   EXPECT_EQ(own, "\n") << "the agent's netns got the reservation besides its --proc-sys-net";
 }
 

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/file_text.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/temp_dir.h"
 
@@ -31,6 +32,7 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using nlohmann::json;
+using test::readText;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -141,13 +143,6 @@ class TestClient {
   std::optional<beast::ssl_stream<beast::tcp_stream>> stream_;
   beast::flat_buffer buffer_;
 };
-
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 class FakeKubeApiServerTest : public ::testing::Test {
  protected:
@@ -456,12 +451,12 @@ TEST_F(FakeKubeApiServerTest, WritesAKubeconfigAndItsFiles) {
   test::TempDir dir;
   auto kubeconfig = server_->writeKubeconfig(dir.path());
   ASSERT_OK(kubeconfig);
-  const std::string text = readFile(*kubeconfig);
+  const std::string text = readText(*kubeconfig);
   EXPECT_THAT(text, HasSubstr("server: \"" + server_->url() + "\""));
   EXPECT_THAT(text, HasSubstr("certificate-authority: \"" + (dir / "ca.crt").string() + "\""));
   EXPECT_THAT(text, HasSubstr("token: \"token-1\""));
   EXPECT_THAT(text, HasSubstr("current-context: fake"));
-  EXPECT_EQ(readFile(dir / "ca.crt"), server_->caPem());
+  EXPECT_EQ(readText(dir / "ca.crt"), server_->caPem());
 
   FakeKubeconfigOptions options;
   options.host = "localhost";
@@ -469,24 +464,24 @@ TEST_F(FakeKubeApiServerTest, WritesAKubeconfigAndItsFiles) {
   options.credentials = FakeKubeconfigOptions::Credentials::kTokenFile;
   kubeconfig = server_->writeKubeconfig(dir.path(), options);
   ASSERT_OK(kubeconfig);
-  const std::string inlined = readFile(*kubeconfig);
+  const std::string inlined = readText(*kubeconfig);
   EXPECT_THAT(inlined, HasSubstr("server: \"https://localhost:"));
   EXPECT_THAT(inlined, HasSubstr("certificate-authority-data: LS0tLS1CRUdJTi"));
   EXPECT_THAT(inlined, HasSubstr("tokenFile: \"" + (dir / "token").string() + "\""));
-  EXPECT_EQ(readFile(dir / "token"), "token-1");
+  EXPECT_EQ(readText(dir / "token"), "token-1");
 
   options.credentials = FakeKubeconfigOptions::Credentials::kClientCertificate;
   ASSERT_OK(server_->writeKubeconfig(dir.path(), options));
-  EXPECT_THAT(readFile(dir / "client.crt"), HasSubstr("BEGIN CERTIFICATE"));
-  EXPECT_THAT(readFile(dir / "client.key"), HasSubstr("BEGIN PRIVATE KEY"));
+  EXPECT_THAT(readText(dir / "client.crt"), HasSubstr("BEGIN CERTIFICATE"));
+  EXPECT_THAT(readText(dir / "client.key"), HasSubstr("BEGIN PRIVATE KEY"));
 }
 
 TEST_F(FakeKubeApiServerTest, WritesAServiceAccountDirectoryAndTheInClusterEnvironment) {
   test::TempDir dir;
   ASSERT_OK(server_->writeServiceAccount(dir / "serviceaccount", "hostport-system"));
-  EXPECT_EQ(readFile(dir / "serviceaccount" / "token"), "token-1");
-  EXPECT_EQ(readFile(dir / "serviceaccount" / "ca.crt"), server_->caPem());
-  EXPECT_EQ(readFile(dir / "serviceaccount" / "namespace"), "hostport-system");
+  EXPECT_EQ(readText(dir / "serviceaccount" / "token"), "token-1");
+  EXPECT_EQ(readText(dir / "serviceaccount" / "ca.crt"), server_->caPem());
+  EXPECT_EQ(readText(dir / "serviceaccount" / "namespace"), "hostport-system");
   const auto env = server_->inClusterEnvironment();
   EXPECT_EQ(env.at("KUBERNETES_SERVICE_HOST"), "127.0.0.1");
   EXPECT_EQ(env.at("KUBERNETES_SERVICE_PORT"), std::to_string(server_->port()));

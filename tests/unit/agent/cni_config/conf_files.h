@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/cni_config/chain_files.h"
+#include "tests/support/file_text.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
@@ -37,12 +38,7 @@ struct ConfDirs {
   std::filesystem::path conf(std::string_view name) const { return confDir / name; }
 };
 
-inline std::string readText(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using hostport::test::readText;
 
 /// As flannel's `cp -f` and Calico's install-cni: truncate and write in place.
 inline void writeInPlace(const std::filesystem::path& path, std::string_view text) {

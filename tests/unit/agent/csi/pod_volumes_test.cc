@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "agent/csi/volume_files.h"
+#include "tests/support/file_text.h"
 #include "tests/support/temp_dir.h"
 
 namespace hostport::agent::csi {
@@ -19,12 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string readText(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test::readText;
 
 class PodVolumesTest : public ::testing::Test {
  protected:

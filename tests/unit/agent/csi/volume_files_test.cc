@@ -11,17 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/support/file_text.h"
 #include "tests/support/temp_dir.h"
 
 namespace hostport::agent::csi {
 namespace {
 
-std::string readText(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test::readText;
 
 mode_t modeOf(const std::filesystem::path& path) {
   struct stat info {};

@@ -108,7 +108,7 @@ TEST_F(RecoveryTest, LogsWhatItFound) {
 TEST_F(RecoveryTest, LogsATornTail) {
   ASSERT_NO_FATAL_FAILURE(writeGrants({lease("c1", 30000), lease("c2", 30003)}));
   const auto journal = dir_ / "journal.0";
-  const std::string image = store::testing::readFile(journal);
+  const std::string image = store::testing::readText(journal);
   store::testing::writeFile(journal, image.substr(0, image.size() - 3));
   ASSERT_OK_AND_ASSIGN(RecoveredState state, recover());
   EXPECT_EQ(state.allocator.leaseCount(), 1u);

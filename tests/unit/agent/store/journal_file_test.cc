@@ -15,7 +15,7 @@ namespace hostport::agent::store {
 namespace {
 
 using test::TempDir;
-using testing::readFile;
+using testing::readText;
 using testing::writeFile;
 
 struct Replayed {
@@ -78,7 +78,7 @@ TEST_F(JournalFileTest, CreatesAnEmptyJournalWithAHeader) {
   ASSERT_OK(journal);
   EXPECT_EQ(journal->size(), kJournalHeaderBytes);
   EXPECT_EQ(journal->recordBytes(), 0u);
-  EXPECT_EQ(readFile(path()), journalHeader(7));
+  EXPECT_EQ(readText(path()), journalHeader(7));
   EXPECT_EQ(journalHeader(7).substr(0, 8), std::string("HPJL\x01\x00\x00\x00", 8));
 }
 
@@ -192,7 +192,7 @@ TEST_F(JournalFileTest, ReportsCorruptionBeforeTheTailLoudlyWithFileAndOffset) {
               std::string::npos)
         << damage.what << ": " << opened.error().message;
     // Nothing is cut away: the file stays as it was for an operator to inspect.
-    EXPECT_EQ(readFile(path()), bad) << damage.what;
+    EXPECT_EQ(readText(path()), bad) << damage.what;
   }
 }
 
@@ -241,7 +241,7 @@ TEST_F(JournalFileTest, StartsOverAJournalWhoseHeaderWasTornBeforeItBecameLive) 
     EXPECT_TRUE(replayed.payloads.empty());
     EXPECT_EQ(opened->scan.tornTail, length > 0);
     EXPECT_EQ(opened->scan.tornBytes, length);
-    EXPECT_EQ(readFile(path()), journalHeader(7));
+    EXPECT_EQ(readText(path()), journalHeader(7));
   }
 }
 
@@ -261,7 +261,7 @@ TEST_F(JournalFileTest, RefusesALiveJournalShorterThanItsHeaderAndLeavesItAsItIs
                   " bytes long, shorter than its 16-byte header, which was on disk before the "
                   "journal became live: it was emptied or cut since, and acknowledged leases may "
                   "be lost; refusing to start (inspect or restore the file)");
-    EXPECT_EQ(readFile(path()), cut);
+    EXPECT_EQ(readText(path()), cut);
   }
 }
 

@@ -24,7 +24,7 @@ namespace hostport::agent::store {
 namespace {
 
 using test::TempDir;
-using testing::readFile;
+using testing::readText;
 using testing::sampleLease;
 using testing::writeFile;
 using Op = FaultyFileOps::Op;
@@ -119,11 +119,11 @@ TEST_F(LeaseStoreTest, CreatesAPrivateStateDirectoryAndStartsEmpty) {
   struct stat st {};
   ASSERT_EQ(::stat(stateDir().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_EQ(readFile(stateDir() / "journal.0"), journalHeader(0));
+  EXPECT_EQ(readText(stateDir() / "journal.0"), journalHeader(0));
   // The first snapshot names journal.0, so from now on it cannot go missing or short unnoticed.
-  EXPECT_EQ(readFile(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
+  EXPECT_EQ(readText(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
   EXPECT_FALSE(std::filesystem::exists(stateDir() / "snapshot.tmp"));
-  EXPECT_EQ(readFile(stateDir() / "lock"), std::to_string(::getpid()) + "\n");
+  EXPECT_EQ(readText(stateDir() / "lock"), std::to_string(::getpid()) + "\n");
   EXPECT_EQ(store->stats().recovery.generation, 0u);
 }
 
@@ -500,7 +500,7 @@ TEST_F(LeaseStoreTest, StartsEmptyAfterACrashAtAnyStepOfTheFirstStart) {
       LeaseStore* store = nullptr;
       EXPECT_TRUE(reopenAndRecover(&store).empty());
       ASSERT_NE(store, nullptr);
-      EXPECT_EQ(readFile(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
+      EXPECT_EQ(readText(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
       ASSERT_TRUE(submitAndWait(*store, grant(0)).has_value());
       reopened_.reset();
       EXPECT_EQ(reopenAndRecover().size(), 1u);
@@ -613,13 +613,13 @@ TEST_F(LeaseStoreDiskStateTest, RefusesACorruptSnapshot) {
 
 TEST_F(LeaseStoreDiskStateTest, RefusesCorruptionInTheMiddleOfTheJournalNamingTheOffset) {
   writeJournal(0, {grant(0), grant(1), grant(2)});
-  std::string image = readFile(journalPath(stateDir(), 0));
+  std::string image = readText(journalPath(stateDir(), 0));
   image[kJournalHeaderBytes + kFrameHeaderBytes + 3] ^= 0x01;  // first record's payload
   writeFile(journalPath(stateDir(), 0), image);
   const Error error = recoverError();
   EXPECT_EQ(error.code, ErrorCode::kIo);
   EXPECT_NE(error.message.find("byte offset 16"), std::string::npos) << error.message;
-  EXPECT_EQ(readFile(journalPath(stateDir(), 0)), image);
+  EXPECT_EQ(readText(journalPath(stateDir(), 0)), image);
 }
 
 // A live journal is named by a snapshot whose rename followed the fsync of the journal's header
@@ -672,7 +672,7 @@ TEST_F(LeaseStoreTest, RefusesALiveJournalEmptiedCutOrRemovedAfterAcknowledgedRe
 TEST_F(LeaseStoreDiskStateTest, AdoptsAJournalWithoutASnapshotAndGuardsItFromThenOn) {
   writeJournal(0, {grant(0), grant(1), release(0)});
   EXPECT_EQ(keysOf(reopenAndRecover()), (std::set<std::string>{sampleLease(1).key.str()}));
-  EXPECT_EQ(readFile(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
+  EXPECT_EQ(readText(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
   reopened_.reset();
   EXPECT_EQ(reopenAndRecover().size(), 1u);  // the snapshot of generation 0 is empty
   reopened_.reset();
@@ -692,8 +692,8 @@ TEST_F(LeaseStoreDiskStateTest, StartsOverAJournalZeroWhoseCreationWasTornWithou
     EXPECT_TRUE(reopenAndRecover(&store).empty());
     ASSERT_NE(store, nullptr);
     EXPECT_EQ(store->stats().recovery.tornTailDropped, length > 0);
-    EXPECT_EQ(readFile(journalPath(stateDir(), 0)), journalHeader(0));
-    EXPECT_EQ(readFile(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
+    EXPECT_EQ(readText(journalPath(stateDir(), 0)), journalHeader(0));
+    EXPECT_EQ(readText(stateDir() / "snapshot"), encodeSnapshot(0, {}).value());
     reopened_.reset();
   }
 }
@@ -709,7 +709,7 @@ TEST_F(LeaseStoreDiskStateTest, RefusesANextJournalWithNeitherTheSnapshotNorTheJ
 
 TEST_F(LeaseStoreDiskStateTest, ReportsATornTailInTheRecoveryStats) {
   writeJournal(0, {grant(0), grant(1)});
-  std::string image = readFile(journalPath(stateDir(), 0));
+  std::string image = readText(journalPath(stateDir(), 0));
   writeFile(journalPath(stateDir(), 0), image.substr(0, image.size() - 3));
   LeaseStore* store = nullptr;
   EXPECT_EQ(reopenAndRecover(&store).size(), 1u);

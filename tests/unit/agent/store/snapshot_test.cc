@@ -15,7 +15,7 @@ namespace hostport::agent::store {
 namespace {
 
 using test::TempDir;
-using testing::readFile;
+using testing::readText;
 using testing::sampleLease;
 using testing::writeFile;
 
@@ -152,12 +152,12 @@ class CompactionTest : public ::testing::Test {
     appendFrame(frame, "old record");
     ASSERT_TRUE(journal->append(frame).has_value());
     writeFile(dir_ / "snapshot", encodeSnapshot(4, sampleLeases(1)).value());
-    oldJournal_ = readFile(journalPath(dir_.path(), 4));
+    oldJournal_ = readText(journalPath(dir_.path(), 4));
   }
 
   void expectOldGenerationUntouched() {
     EXPECT_EQ(readSnapshot(*realFileOps(), dir_.path()).value().generation, 4u);
-    EXPECT_EQ(readFile(journalPath(dir_.path(), 4)), oldJournal_);
+    EXPECT_EQ(readText(journalPath(dir_.path(), 4)), oldJournal_);
     EXPECT_FALSE(std::filesystem::exists(dir_ / "snapshot.tmp"));
     EXPECT_FALSE(std::filesystem::exists(journalPath(dir_.path(), 5)));
   }
@@ -176,7 +176,7 @@ TEST_F(CompactionTest, SwitchesToTheNextGenerationAndRemovesTheOldJournal) {
   ASSERT_TRUE(snapshot.has_value());
   EXPECT_EQ(snapshot->generation, 5u);
   EXPECT_EQ(snapshot->leases, sampleLeases(10));
-  EXPECT_EQ(readFile(journalPath(dir_.path(), 5)), journalHeader(5));
+  EXPECT_EQ(readText(journalPath(dir_.path(), 5)), journalHeader(5));
   EXPECT_FALSE(std::filesystem::exists(journalPath(dir_.path(), 4)));
   EXPECT_FALSE(std::filesystem::exists(dir_ / "snapshot.tmp"));
   // The durable-switch order: data synced, new journal synced, directory synced, then rename,

@@ -9,8 +9,11 @@
 #include <string>
 
 #include "lease/lease.h"
+#include "tests/support/file_text.h"
 
 namespace hostport::agent::store::testing {
+
+using hostport::test::readText;
 
 inline IpAddress ip(const std::string& text) { return IpAddress::parse(text).value(); }
 
@@ -60,11 +63,6 @@ inline Lease sampleLease(int i) {
     lease.netnsId = {.device = 4, .inode = 4026532000u + static_cast<uint64_t>(i)};
   }
   return lease;
-}
-
-inline std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 inline void writeFile(const std::filesystem::path& path, const std::string& bytes) {
