@@ -234,6 +234,25 @@ TEST_F(AgentCsiTest, UnpublishRemovesTheFilesAndTheSocketAndARestartServesWhatIs
   EXPECT_EQ(self.body, std::to_string(webB) + "\n");
 }
 
+// An agent that was down, or a kubelet that lost track, leaves no unpublish: once the kubelet has
+// removed the pod's directory, the sweep (every 10 s) forgets the volume and closes its socket.
+TEST_F(AgentCsiTest, AVolumeTheKubeletRemovedWithNoUnpublishIsSwept) {
+  Pod* a = publishedPod("pod-a", "web=80");
+  ASSERT_NE(a, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string metrics, client().getText("/metrics"));
+  EXPECT_EQ(metricValue(metrics, "hostport_csi_volumes"), 1);
+  EXPECT_EQ(metricValue(metrics, "hostport_csi_registered"), 1);
+  EXPECT_EQ(
+      metricValue(metrics, R"(hostport_csi_requests_total{method="NodePublishVolume",code="OK"})"),
+      1);
+  std::filesystem::remove_all(kubeletDir() / "pods" / a->uid);
+  EXPECT_TRUE(agent_->waitForLog("csi.swept", std::chrono::seconds(25))) << agent_->describe();
+  ASSERT_OK_AND_ASSIGN(metrics, client().getText("/metrics"));
+  EXPECT_EQ(metricValue(metrics, "hostport_csi_volumes"), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(std::filesystem::path(agent_->stateDir()) / "csi-volumes"))
+      << "its record is gone";
+}
+
 TEST_F(AgentCsiTest, ABadRequestIsRefusedWithTheCsiCodeAndLeavesNothing) {
   Pod* pod = bridgedPod("pod-a");
   ASSERT_NE(pod, nullptr);
