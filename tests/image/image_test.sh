@@ -246,6 +246,17 @@ run_agent() {
   else
     fail "the agent (pid $pid) runs without GLIBC_TUNABLES"
   fi
+  # The hostport.io CSI driver (agent.yaml's csiDriver) on the DaemonSet's kubelet mounts: both
+  # gRPC sockets are there on the node, where the kubelet looks for them.
+  local socket
+  for socket in plugins/hostport.io/csi.sock plugins_registry/hostport.io-reg.sock; do
+    if [[ -S "$(host_path /var/lib/kubelet)/$socket" ]]; then
+      pass "the CSI driver serves the node's /var/lib/kubelet/$socket"
+    else
+      fail "no socket /var/lib/kubelet/$socket on the node: $(podman_ logs "$AGENT" 2>&1 |
+        grep 'csi\.' | tail -n 5)"
+    fi
+  done
 }
 
 # The conflist's plugin types, comma-separated.

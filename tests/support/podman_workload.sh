@@ -18,7 +18,7 @@ fi
 readonly WORK="$1" NETNS_PATH="$2" VOLUME_DIR="$3" COMMAND="$4"
 readonly IMAGE="localhost/hostport-workload:$$"
 
-# shellcheck source=scripts/lib/podman.sh disable=SC1091
+# shellcheck source=scripts/lib/podman.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/podman.sh"
 
 cleanup() {
