@@ -55,9 +55,9 @@ std::filesystem::path registrationSocketPath(const std::filesystem::path& kubele
 }
 
 struct CsiDriver::Servers {
-  Servers(PodVolumes& volumes, const CsiDriverOptions& options)
+  Servers(PodVolumes& volumes, const CsiDriverOptions& options, AwaitPodLeases await)
       : identity(counts),
-        node(volumes, counts, options.kubeletDir, options.nodeId),
+        node(volumes, counts, options.kubeletDir, options.nodeId, std::move(await)),
         registration(csiSocketPath(options.kubeletDir).string()) {}
 
   ~Servers() {
@@ -81,8 +81,8 @@ struct CsiDriver::Servers {
   std::unique_ptr<grpc::Server> registrationServer;
 };
 
-CsiDriver::CsiDriver(std::unique_ptr<PodVolumes> volumes, std::unique_ptr<Servers> servers)
-    : volumes_(std::move(volumes)), servers_(std::move(servers)) {}
+CsiDriver::CsiDriver(std::unique_ptr<PodVolumes> volumes, CsiDriverOptions options)
+    : options_(std::move(options)), volumes_(std::move(volumes)) {}
 
 CsiDriver::~CsiDriver() {
   servers_.reset();
@@ -92,21 +92,25 @@ CsiDriver::~CsiDriver() {
   }
 }
 
-Result<std::unique_ptr<CsiDriver>> CsiDriver::start(PodLeases leases, ServeVolumeSocket serveSocket,
-                                                    CsiDriverOptions options) {
+std::unique_ptr<CsiDriver> CsiDriver::open(PodLeases leases, ServeVolumeSocket serveSocket,
+                                           CsiDriverOptions options) {
   auto volumes = std::make_unique<PodVolumes>(
       std::move(leases), std::move(serveSocket),
       VolumeRecords(options.stateDir / "csi-volumes", options.kubeletDir));
   volumes->restore();
-  auto servers = std::make_unique<Servers>(*volumes, options);
-  servers->csiPath = csiSocketPath(options.kubeletDir);
-  servers->registrationPath = registrationSocketPath(options.kubeletDir);
+  return std::unique_ptr<CsiDriver>(new CsiDriver(std::move(volumes), std::move(options)));
+}
+
+Result<void> CsiDriver::serve(AwaitPodLeases await) {
+  auto servers = std::make_unique<Servers>(*volumes_, options_, std::move(await));
+  servers->csiPath = csiSocketPath(options_.kubeletDir);
+  servers->registrationPath = registrationSocketPath(options_.kubeletDir);
   HOSTPORT_TRY(servers->csiServer, serveOn(servers->csiPath, {&servers->identity, &servers->node}));
   HOSTPORT_TRY(servers->registrationServer,
                serveOn(servers->registrationPath, {&servers->registration}));
-  std::unique_ptr<CsiDriver> driver(new CsiDriver(std::move(volumes), std::move(servers)));
-  driver->sweeper_ = std::jthread(
-      [volumes = driver->volumes_.get(), every = options.sweepEvery](std::stop_token stop) {
+  servers_ = std::move(servers);
+  sweeper_ =
+      std::jthread([volumes = volumes_.get(), every = options_.sweepEvery](std::stop_token stop) {
         std::mutex mutex;
         std::condition_variable_any wake;
         std::unique_lock lock(mutex);
@@ -117,17 +121,19 @@ Result<std::unique_ptr<CsiDriver>> CsiDriver::start(PodLeases leases, ServeVolum
       });
   log::event(Component::kCsi, Level::kInfo, "csi.serving",
              {{"driver", kDriverName},
-              {"socket", driver->servers_->csiPath.string()},
-              {"registration", driver->servers_->registrationPath.string()},
-              {"node", options.nodeId}});
-  return driver;
+              {"socket", servers_->csiPath.string()},
+              {"registration", servers_->registrationPath.string()},
+              {"node", options_.nodeId}});
+  return {};
 }
 
 void CsiDriver::leaseChanged(const Lease& lease) { volumes_->leaseChanged(lease); }
 
 void CsiDriver::writeMetrics(prometheus::TextWriter& out) const {
-  servers_->registration.writeMetrics(out);
-  servers_->counts.writeMetrics(out);
+  if (servers_) {  // the metrics serve only after serve(), but say nothing wrong before it
+    servers_->registration.writeMetrics(out);
+    servers_->counts.writeMetrics(out);
+  }
   volumes_->writeMetrics(out);
 }
 

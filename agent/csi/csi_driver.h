@@ -4,11 +4,13 @@
 // registration on <kubeletDir>/plugins_registry/hostport.io-reg.sock, and a sweep of what the
 // kubelet removed without telling. docs/design.md, "Ports in a CSI volume".
 //
-// Started after the leases are recovered and the pod server serves, before the control socket:
-// the kubelet finds the registration socket only once a publish can be answered.
+// Opened after the leases are recovered and the pod server serves (the volumes taken up again,
+// their files following grants from then on), and served once the pod watch runs, before the
+// control socket: the kubelet finds the registration socket only once a publish can be answered.
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,12 +33,20 @@ std::filesystem::path csiSocketPath(const std::filesystem::path& kubeletDir);
 /// <kubeletDir>/plugins_registry/hostport.io-reg.sock: where the kubelet looks for plugins.
 std::filesystem::path registrationSocketPath(const std::filesystem::path& kubeletDir);
 
+/// Blocks until the leases the agent makes for the pod `podUid` on its own, if any, are made (a
+/// hostNetwork pod's, which the pod watch asks for; HostNetworkPods::awaitLease()), or a bound
+/// passes. Empty: there are none to wait for.
+using AwaitPodLeases = std::function<void(const std::string& podUid)>;
+
 class CsiDriver {
  public:
-  /// Restores the recorded volumes, then serves both sockets (mode 0600: the kubelet is root).
-  /// kIo or kUnavailable naming the socket when one cannot be served.
-  static Result<std::unique_ptr<CsiDriver>> start(PodLeases leases, ServeVolumeSocket serveSocket,
-                                                  CsiDriverOptions options);
+  /// Restores the recorded volumes: their sockets served, their files written from the leases,
+  /// and from now on at each grant (leaseChanged()). Serves no gRPC yet.
+  static std::unique_ptr<CsiDriver> open(PodLeases leases, ServeVolumeSocket serveSocket,
+                                         CsiDriverOptions options);
+  /// Serves both sockets (mode 0600: the kubelet is root) and starts the sweep. A publish first
+  /// waits for `await`. kIo naming the socket when one cannot be served.
+  Result<void> serve(AwaitPodLeases await);
   /// Stops serving (calls under way finish), the sweep, and closes the volumes' sockets. Their
   /// files and records stay for the next agent.
   ~CsiDriver();
@@ -49,7 +59,8 @@ class CsiDriver {
 
  private:
   struct Servers;
-  CsiDriver(std::unique_ptr<PodVolumes> volumes, std::unique_ptr<Servers> servers);
+  CsiDriver(std::unique_ptr<PodVolumes> volumes, CsiDriverOptions options);
+  CsiDriverOptions options_;
   std::unique_ptr<PodVolumes> volumes_;
   std::unique_ptr<Servers> servers_;
   std::jthread sweeper_;

@@ -84,6 +84,9 @@ grpc::Status NodeService::NodePublishVolume(grpc::ServerContext*,
                                                    request->volume_context().end());
   auto volume = podVolumeOf(request->volume_id(), request->target_path(), context, kubeletDir_);
   if (!volume) return counts_.count(kMethod, toStatus(volume.error()));
+  // A hostNetwork pod's ports come from the pod watch, not from an ADD: asked for now, they are in
+  // the files at its first start too.
+  if (await_) await_(volume->pod.uid);
   if (auto published = volumes_.publish(*volume); !published) {
     return counts_.count(kMethod, toStatus(published.error()));
   }

@@ -7,6 +7,7 @@
 // the pod's events.
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -48,13 +49,14 @@ class IdentityService final : public ::csi::v1::Identity::Service {
 class NodeService final : public ::csi::v1::Node::Service {
  public:
   /// `kubeletDir`: where target paths must be (pod_volume.h); `nodeId`: NodeGetInfo's answer,
-  /// the node's name.
+  /// the node's name; `await`: what a publish waits for first (csi_driver.h), or empty.
   NodeService(PodVolumes& volumes, CallCounts& counts, std::filesystem::path kubeletDir,
-              std::string nodeId)
+              std::string nodeId, std::function<void(const std::string&)> await)
       : volumes_(volumes),
         counts_(counts),
         kubeletDir_(std::move(kubeletDir)),
-        nodeId_(std::move(nodeId)) {}
+        nodeId_(std::move(nodeId)),
+        await_(std::move(await)) {}
   grpc::Status NodePublishVolume(grpc::ServerContext*,
                                  const ::csi::v1::NodePublishVolumeRequest* request,
                                  ::csi::v1::NodePublishVolumeResponse*) override;
@@ -72,6 +74,7 @@ class NodeService final : public ::csi::v1::Node::Service {
   CallCounts& counts_;
   std::filesystem::path kubeletDir_;
   std::string nodeId_;
+  std::function<void(const std::string&)> await_;
 };
 
 }  // namespace hostport::agent::csi

@@ -128,8 +128,9 @@ Result<void> Daemon::startUp() {
                               .allowEmptyGc = config_.allowEmptyGc});
   // Before the control socket: a pod socket that cannot start stops the agent before any grant.
   HOSTPORT_TRY_VOID(servePods());
-  HOSTPORT_TRY_VOID(serveCsi());
+  openCsi();
   HOSTPORT_TRY(publication_, Publication::start(config_, *service_, metrics_));
+  HOSTPORT_TRY_VOID(serveCsi());
   // Before the socket serves: release notes first. The table is brought to the leases by the
   // reconciler's first pass, on its own thread, while the socket serves.
   if (auto started = startReconciler(); !started) {
@@ -171,11 +172,11 @@ Result<void> Daemon::servePods() {
   return {};
 }
 
-/// The hostport.io CSI driver (csi/csi_driver.h), or nothing when config.csiDriver is off. Its
-/// volumes' sockets are the pod server's; their files follow the pods' leases, written before a
-/// grant is answered.
-Result<void> Daemon::serveCsi() {
-  if (!config_.csiDriver) return {};
+/// The hostport.io CSI driver (csi/csi_driver.h), opened, or nothing when config.csiDriver is
+/// off. Its volumes' sockets are the pod server's; their files follow the pods' leases, written
+/// before a grant is answered. It serves once the pod watch runs (serveCsi()).
+void Daemon::openCsi() {
+  if (!config_.csiDriver) return;
   csi::CsiDriverOptions options;
   options.kubeletDir = config_.kubeletDir;
   options.stateDir = config_.stateDir;
@@ -184,22 +185,29 @@ Result<void> Daemon::serveCsi() {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) == 0) options.nodeId = host;
   }
-  HOSTPORT_TRY(csiDriver_,
-               csi::CsiDriver::start(
-                   [service = service_.get()](const std::string& uid) {
-                     return service::podLeases(*service, uid);
-                   },
-                   [server = podServer_.get()](const std::string& path, const std::string& uid) {
-                     return server->serveVolume(path, uid);
-                   },
-                   std::move(options)));
+  csiDriver_ = csi::CsiDriver::open(
+      [service = service_.get()](const std::string& uid) {
+        return service::podLeases(*service, uid);
+      },
+      [server = podServer_.get()](const std::string& path, const std::string& uid) {
+        return server->serveVolume(path, uid);
+      },
+      std::move(options));
   const auto changed = [driver = csiDriver_.get()](const Lease& lease) {
     driver->leaseChanged(lease);
   };
   service_->watchLeases({.granted = changed, .released = changed, .grantedBeforeAnswer = true});
   metrics_.addSource(
       [driver = csiDriver_.get()](prometheus::TextWriter& out) { driver->writeMetrics(out); });
-  return {};
+}
+
+/// The CSI driver's gRPC sockets: a hostNetwork pod's publish waits for the watch's lease.
+Result<void> Daemon::serveCsi() {
+  if (!csiDriver_) return {};
+  static constexpr std::chrono::seconds kHostNetworkLeaseWait{10};
+  return csiDriver_->serve([publication = publication_.get()](const std::string& uid) {
+    if (publication != nullptr) publication->awaitHostNetworkLease(uid, kHostNetworkLeaseWait);
+  });
 }
 
 /// The reconciler (service/reconciler.h), or nothing when config.tableRepairSeconds is 0: its

@@ -56,6 +56,7 @@ class Daemon {
   Daemon(config::AgentConfig config, config::CommandLine flags);
   Result<void> startUp();
   Result<void> servePods();
+  void openCsi();
   Result<void> serveCsi();
   Result<void> startReconciler();
   void serveMetrics();

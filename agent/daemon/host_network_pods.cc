@@ -1,5 +1,8 @@
 #include "agent/daemon/host_network_pods.h"
 
+#include <future>
+#include <memory>
+
 #include "agent/log/event_log.h"
 #include "annotations/port_annotations.h"
 
@@ -59,11 +62,29 @@ void HostNetworkPods::sweep() {
   if (!stale.empty()) release(std::move(stale), "not_on_node");
 }
 
-void HostNetworkPods::lease(const pods::NodePod& pod) {
+void HostNetworkPods::awaitLease(const std::string& sandboxUid, std::chrono::milliseconds bound) {
+  const auto pod = pods_.bySandboxUid(sandboxUid);
+  if (!pod || !wantsHostPorts(*pod)) return;
+  if (service_.get(AttachmentKey::ofHostNetworkPod(sandboxUid))) return;
+  // The watch's thread may ask at the same moment: the allocator answers a key it holds with its
+  // lease, so the second ask changes nothing.
+  auto answered = std::make_shared<std::promise<void>>();
+  lease(*pod, [answered] { answered->set_value(); });
+  if (answered->get_future().wait_for(bound) == std::future_status::timeout) {
+    log::event(Component::kAlloc, Level::kWarn, "alloc.host_network_slow",
+               {{"pod", pod->describe()}, {"uid", pod->uid}, {"waited_ms", bound.count()}});
+  }
+}
+
+void HostNetworkPods::lease(const pods::NodePod& pod, std::function<void()> then) {
   nlohmann::json annotations = nlohmann::json::object();
   for (const auto& [key, value] : pod.annotations) annotations[key] = value;
   auto asked = annotations::parsePortAnnotations(annotations, annotations::PodNetwork::kHost);
-  if (!asked) return refused(pod, asked.error().message);
+  if (!asked) {
+    refused(pod, asked.error().message);
+    if (then) then();
+    return;
+  }
   AllocationRequest request;
   // Keyed by the UID the pod's cgroup carries, which the pod socket reads (a static pod's is its
   // manifest's hash); published with the API's.
@@ -74,10 +95,14 @@ void HostNetworkPods::lease(const pods::NodePod& pod) {
   request.sticky = asked->sticky;
   // No netns (the node's own: the socket check runs there) and no forwarding: the pod binds the
   // port itself.
-  service_.allocate(request, [this, pod](Result<Lease> granted) {
-    if (!granted) return refused(pod, granted.error().message);
-    std::lock_guard lock(mutex_);
-    told_.erase(pod.uid);  // a later refusal is news again
+  service_.allocate(request, [this, pod, then = std::move(then)](Result<Lease> granted) {
+    if (!granted) {
+      refused(pod, granted.error().message);
+    } else {
+      std::lock_guard lock(mutex_);
+      told_.erase(pod.uid);  // a later refusal is news again
+    }
+    if (then) then();
   });
 }
 

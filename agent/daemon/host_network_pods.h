@@ -13,6 +13,8 @@
 // Runs on the watch's thread (agent/pods/node_pods.h listeners); the service answers on the
 // store's thread, and the outcome is logged there.
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -31,11 +33,19 @@ class HostNetworkPods {
   HostNetworkPods(service::AgentService& service, pods::NodePods& pods,
                   publish::Publisher& publisher);
 
+  /// For the hostport.io volume of the pod whose sandbox UID is `sandboxUid`, which the kubelet
+  /// mounts before it starts the containers: when the watch knows it as a hostNetwork pod that
+  /// asks for ports and holds none yet, asks for them now and waits for the answer, at most
+  /// `bound`, so its files have them at its first start. Any other pod (a CNI pod, one the watch
+  /// has not seen) returns at once: a CNI pod's ADD writes them.
+  void awaitLease(const std::string& sandboxUid, std::chrono::milliseconds bound);
+
  private:
   void onChange(const pods::PodChange& change);
   /// After a list: the leases of hostNetwork pods the node no longer has, or that no longer ask.
   void sweep();
-  void lease(const pods::NodePod& pod);
+  /// Asks for `pod`'s ports; `then` runs once the service answered, whatever it said.
+  void lease(const pods::NodePod& pod, std::function<void()> then = {});
   void release(std::vector<AttachmentKey> keys, std::string_view why);
   /// Logs a refusal, and tells the pod once for each cause (from the watch's or the store's
   /// thread).

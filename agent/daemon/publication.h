@@ -45,6 +45,11 @@ class Publication {
     if (deletedPods_) deletedPods_->stop();
   }
 
+  /// HostNetworkPods::awaitLease(), or nothing with watchPods off (or no cluster).
+  void awaitHostNetworkLease(const std::string& sandboxUid, std::chrono::milliseconds bound) {
+    if (hostNetwork_) hostNetwork_->awaitLease(sandboxUid, bound);
+  }
+
   /// This node's pods as the watch sees them; null with watchPods off.
   pods::NodePods* nodePods() { return podWatch_ ? &podWatch_->pods() : nullptr; }
 

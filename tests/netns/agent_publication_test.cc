@@ -14,8 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "agent/csi/csi_driver.h"
+#include "agent/csi/volume_files.h"
 #include "tests/fakes/fake_kube_apiserver.h"
+#include "tests/fakes/fake_kubelet_csi.h"
 #include "tests/netns/agent_plugin_fixture.h"
+#include "tests/support/file_text.h"
 #include "tests/support/pod_caller.h"
 #include "tests/support/pod_cgroup.h"
 #include "tests/support/temp_dir.h"
@@ -646,6 +650,42 @@ TEST_F(AgentPublicationTest, AHostNetworkPodThatAsksFirstIsAnsweredOnceTheWatchL
   ASSERT_OK(*answer);
   EXPECT_EQ((*answer)->status, 200u) << (*answer)->body;
   EXPECT_EQ((*answer)->body, std::to_string(lease->ports[0].hostPort) + "\n");
+}
+
+// A hostNetwork pod's ports come from the watch, not from an ADD. Its hostport.io volume, which
+// the kubelet mounts before it starts the containers, asks for them when the watch holds none:
+// here the pool's one port was busy on the host when the watch asked, and is free when the
+// kubelet mounts the volume. The files have the port when the publish is answered.
+TEST_F(AgentPublicationTest, AHostNetworkPodsVolumeHoldsItsPortsAtItsFirstStart) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  const TempDir kubeletDir;
+  ASSERT_OK_AND_ASSIGN(
+      agent_, AgentProcess::start(
+                  HOSTPORT_AGENT_PATH, nodeNetns(),
+                  {.portRange = std::to_string(kPoolFirst),
+                   .configYaml = "capacitySeconds: 0\n",
+                   .extraArgs = {"--kubeconfig", kubeconfig_, "--node-name", kNode, "--csi-driver",
+                                 "true", "--kubelet-dir", kubeletDir.path()}}));
+  ASSERT_TRUE(agent_->waitForLog("kube.watch_listed")) << agent_->describe();
+  constexpr std::string_view kUid = "5b4e28ba-2fa1-11d2-883f-0016d3cca427";
+  {
+    ASSERT_OK_AND_ASSIGN(const UniqueFd held,
+                         holdPortOnHost(nodeNetns(), Transport::kUdp, kPoolFirst));
+    putHostNetworkPod("relay-0", std::string(kUid), "relay/udp");
+    ASSERT_TRUE(agent_->waitForLog("alloc.host_network_refused")) << agent_->describe();
+  }
+  // The port is free now; nothing changed in the pod, so the watch does not ask again.
+  FakeKubeletCsi kubelet(kubeletDir.path());
+  pluginregistration::PluginInfo info;
+  ASSERT_TRUE(
+      kubelet.registerPlugin(agent::csi::registrationSocketPath(kubeletDir.path()), &info).ok());
+  kubelet.connect(info.endpoint());
+  const FakeCsiPod pod{kNamespace, "relay-0", std::string(kUid)};
+  const auto published = kubelet.publish(pod, "ports");
+  ASSERT_TRUE(published.ok()) << published.error_message() << agent_->describe();
+  EXPECT_EQ(readText(kubelet.targetOf(pod, "ports") / agent::csi::kPortsEnvFile),
+            "HOSTPORT_RELAY=" + std::to_string(kPoolFirst) + "\n")
+      << agent_->describe();
 }
 
 }  // namespace
