@@ -116,9 +116,17 @@ Result<void> PodVolumes::unpublish(std::string_view volumeId, const TargetPath& 
                                           found->second->volume.target.path.string() + ", not at " +
                                           target.path.string());
   }
+  for (const auto& [id, published] : volumes_) {
+    if (id != volumeId && published->volume.target.path == target.path) {
+      return fail(ErrorCode::kConflict, target.path.string() + " is volume " + id +
+                                            "'s target path, not volume " + std::string(volumeId) +
+                                            "'s");
+    }
+  }
+  const bool known = found != volumes_.end();
   HOSTPORT_TRY_VOID(tearDown(volumeId, target.path));
   log::event(Component::kCsi, Level::kInfo, "csi.unpublished",
-             {{"volume", volumeId}, {"uid", target.podUid}, {"known", found != volumes_.end()}});
+             {{"volume", volumeId}, {"uid", target.podUid}, {"known", known}});
   return {};
 }
 

@@ -113,6 +113,14 @@ TEST_F(PodVolumesTest, UnpublishRemovesTheDirectoryAndTheRecordEvenOfAVolumeItDo
   EXPECT_TRUE(records().load()->volumes.empty());
   EXPECT_TRUE(volumes->unpublish("csi-a", a.target).has_value()) << "twice is success";
 
+  // Never another volume's directory, whatever id names it.
+  const PodVolume b = volumeOf("csi-b", "uid-b");
+  ASSERT_TRUE(volumes->publish(b).has_value());
+  auto refused = volumes->unpublish("csi-x", b.target);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+  EXPECT_TRUE(std::filesystem::exists(b.target.path / kPortsEnvFile));
+
   // What an agent that crashed mid-unpublish left: files, no record.
   ASSERT_TRUE(makeVolumeDirectory(a.target.path).has_value());
   ASSERT_TRUE(writePortFiles(a.target.path, a.pod, {}).has_value());
