@@ -10,8 +10,8 @@ namespace {
 using log::Component;
 using log::Level;
 
-grpc::Status invalid(std::string message) {
-  return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)};
+grpc::Status invalid(const std::string& message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, message};
 }
 
 /// What a published volume must be: a mounted directory (the driver has no block device), with
