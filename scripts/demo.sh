@@ -27,7 +27,12 @@
 #      in a cgroup named as the kubelet names the pod's (made below a parent of the demo's own),
 #      reads its port from the pod socket and serves on it, reached from outside; a node process
 #      is refused; the pod finishes and its port is released;
-#  10. starts hostport-admission, the admission webhook, on the node with a certificate made
+#  10. mounts a pod's hostport.io CSI volume as the kubelet does (the tests' fake-kubelet-csi sends
+#      the kubelet's calls to the agent's CSI driver) before its sandbox exists, then runs its ADD:
+#      the volume's ports.env holds the pod's port once ADD is answered, and the pod's process
+#      reads it at its first start and serves on that port, reached from outside; the volume's
+#      own pod.sock answers this pod alone; the pod is deleted and its volume unpublished;
+#  11. starts hostport-admission, the admission webhook, on the node with a certificate made
 #      here (as cert-manager would give it) and the agent's pool, and sends it two
 #      AdmissionReviews over HTTPS as the API server would: a pod with a malformed
 #      hostport.io/ports is refused in the plugin's own words, another is completed with the
@@ -87,6 +92,7 @@ PLUGIN=""
 AGENT_BIN=""
 CTL_BIN=""
 FAKE_API_BIN=""
+FAKE_KUBELET_BIN=""
 
 # --- output ------------------------------------------------------------------------------
 
@@ -96,7 +102,7 @@ else
   BOLD="" DIM="" GREEN="" RED="" RESET=""
 fi
 STEP=0
-readonly STEPS=13
+readonly STEPS=14
 
 section() {
   STEP=$((STEP + 1))
@@ -167,7 +173,7 @@ cleanup() {
   set +e
   printf '\n%s== cleanup ==%s\n' "$BOLD" "$RESET"
   local pod ns i
-  for pod in "${PODS[@]}"; do
+  for pod in "${!HTTPD_PID[@]}"; do
     if [[ -n "${HTTPD_PID[$pod]:-}" ]]; then
       stop_pid "${HTTPD_PID[$pod]}"
     fi
@@ -232,7 +238,7 @@ build() {
     show cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ||
       die "cmake configure failed"
     show cmake --build "$BUILD_DIR" -j"$JOBS" --target hostport hostport-agent hostportctl \
-      hostport-admission fake-kube-apiserver || die "build failed"
+      hostport-admission fake-kube-apiserver fake-kubelet-csi || die "build failed"
   else
     say "  --no-build: using the binaries in $BUILD_DIR"
   fi
@@ -241,8 +247,9 @@ build() {
   CTL_BIN="$BUILD_DIR/agent/hostportctl"
   ADMISSION_BIN="$BUILD_DIR/admission/hostport-admission"
   FAKE_API_BIN="$BUILD_DIR/tests/fakes/fake-kube-apiserver"
+  FAKE_KUBELET_BIN="$BUILD_DIR/tests/fakes/fake-kubelet-csi"
   local bin
-  for bin in "$PLUGIN" "$AGENT_BIN" "$CTL_BIN" "$ADMISSION_BIN" "$FAKE_API_BIN"; do
+  for bin in "$PLUGIN" "$AGENT_BIN" "$CTL_BIN" "$ADMISSION_BIN" "$FAKE_API_BIN" "$FAKE_KUBELET_BIN"; do
     [[ -x "$bin" ]] || die "missing $bin (run without --no-build)"
   done
   local tool
@@ -314,14 +321,14 @@ start_agent() {
   why "hostportctl on a Unix socket. Here: state and socket in a temp dir, pool $POOL_RANGE."
   SOCKET="$WORK/agent.sock"
   mkdir -p "$WORK/state"
-  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --pod-socket %s --release-spool %s --port-range %s --chain-cni false --kubeconfig %s --node-name %s%s\n' \
-    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$WORK/pod/pod.sock" "$WORK/released" "$POOL_RANGE" "$WORK/api/kubeconfig" "$NODE_NAME" "$RESET"
+  printf '  %s$ ip netns exec %s %s --state-dir %s --socket %s --pod-socket %s --release-spool %s --port-range %s --chain-cni false --kubeconfig %s --node-name %s --csi-driver true --kubelet-dir %s%s\n' \
+    "$DIM" "$NODE_NS" "$AGENT_BIN" "$WORK/state" "$SOCKET" "$WORK/pod/pod.sock" "$WORK/released" "$POOL_RANGE" "$WORK/api/kubeconfig" "$NODE_NAME" "$WORK/kubelet" "$RESET"
   # In the node netns, the agent's reserved-ports sysctl and socket checks are the node's. The
   # demo writes its own conflist: the agent must not edit this machine's /etc/cni/net.d.
   ip netns exec "$NODE_NS" "$AGENT_BIN" --state-dir "$WORK/state" --socket "$SOCKET" \
     --pod-socket "$WORK/pod/pod.sock" --release-spool "$WORK/released" --port-range "$POOL_RANGE" --log-level info \
     --chain-cni false --kubeconfig "$WORK/api/kubeconfig" --node-name "$NODE_NAME" \
-    >"$WORK/agent.log" 2>&1 &
+    --csi-driver true --kubelet-dir "$WORK/kubelet" >"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
   if ! poll 100 --while "$AGENT_PID" agent_answers; then
     indent <"$WORK/agent.log" >&2
@@ -379,6 +386,7 @@ runtime_config() {
     pod-b) printf '%s' '{"io.kubernetes.cri.pod-annotations": {"hostport.io/ports": "web=80"}}' ;;
     pod-c) printf '%s' '{"io.kubernetes.cri.pod-annotations": {"hostport.io/ports": "web=80, dns=53/udp"}}' ;;
     pod-d) printf '%s' '{"portMappings": [{"hostPort": 8080, "containerPort": 8000, "protocol": "tcp"}]}' ;;
+    pod-v) printf '%s' '{"io.kubernetes.cri.pod-annotations": {"hostport.io/ports": "web=80"}}' ;;
   esac
 }
 
@@ -712,6 +720,67 @@ host_network() {
   fi
 }
 
+# fake-kubelet-csi on the demo's kubelet dir: the kubelet's calls to the agent's CSI driver.
+kubelet_csi() { "$FAKE_KUBELET_BIN" --kubelet-dir "$WORK/kubelet" "$@"; }
+
+csi_volume() {
+  section "a pod's ports in a file at its first start: the hostport.io CSI volume"
+  why "A dynamic port is decided at the sandbox's ADD, after the kubelet read the pod it starts the"
+  why "containers from: an env var of the annotation is empty at the first start. What the kubelet"
+  why "does before ADD is mount the pod's volumes; the agent serves a CSI driver, hostport.io, whose"
+  why "inline volume holds the pod's ports. Here the tests' fake-kubelet-csi sends the kubelet's"
+  why "calls (no kubelet runs on this machine)."
+  local pod=pod-v target port out www="$WORK/www-pod-v"
+  show "$FAKE_KUBELET_BIN" --kubelet-dir "$WORK/kubelet" register ||
+    die "the kubelet's registration of the CSI driver failed (log: $WORK/agent.log)"
+  add_pod_network "$pod"
+  why "The kubelet mounts the pod's volume before it makes the sandbox (no ADD has run):"
+  printf '  %s$ %s --kubelet-dir %s publish %s %s%s\n' "$DIM" "$FAKE_KUBELET_BIN" "$WORK/kubelet" \
+    "$POD_NAMESPACE/$pod" "${POD_UID[$pod]}" "$RESET"
+  target="$(kubelet_csi publish "$POD_NAMESPACE/$pod" "${POD_UID[$pod]}")" ||
+    die "NodePublishVolume failed (log: $WORK/agent.log)"
+  say "    $target: $(cd "$target" && echo *)"
+  say "    ports.env: '$(cat "$target/ports.env")' (no port yet)"
+  why "Then the sandbox's ADD (annotation hostport.io/ports: \"web=80\"): the agent writes the"
+  why "port into the volume before it answers, and the runtime starts containers only after that."
+  POD_RESULT[$pod]="$(cni ADD "$pod" "$WORK/cni-bin/hostport" \
+    "$(hostport_config "$pod" "${BRIDGE_RESULT[$pod]}")")" ||
+    cni_failure "$pod" "hostport ADD" "${POD_RESULT[$pod]}"
+  say "    ports.env: $(cat "$target/ports.env")"
+  port="$(sed -n 's/^HOSTPORT_WEB=//p' "$target/ports.env")"
+  [[ -n "$port" ]] || die "ports.env has no HOSTPORT_WEB after ADD"
+  ok "$pod's volume holds its port $port once ADD is answered"
+  why "The pod's container at its first start: its entrypoint sources the file, as any image with"
+  why "a shell can (the volume is mounted at /hostport in a real pod), and serves."
+  mkdir -p "$www"
+  # shellcheck disable=SC2016 # expanded by the pod's shell
+  ip netns exec "${POD_NS[$pod]}" sh -c '. "$1/ports.env" &&
+    printf "hello from %s (it read HOSTPORT_WEB=%s at its first start)\n" "$2" "$HOSTPORT_WEB" > "$3/index.html" &&
+    exec /bin/busybox httpd -f -p 80 -h "$3"' "$pod" "$target" "$POD_NAMESPACE/$pod" "$www" &
+  HTTPD_PID[$pod]=$!
+  fetch outside "$OUTSIDE_NS" "http://$NODE_IP:$port/" "$pod"
+  why "The volume's own socket, pod.sock, answers this pod alone (no hostPath needed):"
+  out="$(cd "$target" && curl -s --unix-socket pod.sock http://hostport/v1/self/env)"
+  if [[ "$out" == "$(cat "$target/ports.env")" ]]; then
+    ok "GET /v1/self/env on the volume's pod.sock: $out"
+  else
+    bad "the volume's pod.sock answered '$out'"
+  fi
+  why "The pod is deleted: hostport and bridge DEL, then the kubelet unmounts the volume."
+  stop_pid "${HTTPD_PID[$pod]}"
+  HTTPD_PID[$pod]=""
+  out="$(cni DEL "$pod" "$WORK/cni-bin/hostport" "$(hostport_config "$pod" "${POD_RESULT[$pod]}")")" ||
+    cni_failure "$pod" "hostport DEL" "$out"
+  out="$(cni DEL "$pod" /usr/lib/cni/bridge "$(bridge_config "${POD_RESULT[$pod]}")")" ||
+    cni_failure "$pod" "bridge DEL" "$out"
+  POD_RESULT[$pod]=""
+  if kubelet_csi unpublish "$POD_NAMESPACE/$pod" "${POD_UID[$pod]}" && [[ ! -e "$target" ]]; then
+    ok "the volume is unpublished: $(grep -o 'csi.unpublished.*' "$WORK/agent.log" | head -1)"
+  else
+    bad "NodeUnpublishVolume failed or left $target"
+  fi
+}
+
 # review POD_JSON: an AdmissionReview v1 of a pod CREATE in namespace demo, as the API server
 # posts it to a webhook.
 review() {
@@ -804,6 +873,8 @@ summary() {
   say "  pod-d's claim of 8080 was refused (CNI error 101)."
   say "  The hostNetwork pod relay got a port from the pool through the agent's watch, read it"
   say "  from the pod socket by its cgroup, served on it, and gave it back when it finished."
+  say "  pod-v read its port from its hostport.io CSI volume at its first start, written before its"
+  say "  ADD was answered, and served on it."
   say "  The admission webhook refused pod-e's malformed annotation in the plugin's words and"
   say "  completed pod-f with its hostport.io/default request."
   say "  After a flushed map, every pod answered again: the agent restored its forwards."
@@ -845,6 +916,7 @@ main() {
   healing
   delete_pods
   host_network
+  csi_volume
   admission
   summary
   ((FAILURES == 0)) || exit 1
