@@ -33,9 +33,8 @@ int usageError(const std::string& message) {
 }
 
 int refused(std::string_view call, const grpc::Status& status) {
-  std::fprintf(stderr, "fake-kubelet-csi: %.*s: gRPC code %d: %s\n",
-               static_cast<int>(call.size()), call.data(), static_cast<int>(status.error_code()),
-               status.error_message().c_str());
+  std::fprintf(stderr, "fake-kubelet-csi: %.*s: gRPC code %d: %s\n", static_cast<int>(call.size()),
+               call.data(), static_cast<int>(status.error_code()), status.error_message().c_str());
   return 1;
 }
 
@@ -57,8 +56,8 @@ int main(int argc, char** argv) {
   if (command == "register") {
     if (argc != 4) return usageError("register takes no arguments");
     pluginregistration::PluginInfo info;
-    const auto status = kubelet.registerPlugin(
-        kubeletDir / "plugins_registry" / "hostport.io-reg.sock", &info);
+    const auto status =
+        kubelet.registerPlugin(kubeletDir / "plugins_registry" / "hostport.io-reg.sock", &info);
     if (!status.ok()) return refused("register", status);
     std::printf("type=%s name=%s endpoint=%s versions=%s\n", info.type().c_str(),
                 info.name().c_str(), info.endpoint().c_str(),
