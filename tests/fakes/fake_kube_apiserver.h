@@ -10,11 +10,13 @@
 // - bearer-token authentication, "Authorization: Bearer <token>", else 401 Unauthorized; the
 //   token can be rotated, with a grace for the old one. A client certificate signed by the fake's
 //   CA also authenticates (a kubeconfig's client-certificate);
-// - GET, POST (create), PATCH (JSON merge patch, JSON patch) and PUT of objects, the /status
+// - GET, POST (create), PATCH (JSON merge patch, JSON patch), PUT and DELETE of objects, the
+// /status
 //   subresource, resourceVersion, uid preconditions and Status errors as fake_kube_objects.h
 //   describes; GET /version, and the legacy discovery of /api, /apis and /api/v1 (pods and nodes),
 //   enough for kubectl get and patch by hand;
-// - lists (field selectors, limit and continue) and watches, as a real server streams them: HTTP
+// - lists (field and label selectors, limit and continue) and watches, as a real server streams
+// them: HTTP
 //   200, chunked, one {"type":...,"object":...} line per event (ADDED, MODIFIED, DELETED as the
 //   selector sees the object), BOOKMARK lines when asked (allowWatchBookmarks) and the test says
 //   so (sendBookmarks()), the end after timeoutSeconds, and ERROR with a 410 Expired Status for a
@@ -24,7 +26,7 @@
 // - faults, queued and taken in order by the first request each matches: an answer with a given
 //   status (and Retry-After), a dropped connection (before or after the request is served), a
 //   slow answer.
-// What it does not: delete over HTTP, label selectors, RBAC (every authenticated client may do
+// What it does not: graceful deletion, deletecollection, RBAC (every authenticated client may do
 // everything), admission, strategic merge and apply patches (415), HTTP/2, request limits or
 // priority and fairness, impersonation, audit.
 //

@@ -211,8 +211,38 @@ FakeKubeAnswer FakeKubeObjects::serve(std::string_view method, std::string_view 
   }
   if (method == "PATCH") return patch(*parsed, contentType, body);
   if (method == "PUT") return update(*parsed, body);
+  if (method == "DELETE" && !parsed->status) return remove(*parsed, body);
   return failure(
       405, "the fake API server does not serve " + std::string(method) + " " + std::string(path));
+}
+
+FakeKubeAnswer FakeKubeObjects::remove(const KubeObjectPath& path, std::string_view body) {
+  const auto it = objects_.find(path.object);
+  if (it == objects_.end()) return notFound(path);
+  // DeleteOptions: its preconditions hold against the stored object, or nothing is deleted.
+  if (!body.empty()) {
+    const json options = json::parse(body, nullptr, false);
+    if (!options.is_object()) return failure(400, "the DeleteOptions are not a JSON object");
+    const json preconditions = options.value("preconditions", json::object());
+    const json& metadata = it->second["metadata"];
+    for (const char* field : {"uid", "resourceVersion"}) {
+      const std::string wanted = stringField(preconditions, field);
+      const std::string stored = stringField(metadata, field);
+      if (!wanted.empty() && wanted != stored) {
+        const std::string name = std::string(field) == "uid" ? "UID" : "ResourceVersion";
+        return conflict(path, "Precondition failed: " + name + " in precondition: " + wanted +
+                                  ", " + name + " in object meta: " + stored);
+      }
+    }
+  }
+  const std::string uid = stringField(it->second["metadata"], "uid");
+  erase(path.object);
+  return {200,
+          {{"kind", "Status"},
+           {"apiVersion", "v1"},
+           {"metadata", json::object()},
+           {"status", "Success"},
+           {"details", {{"name", path.name}, {"kind", path.resource}, {"uid", uid}}}}};
 }
 
 FakeKubeAnswer FakeKubeObjects::patch(const KubeObjectPath& path, std::string_view contentType,

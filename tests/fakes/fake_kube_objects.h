@@ -14,6 +14,11 @@
 // - POST to a collection (/api/v1/namespaces/{ns}/secrets) creates the object its body names:
 //   201 Created, or 409 with reason AlreadyExists when one of that name is there (the create is
 //   atomic: of two racing creators, one wins);
+// - DELETE removes the object (200 with a Success Status), after the DeleteOptions'
+//   preconditions (uid, resourceVersion): another value is 409 Conflict, "Precondition failed";
+//   a watch sees it DELETED, at a version of its own;
+// - lists and watches take label selectors (=, ==, !=, in, notin, exists, !exists) with the field
+//   selectors;
 // - PATCH takes application/merge-patch+json (RFC 7386) and application/json-patch+json
 //   (RFC 6902: a failed `test`, or a path that is not there, is 422 Invalid and changes
 //   nothing); application/strategic-merge-patch+json and apply patches are 415;
@@ -22,10 +27,10 @@
 //   lists (paged: limit, continue) and watches (eventsSince) read it as the real server does, with
 //   field selectors (fake_kube_selection.h); a version older than the history is 410 Expired
 //   (fake_kube_objects_watch.cc).
-// Not done: generateName, delete over HTTP, label selectors, dry run, managed fields, generation,
-// validation of the objects' schema. A continued list reads the objects as they are now (with the
-// first page's resourceVersion), not a snapshot; the watch from that version then brings what
-// changed, as it would.
+// Not done: generateName, graceful deletion and finalizers, deletecollection, dry run, managed
+// fields, generation, validation of the objects' schema. A continued list reads the objects as they
+// are now (with the first page's resourceVersion), not a snapshot; the watch from that version then
+// brings what changed, as it would.
 
 #include <cstdint>
 #include <map>
@@ -91,7 +96,8 @@ class FakeKubeObjects {
   /// Removes the object at `path`; false when there was none.
   bool erase(std::string_view path);
 
-  /// Serves one request: GET, PATCH or PUT of `path` (without its query).
+  /// Serves one request: GET, PATCH, PUT or DELETE of `path` (without its query), POST to a
+  /// collection.
   FakeKubeAnswer serve(std::string_view method, std::string_view path, std::string_view contentType,
                        std::string_view body);
 
@@ -110,10 +116,10 @@ class FakeKubeObjects {
   /// the history kept: the watch must be told 410.
   std::optional<std::vector<nlohmann::json>> eventsSince(std::uint64_t revision,
                                                          const KubeCollectionPath& collection,
-                                                         const FieldSelector& selector) const;
+                                                         const Selector& selector) const;
   /// ADDED events for the objects there now: a watch from resourceVersion "" or "0".
   std::vector<nlohmann::json> currentAsAdded(const KubeCollectionPath& collection,
-                                             const FieldSelector& selector) const;
+                                             const Selector& selector) const;
   /// Forgets the history so far, as etcd's compaction does.
   void compact();
   std::uint64_t revision() const { return revision_; }
@@ -122,6 +128,7 @@ class FakeKubeObjects {
   FakeKubeAnswer patch(const KubeObjectPath& path, std::string_view contentType,
                        std::string_view body);
   FakeKubeAnswer update(const KubeObjectPath& path, std::string_view body);
+  FakeKubeAnswer remove(const KubeObjectPath& path, std::string_view body);
   FakeKubeAnswer create(std::string_view collection, std::string_view body);
   /// Stores `changed` as the new version of the object at `path` after the checks of a write.
   FakeKubeAnswer write(const KubeObjectPath& path, nlohmann::json changed);

@@ -49,11 +49,8 @@ void FakeKubeObjects::compact() {
 
 FakeKubeAnswer FakeKubeObjects::list(const KubeCollectionPath& collection,
                                      const KubeListQuery& query) const {
-  auto selector = FieldSelector::parse(query.fieldSelector, collection.resource);
+  auto selector = Selector::parse(query, collection.resource);
   if (!selector) return failure(400, selector.error().message);
-  if (!query.labelSelector.empty()) {
-    return failure(400, "the fake API server does not serve label selectors");
-  }
   // A continue token: "<the first page's revision>:<the last path it returned>".
   std::uint64_t at = revision_;
   std::string after;
@@ -96,7 +93,7 @@ FakeKubeAnswer FakeKubeObjects::list(const KubeCollectionPath& collection,
 
 std::optional<std::vector<json>> FakeKubeObjects::eventsSince(std::uint64_t revision,
                                                               const KubeCollectionPath& collection,
-                                                              const FieldSelector& selector) const {
+                                                              const Selector& selector) const {
   if (revision < compacted_) return std::nullopt;
   std::vector<json> events;
   for (const FakeKubeChange& change : history_) {
@@ -116,7 +113,7 @@ std::optional<std::vector<json>> FakeKubeObjects::eventsSince(std::uint64_t revi
 }
 
 std::vector<json> FakeKubeObjects::currentAsAdded(const KubeCollectionPath& collection,
-                                                  const FieldSelector& selector) const {
+                                                  const Selector& selector) const {
   std::vector<json> events;
   for (const auto& [path, object] : objects_) {
     if (collection.contains(path) && selector.matches(object)) {

@@ -1,5 +1,6 @@
 #include "tests/fakes/fake_kube_selection.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -164,6 +165,139 @@ bool FieldSelector::matches(const json& object) const {
     if ((fieldText(object, term.path) == term.value) != term.equal) return false;
   }
   return true;
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return text;
+}
+
+/// The requirements of a label selector: split at the commas outside parentheses.
+std::vector<std::string_view> requirementsOf(std::string_view text) {
+  std::vector<std::string_view> parts;
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')') --depth;
+    if (text[i] == ',' && depth == 0) {
+      parts.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+bool isNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
+}
+
+/// A label key: [prefix/]name, the name 1 to 63 of [A-Za-z0-9._-].
+bool validKey(std::string_view key) {
+  const std::size_t slash = key.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? key : key.substr(slash + 1);
+  if (slash != std::string_view::npos && (slash == 0 || slash > 253)) return false;
+  return !name.empty() && name.size() <= 63 && std::ranges::all_of(name, isNameChar);
+}
+
+/// A label value: at most 63 of [A-Za-z0-9._-], possibly empty.
+bool validValue(std::string_view value) {
+  return value.size() <= 63 && std::ranges::all_of(value, isNameChar);
+}
+
+const std::string* labelOf(const json& object, const std::string& key) {
+  const auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return nullptr;
+  const auto labels = metadata->find("labels");
+  if (labels == metadata->end() || !labels->is_object()) return nullptr;
+  const auto found = labels->find(key);
+  if (found == labels->end() || !found->is_string()) return nullptr;
+  return found->get_ptr<const std::string*>();
+}
+
+}  // namespace
+
+Result<LabelSelector> LabelSelector::parse(std::string_view text) {
+  LabelSelector selector;
+  if (trimmed(text).empty()) return selector;
+  for (const std::string_view raw : requirementsOf(text)) {
+    const std::string_view term = trimmed(raw);
+    const auto bad = [&](std::string_view why) {
+      return fail(ErrorCode::kInvalidArgument, "unable to parse requirement: \"" +
+                                                   std::string(term) + "\": " + std::string(why));
+    };
+    Requirement requirement;
+    std::string_view key;
+    if (term.starts_with('!')) {
+      key = trimmed(term.substr(1));
+      requirement.op = Op::kNotExists;
+    } else if (const std::size_t in = term.find(" in "), notin = term.find(" notin ");
+               in != std::string_view::npos || notin != std::string_view::npos) {
+      const bool isIn =
+          in != std::string_view::npos && (notin == std::string_view::npos || in < notin);
+      const std::size_t at = isIn ? in : notin;
+      key = trimmed(term.substr(0, at));
+      requirement.op = isIn ? Op::kIn : Op::kNotIn;
+      const std::string_view set = trimmed(term.substr(at + (isIn ? 4 : 7)));
+      if (!set.starts_with('(') || !set.ends_with(')')) return bad("a set is (value,...)");
+      for (const std::string_view value : split(set.substr(1, set.size() - 2), ',')) {
+        if (!validValue(trimmed(value))) return bad("invalid value");
+        requirement.values.emplace_back(trimmed(value));
+      }
+    } else if (const std::size_t ne = term.find("!="); ne != std::string_view::npos) {
+      key = trimmed(term.substr(0, ne));
+      requirement.op = Op::kNotIn;
+      requirement.values.emplace_back(trimmed(term.substr(ne + 2)));
+    } else if (const std::size_t eq = term.find('='); eq != std::string_view::npos) {
+      key = trimmed(term.substr(0, eq));
+      requirement.op = Op::kIn;
+      const std::size_t width = term.substr(eq).starts_with("==") ? 2 : 1;
+      requirement.values.emplace_back(trimmed(term.substr(eq + width)));
+    } else {
+      key = term;
+    }
+    if (!validKey(key)) return bad("invalid label key");
+    for (const std::string& value : requirement.values) {
+      if (!validValue(value)) return bad("invalid label value");
+    }
+    requirement.key = key;
+    selector.requirements_.push_back(std::move(requirement));
+  }
+  return selector;
+}
+
+bool LabelSelector::matches(const json& object) const {
+  for (const Requirement& requirement : requirements_) {
+    const std::string* value = labelOf(object, requirement.key);
+    const bool listed = value != nullptr &&
+                        std::ranges::find(requirement.values, *value) != requirement.values.end();
+    switch (requirement.op) {
+      case Op::kExists:
+        if (value == nullptr) return false;
+        break;
+      case Op::kNotExists:
+        if (value != nullptr) return false;
+        break;
+      case Op::kIn:
+        if (!listed) return false;
+        break;
+      case Op::kNotIn:
+        if (listed) return false;
+        break;
+    }
+  }
+  return true;
+}
+
+Result<Selector> Selector::parse(const KubeListQuery& query, std::string_view resource) {
+  HOSTPORT_TRY(FieldSelector fields, FieldSelector::parse(query.fieldSelector, resource));
+  HOSTPORT_TRY(LabelSelector labels, LabelSelector::parse(query.labelSelector));
+  return Selector{std::move(fields), std::move(labels)};
 }
 
 }  // namespace hostport::kube

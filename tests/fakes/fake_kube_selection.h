@@ -69,4 +69,35 @@ class FieldSelector {
   std::vector<Term> terms_;
 };
 
+/// A label selector, as the real server reads one: requirements joined by ',' (outside
+/// parentheses), each `key`, `!key`, `key=value`, `key==value`, `key!=value`, `key in (a,b)` or
+/// `key notin (a,b)`, all of which must hold. `key!=value` and `notin` hold for an object without
+/// the label, as upstream's. A key is an optional DNS prefix and '/', then a name; values may be
+/// empty. kInvalidArgument, "unable to parse requirement: ...", for anything else.
+class LabelSelector {
+ public:
+  static Result<LabelSelector> parse(std::string_view text);
+  bool matches(const nlohmann::json& object) const;
+
+ private:
+  enum class Op : uint8_t { kExists, kNotExists, kIn, kNotIn };
+  struct Requirement {
+    std::string key;
+    Op op = Op::kExists;
+    std::vector<std::string> values;
+  };
+  std::vector<Requirement> requirements_;
+};
+
+/// What a list or watch selects: its field and label selectors together.
+struct Selector {
+  FieldSelector fields;
+  LabelSelector labels;
+  /// Both of `query`'s selectors for a collection of `resource`; the first error.
+  static Result<Selector> parse(const KubeListQuery& query, std::string_view resource);
+  bool matches(const nlohmann::json& object) const {
+    return fields.matches(object) && labels.matches(object);
+  }
+};
+
 }  // namespace hostport::kube

@@ -68,7 +68,7 @@ std::string kindOf(std::string_view resource) {
 /// What a watch asked for and where it is.
 struct WatchState {
   KubeCollectionPath collection;
-  FieldSelector selector;
+  Selector selector;
   std::uint64_t revision = 0;  // every change up to it has been queued
   bool bookmarks = false;
   std::uint64_t bookmarkGeneration = 0;
@@ -201,13 +201,9 @@ class Session : public FakeKubeWatch, public std::enable_shared_from_this<Sessio
   /// the objects there now as ADDED for "" or "0", else the changes after it, or one ERROR 410
   /// when that version is older than the history.
   void startWatch(KubeCollectionPath collection, const KubeListQuery& query) {
-    auto selector = FieldSelector::parse(query.fieldSelector, collection.resource);
-    if (!selector || !query.labelSelector.empty()) {
-      const std::string why = selector ? std::string(
-                                             "the fake API server does not serve label "
-                                             "selectors")
-                                       : selector.error().message;
-      write({400, kubeStatus(400, why).dump(), std::nullopt});
+    auto selector = Selector::parse(query, collection.resource);
+    if (!selector) {
+      write({400, kubeStatus(400, selector.error().message).dump(), std::nullopt});
       return;
     }
     watch_.emplace();

@@ -253,8 +253,37 @@ TEST_F(FakeKubeObjectsTest, PostCreatesOnceThenAnswersAlreadyExists) {
   EXPECT_EQ(objects_.serve("POST", "/version", "", R"({"metadata":{"name":"x"}})").status, 404u);
 }
 
+TEST_F(FakeKubeObjectsTest, DeleteRemovesTheObjectUnlessAPreconditionFails) {
+  constexpr std::string_view kLease = "/apis/coordination.k8s.io/v1/namespaces/hostport/leases/a";
+  ASSERT_OK(objects_.put(kLease, {{"spec", {{"holderIdentity", "games/server-0"}}}}));
+  const std::string uid = stored(kLease)["metadata"]["uid"];
+  const std::string rv = stored(kLease)["metadata"]["resourceVersion"];
+
+  const auto staleUid = objects_.serve("DELETE", kLease, "application/json",
+                                       R"({"preconditions":{"uid":"another"}})");
+  EXPECT_EQ(staleUid.status, 409u);
+  EXPECT_EQ(staleUid.body["message"],
+            "Operation cannot be fulfilled on leases \"a\": Precondition failed: UID in "
+            "precondition: another, UID in object meta: " +
+                uid);
+  const auto staleVersion = objects_.serve("DELETE", kLease, "application/json",
+                                           R"({"preconditions":{"resourceVersion":"1"}})");
+  EXPECT_EQ(staleVersion.status, 409u);
+  EXPECT_TRUE(objects_.get(kLease).has_value()) << "a failed precondition deletes nothing";
+
+  const auto deleted =
+      objects_.serve("DELETE", kLease, "application/json",
+                     json({{"preconditions", {{"uid", uid}, {"resourceVersion", rv}}}}).dump());
+  ASSERT_EQ(deleted.status, 200u) << deleted.body.dump();
+  EXPECT_EQ(deleted.body["status"], "Success");
+  EXPECT_EQ(deleted.body["details"]["uid"], uid);
+  EXPECT_FALSE(objects_.get(kLease).has_value());
+  EXPECT_EQ(objects_.serve("DELETE", kLease, "", "").status, 404u);
+  EXPECT_EQ(objects_.serve("DELETE", kPod, "", "").status, 200u) << "no DeleteOptions: deleted";
+}
+
 TEST_F(FakeKubeObjectsTest, OtherMethodsAndPathsAreRefused) {
-  EXPECT_EQ(objects_.serve("DELETE", kPod, "", "").status, 405u);
+  EXPECT_EQ(objects_.serve("DELETE", std::string(kPod) + "/status", "", "").status, 405u);
   EXPECT_EQ(objects_.serve("POST", kPod, "", "").status, 405u);
   EXPECT_EQ(objects_.serve("GET", "/api/v1/namespaces/games/pods", "", "").status, 404u);
 }

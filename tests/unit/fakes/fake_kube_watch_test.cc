@@ -1,8 +1,8 @@
 // The fake API server's lists and watches, read on the wire by the API client's own transport:
-// field selectors and pages, a watch as HTTP 200 with a chunked body of {"type","object"} lines
-// (ADDED, MODIFIED, DELETED as the selector sees the object, BOOKMARK when asked), its end after
-// timeoutSeconds, ERROR 410 Expired for a compacted version or when the test expires it, and a
-// dropped connection.
+// field and label selectors and pages, a DELETE seen by a watch, a watch as HTTP 200 with a chunked
+// body of {"type","object"} lines (ADDED, MODIFIED, DELETED as the selector sees the object,
+// BOOKMARK when asked), its end after timeoutSeconds, ERROR 410 Expired for a compacted version or
+// when the test expires it, and a dropped connection.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 
 #include "kube/https_transport.h"
 #include "tests/fakes/fake_kube_apiserver.h"
+#include "tests/fakes/fake_kube_selection.h"
 #include "tests/support/result_assertions.h"
 #include "tests/support/wait.h"
 
@@ -157,6 +158,72 @@ TEST_F(FakeKubeWatchTest, ListsByFieldSelectorInPagesAtOneVersion) {
   ASSERT_OK_AND_ASSIGN(auto stale, get("/api/v1/pods?limit=2&continue=" + next));
   EXPECT_EQ(stale.status, 410) << stale.body;
   EXPECT_THAT(stale.body, HasSubstr(R"("reason":"Expired")"));
+}
+
+TEST(LabelSelectorTest, ReadsEveryOperatorAsTheRealServerDoes) {
+  const json labelled = {{"metadata", {{"labels", {{"hostport.io/pool", "games"}, {"tier", ""}}}}}};
+  const json bare = {{"metadata", json::object()}};
+  const auto matches = [](std::string_view text, const json& object) {
+    auto selector = LabelSelector::parse(text);
+    EXPECT_TRUE(selector.has_value()) << text;
+    return selector && selector->matches(object);
+  };
+  EXPECT_TRUE(matches("", bare));
+  EXPECT_TRUE(matches("hostport.io/pool=games", labelled));
+  EXPECT_TRUE(matches("hostport.io/pool==games,tier", labelled));
+  EXPECT_TRUE(matches("hostport.io/pool in (media, games)", labelled));
+  EXPECT_FALSE(matches("hostport.io/pool notin (games)", labelled));
+  EXPECT_TRUE(matches("hostport.io/pool notin (games)", bare)) << "no label: not in any set";
+  EXPECT_TRUE(matches("hostport.io/pool!=media", bare));
+  EXPECT_FALSE(matches("hostport.io/pool", bare));
+  EXPECT_TRUE(matches("!hostport.io/pool", bare));
+  EXPECT_FALSE(matches("!tier", labelled));
+  EXPECT_TRUE(matches("tier=", labelled)) << "an empty value is a value";
+  for (const std::string& bad : std::vector<std::string>{
+           "a b=c", "x in games", "=x", "k=v v", "bad key!=x", "k=" + std::string(64, 'v')}) {
+    const auto parsed = LabelSelector::parse(bad);
+    ASSERT_FALSE(parsed.has_value()) << bad;
+    EXPECT_THAT(parsed.error().message, HasSubstr("unable to parse requirement")) << bad;
+  }
+}
+
+TEST_F(FakeKubeWatchTest, ListsAndWatchesByLabelAndSeesADeleteOverHttp) {
+  constexpr std::string_view kLeases = "/apis/coordination.k8s.io/v1/namespaces/hostport/leases";
+  const auto lease = [](std::string_view pool) {
+    return json({{"apiVersion", "coordination.k8s.io/v1"},
+                 {"kind", "Lease"},
+                 {"metadata", {{"labels", {{"hostport.io/pool", pool}}}}}});
+  };
+  ASSERT_OK(api_->putObject(std::string(kLeases) + "/games.40000", lease("games")));
+  ASSERT_OK(api_->putObject(std::string(kLeases) + "/media.41000", lease("media")));
+  ASSERT_OK_AND_ASSIGN(const auto listed,
+                       get(std::string(kLeases) + "?labelSelector=hostport.io%2Fpool%3Dgames"));
+  ASSERT_EQ(listed.status, 200u) << listed.body;
+  const json items = json::parse(listed.body)["items"];
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0]["metadata"]["name"], "games.40000");
+  ASSERT_OK_AND_ASSIGN(const auto bad, get(std::string(kLeases) + "?labelSelector=a%20b"));
+  EXPECT_EQ(bad.status, 400u) << bad.body;
+
+  const std::string version = json::parse(listed.body)["metadata"]["resourceVersion"];
+  Watching watch(*api_, std::string(kLeases) + "?watch=1&labelSelector=hostport.io%2Fpool%3Dgames" +
+                            "&resourceVersion=" + version);
+  ASSERT_OK_AND_ASSIGN(
+      const auto gone,
+      client_->exchange({"DELETE", std::string(kLeases) + "/games.40000", "application/json", ""},
+                        api_->token(), 5s));
+  EXPECT_EQ(gone.status, 200u) << gone.body;
+  ASSERT_OK_AND_ASSIGN(
+      const auto other,
+      client_->exchange({"DELETE", std::string(kLeases) + "/media.41000", "application/json", ""},
+                        api_->token(), 5s));
+  EXPECT_EQ(other.status, 200u) << other.body;
+  ASSERT_OK(api_->putObject(std::string(kLeases) + "/games.40001", lease("games")));
+  ASSERT_TRUE(watch.waitForEvents(2));
+  const auto events = watch.events();
+  EXPECT_THAT(types(events), ElementsAre("DELETED", "ADDED")) << "the other pool's is not seen";
+  EXPECT_EQ(events[0]["object"]["metadata"]["name"], "games.40000");
+  EXPECT_EQ(events[1]["object"]["metadata"]["name"], "games.40001");
 }
 
 TEST_F(FakeKubeWatchTest, StreamsWhatTheSelectorSeesAsChunkedLinesUntilItsTimeout) {
