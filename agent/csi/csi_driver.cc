@@ -84,13 +84,15 @@ struct CsiDriver::Servers {
 CsiDriver::CsiDriver(std::unique_ptr<PodVolumes> volumes, CsiDriverOptions options)
     : options_(std::move(options)), volumes_(std::move(volumes)) {}
 
-CsiDriver::~CsiDriver() {
+void CsiDriver::stopServing() {
   servers_.reset();
   if (sweeper_.joinable()) {
     sweeper_.request_stop();
     sweeper_.join();
   }
 }
+
+CsiDriver::~CsiDriver() { stopServing(); }
 
 std::unique_ptr<CsiDriver> CsiDriver::open(PodLeases leases, ServeVolumeSocket serveSocket,
                                            CsiDriverOptions options) {

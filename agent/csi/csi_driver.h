@@ -47,8 +47,11 @@ class CsiDriver {
   /// Serves both sockets (mode 0600: the kubelet is root) and starts the sweep. A publish first
   /// waits for `await`. kIo naming the socket when one cannot be served.
   Result<void> serve(AwaitPodLeases await);
-  /// Stops serving (calls under way finish), the sweep, and closes the volumes' sockets. Their
-  /// files and records stay for the next agent.
+  /// Stops serving gRPC (calls under way finish) and the sweep: no publish asks for a lease once
+  /// this returns. The volumes stay, and their files still follow grants and releases.
+  void stopServing();
+  /// stopServing(), then closes the volumes' sockets. Their files and records stay for the next
+  /// agent.
   ~CsiDriver();
   CsiDriver(const CsiDriver&) = delete;
   CsiDriver& operator=(const CsiDriver&) = delete;

@@ -83,6 +83,7 @@ class Daemon {
   // Declared after it, so it runs first: nothing asks the service for a lease while the journal
   // drains, or after.
   ScopeExit<std::function<void()>> stopWatching_{[this] {
+    if (csiDriver_) csiDriver_->stopServing();  // a publish may ask for a hostNetwork lease
     if (publication_) publication_->stopWatching();
   }};
   std::unique_ptr<service::Reconciler> reconciler_;
