@@ -199,6 +199,12 @@ FakeKubeFault FakeKubeFault::dropAnswer() {
   return fault;
 }
 
+FakeKubeFault FakeKubeFault::heldUntilReleased() {
+  FakeKubeFault fault;
+  fault.held = true;
+  return fault;
+}
+
 FakeKubeFault FakeKubeFault::slow(std::chrono::milliseconds delay) {
   FakeKubeFault fault;
   fault.delay = delay;
@@ -280,6 +286,8 @@ FakeKubeApiServer::~FakeKubeApiServer() {
   // then destroys the sessions it holds, which closes their sockets.
   impl_->io.stop();
   impl_->thread.join();
+  // The sessions a held fault holds go before the io_context their sockets belong to.
+  impl_->heldResumes.clear();
 }
 
 std::uint16_t FakeKubeApiServer::port() const { return impl_->port; }
@@ -430,6 +438,27 @@ void FakeKubeApiServer::expireWatches() {
     ++impl_->expireGeneration;
   }
   impl_->notifyWatches();
+}
+
+void FakeKubeApiServer::Impl::hold(std::function<void()> resume) {
+  {
+    std::lock_guard lock(mutex);
+    if (!released) {
+      heldResumes.push_back(std::move(resume));
+      return;
+    }
+  }
+  asio::post(io, std::move(resume));
+}
+
+void FakeKubeApiServer::releaseHeld() {
+  std::vector<std::function<void()>> resumes;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->released = true;
+    resumes.swap(impl_->heldResumes);
+  }
+  for (auto& resume : resumes) asio::post(impl_->io, std::move(resume));
 }
 
 void FakeKubeApiServer::dropWatches() {

@@ -71,6 +71,9 @@ struct FakeKubeFault {
   unsigned times = 1;
   /// Waits this long before doing the rest (serving, answering `status`, dropping).
   std::chrono::milliseconds delay{0};
+  /// Waits until the test calls FakeKubeApiServer::releaseHeld(), then does the rest: for a test
+  /// that needs one request to land after another, whatever the machine's load.
+  bool held = false;
   /// Answers this status with a Status body instead of serving the request; 0 serves it.
   unsigned status = 0;
   /// With `status`: a Retry-After header of this many seconds.
@@ -92,6 +95,8 @@ struct FakeKubeFault {
   static FakeKubeFault dropAnswer();
   /// Serves the request after `delay`.
   static FakeKubeFault slow(std::chrono::milliseconds delay);
+  /// Serves the request once the test calls releaseHeld().
+  static FakeKubeFault heldUntilReleased();
 
   /// This fault for requests under `prefix` only.
   FakeKubeFault on(std::string prefix) const;
@@ -185,6 +190,8 @@ class FakeKubeApiServer {
   void expireWatches();
   /// Every open watch's connection is closed at once, mid-stream.
   void dropWatches();
+  /// Lets every request a heldUntilReleased() fault holds go on, and those it will hold later.
+  void releaseHeld();
   /// Forgets the history, as etcd's compaction: a watch or a continued list from a version before
   /// now is 410 Expired.
   void compact();

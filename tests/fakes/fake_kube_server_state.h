@@ -8,6 +8,7 @@
 #include <boost/asio/ssl.hpp>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,6 +61,10 @@ struct FakeKubeApiServer::Impl {
 
   /// Tells every watch, on the server's thread, that something changed; `act` runs there first.
   void notifyWatches(std::function<void(Impl&)> act = {});
+  /// Runs `resume` on the server's thread once the test released held requests (at once when it
+  /// has).
+  void hold(std::function<void()> resume);
+
   /// Called on the server's thread by a watch that starts or ends.
   void addWatch(std::weak_ptr<FakeKubeWatch> watch) { watches.push_back(std::move(watch)); }
 
@@ -81,6 +86,8 @@ struct FakeKubeApiServer::Impl {
   std::uint64_t bookmarkGeneration = 0;
   std::uint64_t expireGeneration = 0;
   std::uint64_t dropGeneration = 0;
+  bool released = false;                           // releaseHeld() was called
+  std::vector<std::function<void()>> heldResumes;  // requests a held fault holds
   // On the server's thread only.
   std::vector<std::weak_ptr<FakeKubeWatch>> watches;
   std::atomic<std::size_t> openWatches{0};

@@ -127,6 +127,10 @@ class Session : public FakeKubeWatch, public std::enable_shared_from_this<Sessio
     request_.clientCertificate = clientName_;
     request_.body = message.body();
     plan_ = server_.receive(request_);
+    if (plan_.fault && plan_.fault->held) {
+      server_.hold([self = shared_from_this()] { self->act(); });
+      return;
+    }
     if (plan_.fault && plan_.fault->delay.count() > 0) {
       timer_.expires_after(plan_.fault->delay);
       timer_.async_wait([self = shared_from_this()](beast::error_code ec) {

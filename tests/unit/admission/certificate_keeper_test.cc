@@ -154,12 +154,11 @@ TEST_F(CertificateKeeperTest, AnExpiringCertificateIsRenewedByTheSameCa) {
 TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
   auto kube = client();
   ASSERT_OK(CertificateKeeper(*kube, site()).pass());
-  // Both replicas find the certificate due. This one's update is held up on its way; the other's
-  // lands first, so this one's resourceVersion is stale (409 Conflict).
+  // Both replicas find the certificate due. This one's update is held up on its way until the
+  // other's has landed, so this one's resourceVersion is stale (409 Conflict).
   const auto later = [] { return std::chrono::system_clock::now() + hours(24 * 300); };
-  api_->injectFault(kube::FakeKubeFault::slow(std::chrono::milliseconds(500))
-                        .on(std::string(kSecret))
-                        .forMethod("PUT"));
+  api_->injectFault(
+      kube::FakeKubeFault::heldUntilReleased().on(std::string(kSecret)).forMethod("PUT"));
   Result<KeeperPass> held = fail(ErrorCode::kInternal, "not run");
   std::jthread slow([&] { held = CertificateKeeper(*kube, site(), {}, later).pass(); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -174,14 +173,16 @@ TEST_F(CertificateKeeperTest, AStaleUpdateTakesWhatTheOtherReplicaWrote) {
   }
   ASSERT_TRUE(putReceived());
   auto other = client();
-  ASSERT_OK_AND_ASSIGN(const auto theirs, CertificateKeeper(*other, site(), {}, later).pass());
-  EXPECT_TRUE(theirs.wroteSecret);
+  const auto theirs = CertificateKeeper(*other, site(), {}, later).pass();
+  api_->releaseHeld();  // only now: the held PUT lands after the other replica's, however slow
   slow.join();
+  ASSERT_OK(theirs);
+  EXPECT_TRUE(theirs->wroteSecret);
   ASSERT_OK(held);
   EXPECT_FALSE(held->wroteSecret);
-  EXPECT_EQ(held->certificates, theirs.certificates);
+  EXPECT_EQ(held->certificates, theirs->certificates);
   ASSERT_OK_AND_ASSIGN(const auto stored, readSecretData(api_->object(kSecret).value()));
-  EXPECT_EQ(stored, theirs.certificates);
+  EXPECT_EQ(stored, theirs->certificates);
 }
 
 TEST_F(CertificateKeeperTest, LeavesASecretItDidNotMakeAlone) {
