@@ -73,7 +73,7 @@ void PodHandlers::registerRoutes(server::Router& router) {
   router.add("GET", std::string(api::kSelfEnvPath),
              [this](const server::HttpRequest& request, const server::PathParams&,
                     server::Responder respond) {
-               answer(request, {.kind = Query::Kind::kEnv}, std::move(respond));
+               answer(request, {.kind = Query::Kind::kEnv, .portName = {}}, std::move(respond));
              });
   router.add("GET", std::string(api::kSelfPortsPath) + "/{name}",
              [this](const server::HttpRequest& request, const server::PathParams& params,
