@@ -215,20 +215,21 @@ bool PodHandlers::tryAnswer(const server::HttpRequest& request, const Query& que
 }
 
 void PodHandlers::leaseGranted(const Lease& lease) {
-  if (lease.netnsId.known()) {
-    boost::asio::post(
-        io_, [this, netns = lease.netnsId] { wake(std::pair(netns.device, netns.inode)); });
+  // Its sandbox's callers wait by netns; a hostNetwork pod's by the UID its cgroup carries, which
+  // its key holds (a static pod's differs from its mirror's); the callers of a pod's volume socket
+  // by the pod's UID. One post for all: this runs on the store's thread for every grant.
+  std::vector<WaitKey> keys;
+  if (lease.netnsId.known())
+    keys.emplace_back(std::pair(lease.netnsId.device, lease.netnsId.inode));
+  if (const auto uid = lease.key.hostNetworkPodUid(); !uid.empty()) {
+    keys.emplace_back(std::string(uid));
   }
-  // A hostNetwork pod's callers wait by the UID its cgroup carries, which its key holds (a static
-  // pod's differs from its mirror's); the callers of a pod's volume socket by the pod's UID.
-  std::vector<std::string> uids;
-  if (const auto uid = lease.key.hostNetworkPodUid(); !uid.empty()) uids.emplace_back(uid);
-  if (!lease.pod.uid.empty() && (uids.empty() || uids.front() != lease.pod.uid)) {
-    uids.push_back(lease.pod.uid);
+  if (!lease.pod.uid.empty() && std::ranges::find(keys, WaitKey(lease.pod.uid)) == keys.end()) {
+    keys.emplace_back(lease.pod.uid);
   }
-  if (uids.empty()) return;
-  boost::asio::post(io_, [this, uids = std::move(uids)] {
-    for (const std::string& uid : uids) wake(uid);
+  if (keys.empty()) return;
+  boost::asio::post(io_, [this, keys = std::move(keys)] {
+    for (const WaitKey& key : keys) wake(key);
   });
 }
 
