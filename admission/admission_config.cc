@@ -43,8 +43,8 @@ const std::array kSettings = {
           "the MutatingWebhookConfiguration whose caBundle the server keeps",
           Text{&AdmissionConfig::mutatingConfiguration}},
   Setting{"listen", "--listen",
-          "host:port of the webhook endpoints over TLS (POST /validate, POST /mutate, GET "
-          "/healthz, GET /readyz)",
+          "host:port of the webhook endpoints over TLS (POST /validate, POST /mutate, POST /claim "
+          "with cluster pools, GET /healthz, GET /readyz)",
           Text{&AdmissionConfig::listen}},
   Setting{"metricsAddress", "--metrics-address",
           "host:port where GET /metrics alone is served over plain HTTP; \"\" turns it off",
@@ -83,6 +83,22 @@ const std::array kSettings = {
   Setting{"apiBurst", "--kube-api-burst",
           "API requests in a burst at most, as client-go's --kube-api-burst",
           Count32{&AdmissionConfig::apiBurst, 1, 10000}},
+  Setting{"claimApiQps", "--claim-api-qps",
+          "API requests per second at most for claiming cluster pools' ports (a create per port, "
+          "while the pod's review waits), apart from --kube-api-qps",
+          Count32{&AdmissionConfig::claimApiQps, 1, 100000}},
+  Setting{"claimApiBurst", "--claim-api-burst",
+          "API requests in a burst at most for claiming cluster pools' ports",
+          Count32{&AdmissionConfig::claimApiBurst, 1, 100000}},
+  Setting{"claimGraceSeconds", "--claim-grace",
+          "seconds a cluster pool's claim whose pod is gone waits before its release, seen so in "
+          "three passes of the repair loop (a StatefulSet's ordinal below its replicas keeps its "
+          "claim)",
+          Count32{&AdmissionConfig::claimGraceSeconds, 3, 7 * kDay}},
+  Setting{"leaderLeaseSeconds", "--leader-lease",
+          "seconds the repair loop's leader Lease lasts unrenewed before another replica takes "
+          "over (renewed every seventh of it)",
+          Count32{&AdmissionConfig::leaderLeaseSeconds, 2, 3600}},
 };
 // clang-format on
 

@@ -39,6 +39,14 @@ struct AdmissionConfig {
   std::string logFormat = "text";
   uint32_t apiQps = 5;
   uint32_t apiBurst = 10;
+  /// The claims of cluster pools (admission/cluster_claimer.h) are one create per port on the
+  /// admission path: paced apart from the certificate keeper's few requests.
+  uint32_t claimApiQps = 200;
+  uint32_t claimApiBurst = 400;
+  /// A claim whose pod is gone is released after this long, seen so in three passes.
+  uint32_t claimGraceSeconds = 300;
+  /// The repair loop's leader Lease: a leader that stops renewing is replaced after this long.
+  uint32_t leaderLeaseSeconds = 15;
 };
 
 using Setting = settings::Setting<AdmissionConfig>;

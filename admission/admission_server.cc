@@ -1,7 +1,12 @@
 #include "admission/admission_server.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <boost/asio/signal_set.hpp>
+#include <cstdio>
 #include <cstdlib>
+#include <random>
 
 #include "agent/log/event_log.h"
 #include "common/atomic_file.h"
@@ -25,7 +30,72 @@ Result<kube::ClusterConfig> clusterOf(const AdmissionConfig& config) {
   return std::move(*found);
 }
 
+/// 16 hex digits from the system's random source: a nameless pod's claim holder.
+HolderToken randomHolderToken() {
+  return [] {
+    static thread_local std::mt19937_64 random(std::random_device{}());
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(random()));
+    return std::string(text);
+  };
+}
+
+/// This replica's holderIdentity for the leader Lease: its pod's name (POD_NAME, from the downward
+/// API) or host name, and a random suffix, as client-go's leader election makes one.
+std::string replicaIdentity() {
+  const char* pod = std::getenv("POD_NAME");
+  std::string identity;
+  if (pod != nullptr && *pod != '\0') {
+    identity = pod;
+  } else {
+    char host[256] = {};
+    identity = gethostname(host, sizeof host - 1) == 0 ? host : "hostport-admission";
+  }
+  return identity + "_" + randomHolderToken()();
+}
+
 }  // namespace
+
+Result<void> AdmissionServer::startClaimer() {
+  const AdmissionConfig& settings = config_.settings;
+  HOSTPORT_TRY(const auto cluster, clusterOf(settings));
+  const auto wait = [this](auto until) { return waitUntil(until); };
+  // A review waits for its claims, and the API server waits for the review at most its
+  // webhook's timeoutSeconds: a claim retries briefly, then the pod is refused and its creator
+  // (a controller, kubectl) tries again.
+  auto claimOptions = kube::KubeClientOptions::paced(settings.claimApiQps, settings.claimApiBurst);
+  claimOptions.timeout = std::chrono::milliseconds(2000);
+  claimOptions.maxAttempts = 3;
+  claimOptions.backoff = {std::chrono::milliseconds(20), std::chrono::milliseconds(200), 2.0};
+  HOSTPORT_TRY(auto client, kube::KubeClient::create(cluster, claimOptions, wait));
+  HOSTPORT_TRY(
+      auto watchClient,
+      kube::KubeClient::create(
+          cluster, kube::KubeClientOptions::paced(settings.apiQps, settings.apiBurst), wait));
+  claimer_ = std::make_unique<ClusterClaimer>(
+      std::move(client), std::move(watchClient), config_.pools,
+      ClaimerOptions{.namespaceName = settings.namespaceName}, [](const kube::InformerNote& note) {
+        if (note.kind == kube::InformerNote::Kind::kFailed) {
+          log::event(log::Component::kAdmission, log::Level::kWarn, "admission.claims_watch_failed",
+                     {{"cause", note.cause}, {"retry_ms", note.retryIn.count()}});
+        } else if (note.kind == kube::InformerNote::Kind::kListed) {
+          log::event(log::Component::kAdmission, log::Level::kInfo, "admission.claims_listed",
+                     {{"claims", note.count}, {"resource_version", note.resourceVersion}});
+        }
+      });
+  HOSTPORT_TRY(
+      auto repairClient,
+      kube::KubeClient::create(
+          cluster, kube::KubeClientOptions::paced(settings.apiQps, settings.apiBurst), wait));
+  RepairOptions repairOptions;
+  repairOptions.namespaceName = settings.namespaceName;
+  repairOptions.identity = replicaIdentity();
+  repairOptions.grace = std::chrono::seconds(settings.claimGraceSeconds);
+  repairOptions.leaseDuration = std::chrono::seconds(settings.leaderLeaseSeconds);
+  repairOptions.retryPeriod = std::chrono::milliseconds(settings.leaderLeaseSeconds * 1000 / 7);
+  repair_ = std::make_unique<ClaimRepair>(std::move(repairClient), std::move(repairOptions));
+  return {};
+}
 
 AdmissionServer::AdmissionServer(ResolvedAdmissionConfig config) : config_(std::move(config)) {}
 
@@ -139,6 +209,12 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
                         settings.validatingConfiguration, settings.mutatingConfiguration});
   }
 
+  if (std::ranges::any_of(server->config_.pools, [](const agent::core::PoolSpec& pool) {
+        return pool.scope == agent::core::PoolScope::kCluster;
+      })) {
+    HOSTPORT_TRY_VOID(server->startClaimer());
+  }
+
   std::optional<tls::PemCertificate> serving;
   while (!(serving = server->fetchCertificate())) {
     if (!server->waitUntil(Clock::now() + kRetryAfterFailure)) {
@@ -148,8 +224,12 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
   HOSTPORT_TRY(auto identity, agent::server::TlsIdentity::fromPem(serving->certificatePem,
                                                                   serving->privateKeyPem));
 
-  server->webhooks_ = std::make_unique<Webhooks>(
-      Webhooks{*server->judge_, {.resourceRequests = settings.resourceRequests}, server->metrics_});
+  server->webhooks_ =
+      std::make_unique<Webhooks>(Webhooks{*server->judge_,
+                                          {.resourceRequests = settings.resourceRequests},
+                                          server->metrics_,
+                                          server->claimer_.get(),
+                                          randomHolderToken()});
   addWebhookRoutes(server->webhookRouter_, *server->webhooks_);
   agent::server::ServerLimits limits;
   limits.maxBodyBytes = kMaxReviewBytes;
@@ -169,6 +249,8 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
           prometheus::TextWriter out;
           raw->metrics_.write(out);
           if (raw->client_) raw->client_->writeMetrics(out);  // none with certificate files
+          if (raw->claimer_) raw->claimer_->writeMetrics(out);
+          if (raw->repair_) raw->repair_->writeMetrics(out);
           respond({200, "text/plain; version=0.0.4", out.text()});
         });
     HOSTPORT_TRY(server->metricsServer_,
@@ -181,6 +263,7 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
              {{"listen", server->config_.listen.str()},
               {"pools", server->config_.pools.size()},
               {"certificates", settings.tlsCertFile.empty() ? "secret" : "files"},
+              {"claims", server->claimer_ ? "cluster_pools" : "none"},
               {"resource_requests", settings.resourceRequests}});
   return server;
 }

@@ -15,6 +15,8 @@
 
 #include "admission/admission_config.h"
 #include "admission/certificate_keeper.h"
+#include "admission/claim_repair.h"
+#include "admission/cluster_claimer.h"
 #include "admission/webhook_metrics.h"
 #include "admission/webhook_routes.h"
 #include "agent/core/allocator.h"
@@ -39,6 +41,8 @@ class AdmissionServer {
 
   uint16_t webhookPort() const;
   uint16_t metricsPort() const;  // 0 when there is no metrics listener
+  const ClusterClaimer* claimer() const { return claimer_.get(); }  // null without cluster pools
+  const ClaimRepair* repair() const { return repair_.get(); }       // null without cluster pools
 
  private:
   explicit AdmissionServer(ResolvedAdmissionConfig config);
@@ -50,6 +54,8 @@ class AdmissionServer {
   std::optional<tls::PemCertificate> keepCertificates();
   std::optional<tls::PemCertificate> readCertificateFiles();
   void watchCertificates(tls::PemCertificate serving);
+  /// The cluster pools' claimer, with API clients of its own.
+  Result<void> startClaimer();
 
   ResolvedAdmissionConfig config_;
   std::mutex mutex_;  // guards stopped_
@@ -58,6 +64,8 @@ class AdmissionServer {
   std::unique_ptr<agent::core::Allocator> judge_;
   std::unique_ptr<kube::KubeClient> client_;   // null with certificate files
   std::unique_ptr<CertificateKeeper> keeper_;  // null with certificate files
+  std::unique_ptr<ClusterClaimer> claimer_;    // null without cluster pools
+  std::unique_ptr<ClaimRepair> repair_;        // null without cluster pools
   WebhookMetrics metrics_;
   std::unique_ptr<Webhooks> webhooks_;
   agent::server::Router webhookRouter_;

@@ -20,16 +20,6 @@ std::string secretsPath(const CertificateSite& site) {
   return "/api/v1/namespaces/" + site.namespaceName + "/secrets";
 }
 
-/// `<what>: HTTP <status>: <the Status's message>` for an answer the keeper cannot use.
-Error answerError(std::string_view what, const kube::KubeResponse& response) {
-  std::string message = std::string(what) + ": HTTP " + std::to_string(response.status);
-  const json status = json::parse(response.body, nullptr, false);
-  if (status.is_object() && status.contains("message") && status["message"].is_string()) {
-    message += ": " + quoteText(status["message"].get<std::string>());
-  }
-  return Error{ErrorCode::kUnavailable, std::move(message), {}, {}};
-}
-
 Result<json> objectOf(const kube::KubeResponse& response, std::string_view what) {
   return parseBoundedJson(response.body, what, kMaxObjectBytes, kMaxObjectDepth);
 }
@@ -49,7 +39,7 @@ Result<std::optional<json>> CertificateKeeper::readSecret() {
   HOSTPORT_TRY(const auto response,
                client_.send({"GET", secretsPath(site_) + "/" + site_.secretName, "", ""}));
   if (response.status == 404) return std::nullopt;
-  if (!response.ok()) return std::unexpected(answerError("reading " + what, response));
+  if (!response.ok()) return std::unexpected(kube::answerError("reading " + what, response));
   HOSTPORT_TRY(json secret, objectOf(response, what));
   return secret;
 }
@@ -70,7 +60,8 @@ Result<WebhookCertificates> CertificateKeeper::writeSecret(
   HOSTPORT_TRY(const auto response, client_.send(request));
   if (response.ok()) return certificates;
   if (response.status != 409) {
-    return std::unexpected(answerError((secret ? "updating " : "creating ") + what, response));
+    return std::unexpected(
+        kube::answerError((secret ? "updating " : "creating ") + what, response));
   }
   // Another replica wrote first (AlreadyExists, or a newer resourceVersion): its certificates are
   // the ones every replica serves now.
@@ -84,7 +75,7 @@ Result<bool> CertificateKeeper::trustCa(const std::string& collection, const std
   const std::string path = std::string(kWebhooks) + collection + "/" + name;
   const std::string what = collection + " " + name;
   HOSTPORT_TRY(const auto response, client_.send({"GET", path, "", ""}));
-  if (!response.ok()) return std::unexpected(answerError("reading " + what, response));
+  if (!response.ok()) return std::unexpected(kube::answerError("reading " + what, response));
   HOSTPORT_TRY(const json configuration, objectOf(response, what));
   const std::string bundle = kube::encodeBase64(caPem);
   json patch = json::array();
@@ -110,7 +101,7 @@ Result<bool> CertificateKeeper::trustCa(const std::string& collection, const std
   // 422: the test failed, someone (another replica, most likely with the same bundle) changed
   // the configuration since it was read. Read it again and judge anew.
   if (patched.status == 422 && attempts > 1) return trustCa(collection, name, caPem, attempts - 1);
-  return std::unexpected(answerError("patching " + what, patched));
+  return std::unexpected(kube::answerError("patching " + what, patched));
 }
 
 Result<KeeperPass> CertificateKeeper::pass() {

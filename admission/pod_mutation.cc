@@ -16,17 +16,22 @@ namespace {
 
 using nlohmann::json;
 
-/// hostport.io/<pool> -> the ports the pod should ask for, for every configured pool: 0 for a
-/// pool it takes nothing from (a request for it is removed).
+/// hostport.io/<pool> -> the ports the pod should ask for, for every node pool: 0 for a pool it
+/// takes nothing from (a request for it is removed). A cluster pool has no resource: its ports
+/// are claimed for the whole cluster, and the hostPorts the claim injects are what the scheduler
+/// counts (its NodePorts filter).
 using WantedResources = std::map<std::string, uint64_t, std::less<>>;
 
 WantedResources wantedResources(const agent::core::Allocator& judge, const PodDemand& demand) {
   WantedResources wanted;
   for (const auto& pool : judge.pools()) {
-    wanted[std::string(annotations::kResourcePrefix) + pool.name] = 0;
+    if (pool.scope == agent::core::PoolScope::kNode) {
+      wanted[std::string(annotations::kResourcePrefix) + pool.name] = 0;
+    }
   }
   for (const auto& pool : demand.pools) {
-    wanted[std::string(annotations::kResourcePrefix) + pool.pool] = pool.ports;
+    const auto known = wanted.find(std::string(annotations::kResourcePrefix) + pool.pool);
+    if (known != wanted.end()) known->second = pool.ports;
   }
   return wanted;
 }

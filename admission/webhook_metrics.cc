@@ -3,7 +3,7 @@
 namespace hostport::admission {
 namespace {
 
-constexpr std::array<std::string_view, 2> kWebhookNames = {"validate", "mutate"};
+constexpr std::array<std::string_view, 3> kWebhookNames = {"validate", "mutate", "claim"};
 constexpr std::array<std::string_view, 4> kOutcomeNames = {"allowed", "patched", "refused",
                                                            "bad_request"};
 

@@ -13,11 +13,11 @@
 
 namespace hostport::admission {
 
-enum class Webhook : uint8_t { kValidate, kMutate };
+enum class Webhook : uint8_t { kValidate, kMutate, kClaim };
 enum class Outcome : uint8_t {
-  kAllowed,     // validate: allowed; mutate: allowed with no patch
-  kPatched,     // mutate: allowed with a patch
-  kRefused,     // validate: refused
+  kAllowed,     // validate: allowed; mutate, claim: allowed with no patch
+  kPatched,     // mutate, claim: allowed with a patch
+  kRefused,     // validate, claim: refused
   kBadRequest,  // the body was not an AdmissionReview
 };
 
@@ -33,7 +33,7 @@ class WebhookMetrics {
   void write(prometheus::TextWriter& out) const;
 
  private:
-  static constexpr std::size_t kWebhooks = 2;
+  static constexpr std::size_t kWebhooks = 3;
   static constexpr std::size_t kOutcomes = 4;
   // The handling time's bucket bounds in seconds: 50 µs to 100 ms.
   static constexpr std::array<double, 8> kBounds = {0.00005, 0.0001, 0.00025, 0.0005,
@@ -41,6 +41,7 @@ class WebhookMetrics {
 
   std::array<std::array<std::atomic<uint64_t>, kOutcomes>, kWebhooks> reviews_{};
   std::array<prometheus::DurationHistogram<kBounds.size()>, kWebhooks> latency_{
+      prometheus::DurationHistogram<kBounds.size()>(kBounds),
       prometheus::DurationHistogram<kBounds.size()>(kBounds),
       prometheus::DurationHistogram<kBounds.size()>(kBounds)};
   std::atomic<int64_t> certificateNotAfter_{0};  // seconds since the epoch; 0: none yet

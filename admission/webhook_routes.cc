@@ -1,8 +1,10 @@
 #include "admission/webhook_routes.h"
 
+#include <array>
 #include <chrono>
 
 #include "admission/admission_review.h"
+#include "admission/pod_claims.h"
 #include "admission/pod_validation.h"
 #include "agent/log/event_log.h"
 
@@ -19,7 +21,8 @@ constexpr std::string_view kJson = "application/json";
 
 /// admission.refused at info (what a user was told), admission.review at debug (every answer).
 void logAnswer(Webhook webhook, const AdmissionRequest& review, const AdmissionResponse& answer) {
-  const std::string_view name = webhook == Webhook::kValidate ? "validate" : "mutate";
+  constexpr std::array<std::string_view, 3> kNames = {"validate", "mutate", "claim"};
+  const std::string_view name = kNames[static_cast<std::size_t>(webhook)];
   if (!answer.allowed) {
     log::event(log::Component::kAdmission, log::Level::kInfo, "admission.refused",
                {{"webhook", name},
@@ -75,6 +78,12 @@ void addWebhookRoutes(agent::server::Router& router, const Webhooks& webhooks) {
              reviewHandler(Webhook::kMutate, webhooks, [&webhooks](const AdmissionRequest& r) {
                return mutatePod(r, webhooks.judge, webhooks.mutation);
              }));
+  if (webhooks.claimer != nullptr) {
+    router.add("POST", "/claim",
+               reviewHandler(Webhook::kClaim, webhooks, [&webhooks](const AdmissionRequest& r) {
+                 return claimPodPorts(r, *webhooks.claimer, webhooks.judge, webhooks.holderToken);
+               }));
+  }
   // The server listens only once it has its certificate and pools, so being up is being ready.
   for (const std::string_view path : {"/healthz", "/readyz"}) {
     router.add("GET", path, [](const HttpRequest&, const PathParams&, Responder respond) {

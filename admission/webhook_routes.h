@@ -1,7 +1,9 @@
 #pragma once
-// The webhook server's routes: POST /validate and POST /mutate (an AdmissionReview in, one out),
-// GET /healthz and GET /readyz. Everything else is the router's 404 or 405.
+// The webhook server's routes: POST /validate, POST /mutate and, with cluster pools, POST /claim
+// (an AdmissionReview in, one out), GET /healthz and GET /readyz. Everything else is the router's
+// 404 or 405.
 
+#include "admission/pod_claims.h"
 #include "admission/pod_mutation.h"
 #include "admission/webhook_metrics.h"
 #include "agent/core/allocator.h"
@@ -14,6 +16,8 @@ struct Webhooks {
   const agent::core::Allocator& judge;  // const calls only: safe from every serving thread
   MutationOptions mutation;
   WebhookMetrics& metrics;
+  ClusterClaimer* claimer = nullptr;  // null: no cluster pool, no /claim
+  HolderToken holderToken;
 };
 
 void addWebhookRoutes(agent::server::Router& router, const Webhooks& webhooks);

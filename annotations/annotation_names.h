@@ -22,6 +22,11 @@ inline constexpr std::string_view kEnabledAnnotation = "hostport.io/enabled";
 inline constexpr std::string_view kBasePortAnnotation = "hostport.io/base-port";
 inline constexpr std::string_view kStrategyAnnotation = "hostport.io/strategy";
 
+// Written by the admission server when it claims a cluster pool's ports (admission/port_claim.h):
+// whom the claim Leases name, "ns/name" (or "ns/<generateName>*<token>" for a pod that had no
+// name yet), so a claim can be traced to its pod.
+inline constexpr std::string_view kClaimHolderAnnotation = "hostport.io/claim-holder";
+
 // Written by the agent once the ports are granted (agent/publish/pod_publication.h).
 inline constexpr std::string_view kAssignedAnnotation = "hostport.io/assigned";
 inline constexpr std::string_view kAllocatedAnnotationPrefix = "hostport.io/allocated-";

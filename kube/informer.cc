@@ -2,7 +2,7 @@
 
 #include "common/bounded_json.h"
 #include "common/json_fields.h"
-#include "common/percent_encoding.h"
+#include "kube/paged_list.h"
 
 namespace hostport::kube {
 namespace {
@@ -13,23 +13,12 @@ constexpr auto kShortWatch = std::chrono::seconds(1);
 using nlohmann::json;
 
 constexpr int kMaxDepth = 64;  // a Pod nests about 12 deep
-constexpr std::size_t kMaxListBytes = 8 << 20;
 constexpr std::array<std::string_view, 3> kEventNames = {"ADDED", "MODIFIED", "DELETED"};
 
 std::string versionOf(const json& object) {
   const json* metadata = jsonMember(object, "metadata");
   const json* version = metadata != nullptr ? jsonMember(*metadata, "resourceVersion") : nullptr;
   return version != nullptr && version->is_string() ? version->get<std::string>() : std::string();
-}
-
-/// "HTTP 403: pods is forbidden: ..." from an error answer (a Status, or anything).
-std::string describeAnswer(int status, std::string_view body) {
-  std::string text = "HTTP " + std::to_string(status);
-  const json parsed = json::parse(body, nullptr, false);
-  if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
-    text += ": " + parsed["message"].get<std::string>();
-  }
-  return text;
 }
 
 }  // namespace
@@ -117,61 +106,23 @@ void Informer::tell(InformerNote note) const {
 
 std::string Informer::target(
     std::initializer_list<std::pair<std::string_view, std::string>> query) const {
-  std::string text = options_.collection;
-  char separator = '?';
-  for (const auto& [name, value] : query) {
-    if (value.empty()) continue;
-    text += separator;
-    text += std::string(name) + "=" + percentEncode(value);
-    separator = '&';
-  }
-  return text;
+  return collectionTarget(options_.collection, query);
 }
 
 Result<void> Informer::list() {
   tell({InformerNote::Kind::kListing, {}, 0, {}, {}});
-  std::vector<json> items;
-  std::string version;
-  std::string next;
-  do {
-    HOSTPORT_TRY(const KubeResponse answer,
-                 client_.send({"GET",
-                               target({{"fieldSelector", options_.fieldSelector},
-                                       {"limit", std::to_string(options_.pageSize)},
-                                       {"continue", next}}),
-                               "", ""}));
-    if (answer.status == 410 && !next.empty()) {
-      // The continue token outlived the version it reads at: the list starts over.
-      tell({InformerNote::Kind::kListing, {}, 0, {}, {}});
-      items.clear();
-      next.clear();
-      continue;
-    }
-    if (!answer.ok()) {
-      return fail(ErrorCode::kUnavailable, "list " + options_.collection + ": " +
-                                               describeAnswer(answer.status, answer.body));
-    }
-    HOSTPORT_TRY(json page, parseBoundedJson(answer.body, "list " + options_.collection,
-                                             kMaxListBytes, kMaxDepth));
-    if (!page.is_object() || !page["items"].is_array()) {
-      return fail(ErrorCode::kDecode, "list " + options_.collection + ": no items array");
-    }
-    for (json& item : page["items"]) items.push_back(std::move(item));
-    version = versionOf(page);
-    const json& metadata = page["metadata"];
-    next = metadata.is_object() && metadata.value("continue", json()).is_string()
-               ? metadata["continue"].get<std::string>()
-               : std::string();
-  } while (!next.empty());
-  if (version.empty()) {
-    return fail(ErrorCode::kDecode, "list " + options_.collection + ": no resourceVersion");
-  }
-  const std::size_t count = items.size();
-  handlers_.replace(std::move(items));
-  setVersion(version);
+  HOSTPORT_TRY(
+      ListedCollection listed,
+      listCollection(client_, options_.collection,
+                     {options_.fieldSelector, options_.labelSelector, options_.pageSize}, [this] {
+                       tell({InformerNote::Kind::kListing, {}, 0, {}, {}});
+                     }));
+  const std::size_t count = listed.items.size();
+  handlers_.replace(std::move(listed.items));
+  setVersion(listed.resourceVersion);
   ++lists_;
   lastHeardNanos_ = Clock::now().time_since_epoch().count();
-  tell({InformerNote::Kind::kListed, version, count, {}, {}});
+  tell({InformerNote::Kind::kListed, listed.resourceVersion, count, {}, {}});
   return {};
 }
 
@@ -185,6 +136,7 @@ Informer::WatchEnd Informer::watch(std::string& cause) {
   const ApiRequest request{"GET",
                            target({{"allowWatchBookmarks", "true"},
                                    {"fieldSelector", options_.fieldSelector},
+                                   {"labelSelector", options_.labelSelector},
                                    {"resourceVersion", from},
                                    {"timeoutSeconds", std::to_string(timeout.count())},
                                    {"watch", "true"}}),

@@ -52,6 +52,7 @@ struct InformerNote {
 struct InformerOptions {
   std::string collection;     // "/api/v1/pods"
   std::string fieldSelector;  // "spec.nodeName=node-a"; "" for every object
+  std::string labelSelector;  // "hostport.io/pool"; "" for every object
   std::size_t pageSize = 500;
   std::chrono::seconds watchTimeout{300};  // client-go's minimum watch timeout
   std::chrono::seconds idleGrace{30};

@@ -1,5 +1,9 @@
 #include "kube/kube_client.h"
 
+#include <nlohmann/json.hpp>
+
+#include "common/quote.h"
+
 namespace hostport::kube {
 
 bool isRetryableStatus(int status) { return status == 429 || (status >= 500 && status <= 599); }
@@ -96,6 +100,22 @@ void KubeClient::writeMetrics(prometheus::TextWriter& out) const {
   out.family("hostport_kube_last_request_duration_seconds", Type::kGauge,
              "The last answer's time.");
   out.sample("hostport_kube_last_request_duration_seconds", seconds(lastLatencyNanos_.load()));
+}
+
+std::string describeAnswer(int status, std::string_view body) {
+  std::string text = "HTTP " + std::to_string(status);
+  const auto parsed = nlohmann::json::parse(body, nullptr, false);
+  if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
+    text += ": " + quoteText(parsed["message"].get<std::string>());
+  }
+  return text;
+}
+
+Error answerError(std::string_view what, const KubeResponse& response) {
+  return Error{ErrorCode::kUnavailable,
+               std::string(what) + ": " + describeAnswer(response.status, response.body),
+               {},
+               {}};
 }
 
 }  // namespace hostport::kube

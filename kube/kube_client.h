@@ -101,4 +101,10 @@ class KubeClient {
 /// True for the answers worth trying again: 429, 5xx.
 bool isRetryableStatus(int status);
 
+/// "HTTP 403: pods is forbidden: ..." from an error answer (a Status, or anything), its message
+/// quoted and cut.
+std::string describeAnswer(int status, std::string_view body);
+/// kUnavailable `<what>: HTTP 409: "..."`: an answer the caller cannot use.
+Error answerError(std::string_view what, const KubeResponse& response);
+
 }  // namespace hostport::kube

@@ -128,7 +128,7 @@ Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name
                                  const YAML::Node& node) {
   const std::string prefix = "pools." + name;
   HOSTPORT_TRY_VOID(yaml.checkKeys(node, prefix,
-                                   {"ranges", "protocols", "strategy", "reuseDelaySeconds",
+                                   {"ranges", "protocols", "strategy", "reuseDelaySeconds", "scope",
                                     "namespaces", "maxPortsPerNamespace", "maxPortsPerPod"}));
   core::PoolSpec pool{name, {}, {}, core::Strategy::kLowest};
   const auto ranges = node["ranges"];
@@ -165,6 +165,12 @@ Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name
     HOSTPORT_TRY(const uint64_t seconds,
                  yaml.count(delay, prefix + ".reuseDelaySeconds", 0, core::kMaxReuseDelaySeconds));
     pool.reuseDelaySeconds = static_cast<uint32_t>(seconds);
+  }
+  if (const auto scope = node["scope"]) {
+    HOSTPORT_TRY(const std::string text, yaml.scalar(scope, prefix + ".scope"));
+    auto parsed = core::parseScope(text);
+    if (!parsed) return yaml.error(prefix + ".scope", parsed.error().message);
+    pool.scope = *parsed;
   }
   HOSTPORT_TRY(pool.rules, parsePoolRules(yaml, prefix, node));
   return pool;

@@ -38,6 +38,8 @@ ReloadPlan planReload(const AgentConfig& running, const AgentConfig& next) {
     if (wanted->ranges != pool.ranges) plan.needRestart.push_back(prefix + ".ranges");
     if (wanted->protocols != pool.protocols) plan.needRestart.push_back(prefix + ".protocols");
     if (wanted->strategy != pool.strategy) plan.needRestart.push_back(prefix + ".strategy");
+    // The agents and the admission server must agree on who hands a pool's ports out.
+    if (wanted->scope != pool.scope) plan.needRestart.push_back(prefix + ".scope");
     if (wanted->reuseDelaySeconds != pool.reuseDelaySeconds) {
       plan.needRestart.push_back(prefix + ".reuseDelaySeconds");
     }

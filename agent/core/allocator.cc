@@ -20,6 +20,7 @@
 #include <map>
 #include <random>
 
+#include "agent/core/cluster_claims.h"
 #include "agent/core/lease_slots.h"
 #include "agent/core/pool_state.h"
 #include "agent/core/port_picker.h"
@@ -100,8 +101,20 @@ struct Allocator::State {
   std::expected<void, AllocationError> claimStatics(const AllocationRequest& request,
                                                     PortProbe& probe,
                                                     std::vector<PortGrant>& grants);
+  /// The request as the pools see it: a cluster pool's claims taken out of its static mappings
+  /// into `claims` (cluster_claims.h), in `folded`; `request` itself when it touches no cluster
+  /// pool.
+  Result<const AllocationRequest*> withClusterClaims(const AllocationRequest& request,
+                                                     std::optional<ClusterClaims>& claims,
+                                                     AllocationRequest& folded) const;
+  /// A node pool's rows: picked by the pool's strategy.
   Result<void> pickDynamics(const AllocationRequest& request, std::size_t poolIndex,
                             PortProbe& probe, std::vector<PortGrant>& grants);
+  /// A cluster pool's rows: each takes the block its claim names (`firstPorts`, by row), when no
+  /// lease holds it and nothing on the host is bound to it.
+  Result<void> takeClaimed(const AllocationRequest& request,
+                           const std::vector<std::optional<uint16_t>>& firstPorts, PortProbe& probe,
+                           std::vector<PortGrant>& grants);
   Result<void> checkRestore(const Lease& lease);
 
   std::vector<PoolSpec> specs;
@@ -185,6 +198,47 @@ std::expected<void, AllocationError> Allocator::State::claimStatics(
     }
     scratch.exclude(claim.hostPort);  // not for this request's dynamic rows
     grants.push_back(std::move(grant));
+  }
+  return {};
+}
+
+Result<const AllocationRequest*> Allocator::State::withClusterClaims(
+    const AllocationRequest& request, std::optional<ClusterClaims>& claims,
+    AllocationRequest& folded) const {
+  HOSTPORT_TRY(const std::size_t poolIndex, resolvePool(request.poolName()));
+  HOSTPORT_TRY(claims, matchClusterClaims(request, poolIndex, specs, poolOf));
+  if (!claims) return &request;
+  folded = request;
+  folded.statics = claims->statics;
+  return &folded;
+}
+
+Result<void> Allocator::State::takeClaimed(const AllocationRequest& request,
+                                           const std::vector<std::optional<uint16_t>>& firstPorts,
+                                           PortProbe& probe, std::vector<PortGrant>& grants) {
+  for (std::size_t index = 0; index < request.dynamics.size(); ++index) {
+    const DynamicPortRequest& row = request.dynamics[index];
+    const uint16_t first = *firstPorts[index];  // requireClaims() saw every row claimed
+    for (uint32_t number = first; number < first + uint32_t{row.count}; ++number) {
+      const auto port = static_cast<uint16_t>(number);
+      if (scratch.excluded(port)) {
+        return fail(ErrorCode::kInvalidArgument,
+                    "port " + std::to_string(port) + " is claimed twice in the request");
+      }
+      if (const auto holder = ports.anyHolderOf(port)) {
+        return std::unexpected(heldError(holder->second, port, slots.leaseAt(holder->first)));
+      }
+      for (const auto protocol : kernelProtocols(row.protocol)) {
+        if (probe.isBound(protocol, port)) {
+          ++hostConflicts;
+          return std::unexpected(
+              Error(boundOnHost(protocol, port, probe.holderOf(protocol, port))));
+        }
+      }
+      scratch.exclude(port);
+    }
+    grants.push_back(PortGrant{row.name, row.protocol, first, row.containerPort, row.count,
+                               std::nullopt, false});
   }
   return {};
 }
@@ -346,16 +400,25 @@ std::expected<Lease, AllocationError> Allocator::allocate(const AllocationReques
   if (request.key.containerId.empty() || request.key.ifname.empty()) {
     return fail(ErrorCode::kInvalidArgument, "an attachment needs a container ID and an ifname");
   }
+  std::optional<ClusterClaims> claims;
+  AllocationRequest folded;
+  HOSTPORT_TRY(const AllocationRequest* const asked,
+               state.withClusterClaims(request, claims, folded));
   HOSTPORT_TRY(const std::size_t poolIndex,
                state.judge(
-                   request, [&](const PoolState& pool) { return pool.counts.usageOf(request.pod); },
+                   *asked, [&](const PoolState& pool) { return pool.counts.usageOf(request.pod); },
                    [](const PoolState&, uint32_t) {}));
+  const bool clusterPool = state.specs[poolIndex].scope == PoolScope::kCluster;
+  if (clusterPool) {  // matchClusterClaims() sorted out every cluster pool's request
+    HOSTPORT_TRY_VOID(requireClaims(request, *claims, state.specs[poolIndex]));
+  }
 
   const RequestScratch::Scope scope(state.scratch);
   std::vector<PortGrant> grants;
   grants.reserve(request.statics.size() + request.dynamics.size());
-  HOSTPORT_TRY_VOID(state.claimStatics(request, probe, grants));
-  HOSTPORT_TRY_VOID(state.pickDynamics(request, poolIndex, probe, grants));
+  HOSTPORT_TRY_VOID(state.claimStatics(*asked, probe, grants));
+  HOSTPORT_TRY_VOID(clusterPool ? state.takeClaimed(*asked, claims->firstPorts, probe, grants)
+                                : state.pickDynamics(*asked, poolIndex, probe, grants));
   Lease lease{request.key,       request.pod,        request.netns,   state.pools[poolIndex].name,
               std::move(grants), request.forwarding, request.netnsId, request.sticky};
   state.commit(state.slots.pack(lease, lease.pool), lease, lease.pool);
@@ -365,8 +428,13 @@ std::expected<Lease, AllocationError> Allocator::allocate(const AllocationReques
 std::expected<std::vector<PoolDemand>, AllocationError> Allocator::judge(
     const AllocationRequest& request) const {
   std::vector<PoolDemand> demands;
+  // A pod seen after the mutating webhook carries its claims; one seen before does not yet.
+  std::optional<ClusterClaims> claims;
+  AllocationRequest folded;
+  HOSTPORT_TRY(const AllocationRequest* const asked,
+               state_->withClusterClaims(request, claims, folded));
   HOSTPORT_TRY_VOID(state_->judge(
-      request, [](const PoolState&) { return RuleUsage{}; },
+      *asked, [](const PoolState&) { return RuleUsage{}; },
       [&](const PoolState& pool, uint32_t ports) {
         demands.push_back({pool.name, ports});
       }));

@@ -26,6 +26,17 @@ Result<Strategy> parseStrategy(std::string_view text) {
               "unknown strategy " + quoteText(text) + " (want lowest, random or round-robin)");
 }
 
+std::string_view scopeName(PoolScope scope) {
+  return scope == PoolScope::kCluster ? "cluster" : "node";
+}
+
+Result<PoolScope> parseScope(std::string_view text) {
+  for (const auto scope : {PoolScope::kNode, PoolScope::kCluster}) {
+    if (text == scopeName(scope)) return scope;
+  }
+  return fail(ErrorCode::kInvalidArgument, quoteText(text) + " is not node or cluster");
+}
+
 Result<PoolOfPort> validatePoolSpecs(const std::vector<PoolSpec>& pools) {
   if (pools.size() >= kNoPool) return fail(ErrorCode::kInvalidArgument, "too many pools");
   PoolOfPort poolOf(kPortSpace, kNoPool);
@@ -71,6 +82,19 @@ Result<PoolOfPort> validatePoolSpecs(const std::vector<PoolSpec>& pools) {
     HOSTPORT_TRY_VOID(validatePoolRules(spec.name, spec.rules));
   }
   return poolOf;
+}
+
+std::unique_ptr<PortPicker> makePicker(Strategy strategy, PoolLayout layout,
+                                       std::function<uint64_t()> random) {
+  switch (strategy) {
+    case Strategy::kLowest:
+      return std::make_unique<LowestFreePicker>(std::move(layout));
+    case Strategy::kRandom:
+      return std::make_unique<RandomPicker>(std::move(layout), std::move(random));
+    case Strategy::kRoundRobin:
+      return std::make_unique<RoundRobinPicker>(std::move(layout));
+  }
+  return std::make_unique<LowestFreePicker>(std::move(layout));
 }
 
 }  // namespace hostport::agent::core

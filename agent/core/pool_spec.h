@@ -5,6 +5,8 @@
 // that parse. The owner of each port number comes out of the same walk, so it is computed once.
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +22,14 @@ enum class Strategy : uint8_t { kLowest, kRandom, kRoundRobin };
 std::string_view strategyName(Strategy strategy);
 Result<Strategy> parseStrategy(std::string_view text);  // "lowest", "random", "round-robin"
 
+/// Who hands out a pool's ports. A node pool's are picked by each node's agent at sandbox creation
+/// and are unique on that node; a cluster pool's are claimed by hostport-admission when the pod
+/// is created (a coordination.k8s.io Lease per port, admission/cluster_claims.h) and are unique in
+/// the cluster: the agent only takes the port the claim names (cluster_claims.h here).
+enum class PoolScope : uint8_t { kNode, kCluster };
+std::string_view scopeName(PoolScope scope);
+Result<PoolScope> parseScope(std::string_view text);  // "node", "cluster"
+
 /// How long a released dynamic port waits before the strategy may pick it again (quarantine.h).
 inline constexpr uint32_t kDefaultReuseDelaySeconds = 30;
 inline constexpr uint32_t kMaxReuseDelaySeconds = 3600;
@@ -32,7 +42,12 @@ struct PoolSpec {
   uint32_t reuseDelaySeconds = kDefaultReuseDelaySeconds;  // 0: no quarantine
   PoolRules rules =
       {};  // who may use the pool, and how much (pool_rules.h); a reload may change them
+  PoolScope scope = PoolScope::kNode;
 };
+
+/// The picker of `strategy` over `layout`; `random` feeds the random strategy alone.
+std::unique_ptr<PortPicker> makePicker(Strategy strategy, PoolLayout layout,
+                                       std::function<uint64_t()> random);
 
 inline constexpr uint16_t kNoPool = UINT16_MAX;
 

@@ -18,19 +18,6 @@ ProtocolSet protocolsOf(const std::vector<PortProtocol>& allowed) {
   return set;
 }
 
-std::unique_ptr<PortPicker> makePicker(Strategy strategy, PoolLayout layout,
-                                       std::function<uint64_t()> random) {
-  switch (strategy) {
-    case Strategy::kLowest:
-      return std::make_unique<LowestFreePicker>(std::move(layout));
-    case Strategy::kRandom:
-      return std::make_unique<RandomPicker>(std::move(layout), std::move(random));
-    case Strategy::kRoundRobin:
-      return std::make_unique<RoundRobinPicker>(std::move(layout));
-  }
-  return std::make_unique<LowestFreePicker>(std::move(layout));
-}
-
 }  // namespace
 
 PoolState::PoolState(const PoolSpec& spec, PortBitmap& quarantined,

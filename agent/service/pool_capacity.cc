@@ -23,6 +23,9 @@ std::map<std::string, uint64_t> poolCapacities(const std::vector<core::PoolSpec>
                                                core::PortProbe& probe) {
   std::map<std::string, uint64_t> capacities;
   for (const auto& pool : pools) {
+    // A cluster pool's ports are claimed at admission and injected as hostPorts, which the
+    // scheduler counts itself; a node resource for it would be asked by no pod.
+    if (pool.scope == core::PoolScope::kCluster) continue;
     const auto protocols = protocolsOf(pool);
     uint64_t free = 0;
     for (const auto& range : pool.ranges) {

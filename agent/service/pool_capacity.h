@@ -3,7 +3,7 @@
 // minus the ports a host process holds. The agent's own leases are not subtracted: the scheduler
 // deducts the `hostport.io/<pool>` requests of the pods it placed, and those pods hold the leases.
 // A port counts as held when a host socket binds it in any protocol the pool serves: a pod may
-// ask for tcpudp. Pure over the PortProbe seam.
+// ask for tcpudp. Node pools only: a cluster pool has no resource. Pure over the PortProbe seam.
 
 #include <cstdint>
 #include <map>

@@ -414,6 +414,19 @@ TEST(AgentConfigTest, BadStrategyNamesTheChoices) {
             "config.yaml: pools.g.strategy: must be a string");
 }
 
+TEST(AgentConfigTest, ScopeIsNodeByDefaultOrClusterExactly) {
+  const auto config = load(
+      "pools:\n  games:\n    ranges: ['7000']\n    scope: cluster\n"
+      "  web:\n    ranges: ['8000']\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->pools.at(0).scope, core::PoolScope::kCluster);
+  EXPECT_EQ(config->pools.at(1).scope, core::PoolScope::kNode);
+  EXPECT_EQ(loadError("pools:\n  g:\n    ranges: ['7000']\n    scope: Cluster\n"),
+            "config.yaml: pools.g.scope: \"Cluster\" is not node or cluster");
+  EXPECT_EQ(loadError("pools:\n  g:\n    ranges: ['7000']\n    scope: [cluster]\n"),
+            "config.yaml: pools.g.scope: must be a string");
+}
+
 TEST(AgentConfigTest, ValuesInMessagesAreQuotedAndCut) {
   const std::string longValue(200, 'x');
   const auto message = loadError("compactAfterJournalBytes: " + longValue + "\n");

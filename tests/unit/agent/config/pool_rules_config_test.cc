@@ -89,6 +89,13 @@ pools:
   EXPECT_EQ(applied.socketPath, running.socketPath);
 }
 
+TEST(ConfigReloadTest, APoolsScopeNeedsARestart) {
+  ASSERT_OK_AND_ASSIGN(const AgentConfig running, loadFinal(kGames));
+  ASSERT_OK_AND_ASSIGN(const AgentConfig next,
+                       loadFinal(std::string(kGames) + "    scope: cluster\n"));
+  EXPECT_EQ(planReload(running, next).needRestart, (std::vector<std::string>{"pools.games.scope"}));
+}
+
 TEST(ConfigReloadTest, TheClusterAndPodSocketKeysNeedARestart) {
   ASSERT_OK_AND_ASSIGN(const AgentConfig running, loadFinal(kGames));
   ASSERT_OK_AND_ASSIGN(const AgentConfig next, loadFinal(std::string(kGames) + R"(

@@ -37,5 +37,14 @@ TEST(PoolCapacityTest, OnlyTheProtocolsThePoolServesCount) {
       8u);
 }
 
+TEST(PoolCapacityTest, AClusterPoolHasNoNodeResource) {
+  core::FakePortProbe probe;
+  auto global = pool("global", 40000, 40099);
+  global.scope = core::PoolScope::kCluster;
+  const auto capacities = poolCapacities({pool("default", 30000, 30009), global}, probe);
+  EXPECT_EQ(capacities.size(), 1u);
+  EXPECT_FALSE(capacities.contains("global"));
+}
+
 }  // namespace
 }  // namespace hostport::agent::service
