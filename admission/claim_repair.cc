@@ -174,13 +174,7 @@ Result<ClaimHolders> ClaimRepair::holders() {
 Result<void> ClaimRepair::repair(Clock::time_point now) {
   // Claims first: a claim made after this list is not judged in this pass, and a pod admitted
   // before it is in the pods listed after it.
-  kube::ListQuery selected;
-  selected.labelSelector = kClaimPoolLabel;
-  HOSTPORT_TRY(const auto listed, kube::listCollection(*client_, claimsPath(), selected));
-  std::vector<PortClaim> claims;
-  for (const json& lease : listed.items) {
-    if (auto claim = readClaimLease(lease)) claims.push_back(std::move(*claim));
-  }
+  HOSTPORT_TRY(const std::vector<PortClaim> claims, listClaims(*client_, options_.namespaceName));
   HOSTPORT_TRY(const ClaimHolders found, holders());
   ++passes_;
   const auto orphans = orphans_.pass(claims, found, now);

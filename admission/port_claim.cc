@@ -1,8 +1,10 @@
 #include "admission/port_claim.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "kube/api_time.h"
+#include "kube/paged_list.h"
 
 namespace hostport::admission {
 namespace {
@@ -69,6 +71,58 @@ std::optional<PortClaim> readClaimLease(const json& lease) {
   claim.resourceVersion = text(metadata, "resourceVersion");
   if (claim.holder.empty() || text(metadata, "name") != claim.leaseName()) return std::nullopt;
   return claim;
+}
+
+Result<std::vector<PortClaim>> listClaims(kube::KubeClient& client,
+                                          std::string_view namespaceName) {
+  kube::ListQuery query;
+  query.labelSelector = kClaimPoolLabel;
+  HOSTPORT_TRY(const auto listed, kube::listCollection(client,
+                                                       "/apis/coordination.k8s.io/v1/namespaces/" +
+                                                           std::string(namespaceName) + "/leases",
+                                                       query));
+  std::vector<PortClaim> claims;
+  for (const json& lease : listed.items) {
+    if (auto claim = readClaimLease(lease)) claims.push_back(std::move(*claim));
+  }
+  return claims;
+}
+
+std::vector<ClusterPoolClaims> clusterPoolClaims(const std::vector<agent::core::PoolSpec>& pools,
+                                                 std::vector<PortClaim> claims) {
+  std::ranges::sort(claims, {}, &PortClaim::port);
+  std::vector<ClusterPoolClaims> out;
+  for (const auto& spec : pools) {
+    if (spec.scope != agent::core::PoolScope::kCluster) continue;
+    ClusterPoolClaims pool{spec.name, 0, {}};
+    for (const auto& range : spec.ranges) pool.size += range.size();
+    for (const auto& claim : claims) {
+      if (claim.pool == spec.name) pool.claims.push_back(claim);
+    }
+    out.push_back(std::move(pool));
+  }
+  return out;
+}
+
+json clusterPoolClaimsJson(const std::vector<ClusterPoolClaims>& pools) {
+  json out = json::array();
+  for (const auto& pool : pools) {
+    json claims = json::array();
+    for (const auto& claim : pool.claims) {
+      claims.push_back({{"port", claim.port},
+                        {"holder", claim.holder},
+                        {"entry", claim.entry},
+                        {"first", claim.first},
+                        {"count", claim.count}});
+    }
+    const auto claimed = static_cast<uint32_t>(pool.claims.size());
+    out.push_back({{"pool", pool.pool},
+                   {"size", pool.size},
+                   {"claimed", claimed},
+                   {"free", pool.size - std::min(pool.size, claimed)},
+                   {"claims", std::move(claims)}});
+  }
+  return out;
 }
 
 }  // namespace hostport::admission

@@ -18,6 +18,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "agent/core/pool_spec.h"
+#include "common/error.h"
+#include "kube/kube_client.h"
 
 namespace hostport::admission {
 
@@ -49,5 +54,20 @@ nlohmann::json claimLease(const PortClaim& claim, std::string_view namespaceName
 /// The claim a Lease records; nullopt for a Lease that is no claim (another's, a hand-made one
 /// whose name, labels or annotations disagree), which the cache then ignores.
 std::optional<PortClaim> readClaimLease(const nlohmann::json& lease);
+
+/// Every claim in `namespaceName`, listed (paged) from the API server.
+Result<std::vector<PortClaim>> listClaims(kube::KubeClient& client, std::string_view namespaceName);
+
+/// One cluster pool as the claims make it: what `hostportctl pools --cluster` shows.
+struct ClusterPoolClaims {
+  std::string pool;
+  uint32_t size = 0;
+  std::vector<PortClaim> claims;  // by port
+};
+
+/// The cluster pools of `pools` with their claims among `claims` (others' are left out).
+std::vector<ClusterPoolClaims> clusterPoolClaims(const std::vector<agent::core::PoolSpec>& pools,
+                                                 std::vector<PortClaim> claims);
+nlohmann::json clusterPoolClaimsJson(const std::vector<ClusterPoolClaims>& pools);
 
 }  // namespace hostport::admission

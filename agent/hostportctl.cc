@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "admission/port_claim.h"
 #include "agent/api/agent_client.h"
 #include "agent/api/agent_probe.h"
 #include "agent/api/http_errors.h"
@@ -15,6 +17,9 @@
 #include "agent/api/unix_http_exchange.h"
 #include "agent/cni_config/chain_files.h"
 #include "agent/cni_config/plugin_install.h"
+#include "agent/config/agent_config.h"
+#include "kube/cluster_config.h"
+#include "kube/kube_client.h"
 
 namespace {
 
@@ -164,6 +169,54 @@ void printPools(const std::vector<api::PoolUsageRow>& rows) {
   }
 }
 
+/// The cluster pools of the agents' file, each with the claims the API server holds (issue 27).
+int showClusterPools(const std::string& configPath, const std::string& kubeconfig,
+                     const std::string& namespaceName, bool json) {
+  config::CommandLine agentFlags;
+  agentFlags.configPath = configPath;
+  auto agents = config::resolveConfig(agentFlags);
+  if (!agents) return report(agents.error());
+  auto cluster = kube::findCluster(kubeconfig, &std::getenv);
+  if (!cluster) return report(cluster.error());
+  if (!*cluster) {
+    std::cerr << "hostportctl: no --kubeconfig, and not running in a pod\n";
+    return 2;
+  }
+  auto client =
+      kube::KubeClient::create(**cluster, {}, [](kube::KubeClient::Clock::time_point until) {
+        std::this_thread::sleep_until(until);
+        return true;
+      });
+  if (!client) return report(client.error());
+  auto claims = admission::listClaims(**client, namespaceName);
+  if (!claims) return report(claims.error());
+  const auto pools = admission::clusterPoolClaims(agents->pools, std::move(*claims));
+  if (json) {
+    std::cout << admission::clusterPoolClaimsJson(pools).dump(2) << "\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> summary = {{"POOL", "SIZE", "CLAIMED", "FREE"}};
+  std::vector<std::vector<std::string>> held = {{"POOL", "PORT", "HOLDER", "ENTRY"}};
+  for (const auto& pool : pools) {
+    const auto claimed = static_cast<uint32_t>(pool.claims.size());
+    summary.push_back({pool.pool, std::to_string(pool.size), std::to_string(claimed),
+                       std::to_string(pool.size - std::min(pool.size, claimed))});
+    for (const auto& claim : pool.claims) {
+      const std::string entry = claim.count == 1
+                                    ? claim.entry
+                                    : claim.entry + " (" + std::to_string(claim.first) + "+" +
+                                          std::to_string(claim.count) + ")";
+      held.push_back({pool.pool, std::to_string(claim.port), claim.holder, entry});
+    }
+  }
+  printTable(summary);
+  if (held.size() > 1) {
+    std::cout << "\n";
+    printTable(held);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,8 +241,23 @@ int main(int argc, char** argv) {
   get->add_option("pod", podRef, "<namespace>/<pod>")->required();
   get->add_flag("--json", json, "print JSON");
 
-  auto* pools = app.add_subcommand("pools", "show pools and their usage");
+  auto* pools = app.add_subcommand(
+      "pools",
+      "show pools and their usage (this node's, from the agent); with --cluster, the cluster "
+      "pools' claims, from the API server");
   pools->add_flag("--json", json, "print JSON");
+  bool cluster = false;
+  std::string agentConfig = "/etc/hostport/agent.yaml", kubeconfig,
+              claimsNamespace = "hostport-system";
+  pools->add_flag("--cluster", cluster,
+                  "the cluster pools (scope: cluster) with each claim: port, holder, entry");
+  pools->add_option("--config", agentConfig, "with --cluster: the agents' agent.yaml (the pools)")
+      ->capture_default_str();
+  pools->add_option("--kubeconfig", kubeconfig, "with --cluster: the cluster (empty: in-cluster)");
+  pools
+      ->add_option("--claims-namespace", claimsNamespace,
+                   "with --cluster: the namespace of hostport-admission and its claim Leases")
+      ->capture_default_str();
 
   auto* release = app.add_subcommand("release", "release every lease of a container");
   std::string containerId;
@@ -272,6 +340,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     printLeases(*leases, json);
+  } else if (*pools && cluster) {
+    return showClusterPools(agentConfig, kubeconfig, claimsNamespace, json);
   } else if (*pools) {
     auto rows = client.poolUsage();
     if (!rows) return report(rows.error());
