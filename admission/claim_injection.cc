@@ -29,7 +29,10 @@ Result<void> injectClaims(const PodView& pod, std::size_t target,
     const ClaimedEntry& block = claimed[row];
     for (uint32_t offset = 0; offset < entry.count; ++offset) {
       const auto hostPort = static_cast<uint16_t>(block.first + offset);
-      const auto containerPort = static_cast<uint16_t>(entry.containerPort + offset);
+      // A hostNetwork pod's entry names no containerPort: the kubelet wants its hostPort and
+      // containerPort equal.
+      const auto containerPort =
+          entry.containerPort == 0 ? hostPort : static_cast<uint16_t>(entry.containerPort + offset);
       for (const Protocol protocol : kernelProtocols(entry.protocol)) {
         bool declared = false;
         for (std::size_t c = 0; c < pod.containers.size() && !declared; ++c) {

@@ -19,7 +19,9 @@ namespace hostport::admission {
 
 /// Adds to `patch` the operations that make `pod` carry `claimed` (by entry, in the order of
 /// `dynamics`). A container port of the entry's containerPort and protocol, in any container,
-/// takes the hostPort; one that no container declares is added to container `target`.
+/// takes the hostPort; one that no container declares is added to container `target`. A
+/// hostNetwork pod's entry has no containerPort: its ports are written with containerPort equal
+/// to hostPort, as the kubelet requires of a pod on the node's network.
 /// kInvalidArgument naming the container and port when a container port already has another
 /// hostPort: the claim sets it, and overwriting the author's would hide the mistake.
 Result<void> injectClaims(const PodView& pod, std::size_t target,

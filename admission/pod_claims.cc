@@ -54,14 +54,6 @@ AdmissionResponse claimPodPorts(const AdmissionRequest& review, ClusterClaimer& 
   const auto refuse = [&](const Error& error) {
     return AdmissionResponse::refuse(review.uid, statusCodeOf(error), error.message);
   };
-  if (pod->hostNetwork) {
-    return refuse(Error{ErrorCode::kInvalidArgument,
-                        "pool " + quoteText(asked->pool) +
-                            " is a cluster pool, which a hostNetwork pod cannot use yet: use a "
-                            "node pool",
-                        {},
-                        {}});
-  }
   if (auto demand = demandOf(*pod, {review.namespaceName, review.name, ""}, judge); !demand) {
     return refuse(demand.error());
   }

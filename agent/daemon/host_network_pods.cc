@@ -21,8 +21,12 @@ bool wantsHostPorts(const pods::NodePod& pod) {
 }
 
 HostNetworkPods::HostNetworkPods(service::AgentService& service, pods::NodePods& pods,
-                                 publish::Publisher& publisher)
+                                 publish::Publisher& publisher,
+                                 const std::vector<core::PoolSpec>& pools)
     : service_(service), pods_(pods), publisher_(publisher) {
+  for (const auto& pool : pools) {
+    if (pool.scope == core::PoolScope::kCluster) clusterPools_.insert(pool.name);
+  }
   pods_.listen([this](const pods::PodChange& change) { onChange(change); });
   pods_.listenToLists([this] { sweep(); });
 }
@@ -90,6 +94,9 @@ void HostNetworkPods::lease(const pods::NodePod& pod, std::function<void()> then
   // manifest's hash); published with the API's.
   request.key = AttachmentKey::ofHostNetworkPod(pod.sandboxUid());
   request.pod = {pod.namespaceName, pod.name, pod.uid};
+  // A hostNetwork pod's own hostPorts are its sockets' business, but a cluster pool's claims come
+  // as hostPorts too: the allocator takes them back as the entries' claims.
+  if (clusterPools_.contains(asked->pool)) request.statics = pod.hostPorts;
   request.pool = std::move(asked->pool);
   request.dynamics = std::move(asked->dynamics);
   request.sticky = asked->sticky;

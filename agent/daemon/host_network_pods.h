@@ -17,9 +17,11 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
+#include "agent/core/pool_spec.h"
 #include "agent/pods/node_pods.h"
 #include "agent/publish/publisher.h"
 #include "agent/service/agent_service.h"
@@ -30,8 +32,10 @@ namespace hostport::agent::daemon {
 class HostNetworkPods {
  public:
   /// Listens to `pods`; call before the watch starts. All three outlive this object's use.
+  /// `pools` tells the cluster pools: a pod asking one brings its claims as its containers'
+  /// hostPorts (agent/core/cluster_claims.h), which its request then carries.
   HostNetworkPods(service::AgentService& service, pods::NodePods& pods,
-                  publish::Publisher& publisher);
+                  publish::Publisher& publisher, const std::vector<core::PoolSpec>& pools);
 
   /// For the hostport.io volume of the pod whose sandbox UID is `sandboxUid`, which the kubelet
   /// mounts before it starts the containers: when the watch knows it as a hostNetwork pod that
@@ -54,6 +58,7 @@ class HostNetworkPods {
   service::AgentService& service_;
   pods::NodePods& pods_;
   publish::Publisher& publisher_;
+  std::set<std::string, std::less<>> clusterPools_;
   std::mutex mutex_;
   std::map<std::string, std::string> told_;  // pod UID -> the last cause its Event gave
 };

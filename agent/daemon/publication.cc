@@ -104,7 +104,8 @@ Result<std::unique_ptr<Publication>> Publication::start(const config::AgentConfi
     HOSTPORT_TRY(publication->podWatch_,
                  PodWatch::create(cluster->config, cluster->node, config, metrics));
     pods::NodePods& pods = publication->podWatch_->pods();
-    publication->hostNetwork_ = std::make_unique<HostNetworkPods>(service, pods, publisher);
+    publication->hostNetwork_ =
+        std::make_unique<HostNetworkPods>(service, pods, publisher, config.pools);
     publication->poolRequests_ = std::make_unique<PoolRequestCheck>(config.pools, pods, publisher);
     // The leases held since before this start count as granted; their pods are judged once the
     // first list brings them.

@@ -42,6 +42,29 @@ std::optional<int64_t> wholeQuantity(const json& quantity) {
   return out;
 }
 
+/// The ports of `container` that name a hostPort, as static claims; a malformed one is left out.
+void readHostPorts(const json& container, std::vector<StaticPortClaim>& out) {
+  const json* ports = at(container, {"ports"});
+  if (ports == nullptr || !ports->is_array()) return;
+  for (const json& port : *ports) {
+    const json* hostPort = at(port, {"hostPort"});
+    const json* containerPort = at(port, {"containerPort"});
+    if (hostPort == nullptr || !hostPort->is_number_integer() || containerPort == nullptr ||
+        !containerPort->is_number_integer()) {
+      continue;
+    }
+    const int64_t host = hostPort->get<int64_t>();
+    const int64_t inside = containerPort->get<int64_t>();
+    if (host < 1 || host > 65535 || inside < 1 || inside > 65535) continue;
+    const std::string protocolText = text(at(port, {"protocol"}));
+    const auto protocol =
+        protocolText.empty() ? Result<Protocol>(Protocol::kTcp) : parseProtocol(protocolText);
+    if (!protocol) continue;
+    out.push_back({static_cast<uint16_t>(host), static_cast<uint16_t>(inside),
+                   portProtocol(*protocol), std::nullopt});
+  }
+}
+
 }  // namespace
 
 Result<NodePod> readNodePod(const json& pod) {
@@ -71,6 +94,7 @@ Result<NodePod> readNodePod(const json& pod) {
   if (const json* containers = at(pod, {"spec", "containers"});
       containers != nullptr && containers->is_array()) {
     for (const json& container : *containers) {
+      if (record.hostNetwork) readHostPorts(container, record.hostPorts);
       const json* requests = at(container, {"resources", "requests"});
       if (requests == nullptr || !requests->is_object()) continue;
       for (const auto& [resource, quantity] : requests->items()) {

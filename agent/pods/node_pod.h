@@ -7,8 +7,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
+#include "lease/lease.h"
 
 namespace hostport::agent::pods {
 
@@ -24,6 +26,9 @@ struct NodePod {
   /// read as a change of the pod.
   std::map<std::string, std::string, std::less<>> annotations;
   bool hostNetwork = false;
+  /// A hostNetwork pod's containers' hostPorts (none for other pods): where the admission server
+  /// writes a cluster pool's claims (agent/core/cluster_claims.h), as hostPort == containerPort.
+  std::vector<StaticPortClaim> hostPorts;
   /// hostport.io/<pool> asked in the containers' requests, summed per pool, as the scheduler
   /// counts them (the pool's name without the prefix).
   std::map<std::string, int64_t, std::less<>> poolRequests;

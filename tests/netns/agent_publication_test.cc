@@ -413,6 +413,54 @@ TEST_F(AgentPublicationTest, AHostNetworkPodGetsItsPortsLeasedPublishedAndReleas
   EXPECT_FALSE(hostNetworkLease("uid-relay-1", false).has_value()) << agent_->describe();
 }
 
+TEST_F(AgentPublicationTest, AHostNetworkPodOfAClusterPoolIsLeasedThePortsItsClaimNames) {
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  ASSERT_NO_FATAL_FAILURE(
+      startPublishingAgent("capacitySeconds: 0\npools:\n  default:\n    ranges: [\"41000-41019\"]\n"
+                           "  global:\n    ranges: [\"41100-41119\"]\n    scope: cluster\n"));
+  ASSERT_TRUE(agent_->waitForLog("kube.watch_listed")) << agent_->describe();
+  // As the admission server leaves it: the claims as hostPort == containerPort.
+  const nlohmann::json ports = {
+      {{"containerPort", 41113}, {"hostPort", 41113}, {"protocol", "UDP"}},
+      {{"containerPort", 41105}, {"hostPort", 41105}, {"protocol", "UDP"}},
+      {{"containerPort", 41106}, {"hostPort", 41106}, {"protocol", "UDP"}}};
+  ASSERT_OK(api_->putObject(
+      podPath("arena-0"),
+      {{"apiVersion", "v1"},
+       {"kind", "Pod"},
+       {"metadata",
+        {{"uid", "uid-arena-0"},
+         {"annotations",
+          {{"hostport.io/ports", "game/udp, rtp*2/udp"}, {"hostport.io/pool", "global"}}}}},
+       {"spec",
+        {{"nodeName", kNode},
+         {"hostNetwork", true},
+         {"containers", {{{"name", "server"}, {"ports", ports}}}}}},
+       {"status", {{"phase", "Running"}}}}));
+  const auto lease = hostNetworkLease("uid-arena-0");
+  ASSERT_TRUE(lease.has_value()) << agent_->describe();
+  ASSERT_EQ(lease->ports.size(), 2u);
+  EXPECT_EQ(lease->ports[0].name, "game");
+  EXPECT_EQ(lease->ports[0].hostPort, 41113);
+  EXPECT_EQ(lease->ports[1].name, "rtp");
+  EXPECT_EQ(lease->ports[1].hostPort, 41105);
+  EXPECT_EQ(lease->ports[1].count, 2);
+
+  // Without its claim (no admission): refused, told on the pod, nothing leased.
+  ASSERT_OK(api_->putObject(
+      podPath("stray-1"),
+      {{"apiVersion", "v1"},
+       {"kind", "Pod"},
+       {"metadata",
+        {{"uid", "uid-stray-1"},
+         {"annotations", {{"hostport.io/ports", "game/udp"}, {"hostport.io/pool", "global"}}}}},
+       {"spec",
+        {{"nodeName", kNode}, {"hostNetwork", true}, {"containers", nlohmann::json::array()}}},
+       {"status", {{"phase", "Running"}}}}));
+  EXPECT_TRUE(agent_->waitForLog("asks cluster pool \\\"global\\\"")) << agent_->describe();
+  EXPECT_FALSE(hostNetworkLease("uid-stray-1", false).has_value());
+}
+
 TEST_F(AgentPublicationTest, AHostNetworkPodWithAContainerPortIsToldTheRightForm) {
   ASSERT_NO_FATAL_FAILURE(startApiServer());
   ASSERT_NO_FATAL_FAILURE(startPublishingAgent("capacitySeconds: 0\n"));

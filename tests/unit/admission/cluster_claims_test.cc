@@ -272,17 +272,28 @@ TEST_F(ClusterClaimsTest, ARangeIsOneContiguousBlockOrNothing) {
   EXPECT_EQ(leases("tiny", 41000, 41009).size(), 5u) << "b's first entry was deleted again";
 }
 
-TEST_F(ClusterClaimsTest, OtherPodsPassUntouchedAndAHostNetworkPodIsRefused) {
+TEST_F(ClusterClaimsTest, AHostNetworkPodsClaimIsWrittenWithContainerPortEqualToHostPort) {
+  startReplicas(1);
+  auto https = client(0);
+  json host =
+      pod("h", {{"hostport.io/ports", "game/udp, rtp*2/udp"}, {"hostport.io/pool", "global"}});
+  host["spec"]["hostNetwork"] = true;
+  ASSERT_OK_AND_ASSIGN(const json answer, claim(*https, host));
+  ASSERT_EQ(answer["allowed"], true) << answer.dump();
+  const json after = patched(host, answer);
+  EXPECT_EQ(after["spec"]["containers"][0]["ports"],
+            (json{{{"containerPort", 50000}, {"hostPort", 50000}, {"protocol", "UDP"}},
+                  {{"containerPort", 50001}, {"hostPort", 50001}, {"protocol", "UDP"}},
+                  {{"containerPort", 50002}, {"hostPort", 50002}, {"protocol", "UDP"}}}));
+  EXPECT_EQ(after["metadata"]["annotations"]["hostport.io/allocated-rtp"], "50001-50002");
+}
+
+TEST_F(ClusterClaimsTest, OtherPodsPassUntouchedAndAWrittenHostPortIsRefused) {
   startReplicas(1);
   auto https = client(0);
   ASSERT_OK_AND_ASSIGN(const json node, claim(*https, pod("n", {{"hostport.io/ports", "web=80"}})));
   EXPECT_EQ(node["allowed"], true);
   EXPECT_FALSE(node.contains("patch"));
-  json host = pod("h", {{"hostport.io/ports", "game/udp"}, {"hostport.io/pool", "global"}});
-  host["spec"]["hostNetwork"] = true;
-  ASSERT_OK_AND_ASSIGN(const json refused, claim(*https, host));
-  EXPECT_EQ(refused["allowed"], false);
-  EXPECT_EQ(refused["status"]["code"], 400);
   // A hostPort the author wrote on the entry's port is not overwritten.
   json written = pod("w", {{"hostport.io/ports", "web=8080"}, {"hostport.io/pool", "global"}});
   written["spec"]["containers"][0]["ports"] = {

@@ -70,6 +70,24 @@ TEST(NodePodTest, KeepsOnlyWhatTheAgentReads) {
   EXPECT_EQ(refused.error().message, "a pod without metadata.name");
 }
 
+TEST(NodePodTest, AHostNetworkPodKeepsItsHostPortsAndOthersNone) {
+  json asked = pod("u-1", "gs-0");
+  asked["spec"]["containers"][0]["ports"] = {
+      {{"containerPort", 42001}, {"hostPort", 42001}, {"protocol", "UDP"}},
+      {{"containerPort", 8080}},                                        // no hostPort
+      {{"containerPort", 9090}, {"hostPort", 9090}},                    // TCP by default
+      {{"containerPort", 70000}, {"hostPort", 70000}},                  // malformed: left out
+      {{"containerPort", 53}, {"hostPort", 53}, {"protocol", "XTP"}}};  // left out too
+  ASSERT_OK_AND_ASSIGN(const NodePod record, readNodePod(asked));
+  ASSERT_EQ(record.hostPorts.size(), 2u);
+  EXPECT_EQ(record.hostPorts[0], (StaticPortClaim{42001, 42001, PortProtocol::kUdp, std::nullopt}));
+  EXPECT_EQ(record.hostPorts[1], (StaticPortClaim{9090, 9090, PortProtocol::kTcp, std::nullopt}));
+
+  asked["spec"]["hostNetwork"] = false;
+  ASSERT_OK_AND_ASSIGN(const NodePod own, readNodePod(asked));
+  EXPECT_TRUE(own.hostPorts.empty()) << "a pod in its own netns has its hostPorts from its ADD";
+}
+
 TEST(NodePodsTest, TellsWhatCameChangedAndWentAndNothingElse) {
   NodePods cache;
   std::vector<std::string> heard;
