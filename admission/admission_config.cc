@@ -85,7 +85,7 @@ const std::array kSettings = {
           Count32{&AdmissionConfig::apiBurst, 1, 10000}},
   Setting{"claimApiQps", "--claim-api-qps",
           "API requests per second at most for claiming cluster pools' ports (a create per port, "
-          "while the pod's review waits), apart from --kube-api-qps",
+          "while the pod's review waits), apart from --kube-api-qps; for each serving thread",
           Count32{&AdmissionConfig::claimApiQps, 1, 100000}},
   Setting{"claimApiBurst", "--claim-api-burst",
           "API requests in a burst at most for claiming cluster pools' ports",

@@ -67,13 +67,19 @@ Result<void> AdmissionServer::startClaimer() {
   claimOptions.timeout = std::chrono::milliseconds(2000);
   claimOptions.maxAttempts = 3;
   claimOptions.backoff = {std::chrono::milliseconds(20), std::chrono::milliseconds(200), 2.0};
-  HOSTPORT_TRY(auto client, kube::KubeClient::create(cluster, claimOptions, wait));
+  // One client per serving thread: a claim blocks its thread on the API, and a client serves one
+  // thread at a time.
+  std::vector<std::unique_ptr<kube::KubeClient>> clients;
+  for (unsigned i = 0; i < servingThreads(); ++i) {
+    HOSTPORT_TRY(auto client, kube::KubeClient::create(cluster, claimOptions, wait));
+    clients.push_back(std::move(client));
+  }
   HOSTPORT_TRY(
       auto watchClient,
       kube::KubeClient::create(
           cluster, kube::KubeClientOptions::paced(settings.apiQps, settings.apiBurst), wait));
   claimer_ = std::make_unique<ClusterClaimer>(
-      std::move(client), std::move(watchClient), config_.pools,
+      std::move(clients), std::move(watchClient), config_.pools,
       ClaimerOptions{.namespaceName = settings.namespaceName}, [](const kube::InformerNote& note) {
         if (note.kind == kube::InformerNote::Kind::kFailed) {
           log::event(log::Component::kAdmission, log::Level::kWarn, "admission.claims_watch_failed",
@@ -276,15 +282,18 @@ int AdmissionServer::serve() {
                {{"signal", signal}});
     stop();
   });
-  const unsigned threads = config_.settings.threads != 0
-                               ? config_.settings.threads
-                               : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = servingThreads();
   {
     std::vector<std::jthread> workers;
     for (unsigned i = 1; i < threads; ++i) workers.emplace_back([this] { io_.run(); });
     io_.run();
   }
   return 0;
+}
+
+unsigned AdmissionServer::servingThreads() const {
+  return config_.settings.threads != 0 ? config_.settings.threads
+                                       : std::max(1u, std::thread::hardware_concurrency());
 }
 
 uint16_t AdmissionServer::webhookPort() const { return webhookServer_->port(); }

@@ -54,6 +54,7 @@ class AdmissionServer {
   std::optional<tls::PemCertificate> keepCertificates();
   std::optional<tls::PemCertificate> readCertificateFiles();
   void watchCertificates(tls::PemCertificate serving);
+  unsigned servingThreads() const;  // --threads, or one per core
   /// The cluster pools' claimer, with API clients of its own.
   Result<void> startClaimer();
 

@@ -10,6 +10,7 @@ using agent::core::PortBitmap;
 struct ClaimBook::Pool {
   std::string name;
   std::unique_ptr<agent::core::PortPicker> picker;
+  std::unique_ptr<agent::core::PortPicker> scatter;  // random, over the same ranges
   PortBitmap claimed;  // held by a claim known (or a create that got 201 or 409)
   PortBitmap pending;  // being created by this replica
   uint32_t claimedCount = 0;
@@ -51,6 +52,8 @@ ClaimBook::ClaimBook(const std::vector<agent::core::PoolSpec>& pools,
     pool->name = spec.name;
     pool->picker =
         agent::core::makePicker(spec.strategy, agent::core::PoolLayout(spec.ranges), random);
+    pool->scatter = agent::core::makePicker(agent::core::Strategy::kRandom,
+                                            agent::core::PoolLayout(spec.ranges), random);
     pools_.push_back(std::move(pool));
   }
 }
@@ -135,12 +138,12 @@ std::optional<uint16_t> ClaimBook::heldBy(std::string_view holder, std::string_v
   return std::nullopt;
 }
 
-std::optional<uint16_t> ClaimBook::reserve(std::string_view pool, uint16_t count) {
+std::optional<uint16_t> ClaimBook::reserve(std::string_view pool, uint16_t count, bool scatter) {
   std::lock_guard lock(mutex_);
   Pool* known = find(pool);
   if (known == nullptr) return std::nullopt;
   const FreeView view(known->claimed, known->pending);
-  const auto first = known->picker->candidates(view, count)->next();
+  const auto first = (scatter ? known->scatter : known->picker)->candidates(view, count)->next();
   if (!first) return std::nullopt;
   for (uint32_t port = *first; port < *first + uint32_t{count}; ++port) {
     known->pending.set(static_cast<uint16_t>(port));

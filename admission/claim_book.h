@@ -52,8 +52,10 @@ class ClaimBook {
                                  std::string_view entry, uint16_t count) const;
 
   /// The next `count` contiguous ports of `pool` that no claim known holds and no create of this
-  /// replica is taking, by the pool's strategy, set aside as pending; nullopt when there are none.
-  std::optional<uint16_t> reserve(std::string_view pool, uint16_t count);
+  /// replica is taking, by the pool's strategy (`scatter`: at random instead), set aside as
+  /// pending; nullopt when there are none. A claim that met a conflict scatters: another replica
+  /// is taking the ports the strategy names next, so following it would meet it again.
+  std::optional<uint16_t> reserve(std::string_view pool, uint16_t count, bool scatter = false);
   /// Ends a reserve(): the ports are no longer pending; `claimed` (created here, or refused with
   /// 409 because another holds them) marks them held until a list or watch says otherwise.
   void settle(std::string_view pool, uint16_t first, uint16_t count, bool claimed);

@@ -16,7 +16,7 @@ constexpr int kMaxLeaseDepth = 16;
 
 }  // namespace
 
-ClusterClaimer::ClusterClaimer(std::unique_ptr<kube::KubeClient> client,
+ClusterClaimer::ClusterClaimer(std::vector<std::unique_ptr<kube::KubeClient>> clients,
                                std::unique_ptr<kube::KubeClient> watchClient,
                                const std::vector<agent::core::PoolSpec>& pools,
                                ClaimerOptions options,
@@ -24,8 +24,9 @@ ClusterClaimer::ClusterClaimer(std::unique_ptr<kube::KubeClient> client,
     : options_(std::move(options)),
       book_(pools,
             [random = std::mt19937_64(std::random_device{}())]() mutable { return random(); }),
-      client_(std::move(client)),
+      clients_(std::move(clients)),
       watchClient_(std::move(watchClient)) {
+  for (const auto& client : clients_) idle_.push_back(client.get());
   kube::InformerOptions watched;
   watched.collection = collection();
   watched.labelSelector = std::string(kClaimPoolLabel);
@@ -63,8 +64,20 @@ std::string ClusterClaimer::collection() const {
 }
 
 Result<kube::KubeResponse> ClusterClaimer::send(const kube::ApiRequest& request) {
-  std::lock_guard lock(clientMutex_);
-  return client_->send(request);
+  kube::KubeClient* client = nullptr;
+  {
+    std::unique_lock lock(clientMutex_);
+    clientFree_.wait(lock, [this] { return !idle_.empty(); });
+    client = idle_.back();
+    idle_.pop_back();
+  }
+  auto answer = client->send(request);
+  {
+    std::lock_guard lock(clientMutex_);
+    idle_.push_back(client);
+  }
+  clientFree_.notify_one();
+  return answer;
 }
 
 Result<std::vector<ClaimedEntry>> ClusterClaimer::claim(
@@ -109,7 +122,7 @@ Result<ClaimedEntry> ClusterClaimer::claimEntry(const std::string& holder, const
   }
   uint32_t conflicts = 0;
   while (conflicts <= options_.maxConflicts) {
-    const auto first = book_.reserve(pool, entry.count);
+    const auto first = book_.reserve(pool, entry.count, conflicts > 0);
     if (!first) {
       std::string message = "cluster pool " + quoteText(pool) + " has no ";
       message += entry.count == 1 ? std::string("free port")

@@ -7,11 +7,13 @@
 // created is deleted again when a later port or entry fails. A holder that already has an
 // entry's block (a StatefulSet pod re-created under its name) gets that block back.
 //
-// Blocking; any number of threads. Creates and deletes share one API client behind a mutex (the
-// client paces and retries); the informer that feeds the cache has a client of its own.
+// Blocking; any number of threads. Creates and deletes go through a pool of API clients, one per
+// serving thread, each with its connection (a client paces and retries, for one thread at a
+// time); the informer that feeds the cache has a client of its own.
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -46,9 +48,9 @@ struct ClaimerOptions {
 
 class ClusterClaimer {
  public:
-  /// `client` creates and deletes; `watchClient` lists and watches (a watch holds its
-  /// connection). Starts the informer's thread.
-  ClusterClaimer(std::unique_ptr<kube::KubeClient> client,
+  /// `clients` create and delete (at least one); `watchClient` lists and watches (a watch holds
+  /// its connection). Starts the informer's thread.
+  ClusterClaimer(std::vector<std::unique_ptr<kube::KubeClient>> clients,
                  std::unique_ptr<kube::KubeClient> watchClient,
                  const std::vector<agent::core::PoolSpec>& pools, ClaimerOptions options,
                  std::function<void(const kube::InformerNote&)> note = {});
@@ -83,8 +85,10 @@ class ClusterClaimer {
 
   ClaimerOptions options_;
   ClaimBook book_;
-  std::mutex clientMutex_;
-  std::unique_ptr<kube::KubeClient> client_;
+  std::mutex clientMutex_;  // guards idle_
+  std::condition_variable clientFree_;
+  std::vector<std::unique_ptr<kube::KubeClient>> clients_;
+  std::vector<kube::KubeClient*> idle_;
   std::unique_ptr<kube::KubeClient> watchClient_;
   std::unique_ptr<kube::Informer> informer_;
   std::jthread informerThread_;

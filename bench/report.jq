@@ -66,6 +66,15 @@ else empty end),
 (.admission.load[] | "| \(.clients) | \(.reviewsPerSecond | round) | \(f(.latencyMs.p50)) | \(f(.latencyMs.p99)) | \(f(.validateMs.p99)) | \(f(.mutateMs.p99)) | \(.reviewBytes) | \(.reconnects) | \(.failures) | \(f(.serverRssKiB / 1024)) |"),
 ""
 else empty end),
+(if ((.claims.runs // []) | length) > 0 then
+"## hostport-admission: cluster pools' claims\n",
+(if .claims.run != null then "Measured in a run of its own (`scripts/bench.sh --only claims`) on \(.claims.run.date), hostport \(.claims.run.hostport), load average \(.claims.run.loadAverageStart) at its start; merged into this file with `bench.sh --replot --merge-claims-from`.\n" else empty end),
+"\(.claims.method // .method.claims)\n",
+"| strategy | replicas | claims | claims/s | p50 (ms) | p99 (ms) | distinct ports | failures |",
+"|---|---:|---:|---:|---:|---:|---:|---:|",
+(.claims.runs[] | "| \(.strategy) | \(.replicas) | \(.claims) | \(.claimsPerSecond | round) | \(f(.latencyMs.p50)) | \(f(.latencyMs.p99)) | \(.distinctPorts) | \(.failures) |"),
+""
+else empty end),
 "## hostport-agent: start-up and memory\n",
 "\(.recovery.leases) leases of one port each, written through hostport_agent_store; medians of the runs. The agent runs with `\(.method.agentEnvironment // "its default environment")`. `ready` is exec to the first 200 from GET /readyz; `recovered` is the `ms` of the agent's own `store.recovered` event.\n",
 "| state dir | leases | exec -> /readyz (ms) | recovered (ms) | VmRSS (MiB) | VmHWM (MiB) |",

@@ -22,11 +22,12 @@ BULK=10
 PORTMAP_BUDGET=""
 LEASES=65535
 RECONCILE_SIZES=""
-ONLY="cni,cold,churn,agent,admission,recovery,reconcile"
+ONLY="cni,cold,churn,agent,admission,claims,recovery,reconcile"
 BUILD_DIR="${REPO_ROOT}/build-bench"
 DO_BUILD=1
 REPLOT=0
 MERGE_FROM=""
+MERGE_CLAIMS_FROM=""
 ONLY_GIVEN=0
 OUT_DIR="${REPO_ROOT}/docs"
 TCP_SECONDS="" TCP_ROUNDS="" LOAD_SECONDS="" STARTUP_RUNS="" PASS_SAMPLES="" FLUSH_ROUNDS=""
@@ -65,6 +66,9 @@ Measures, in private network namespaces only (nothing touches the root netns):
      admission: hostport-admission AdmissionReviews/s and latency over 1/8/32 kept-alive TLS
      connections (a 3.2 KB Deployment pod, /validate and /mutate in turn), and a new
      connection's handshake;
+     claims: cluster pools' claims per second and their latency through 1 and 2
+     hostport-admission replicas against the fake API server (tests/fakes, a process), 1,000 and
+     10,000 claims, the pool's strategy lowest and random;
   5. recovery: hostport-agent start-up (exec to /readyz, and its own store.recovered event) and
      RSS, empty and with --leases leases;
   6. reconcile: hostport-agent's reconciler with N leases whose forwards it writes: the start-up
@@ -94,10 +98,12 @@ Options:
   --leases N            leases for the recovery benchmark (default 65535)
   --reconcile-sizes L   leases for the reconciler benchmark (default 10000,65535; quick
                         1000,10000)
-  --only LIST           sections to run: cni,cold,churn,agent,admission,recovery,reconcile
+  --only LIST           sections to run: cni,cold,churn,agent,admission,claims,recovery,
+                        reconcile
                         (default all)
   --build-dir DIR       build tree (default build-bench in the repository), configured with
-                        -DHOSTPORT_BUILD_BENCH=ON -DBUILD_TESTING=OFF
+                        -DHOSTPORT_BUILD_BENCH=ON (tests configured, for the fake API server
+                        the claims section needs; only the benchmark's targets are built)
   --no-build            use the binaries already in the build tree
   --out DIR             where the results go (default docs/ in the repository)
   --replot              measure nothing: redraw the plots and rewrite the Markdown from the
@@ -107,6 +113,8 @@ Options:
                         with --replot: first take the admission figures of FILE (the
                         benchmarks.json of a --only admission run) into --out's, marked with
                         that run's date and commit
+  --merge-claims-from FILE
+                        the same for the claims figures (a --only claims run)
   -h, --help            this text
 
 The full run took 9.3 minutes on a quiet 2-core VM with --portmap-budget 600 (portmap stopped
@@ -129,7 +137,7 @@ parse_args() {
       --sizes | --samples | --portmap-samples | --bulk | --portmap-budget | --leases | \
         --reconcile-sizes | --only | --build-dir | --out | --portmap-max-add-ms | \
         --udp-samples | --cold-samples | --churn-n | --churn-seconds | --churn-rate | \
-        --churn-workers | --merge-admission-from)
+        --churn-workers | --merge-admission-from | --merge-claims-from)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         ;;
     esac
@@ -156,11 +164,13 @@ parse_args() {
       --out) OUT_DIR="$2"; shift ;;
       --replot) REPLOT=1 ;;
       --merge-admission-from) MERGE_FROM="$2"; shift ;;
+      --merge-claims-from) MERGE_CLAIMS_FROM="$2"; shift ;;
       *) usage >&2; die "unknown argument: $1" ;;
     esac
     shift
   done
   [[ -z $MERGE_FROM ]] || ((REPLOT)) || die "--merge-admission-from goes with --replot"
+  [[ -z $MERGE_CLAIMS_FROM ]] || ((REPLOT)) || die "--merge-claims-from goes with --replot"
   if ((REPLOT)); then
     ((!ONLY_GIVEN)) || die "--replot measures nothing, so it takes no --only"
     ONLY=""
@@ -265,7 +275,7 @@ bin_path() {  # name dir: the path of a built executable
 build() {
   log "building into $BUILD_DIR (-j$JOBS)"
   cmake -G Ninja -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DHOSTPORT_BUILD_BENCH=ON -DBUILD_TESTING=OFF >"$TMP/cmake.log" 2>&1 ||
+    -DHOSTPORT_BUILD_BENCH=ON -DBUILD_TESTING=ON >"$TMP/cmake.log" 2>&1 ||
     { cat "$TMP/cmake.log" >&2; die "cmake failed"; }
   ninja -C "$BUILD_DIR" -j"$JOBS" hostport-bench >"$TMP/build.log" 2>&1 ||
     { tail -50 "$TMP/build.log" >&2; die "build failed"; }
@@ -281,6 +291,8 @@ locate_binaries() {
   STARTUP_BENCH=$(bin_path hostport-bench-agent-startup bench)
   ADMISSION_BENCH=$(bin_path hostport-bench-admission bench)
   ADMISSION_BIN=$(bin_path hostport-admission admission)
+  CLAIMS_BENCH=$(bin_path hostport-bench-claims bench)
+  FAKE_APISERVER=$(bin_path fake-kube-apiserver tests/fakes)
   LEASEGEN=$(bin_path hostport-bench-leasegen bench)
   PASSES_BENCH=$(bin_path hostport-bench-reconcile-passes bench)
   FLUSH_BENCH=$(bin_path hostport-bench-flush-restore bench)
@@ -517,6 +529,15 @@ bench_admission() {
   ip netns del "$TAG-admission"
 }
 
+bench_claims() {
+  log "claims: cluster pools' claims through 1 and 2 replicas, 1000 and 10000 claims"
+  ip netns add "$TAG-claims"
+  ip -n "$TAG-claims" link set lo up
+  run "$CLAIMS_BENCH" --admission "$ADMISSION_BIN" --fake-apiserver "$FAKE_APISERVER" \
+    --netns-path "/run/netns/$TAG-claims" --dir "$TMP/claims" >"$TMP/claims.jsonl"
+  ip netns del "$TAG-claims"
+}
+
 startup_runs() {  # state-dir port-range: one JSON object
   run env "${AGENT_ENV[@]}" "$STARTUP_BENCH" --agent "$AGENT_BIN" --state-dir "$1" \
     --socket "$TMP/startup.sock" --netns "/run/netns/$TAG-recovery" --port-range "$2" \
@@ -698,6 +719,7 @@ write_json() {  # json-file start-time load-start seconds
     --argjson agentPlugin "$(slurp "$TMP/cni-hostport-agent.jsonl")" \
     --argjson load "$(slurp "$TMP/agent-load.jsonl")" \
     --argjson admission "$(slurp "$TMP/admission.jsonl")" \
+    --argjson claims "$(slurp "$TMP/claims.jsonl")" \
     --argjson floor "$(slurp "$TMP/exec-floor.jsonl")" \
     --argjson recEmpty "$(object_or_null "$TMP/recovery-empty.json")" \
     --argjson recSnapshot "$(object_or_null "$TMP/recovery-snapshot.json")" \
@@ -731,6 +753,18 @@ merge_admission() {  # from-json json-file
             loadAverageStart: $from[0].machine.loadAverageStart}})' "$2" >"$2.tmp"
   mv "$2.tmp" "$2"
   log "merged the admission figures of $1 (run of $(jq -r .date "$1"))"
+}
+
+# The claims section of another run's benchmarks.json (a --only claims run), as merge_admission.
+merge_claims() {  # from-json json-file
+  jq -e '(.claims.runs // []) | length > 0' "$1" >/dev/null ||
+    die "--merge-claims-from: $1 has no claims figures"
+  jq --slurpfile from "$1" '.claims = ($from[0].claims + {
+      method: $from[0].method.claims,
+      run: {date: $from[0].date, hostport: $from[0].versions.hostport,
+            loadAverageStart: $from[0].machine.loadAverageStart}})' "$2" >"$2.tmp"
+  mv "$2.tmp" "$2"
+  log "merged the claims figures of $1 (run of $(jq -r .date "$1"))"
 }
 
 # Draws CNI ADD and DEL latency against N (bench/cni-latency.gp) and the datapath against N
@@ -821,7 +855,7 @@ main() {
   started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   log "mode $(mode), sizes $SIZES, load average $load_start"
   local name
-  for name in cni cold churn agent admission recovery reconcile; do
+  for name in cni cold churn agent admission claims recovery reconcile; do
     if section "$name"; then
       timed_section "$name"
     fi
@@ -834,6 +868,9 @@ main() {
     log "replot: from $json_file"
     if [[ -n $MERGE_FROM ]]; then
       merge_admission "$MERGE_FROM" "$json_file"
+    fi
+    if [[ -n $MERGE_CLAIMS_FROM ]]; then
+      merge_claims "$MERGE_CLAIMS_FROM" "$json_file"
     fi
   else
     write_json "$json_file" "$started_at" "$load_start" "$((SECONDS - run_started))"
