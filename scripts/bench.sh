@@ -742,29 +742,18 @@ write_json() {  # json-file start-time load-start seconds
   log "wrote $1"
 }
 
-# Takes the admission section of another run's benchmarks.json (a --only admission run) into
+# Takes a section (admission, claims) of another run's benchmarks.json (a --only run of it) into
 # json-file, with where it came from: its figures stand alone, unlike the N series of the others.
-merge_admission() {  # from-json json-file
-  jq -e '(.admission.load // []) | length > 0' "$1" >/dev/null ||
-    die "--merge-admission-from: $1 has no admission figures"
-  jq --slurpfile from "$1" '.admission = ($from[0].admission + {
-      method: $from[0].method.admission,
+merge_section() {  # section figures-key from-json json-file
+  local section=$1 key=$2
+  jq -e --arg s "$section" --arg k "$key" '(.[$s][$k] // []) | length > 0' "$3" >/dev/null ||
+    die "--merge-$section-from: $3 has no $section figures"
+  jq --arg s "$section" --slurpfile from "$3" '.[$s] = ($from[0][$s] + {
+      method: $from[0].method[$s],
       run: {date: $from[0].date, hostport: $from[0].versions.hostport,
-            loadAverageStart: $from[0].machine.loadAverageStart}})' "$2" >"$2.tmp"
-  mv "$2.tmp" "$2"
-  log "merged the admission figures of $1 (run of $(jq -r .date "$1"))"
-}
-
-# The claims section of another run's benchmarks.json (a --only claims run), as merge_admission.
-merge_claims() {  # from-json json-file
-  jq -e '(.claims.runs // []) | length > 0' "$1" >/dev/null ||
-    die "--merge-claims-from: $1 has no claims figures"
-  jq --slurpfile from "$1" '.claims = ($from[0].claims + {
-      method: $from[0].method.claims,
-      run: {date: $from[0].date, hostport: $from[0].versions.hostport,
-            loadAverageStart: $from[0].machine.loadAverageStart}})' "$2" >"$2.tmp"
-  mv "$2.tmp" "$2"
-  log "merged the claims figures of $1 (run of $(jq -r .date "$1"))"
+            loadAverageStart: $from[0].machine.loadAverageStart}})' "$4" >"$4.tmp"
+  mv "$4.tmp" "$4"
+  log "merged the $section figures of $3 (run of $(jq -r .date "$3"))"
 }
 
 # Draws CNI ADD and DEL latency against N (bench/cni-latency.gp) and the datapath against N
@@ -866,12 +855,8 @@ main() {
   if ((REPLOT)); then
     [[ -s $json_file ]] || die "--replot: no $json_file to redraw from"
     log "replot: from $json_file"
-    if [[ -n $MERGE_FROM ]]; then
-      merge_admission "$MERGE_FROM" "$json_file"
-    fi
-    if [[ -n $MERGE_CLAIMS_FROM ]]; then
-      merge_claims "$MERGE_CLAIMS_FROM" "$json_file"
-    fi
+    [[ -z $MERGE_FROM ]] || merge_section admission load "$MERGE_FROM" "$json_file"
+    [[ -z $MERGE_CLAIMS_FROM ]] || merge_section claims runs "$MERGE_CLAIMS_FROM" "$json_file"
   else
     write_json "$json_file" "$started_at" "$load_start" "$((SECONDS - run_started))"
   fi
