@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "admission/webhook_certificates.h"
@@ -215,6 +216,81 @@ TEST_F(AdmissionProcessTest, KeepsItsCertificatesAnswersOverTlsCountsAndStopsOnS
   ASSERT_OK_AND_ASSIGN(const std::string ended, server->kill(SIGTERM));
   EXPECT_EQ(ended, "exit 0") << server->describe();
   EXPECT_THAT(server->runLog(), HasSubstr("admission.stopping signal=15"));
+}
+
+TEST_F(AdmissionProcessTest, TwoReplicasClaimAClusterPoolsPortsAsLeasesOneLeadsTheRepair) {
+  std::ofstream(agentYaml()) << kAgentYaml << "  global:\n    ranges: [\"42000-42009\"]\n"
+                             << "    scope: cluster\n";
+  ASSERT_NO_FATAL_FAILURE(startApiServer());
+  constexpr uint16_t kSecondPort = kWebhookPort + 1;
+  auto first = admission(secretModeArgs(), [this] { return secretCa(); });
+  ASSERT_OK(first->start());
+  auto second = admission(
+      secretModeArgs(kSecondPort), [this] { return secretCa(); }, kSecondPort);
+  ASSERT_OK(second->start());
+  ASSERT_OK_AND_ASSIGN(const std::string ca, secretCa());
+
+  std::set<std::string> ports;
+  for (int i = 0; i < 10; ++i) {
+    json body = podReview({{"hostport.io/ports", "game=7777/udp"}, {"hostport.io/pool", "global"}});
+    const std::string name = "game-" + std::to_string(i);
+    body["request"]["name"] = name;
+    body["request"]["object"]["metadata"]["name"] = name;
+    ASSERT_OK_AND_ASSIGN(const auto answer,
+                         exchange(ca, {"POST", "/claim", "application/json", body.dump()},
+                                  i % 2 == 0 ? kWebhookPort : kSecondPort));
+    ASSERT_EQ(answer.status, 200u) << answer.body;
+    const json response = json::parse(answer.body)["response"];
+    ASSERT_EQ(response["allowed"], true) << response.dump();
+    const std::string patch =
+        kube::decodeBase64(response["patch"].get<std::string>(), "patch").value();
+    EXPECT_THAT(patch, HasSubstr("hostport.io~1claim-holder")) << patch;
+    for (uint32_t port = 42000; port <= 42009; ++port) {
+      const auto lease = api_->object(
+          "/apis/coordination.k8s.io/v1/namespaces/hostport/leases/global." + std::to_string(port));
+      if (lease && (*lease)["spec"]["holderIdentity"] == "games-eu/" + name) {
+        ports.insert(std::to_string(port));
+      }
+    }
+  }
+  EXPECT_EQ(ports.size(), 10u) << "ten pods, ten Leases, ten ports";
+
+  // The eleventh finds the pool full: refused, and the pod waits for a port.
+  json body = podReview({{"hostport.io/ports", "game=7777/udp"}, {"hostport.io/pool", "global"}});
+  ASSERT_OK_AND_ASSIGN(const json full, review(ca, "/claim", body));
+  EXPECT_EQ(full["allowed"], false);
+  EXPECT_THAT(full["status"]["message"].get<std::string>(),
+              HasSubstr("cluster pool \"global\" has no free port"));
+
+  // One replica leads the repair loop, and says so on its metrics.
+  const auto pages = [&] {
+    std::vector<std::string> out;
+    for (const uint16_t metrics : {kMetricsPort, static_cast<uint16_t>(kMetricsPort + 1)}) {
+      out.push_back(plainHttpExchange(*netns_, metrics, "GET", "/metrics").value_or(""));
+    }
+    return out;
+  };
+  const auto leaders = [&] {
+    std::string which;
+    for (const auto& page : pages()) {
+      which += page.find("\nhostport_admission_repair_leader 1\n") != std::string::npos ? "1" : "0";
+    }
+    return which;
+  };
+  EXPECT_TRUE(waitUntil([&] {
+    const std::string now = leaders();
+    return now == "10" || now == "01";
+  })) << "one leader, not "
+      << leaders();
+  for (const auto& page : pages()) {
+    EXPECT_THAT(
+        page,
+        HasSubstr(R"(hostport_admission_reviews_total{webhook="claim",outcome="patched"} 5)"));
+  }
+  for (auto* server : {first.get(), second.get()}) {
+    ASSERT_OK_AND_ASSIGN(const std::string ended, server->kill(SIGTERM));
+    EXPECT_EQ(ended, "exit 0") << server->describe();
+  }
 }
 
 TEST_F(AdmissionProcessTest, TwoReplicasRacingForAnEmptySecretServeItsOneCa) {
