@@ -72,6 +72,15 @@ struct AdmissionResponse {
     response.message = std::move(message);
     return response;
   }
+  /// Refused for `error`, with the status code its kind has: 400 for what is malformed, 403 for
+  /// what a pool refuses (its rules, no port left, too many conflicts), 503 for what could not
+  /// be asked (the API server).
+  static AdmissionResponse refuse(std::string uid, const Error& error) {
+    const int code = error.code == ErrorCode::kInvalidArgument ? 400
+                     : error.code == ErrorCode::kUnavailable   ? 503
+                                                               : 403;
+    return refuse(std::move(uid), code, error.message);
+  }
 };
 
 /// The AdmissionReview v1 body of `response`: the patch base64-encoded with patchType JSONPatch

@@ -11,17 +11,6 @@
 namespace hostport::admission {
 namespace {
 
-int statusCodeOf(const Error& error) {
-  switch (error.code) {
-    case ErrorCode::kInvalidArgument:
-      return 400;
-    case ErrorCode::kUnavailable:
-      return 503;
-    default:
-      return 403;  // the pool exhausted, too many conflicts, its rules
-  }
-}
-
 /// Whom the pod's claims name: its name, or the holder an earlier pass of this webhook wrote into
 /// the pod (a nameless pod's only), or a new one.
 std::string holderOf(const AdmissionRequest& review, const PodView& pod, const HolderToken& token) {
@@ -52,7 +41,7 @@ AdmissionResponse claimPodPorts(const AdmissionRequest& review, ClusterClaimer& 
   const auto asked = annotations::parsePortAnnotations(pod->annotations, network);
   if (!asked || !claimer.isClusterPool(asked->pool) || asked->dynamics.empty()) return response;
   const auto refuse = [&](const Error& error) {
-    return AdmissionResponse::refuse(review.uid, statusCodeOf(error), error.message);
+    return AdmissionResponse::refuse(review.uid, error);
   };
   if (auto demand = demandOf(*pod, {review.namespaceName, review.name, ""}, judge); !demand) {
     return refuse(demand.error());

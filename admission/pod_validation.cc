@@ -13,12 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-/// 403 for what a pool's rules forbid, 400 for what is malformed.
-int statusCodeOf(const Error& error) {
-  return error.code == ErrorCode::kNotAllowed || error.code == ErrorCode::kQuotaExceeded ? 403
-                                                                                         : 400;
-}
-
 /// The annotations a pod's author writes: hostport.io/ minus what the agent writes back (its
 /// publication is an UPDATE too, and must pass without a word).
 json requestAnnotations(const json& pod) {
@@ -58,8 +52,7 @@ AdmissionResponse validateCreate(const AdmissionRequest& review,
   }
   auto demand = demandOf(*pod, {review.namespaceName, review.name, ""}, judge);
   if (!demand) {
-    return AdmissionResponse::refuse(review.uid, statusCodeOf(demand.error()),
-                                     demand.error().message);
+    return AdmissionResponse::refuse(review.uid, demand.error());
   }
   return AdmissionResponse::allow(review.uid);
 }
