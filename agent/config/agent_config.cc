@@ -171,6 +171,13 @@ Result<core::PoolSpec> parsePool(const YamlReader& yaml, const std::string& name
     auto parsed = core::parseScope(text);
     if (!parsed) return yaml.error(prefix + ".scope", parsed.error().message);
     pool.scope = *parsed;
+    // Pods that name no pool get "default", and the claim webhook sees only pods that name a
+    // cluster pool: a cluster-scoped default would leave them without their claims.
+    if (pool.scope == core::PoolScope::kCluster && name == kDefaultPool) {
+      return yaml.error(prefix + ".scope",
+                        "the default pool serves pods that name no pool and cannot be a cluster "
+                        "pool: give the cluster pool a name of its own");
+    }
   }
   HOSTPORT_TRY(pool.rules, parsePoolRules(yaml, prefix, node));
   return pool;

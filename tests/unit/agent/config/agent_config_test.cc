@@ -425,6 +425,8 @@ TEST(AgentConfigTest, ScopeIsNodeByDefaultOrClusterExactly) {
             "config.yaml: pools.g.scope: \"Cluster\" is not node or cluster");
   EXPECT_EQ(loadError("pools:\n  g:\n    ranges: ['7000']\n    scope: [cluster]\n"),
             "config.yaml: pools.g.scope: must be a string");
+  EXPECT_THAT(loadError("pools:\n  default:\n    ranges: ['7000']\n    scope: cluster\n"),
+              HasSubstr("pools.default.scope: the default pool serves pods that name no pool"));
 }
 
 TEST(AgentConfigTest, ValuesInMessagesAreQuotedAndCut) {
