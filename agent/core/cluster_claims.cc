@@ -1,6 +1,7 @@
 #include "agent/core/cluster_claims.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "common/quote.h"
 
@@ -38,31 +39,54 @@ Result<std::optional<ClusterClaims>> matchClusterClaims(const AllocationRequest&
   ClusterClaims claims;
   std::vector<bool> taken(request.statics.size(), false);
   if (clusterPool) {
+    // The mappings by host port and kernel protocol, so that following a row's block is a lookup
+    // per port: the rows and mappings are the pod author's, at most kMaxPortsPerRequest each.
+    std::unordered_multimap<uint32_t, std::size_t> byPort;
+    const auto key = [](uint32_t port, Protocol protocol) {
+      return port << 2 | static_cast<uint32_t>(protocol);
+    };
+    for (std::size_t i = 0; i < request.statics.size(); ++i) {
+      for (const auto protocol : kernelProtocols(request.statics[i].protocol)) {
+        byPort.emplace(key(request.statics[i].hostPort, protocol), i);
+      }
+    }
     claims.firstPorts.reserve(request.dynamics.size());
+    std::vector<std::size_t> used;
     for (const auto& row : request.dynamics) {
       const auto kernel = kernelProtocols(row.protocol);
-      // Each mapping of the pool that fits the row's first port is a candidate first port; the
-      // rest of the row must follow from it.
+      // The mapping that carries `row`'s port `offset` for `protocol` from `first`, not taken by
+      // an earlier row nor this attempt.
+      const auto find = [&](uint16_t first, uint32_t offset,
+                            Protocol protocol) -> std::optional<std::size_t> {
+        const auto [begin, end] = byPort.equal_range(key(first + offset, protocol));
+        for (auto it = begin; it != end; ++it) {
+          const std::size_t j = it->second;
+          if (!taken[j] && std::ranges::find(used, j) == used.end() &&
+              fits(request.statics[j], row, first, offset, protocol)) {
+            return j;
+          }
+        }
+        return std::nullopt;
+      };
+      // A mapping of the pool that fits the row's first port is a candidate first port; the rest
+      // of the row must follow from it.
       std::optional<uint16_t> claimed;
-      std::vector<std::size_t> used;
       for (std::size_t i = 0; i < request.statics.size() && !claimed; ++i) {
         const uint16_t first = request.statics[i].hostPort;
-        if (taken[i] || poolOf[first] != poolIndex) continue;
+        if (taken[i] || poolOf[first] != poolIndex ||
+            !fits(request.statics[i], row, first, 0, kernel.front())) {
+          continue;
+        }
         used.clear();
         bool complete = true;
         for (uint32_t offset = 0; offset < row.count && complete; ++offset) {
           for (const auto protocol : kernel) {
-            std::size_t j = 0;
-            while (j < request.statics.size() &&
-                   (taken[j] || std::ranges::find(used, j) != used.end() ||
-                    !fits(request.statics[j], row, first, offset, protocol))) {
-              ++j;
-            }
-            if (j == request.statics.size()) {
+            const auto found = find(first, offset, protocol);
+            if (!found) {
               complete = false;
               break;
             }
-            used.push_back(j);
+            used.push_back(*found);
           }
         }
         if (complete) claimed = first;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "agent/core/allocator.h"
 #include "agent/core/cluster_claims.h"
@@ -178,6 +179,31 @@ TEST_F(ClusterPoolTest, AClaimedPortComesBackAfterRelease) {
       allocator_->allocate(request("b", "games", {{"web", 8080}}, {mapping(40007, 8080)}), probe_);
   ASSERT_OK(again);
   EXPECT_EQ(again->ports.at(0).hostPort, 40007);
+}
+
+TEST_F(ClusterPoolTest, ManyRowsOfOneContainerPortEachTakeAMappingOfTheirOwn) {
+  // The most a pod may ask: every row and every mapping alike, which the matching must sort out
+  // one to one, by lookups rather than by walking every mapping for every port.
+  auto made = Allocator::create({nodePool(), PoolSpec{"games",
+                                                      {{40000, 40999}},
+                                                      {},
+                                                      Strategy::kLowest,
+                                                      kDefaultReuseDelaySeconds,
+                                                      {},
+                                                      PoolScope::kCluster}},
+                                [] { return uint64_t{1}; });
+  ASSERT_OK(made);
+  std::vector<DynamicPortRequest> rows;
+  std::vector<StaticPortClaim> mappings;
+  for (uint16_t i = 0; i < kMaxPortsPerRequest / 2; ++i) {
+    rows.push_back({"p" + std::to_string(i), 80, 1, PortProtocol::kTcp});
+    mappings.push_back(mapping(static_cast<uint16_t>(40000 + 2 * i), 80));
+  }
+  const auto lease = made->allocate(request("a", "games", rows, mappings), probe_);
+  ASSERT_OK(lease);
+  std::set<uint16_t> ports;
+  for (const auto& grant : lease->ports) ports.insert(grant.hostPort);
+  EXPECT_EQ(ports.size(), kMaxPortsPerRequest / 2);
 }
 
 TEST(PoolScopeTest, NamesParseBackAndOthersAreRefusedQuoted) {
