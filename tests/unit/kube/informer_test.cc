@@ -176,7 +176,10 @@ TEST_F(InformerTest, ListsThenWatchesWhatTheSelectorSees) {
         return view_.objects["a-1"]["spec"]["containers"][0]["image"] == "v2";
       },
       10s));
-  EXPECT_EQ(informer_->resourceVersion(), api_->resourceVersion());
+  // The informer keeps an event's version after its handler has run: wait for it too.
+  EXPECT_TRUE(test::waitUntil(
+      [&] { return informer_->resourceVersion() == api_->resourceVersion(); }, 10s))
+      << informer_->resourceVersion() << " != " << api_->resourceVersion();
   const auto [lists, watches] = listsAndWatches();
   EXPECT_EQ(lists, 1u);
   EXPECT_EQ(watches, 1u);
@@ -192,6 +195,9 @@ TEST_F(InformerTest, ADroppedConnectionResumesFromTheLastVersionWithoutAList) {
   ASSERT_TRUE(test::waitUntil([&] { return api_->openWatches() == 1; }, 10s));
   putPodOn("a-3", "node-a");
   ASSERT_TRUE(waitForNames({"a-0", "a-1", "a-2", "a-3"}));
+  // The version is kept after the handler ran: wait for it, then read it.
+  ASSERT_TRUE(test::waitUntil(
+      [&] { return informer_->resourceVersion() == api_->resourceVersion(); }, 10s));
   const std::string seen = informer_->resourceVersion();
   api_->dropWatches();
   putPodOn("a-4", "node-a");  // while no watch is open: the resumed one brings it
