@@ -253,6 +253,10 @@ TEST_F(ClusterClaimsTest, ARangeIsOneContiguousBlockOrNothing) {
   // Another holder has 41002: the four ports must lie above it.
   PortClaim other{"tiny", 41002, "elsewhere/x", "p", 41002, 1, ""};
   ASSERT_OK(api_->putObject(leasePath("tiny", 41002), claimLease(other, "hostport", {})));
+  // Once the watch has brought it the pool's strategy steps over it; before, a 409 would send the
+  // claim to a random block (also right, but not the one checked here).
+  ASSERT_TRUE(test::waitUntil(
+      [&] { return servers_[0]->claimer()->book().counts().at(1).claimed == 1; }, 10s));
   const json a =
       pod("a", {{"hostport.io/ports", "rtp=5000-5003/udp"}, {"hostport.io/pool", "tiny"}});
   ASSERT_OK_AND_ASSIGN(const json first, claim(*https, a));

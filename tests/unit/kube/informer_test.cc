@@ -177,8 +177,8 @@ TEST_F(InformerTest, ListsThenWatchesWhatTheSelectorSees) {
       },
       10s));
   // The informer keeps an event's version after its handler has run: wait for it too.
-  EXPECT_TRUE(test::waitUntil(
-      [&] { return informer_->resourceVersion() == api_->resourceVersion(); }, 10s))
+  EXPECT_TRUE(
+      test::waitUntil([&] { return informer_->resourceVersion() == api_->resourceVersion(); }, 10s))
       << informer_->resourceVersion() << " != " << api_->resourceVersion();
   const auto [lists, watches] = listsAndWatches();
   EXPECT_EQ(lists, 1u);
