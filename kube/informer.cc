@@ -1,7 +1,6 @@
 #include "kube/informer.h"
 
 #include "common/bounded_json.h"
-#include "common/json_fields.h"
 #include "kube/paged_list.h"
 
 namespace hostport::kube {
@@ -12,14 +11,7 @@ constexpr auto kShortWatch = std::chrono::seconds(1);
 
 using nlohmann::json;
 
-constexpr int kMaxDepth = 64;  // a Pod nests about 12 deep
 constexpr std::array<std::string_view, 3> kEventNames = {"ADDED", "MODIFIED", "DELETED"};
-
-std::string versionOf(const json& object) {
-  const json* metadata = jsonMember(object, "metadata");
-  const json* version = metadata != nullptr ? jsonMember(*metadata, "resourceVersion") : nullptr;
-  return version != nullptr && version->is_string() ? version->get<std::string>() : std::string();
-}
 
 }  // namespace
 
@@ -176,7 +168,7 @@ Informer::WatchEnd Informer::watch(std::string& cause) {
 
 std::optional<Informer::WatchEnd> Informer::onLine(std::string_view line, std::string& cause) {
   if (line.find_first_not_of(" \r\t") == std::string_view::npos) return std::nullopt;
-  auto parsed = parseBoundedJson(line, "watch event", options_.maxEventBytes, kMaxDepth);
+  auto parsed = parseBoundedJson(line, "watch event", options_.maxEventBytes, kMaxObjectDepth);
   if (!parsed || !parsed->is_object() || !(*parsed)["type"].is_string() ||
       !(*parsed)["object"].is_object()) {
     cause = parsed ? "a watch event without type and object" : parsed.error().message;
@@ -193,7 +185,7 @@ std::optional<Informer::WatchEnd> Informer::onLine(std::string_view line, std::s
     cause = describeAnswer(code, object.dump());
     return code == 410 ? WatchEnd::kRelist : WatchEnd::kFailed;
   }
-  std::string version = versionOf(object);
+  std::string version = resourceVersionOf(object);
   if (version.empty()) {
     cause = "a " + type + " event without metadata.resourceVersion";
     return WatchEnd::kFailed;

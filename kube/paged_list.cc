@@ -9,16 +9,14 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxDepth = 64;  // a Pod nests about 12 deep
 constexpr std::size_t kMaxPageBytes = 8 << 20;
 
-std::string versionOf(const json& object) {
-  const json* metadata = jsonMember(object, "metadata");
-  const json* version = metadata != nullptr ? jsonMember(*metadata, "resourceVersion") : nullptr;
-  return version != nullptr && version->is_string() ? version->get<std::string>() : std::string();
-}
-
 }  // namespace
+
+std::string resourceVersionOf(const json& object) {
+  const json* metadata = jsonMember(object, "metadata");
+  return metadata != nullptr ? jsonText(*metadata, "resourceVersion") : std::string();
+}
 
 std::string collectionTarget(
     std::string_view collection,
@@ -60,12 +58,12 @@ Result<ListedCollection> listCollection(KubeClient& client, std::string_view col
       return fail(ErrorCode::kUnavailable,
                   what + ": " + describeAnswer(answer.status, answer.body));
     }
-    HOSTPORT_TRY(json page, parseBoundedJson(answer.body, what, kMaxPageBytes, kMaxDepth));
+    HOSTPORT_TRY(json page, parseBoundedJson(answer.body, what, kMaxPageBytes, kMaxObjectDepth));
     if (!page.is_object() || !page["items"].is_array()) {
       return fail(ErrorCode::kDecode, what + ": no items array");
     }
     for (json& item : page["items"]) listed.items.push_back(std::move(item));
-    listed.resourceVersion = versionOf(page);
+    listed.resourceVersion = resourceVersionOf(page);
     const json& metadata = page["metadata"];
     next = metadata.is_object() && metadata.value("continue", json()).is_string()
                ? metadata["continue"].get<std::string>()

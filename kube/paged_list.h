@@ -16,6 +16,12 @@
 
 namespace hostport::kube {
 
+/// How deep an API object may nest when it is parsed (a Pod nests about 12 deep).
+inline constexpr int kMaxObjectDepth = 64;
+
+/// metadata.resourceVersion of an object or a list; "" when it has none.
+std::string resourceVersionOf(const nlohmann::json& object);
+
 struct ListQuery {
   std::string fieldSelector;  // "" for none
   std::string labelSelector;  // "" for none
