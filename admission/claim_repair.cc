@@ -2,7 +2,7 @@
 
 #include "agent/log/event_log.h"
 #include "annotations/annotation_names.h"
-#include "common/bounded_json.h"
+#include "common/json_fields.h"
 #include "kube/api_time.h"
 #include "kube/paged_list.h"
 
@@ -13,13 +13,6 @@ namespace log = agent::log;
 using nlohmann::json;
 
 constexpr std::string_view kJson = "application/json";
-constexpr std::size_t kMaxLeaseBytes = 64 << 10;
-constexpr int kMaxLeaseDepth = 16;
-
-std::string text(const json& object, std::string_view key) {
-  const auto found = object.find(key);
-  return found != object.end() && found->is_string() ? found->get<std::string>() : "";
-}
 
 }  // namespace
 
@@ -43,12 +36,7 @@ void ClaimRepair::stop() {
 }
 
 std::string ClaimRepair::leasePath() const {
-  return "/apis/coordination.k8s.io/v1/namespaces/" + options_.namespaceName + "/leases/" +
-         options_.leaseName;
-}
-
-std::string ClaimRepair::claimsPath() const {
-  return "/apis/coordination.k8s.io/v1/namespaces/" + options_.namespaceName + "/leases";
+  return leasesPath(options_.namespaceName) + "/" + options_.leaseName;
 }
 
 void ClaimRepair::run() {
@@ -100,17 +88,18 @@ bool ClaimRepair::lead(Clock::time_point now) {
           {"acquireTime", kube::apiMicroTime(wall)},
           {"renewTime", kube::apiMicroTime(wall)},
           {"leaseTransitions", 0}}}};
-    auto created = client_->send({"POST", claimsPath(), std::string(kJson), lease.dump()});
+    auto created = client_->send(
+        {"POST", leasesPath(options_.namespaceName), std::string(kJson), lease.dump()});
     return created && created->ok();
   }
   if (!read->ok()) return false;
-  auto parsed = parseBoundedJson(read->body, "leader lease", kMaxLeaseBytes, kMaxLeaseDepth);
+  auto parsed = parseLease(read->body, "leader lease");
   if (!parsed || !parsed->is_object()) return false;
   json lease = std::move(*parsed);
   json& spec = lease["spec"];
   if (!spec.is_object()) spec = json::object();
-  const std::string holder = text(spec, "holderIdentity");
-  const std::string record = holder + "\n" + text(spec, "renewTime");
+  const std::string holder = jsonText(spec, "holderIdentity");
+  const std::string record = holder + "\n" + jsonText(spec, "renewTime");
   if (record != observedRecord_) {
     observedRecord_ = record;
     observedAt_ = now;
@@ -135,9 +124,9 @@ bool ClaimRepair::lead(Clock::time_point now) {
 void ClaimRepair::handOver() {
   auto read = client_->send({"GET", leasePath(), "", ""});
   if (!read || !read->ok()) return;
-  auto lease = parseBoundedJson(read->body, "leader lease", kMaxLeaseBytes, kMaxLeaseDepth);
+  auto lease = parseLease(read->body, "leader lease");
   if (!lease || !lease->is_object() || !(*lease)["spec"].is_object() ||
-      text((*lease)["spec"], "holderIdentity") != options_.identity) {
+      jsonText((*lease)["spec"], "holderIdentity") != options_.identity) {
     return;
   }
   (*lease)["spec"]["holderIdentity"] = "";
@@ -147,13 +136,13 @@ void ClaimRepair::handOver() {
 Result<ClaimHolders> ClaimRepair::holders() {
   ClaimHolders holders;
   HOSTPORT_TRY(const auto pods, kube::listCollection(*client_, "/api/v1/pods", {}));
+  // Read in place: a pod's metadata carries its managedFields, not to be copied per pass.
   for (const json& pod : pods.items) {
-    const json metadata = pod.value("metadata", json::object());
-    if (!metadata.is_object()) continue;
-    holders.pods.insert(text(metadata, "namespace") + "/" + text(metadata, "name"));
-    const json notes = metadata.value("annotations", json::object());
-    if (notes.is_object()) {
-      if (std::string written = text(notes, annotations::kClaimHolderAnnotation);
+    const json* metadata = jsonMember(pod, "metadata");
+    if (metadata == nullptr) continue;
+    holders.pods.insert(jsonText(*metadata, "namespace") + "/" + jsonText(*metadata, "name"));
+    if (const json* notes = jsonMember(*metadata, "annotations")) {
+      if (std::string written = jsonText(*notes, annotations::kClaimHolderAnnotation);
           !written.empty()) {
         holders.pods.insert(std::move(written));
       }
@@ -161,12 +150,13 @@ Result<ClaimHolders> ClaimRepair::holders() {
   }
   HOSTPORT_TRY(const auto sets, kube::listCollection(*client_, "/apis/apps/v1/statefulsets", {}));
   for (const json& set : sets.items) {
-    const json metadata = set.value("metadata", json::object());
-    const json spec = set.value("spec", json::object());
-    if (!metadata.is_object() || !spec.is_object()) continue;
-    const json replicas = spec.value("replicas", json(1));  // the API server's default
-    holders.statefulSets[text(metadata, "namespace") + "/" + text(metadata, "name")] =
-        replicas.is_number_integer() ? replicas.get<int64_t>() : 1;
+    const json* metadata = jsonMember(set, "metadata");
+    const json* spec = jsonMember(set, "spec");
+    if (metadata == nullptr || spec == nullptr) continue;
+    const json* replicas = jsonMember(*spec, "replicas");
+    holders.statefulSets[jsonText(*metadata, "namespace") + "/" + jsonText(*metadata, "name")] =
+        replicas != nullptr && replicas->is_number_integer() ? replicas->get<int64_t>()
+                                                             : 1;  // the API server's default
   }
   return holders;
 }
@@ -183,8 +173,9 @@ Result<void> ClaimRepair::repair(Clock::time_point now) {
     const json options = {{"apiVersion", "v1"},
                           {"kind", "DeleteOptions"},
                           {"preconditions", {{"resourceVersion", claim.resourceVersion}}}};
-    auto deleted = client_->send(
-        {"DELETE", claimsPath() + "/" + claim.leaseName(), std::string(kJson), options.dump()});
+    auto deleted =
+        client_->send({"DELETE", leasesPath(options_.namespaceName) + "/" + claim.leaseName(),
+                       std::string(kJson), options.dump()});
     if (!deleted || !deleted->ok()) continue;  // gone, or claimed again meanwhile
     ++released_;
     log::event(log::Component::kAdmission, log::Level::kInfo, "admission.claim_released",

@@ -52,8 +52,7 @@ class ClaimRepair {
   /// One pass: list, judge, release.
   Result<void> repair(Clock::time_point now);
   Result<ClaimHolders> holders();
-  std::string leasePath() const;
-  std::string claimsPath() const;
+  std::string leasePath() const;  // the leader Lease's
 
   std::unique_ptr<kube::KubeClient> client_;
   RepairOptions options_;

@@ -2,7 +2,6 @@
 
 #include <random>
 
-#include "common/bounded_json.h"
 #include "common/quote.h"
 
 namespace hostport::admission {
@@ -11,8 +10,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kJson = "application/json";
-constexpr std::size_t kMaxLeaseBytes = 64 << 10;
-constexpr int kMaxLeaseDepth = 16;
 
 }  // namespace
 
@@ -59,9 +56,7 @@ ClusterClaimer::~ClusterClaimer() {
   if (informerThread_.joinable()) informerThread_.join();
 }
 
-std::string ClusterClaimer::collection() const {
-  return "/apis/coordination.k8s.io/v1/namespaces/" + options_.namespaceName + "/leases";
-}
+std::string ClusterClaimer::collection() const { return leasesPath(options_.namespaceName); }
 
 Result<kube::KubeResponse> ClusterClaimer::send(const kube::ApiRequest& request) {
   kube::KubeClient* client = nullptr;
@@ -135,7 +130,13 @@ Result<ClaimedEntry> ClusterClaimer::claimEntry(const std::string& holder, const
       }
       return fail(ErrorCode::kExhausted, message + " for entry " + quoteText(entry.name));
     }
+    // What this block created is deleted again, and its ports are no longer pending.
     const std::size_t before = made.size();
+    const auto abandon = [&] {
+      undo({made.begin() + static_cast<long>(before), made.end()});
+      made.resize(before);
+      book_.settle(pool, *first, entry.count, false);
+    };
     bool taken = false;
     for (uint32_t offset = 0; offset < entry.count && !taken; ++offset) {
       const PortClaim claim{
@@ -143,9 +144,7 @@ Result<ClaimedEntry> ClusterClaimer::claimEntry(const std::string& holder, const
           {}};
       const auto created = create(claim);
       if (!created) {
-        undo({made.begin() + static_cast<long>(before), made.end()});
-        made.resize(before);
-        book_.settle(pool, *first, entry.count, false);
+        abandon();
         return std::unexpected(created.error());
       }
       if (*created == Created::kTaken) {
@@ -160,9 +159,7 @@ Result<ClaimedEntry> ClusterClaimer::claimEntry(const std::string& holder, const
       return ClaimedEntry{entry.name, *first, entry.count};
     }
     ++conflicts;
-    undo({made.begin() + static_cast<long>(before), made.end()});
-    made.resize(before);
-    book_.settle(pool, *first, entry.count, false);
+    abandon();
   }
   return fail(ErrorCode::kConflict,
               "cluster pool " + quoteText(pool) + ": gave up on entry " + quoteText(entry.name) +
@@ -184,7 +181,7 @@ Result<ClusterClaimer::Created> ClusterClaimer::create(const PortClaim& claim) {
   HOSTPORT_TRY(const auto read, send({"GET", collection() + "/" + claim.leaseName(), "", ""}));
   if (read.status == 404) return Created::kTaken;  // released meanwhile: the next candidate
   if (!read.ok()) return std::unexpected(kube::answerError(what, read));
-  HOSTPORT_TRY(const json lease, parseBoundedJson(read.body, what, kMaxLeaseBytes, kMaxLeaseDepth));
+  HOSTPORT_TRY(const json lease, parseLease(read.body, what));
   const auto theirs = readClaimLease(lease);
   if (theirs && theirs->holder == claim.holder && theirs->entry == claim.entry &&
       theirs->first == claim.first && theirs->count == claim.count) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/bounded_json.h"
+#include "common/json_fields.h"
 #include "kube/api_time.h"
 #include "kube/paged_list.h"
 
@@ -12,21 +14,24 @@ namespace {
 using nlohmann::json;
 
 std::optional<uint32_t> number(const json& object, std::string_view key) {
-  const auto found = object.find(key);
-  if (found == object.end() || !found->is_string()) return std::nullopt;
-  const auto& text = found->get_ref<const std::string&>();
+  const std::string text = jsonText(object, key);
   uint32_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
   return value;
 }
 
-std::string text(const json& object, std::string_view key) {
-  const auto found = object.find(key);
-  return found != object.end() && found->is_string() ? found->get<std::string>() : "";
+}  // namespace
+
+std::string leasesPath(std::string_view namespaceName) {
+  return "/apis/coordination.k8s.io/v1/namespaces/" + std::string(namespaceName) + "/leases";
 }
 
-}  // namespace
+Result<json> parseLease(std::string_view body, std::string_view what) {
+  constexpr std::size_t kMaxLeaseBytes = 64 << 10;
+  constexpr int kMaxLeaseDepth = 16;
+  return parseBoundedJson(body, what, kMaxLeaseBytes, kMaxLeaseDepth);
+}
 
 std::string PortClaim::leaseName() const { return pool + "." + std::to_string(port); }
 
@@ -47,18 +52,16 @@ json claimLease(const PortClaim& claim, std::string_view namespaceName,
 }
 
 std::optional<PortClaim> readClaimLease(const json& lease) {
-  if (!lease.is_object()) return std::nullopt;
-  const json metadata = lease.value("metadata", json::object());
-  const json spec = lease.value("spec", json::object());
-  if (!metadata.is_object() || !spec.is_object()) return std::nullopt;
-  const json labels = metadata.value("labels", json::object());
-  const json notes = metadata.value("annotations", json::object());
-  if (!labels.is_object() || !notes.is_object()) return std::nullopt;
+  const json* metadata = jsonMember(lease, "metadata");
+  const json* spec = jsonMember(lease, "spec");
+  const json* labels = metadata != nullptr ? jsonMember(*metadata, "labels") : nullptr;
+  const json* notes = metadata != nullptr ? jsonMember(*metadata, "annotations") : nullptr;
+  if (spec == nullptr || labels == nullptr || notes == nullptr) return std::nullopt;
   PortClaim claim;
-  claim.pool = text(labels, kClaimPoolLabel);
-  const auto port = number(labels, kClaimPortLabel);
-  const auto first = number(notes, kClaimFirstAnnotation);
-  const auto count = number(notes, kClaimCountAnnotation);
+  claim.pool = jsonText(*labels, kClaimPoolLabel);
+  const auto port = number(*labels, kClaimPortLabel);
+  const auto first = number(*notes, kClaimFirstAnnotation);
+  const auto count = number(*notes, kClaimCountAnnotation);
   if (claim.pool.empty() || !port || !first || !count || *port == 0 || *port > 65535 ||
       *count == 0 || *first > *port || *first + *count - 1 < *port) {
     return std::nullopt;
@@ -66,10 +69,10 @@ std::optional<PortClaim> readClaimLease(const json& lease) {
   claim.port = static_cast<uint16_t>(*port);
   claim.first = static_cast<uint16_t>(*first);
   claim.count = static_cast<uint16_t>(*count);
-  claim.entry = text(notes, kClaimEntryAnnotation);
-  claim.holder = text(spec, "holderIdentity");
-  claim.resourceVersion = text(metadata, "resourceVersion");
-  if (claim.holder.empty() || text(metadata, "name") != claim.leaseName()) return std::nullopt;
+  claim.entry = jsonText(*notes, kClaimEntryAnnotation);
+  claim.holder = jsonText(*spec, "holderIdentity");
+  claim.resourceVersion = jsonText(*metadata, "resourceVersion");
+  if (claim.holder.empty() || jsonText(*metadata, "name") != claim.leaseName()) return std::nullopt;
   return claim;
 }
 
@@ -115,11 +118,10 @@ json clusterPoolClaimsJson(const std::vector<ClusterPoolClaims>& pools) {
                         {"first", claim.first},
                         {"count", claim.count}});
     }
-    const auto claimed = static_cast<uint32_t>(pool.claims.size());
     out.push_back({{"pool", pool.pool},
                    {"size", pool.size},
-                   {"claimed", claimed},
-                   {"free", pool.size - std::min(pool.size, claimed)},
+                   {"claimed", pool.claimed()},
+                   {"free", pool.free()},
                    {"claims", std::move(claims)}});
   }
   return out;

@@ -12,6 +12,7 @@
 //                 and hostport.io/count: "4" (the entry's whole block, for a range)
 //   spec.holderIdentity: the holder (claim_holder.h's form: "ns/name", or "ns/prefix*token")
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,12 @@ struct PortClaim {
   friend bool operator==(const PortClaim&, const PortClaim&) = default;
 };
 
+/// The Leases of `namespaceName`: "/apis/coordination.k8s.io/v1/namespaces/<ns>/leases".
+std::string leasesPath(std::string_view namespaceName);
+
+/// A Lease as the API server answered it (a claim, or the repair loop's leader Lease), bounded.
+Result<nlohmann::json> parseLease(std::string_view body, std::string_view what);
+
 /// The Lease object that creates `claim` in `namespaceName`, acquired at `now`.
 nlohmann::json claimLease(const PortClaim& claim, std::string_view namespaceName,
                           std::chrono::system_clock::time_point now);
@@ -63,6 +70,9 @@ struct ClusterPoolClaims {
   std::string pool;
   uint32_t size = 0;
   std::vector<PortClaim> claims;  // by port
+
+  uint32_t claimed() const { return static_cast<uint32_t>(claims.size()); }
+  uint32_t free() const { return size - std::min(size, claimed()); }
 };
 
 /// The cluster pools of `pools` with their claims among `claims` (others' are left out).

@@ -24,6 +24,11 @@ const json* jsonMember(const json& object, std::string_view key) {
   return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
+std::string jsonText(const json& object, std::string_view key) {
+  const json* value = jsonMember(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
 JsonField jsonField(const json& object, std::string_view parent, std::string_view key) {
   return JsonField{jsonMember(object, key), memberPath(parent, key)};
 }

@@ -39,6 +39,10 @@ std::string elementPath(std::string_view parent, std::size_t index);
 /// object.
 const nlohmann::json* jsonMember(const nlohmann::json& object, std::string_view key);
 
+/// The string at object[key]; "" when it is missing or not a string: for documents read as far
+/// as they are understood (a Lease another writer made), not checked field by field.
+std::string jsonText(const nlohmann::json& object, std::string_view key);
+
 /// object[key] as a field at memberPath(parent, key).
 JsonField jsonField(const nlohmann::json& object, std::string_view parent, std::string_view key);
 

@@ -69,6 +69,15 @@ TEST(JsonFieldsTest, FindsNoMemberInAValueThatIsNotAnObject) {
   EXPECT_EQ(jsonMember(json(nullptr), "x"), nullptr);
 }
 
+TEST(JsonFieldsTest, ReadsTextOrNothing) {
+  const json object = {{"name", "web-0"}, {"port", 80}, {"none", nullptr}};
+  EXPECT_EQ(jsonText(object, "name"), "web-0");
+  EXPECT_EQ(jsonText(object, "port"), "") << "not a string";
+  EXPECT_EQ(jsonText(object, "none"), "");
+  EXPECT_EQ(jsonText(object, "missing"), "");
+  EXPECT_EQ(jsonText(json("text"), "name"), "") << "not an object";
+}
+
 TEST(JsonFieldsTest, LooksUpAFieldWithItsPath) {
   const json object = {{"hostPort", 80}};
 
