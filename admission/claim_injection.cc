@@ -1,8 +1,7 @@
 #include "admission/claim_injection.h"
 
-#include <cctype>
-
 #include "annotations/annotation_names.h"
+#include "common/ascii.h"
 #include "common/quote.h"
 
 namespace hostport::admission {
@@ -11,11 +10,7 @@ namespace {
 using nlohmann::json;
 
 /// "TCP", "UDP", "SCTP": how a pod spec writes a protocol.
-std::string specProtocol(Protocol protocol) {
-  std::string text(protocolName(protocol));
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
-}
+std::string specProtocol(Protocol protocol) { return ascii::uppercase(protocolName(protocol)); }
 
 }  // namespace
 

@@ -21,11 +21,19 @@ constexpr bool isGraph(char c) { return c > ' ' && c < '\x7f'; }
 /// Printable: ' ' to '~'.
 constexpr bool isPrint(char c) { return c >= ' ' && c < '\x7f'; }
 constexpr char toLower(char c) { return isUpper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
+constexpr char toUpper(char c) { return isLower(c) ? static_cast<char>(c - 'a' + 'A') : c; }
 
 /// A copy of `text` with 'A'-'Z' lowered; every other byte, non-ASCII included, kept as it is.
 inline std::string lowercase(std::string_view text) {
   std::string out(text);
   std::ranges::transform(out, out.begin(), toLower);
+  return out;
+}
+
+/// A copy of `text` with 'a'-'z' raised; every other byte kept as it is.
+inline std::string uppercase(std::string_view text) {
+  std::string out(text);
+  std::ranges::transform(out, out.begin(), toUpper);
   return out;
 }
 

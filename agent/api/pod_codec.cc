@@ -1,12 +1,12 @@
 #include "agent/api/pod_codec.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <set>
 
 #include "agent/api/json_codec.h"
 #include "agent/api/routes.h"
+#include "common/ascii.h"
 #include "common/percent_encoding.h"
 #include "common/quote.h"
 
@@ -62,7 +62,7 @@ std::string portText(const PortGrant& grant) { return grant.hostPorts().str() + 
 std::string envName(std::string_view name) {
   std::string variable = "HOSTPORT_";
   for (const char c : name) {
-    variable += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    variable += c == '-' ? '_' : ascii::toUpper(c);
   }
   return variable;
 }

@@ -20,6 +20,7 @@ TEST(AsciiTest, AgreesWithCctypeInTheCLocaleForEveryByte) {
     EXPECT_EQ(ascii::isGraph(c), std::isgraph(byte) != 0) << byte;
     EXPECT_EQ(ascii::isPrint(c), std::isprint(byte) != 0) << byte;
     EXPECT_EQ(ascii::toLower(c), static_cast<char>(std::tolower(byte))) << byte;
+    EXPECT_EQ(ascii::toUpper(c), static_cast<char>(std::toupper(byte))) << byte;
   }
 }
 
@@ -28,7 +29,15 @@ TEST(AsciiTest, PutsNoByteAboveAsciiInAnyClass) {
     const char c = static_cast<char>(byte);
     EXPECT_FALSE(ascii::isAlnum(c) || ascii::isSpace(c) || ascii::isPrint(c)) << byte;
     EXPECT_EQ(ascii::toLower(c), c) << byte;
+    EXPECT_EQ(ascii::toUpper(c), c) << byte;
   }
+}
+
+TEST(AsciiTest, UppercaseRaisesOnlyAsciiSmallLetters) {
+  EXPECT_EQ(ascii::uppercase("udp"), "UDP");
+  EXPECT_EQ(ascii::uppercase("web-1_x"), "WEB-1_X");
+  EXPECT_EQ(ascii::uppercase(std::string_view("a\xc3\xa4\0b", 5)),
+            std::string_view("A\xc3\xa4\0B", 5));
 }
 
 TEST(AsciiTest, LowercaseLowersOnlyAsciiCapitals) {
