@@ -42,26 +42,18 @@ std::optional<int64_t> wholeQuantity(const json& quantity) {
   return out;
 }
 
-/// The ports of `container` that name a hostPort, as static claims; a malformed one is left out.
+/// The ports of `container` that name a hostPort, as static claims; a malformed one is left out
+/// (the readers the plugin reads portMappings with: ports 1-65535, protocol tcp when absent).
 void readHostPorts(const json& container, std::vector<StaticPortClaim>& out) {
   const json* ports = at(container, {"ports"});
   if (ports == nullptr || !ports->is_array()) return;
   for (const json& port : *ports) {
-    const json* hostPort = at(port, {"hostPort"});
-    const json* containerPort = at(port, {"containerPort"});
-    if (hostPort == nullptr || !hostPort->is_number_integer() || containerPort == nullptr ||
-        !containerPort->is_number_integer()) {
-      continue;
+    const auto host = readPort(jsonField(port, "", "hostPort"));
+    const auto inside = readPort(jsonField(port, "", "containerPort"));
+    const auto protocol = readProtocol(jsonField(port, "", "protocol"));
+    if (host && inside && protocol) {
+      out.push_back({*host, *inside, portProtocol(*protocol), std::nullopt});
     }
-    const int64_t host = hostPort->get<int64_t>();
-    const int64_t inside = containerPort->get<int64_t>();
-    if (host < 1 || host > 65535 || inside < 1 || inside > 65535) continue;
-    const std::string protocolText = text(at(port, {"protocol"}));
-    const auto protocol =
-        protocolText.empty() ? Result<Protocol>(Protocol::kTcp) : parseProtocol(protocolText);
-    if (!protocol) continue;
-    out.push_back({static_cast<uint16_t>(host), static_cast<uint16_t>(inside),
-                   portProtocol(*protocol), std::nullopt});
   }
 }
 
