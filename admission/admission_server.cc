@@ -56,9 +56,8 @@ std::string replicaIdentity() {
 
 }  // namespace
 
-Result<void> AdmissionServer::startClaimer() {
+Result<void> AdmissionServer::startClaimer(const kube::ClusterConfig& cluster) {
   const AdmissionConfig& settings = config_.settings;
-  HOSTPORT_TRY(const auto cluster, clusterOf(settings));
   const auto wait = [this](auto until) { return waitUntil(until); };
   // A review waits for its claims, and the API server waits for the review at most its
   // webhook's timeoutSeconds: a claim retries briefly, then the pod is refused and its creator
@@ -74,10 +73,9 @@ Result<void> AdmissionServer::startClaimer() {
     HOSTPORT_TRY(auto client, kube::KubeClient::create(cluster, claimOptions, wait));
     clients.push_back(std::move(client));
   }
-  HOSTPORT_TRY(
-      auto watchClient,
-      kube::KubeClient::create(
-          cluster, kube::KubeClientOptions::paced(settings.apiQps, settings.apiBurst), wait));
+  // The watch and the repair loop each hold a client of their own, paced as the keeper's.
+  const auto paced = kube::KubeClientOptions::paced(settings.apiQps, settings.apiBurst);
+  HOSTPORT_TRY(auto watchClient, kube::KubeClient::create(cluster, paced, wait));
   claimer_ = std::make_unique<ClusterClaimer>(
       std::move(clients), std::move(watchClient), config_.pools,
       ClaimerOptions{.namespaceName = settings.namespaceName}, [](const kube::InformerNote& note) {
@@ -89,10 +87,7 @@ Result<void> AdmissionServer::startClaimer() {
                      {{"claims", note.count}, {"resource_version", note.resourceVersion}});
         }
       });
-  HOSTPORT_TRY(
-      auto repairClient,
-      kube::KubeClient::create(
-          cluster, kube::KubeClientOptions::paced(settings.apiQps, settings.apiBurst), wait));
+  HOSTPORT_TRY(auto repairClient, kube::KubeClient::create(cluster, paced, wait));
   RepairOptions repairOptions;
   repairOptions.namespaceName = settings.namespaceName;
   repairOptions.identity = replicaIdentity();
@@ -202,23 +197,29 @@ Result<std::unique_ptr<AdmissionServer>> AdmissionServer::start(ResolvedAdmissio
   HOSTPORT_TRY(auto judge,
                agent::core::Allocator::create(server->config_.pools, [] { return uint64_t{0}; }));
   server->judge_ = std::make_unique<agent::core::Allocator>(std::move(judge));
+  const bool clusterPools =
+      std::ranges::any_of(server->config_.pools, [](const agent::core::PoolSpec& pool) {
+        return pool.scope == agent::core::PoolScope::kCluster;
+      });
+  // The keeper needs the cluster, and so do cluster pools' claims, with cert-manager's files too.
+  std::optional<kube::ClusterConfig> cluster;
+  if (settings.tlsCertFile.empty() || clusterPools) {
+    HOSTPORT_TRY(cluster, clusterOf(settings));
+  }
   if (settings.tlsCertFile.empty()) {
-    HOSTPORT_TRY(const auto cluster, clusterOf(settings));
     const auto clientOptions = kube::KubeClientOptions::paced(settings.apiQps, settings.apiBurst);
-    HOSTPORT_TRY(server->client_,
-                 kube::KubeClient::create(cluster, clientOptions, [raw = server.get()](auto until) {
-                   return raw->waitUntil(until);
-                 }));
+    HOSTPORT_TRY(server->client_, kube::KubeClient::create(*cluster, clientOptions,
+                                                           [raw = server.get()](auto until) {
+                                                             return raw->waitUntil(until);
+                                                           }));
     server->keeper_ = std::make_unique<CertificateKeeper>(
         *server->client_,
         CertificateSite{settings.namespaceName, settings.secret, settings.service,
                         settings.validatingConfiguration, settings.mutatingConfiguration});
   }
 
-  if (std::ranges::any_of(server->config_.pools, [](const agent::core::PoolSpec& pool) {
-        return pool.scope == agent::core::PoolScope::kCluster;
-      })) {
-    HOSTPORT_TRY_VOID(server->startClaimer());
+  if (clusterPools) {
+    HOSTPORT_TRY_VOID(server->startClaimer(*cluster));
   }
 
   std::optional<tls::PemCertificate> serving;

@@ -56,7 +56,7 @@ class AdmissionServer {
   void watchCertificates(tls::PemCertificate serving);
   unsigned servingThreads() const;  // --threads, or one per core
   /// The cluster pools' claimer, with API clients of its own.
-  Result<void> startClaimer();
+  Result<void> startClaimer(const kube::ClusterConfig& cluster);
 
   ResolvedAdmissionConfig config_;
   std::mutex mutex_;  // guards stopped_

@@ -198,9 +198,8 @@ int showClusterPools(const std::string& configPath, const std::string& kubeconfi
   std::vector<std::vector<std::string>> summary = {{"POOL", "SIZE", "CLAIMED", "FREE"}};
   std::vector<std::vector<std::string>> held = {{"POOL", "PORT", "HOLDER", "ENTRY"}};
   for (const auto& pool : pools) {
-    const auto claimed = static_cast<uint32_t>(pool.claims.size());
-    summary.push_back({pool.pool, std::to_string(pool.size), std::to_string(claimed),
-                       std::to_string(pool.size - std::min(pool.size, claimed))});
+    summary.push_back({pool.pool, std::to_string(pool.size), std::to_string(pool.claimed()),
+                       std::to_string(pool.free())});
     for (const auto& claim : pool.claims) {
       const std::string entry = claim.count == 1
                                     ? claim.entry
