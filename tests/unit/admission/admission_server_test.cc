@@ -19,6 +19,7 @@
 #include "tests/support/tls_probe.h"
 #include "tests/support/wait.h"
 #include "tests/unit/admission/review_samples.h"
+#include "tests/unit/admission/webhook_client.h"
 
 namespace hostport::admission {
 namespace {
@@ -26,7 +27,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr std::string_view kSecret = "/api/v1/namespaces/hostport/secrets/hostport-admission-tls";
 constexpr std::string_view kValidating =
     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hostport-admission";
 constexpr std::string_view kMutating =
@@ -63,17 +63,7 @@ class AdmissionServerTest : public ::testing::Test {
 
   /// A client that trusts only the CA the Secret holds, as the API server trusts the caBundle.
   std::unique_ptr<kube::HttpsTransport> client() const {
-    const json secret = api_->object(kSecret).value();
-    auto ca = kube::decodeBase64(secret["data"]["ca.crt"].get<std::string>(), "ca.crt");
-    EXPECT_OK(ca);
-    kube::ClusterConfig config;
-    config.host = "127.0.0.1";
-    config.port = server_->webhookPort();
-    config.caPem = *ca;
-    config.tlsServerName = "hostport-admission.hostport.svc";  // what the API server checks
-    auto transport = kube::HttpsTransport::create(config);
-    EXPECT_OK(transport);
-    return std::move(*transport);
+    return samples::webhookClient(*api_, server_->webhookPort());
   }
 
   static Result<json> review(kube::HttpsTransport& https, std::string_view path, const json& body) {
@@ -94,7 +84,7 @@ class AdmissionServerTest : public ::testing::Test {
 };
 
 TEST_F(AdmissionServerTest, KeepsItsCertificatesAndAnswersInTheNodesWords) {
-  ASSERT_TRUE(api_->object(kSecret).has_value());
+  ASSERT_TRUE(api_->object(samples::kWebhookSecret).has_value());
   const json validating = api_->object(kValidating).value();
   EXPECT_FALSE(validating["webhooks"][0]["clientConfig"].value("caBundle", "").empty());
   auto https = client();
@@ -165,13 +155,13 @@ TEST_F(AdmissionServerTest, ACertificateAnotherReplicaRenewedIsServedWithoutAFai
     }
   });
   // Another replica renews: a new serving certificate by the same CA, in the Secret.
-  json secret = api_->object(kSecret).value();
+  json secret = api_->object(samples::kWebhookSecret).value();
   ASSERT_OK_AND_ASSIGN(auto current, readSecretData(secret));
   ASSERT_OK_AND_ASSIGN(
       const auto renewed,
       renew(current, Renewal::kServing, serviceDnsNames("hostport-admission", "hostport")));
   secret["data"] = secretData(renewed);
-  ASSERT_OK(api_->putObject(kSecret, secret));
+  ASSERT_OK(api_->putObject(samples::kWebhookSecret, secret));
   EXPECT_TRUE(test::waitUntil(
       [&] {
         auto served = test::servedCertificate(server_->webhookPort());

@@ -18,6 +18,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 #include "tests/unit/admission/review_samples.h"
+#include "tests/unit/admission/webhook_client.h"
 
 namespace hostport::admission {
 namespace {
@@ -25,7 +26,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr std::string_view kSecret = "/api/v1/namespaces/hostport/secrets/hostport-admission-tls";
 constexpr std::string_view kLeases = "/apis/coordination.k8s.io/v1/namespaces/hostport/leases/";
 
 std::string leasePath(std::string_view pool, uint32_t port) {
@@ -101,17 +101,7 @@ class ClusterClaimsTest : public ::testing::Test {
   }
 
   std::unique_ptr<kube::HttpsTransport> client(std::size_t replica) const {
-    const json secret = api_->object(kSecret).value();
-    auto ca = kube::decodeBase64(secret["data"]["ca.crt"].get<std::string>(), "ca.crt");
-    EXPECT_OK(ca);
-    kube::ClusterConfig config;
-    config.host = "127.0.0.1";
-    config.port = servers_.at(replica)->webhookPort();
-    config.caPem = *ca;
-    config.tlsServerName = "hostport-admission.hostport.svc";
-    auto transport = kube::HttpsTransport::create(config);
-    EXPECT_OK(transport);
-    return std::move(*transport);
+    return samples::webhookClient(*api_, servers_.at(replica)->webhookPort());
   }
 
   static Result<json> claim(kube::HttpsTransport& https, const json& object) {
