@@ -1,6 +1,7 @@
 #include "forwards/plan_writer.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace hostport::forwards {
 
@@ -26,22 +27,64 @@ Result<void> refuseNodeTargets(const nft::AttachmentPlan& plan, const HostNetwor
   return {};
 }
 
+namespace {
+
+/// What follows the install of a plan's rules: route_localnet when 127.0.0.1 is forwarded; when
+/// that fails, the rules go again (exactly them, by key).
+Result<void> enableRouteLocalnet(const nft::AttachmentPlan& plan, nft::Ruleset& rules,
+                                 const HostNetworkAccess& network, WriteReport& report) {
+  if (!plan.routeLocalnetFor) return {};
+  auto host = network();
+  auto enabled = host ? (*host)->enableRouteLocalnet(*plan.routeLocalnetFor)
+                      : Result<void>(std::unexpected(host.error()));
+  if (enabled) return {};
+  if (auto undone = rules.removeExact(plan.rules); !undone) report.rollbackFailed(undone.error());
+  return withContext(enabled.error(), "enabling route_localnet");
+}
+
+}  // namespace
+
 Result<void> writePlan(const nft::AttachmentPlan& plan, nft::Ruleset& rules,
                        const HostNetworkAccess& network, WriteReport& report) {
   if (plan.rules.empty()) return {};
   HOSTPORT_TRY_VOID(rules.install(plan.rules));
-  if (plan.routeLocalnetFor) {
-    auto host = network();
-    auto enabled = host ? (*host)->enableRouteLocalnet(*plan.routeLocalnetFor)
-                        : Result<void>(std::unexpected(host.error()));
-    if (!enabled) {
-      if (auto undone = rules.removeExact(plan.rules); !undone)
-        report.rollbackFailed(undone.error());
-      return withContext(enabled.error(), "enabling route_localnet");
-    }
-  }
+  HOSTPORT_TRY_VOID(enableRouteLocalnet(plan, rules, network, report));
   flushUdpConntrack(plan.udpHostPorts, network, report);
   return {};
+}
+
+std::vector<Result<void>> writePlans(std::span<const nft::AttachmentPlan> plans,
+                                     nft::Ruleset& rules, const HostNetworkAccess& network,
+                                     WriteReport& report) {
+  std::vector<const nft::AttachmentRules*> batch;
+  for (const nft::AttachmentPlan& plan : plans) {
+    if (!plan.rules.empty()) batch.push_back(&plan.rules);
+  }
+  std::vector<Result<void>> results;
+  results.reserve(plans.size());
+  if (!rules.installMany(batch)) {
+    for (const nft::AttachmentPlan& plan : plans) {
+      results.push_back(writePlan(plan, rules, network, report));
+    }
+    return results;
+  }
+  // route_localnet for all of them at once, each interface written once; when that fails, each
+  // on its own, so only the plans whose interface refuses it are taken back.
+  std::vector<IpAddress> localnetFor;
+  for (const nft::AttachmentPlan& plan : plans) {
+    if (plan.routeLocalnetFor) localnetFor.push_back(*plan.routeLocalnetFor);
+  }
+  auto host = localnetFor.empty() ? Result<hostnet::HostNetwork*>(nullptr) : network();
+  const bool allEnabled =
+      localnetFor.empty() || (host && (*host)->enableRouteLocalnet(localnetFor));
+  std::vector<uint16_t> udpPorts;
+  for (const nft::AttachmentPlan& plan : plans) {
+    results.push_back(allEnabled ? Result<void>{}
+                                 : enableRouteLocalnet(plan, rules, network, report));
+    if (results.back()) std::ranges::copy(plan.udpHostPorts, std::back_inserter(udpPorts));
+  }
+  flushUdpConntrack(udpPorts, network, report);
+  return results;
 }
 
 void flushUdpConntrack(const std::vector<uint16_t>& ports, const HostNetworkAccess& network,

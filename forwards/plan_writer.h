@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "common/error.h"
@@ -35,6 +36,14 @@ using HostNetworkAccess = std::function<Result<hostnet::HostNetwork*>()>;
 /// another owner holds a key.
 Result<void> writePlan(const nft::AttachmentPlan& plan, nft::Ruleset& rules,
                        const HostNetworkAccess& network, WriteReport& report);
+
+/// writePlan() for many plans at once, none with conditions: one transaction for all their rules
+/// (Ruleset::installMany), then route_localnet where one asks, then one conntrack flush for all
+/// their UDP ports. When the transaction is refused, each plan is written on its own, so the
+/// others go in and the one refused says why. Each plan's result, in order.
+std::vector<Result<void>> writePlans(std::span<const nft::AttachmentPlan> plans,
+                                     nft::Ruleset& rules, const HostNetworkAccess& network,
+                                     WriteReport& report);
 
 /// kInvalidArgument when a forward of the plan targets an address the node itself holds
 /// (HostNetwork::isLocalAddress): a DNAT to it reaches the node's own services, never a pod. One

@@ -3,6 +3,7 @@
 // NetlinkHostNetwork (netlink_host_network.h) talks to the kernel of the calling thread's netns.
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/error.h"
@@ -14,9 +15,13 @@ class HostNetwork {
  public:
   virtual ~HostNetwork() = default;
 
-  /// Sets net.ipv4.conf.<dev>.route_localnet=1 on the interface the kernel routes `podIp`
-  /// through, so traffic to 127.0.0.1:hostPort can be DNATed to the pod. IPv4 only.
-  virtual Result<void> enableRouteLocalnet(const IpAddress& podIp) = 0;
+  /// Sets net.ipv4.conf.<dev>.route_localnet=1 on each interface the kernel routes one of `podIps`
+  /// through, so traffic to 127.0.0.1:hostPort can be DNATed to the pod. IPv4 only. Each
+  /// interface is written once however many pods it serves: a repair restores thousands at once.
+  virtual Result<void> enableRouteLocalnet(std::span<const IpAddress> podIps) = 0;
+  Result<void> enableRouteLocalnet(const IpAddress& podIp) {
+    return enableRouteLocalnet(std::span(&podIp, 1));
+  }
 
   /// Deletes UDP conntrack entries (IPv4 and IPv6) whose original destination port is one of
   /// `ports`, so a stale flow does not keep a new mapping's packets away from the pod. Returns

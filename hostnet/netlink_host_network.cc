@@ -49,18 +49,26 @@ Result<void> writeSysctl(const std::string& path, std::string_view value) {
 /// UDP entries of one family whose original destination port is one of `ports`, in one dump:
 /// the kernel is asked to filter (to the port when there is one, to UDP when there are several),
 /// and the entries are filtered again here (see conntrack_message.h).
+/// `ports` sorted, each once: a repair's restore flushes thousands at once.
 Result<std::vector<ConntrackEntry>> dumpUdpToPorts(NetlinkSocket& socket, Family family,
                                                    const std::vector<uint16_t>& ports) {
   std::vector<ConntrackEntry> matches;
   const auto collect = [&](std::span<const std::byte> message) -> Result<void> {
     HOSTPORT_TRY(ConntrackEntry entry, parseConntrackMessage(message));
-    if (std::ranges::any_of(ports, [&](uint16_t port) { return isUdpToPort(entry, port); })) {
+    if (isUdpToPort(entry, entry.origDstPort) &&
+        std::ranges::binary_search(ports, entry.origDstPort)) {
       matches.push_back(std::move(entry));
     }
     return {};
   };
+  constexpr std::size_t kPortsNamed = 8;
   std::string listed;
-  for (const uint16_t port : ports) listed += (listed.empty() ? "" : ",") + std::to_string(port);
+  for (std::size_t i = 0; i < std::min(ports.size(), kPortsNamed); ++i) {
+    listed += (listed.empty() ? "" : ",") + std::to_string(ports[i]);
+  }
+  if (ports.size() > kPortsNamed) {
+    listed += " and " + std::to_string(ports.size() - kPortsNamed) + " more";
+  }
   const std::string what =
       "dump " + std::string(familyName(family)) + " conntrack entries for udp port(s) " + listed;
 
@@ -83,34 +91,44 @@ Result<std::unique_ptr<NetlinkHostNetwork>> NetlinkHostNetwork::create(std::stri
   return std::unique_ptr<NetlinkHostNetwork>(new NetlinkHostNetwork(std::move(procSysNet)));
 }
 
-Result<void> NetlinkHostNetwork::enableRouteLocalnet(const IpAddress& podIp) {
-  if (podIp.family() != Family::kIPv4) {
-    return fail(ErrorCode::kInvalidArgument, "route_localnet is IPv4 only, got " + podIp.str());
+Result<void> NetlinkHostNetwork::enableRouteLocalnet(std::span<const IpAddress> podIps) {
+  for (const IpAddress& podIp : podIps) {
+    if (podIp.family() != Family::kIPv4) {
+      return fail(ErrorCode::kInvalidArgument, "route_localnet is IPv4 only, got " + podIp.str());
+    }
   }
-  auto request = buildRouteGet(podIp);
+  if (podIps.empty()) return {};
   HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_ROUTE));
-
-  const std::string what = "route lookup for " + podIp.str();
-  std::optional<uint32_t> oif;
-  HOSTPORT_TRY_VOID(
-      socket.request(request, what, [&](std::span<const std::byte> message) -> Result<void> {
-        HOSTPORT_TRY(oif, parseRouteOutputInterface(message));
-        return {};
-      }));
-  if (!oif) return fail(ErrorCode::kKernel, what + ": the kernel acknowledged without a route");
-
-  char name[IF_NAMESIZE] = {};
-  if (if_indextoname(*oif, name) == nullptr) {
-    const int error = errno;
-    return failSystem(ErrorCode::kKernel,
-                      what + ": no name for interface index " + std::to_string(*oif), error);
+  std::vector<uint32_t> interfaces;
+  for (const IpAddress& podIp : podIps) {
+    const std::string what = "route lookup for " + podIp.str();
+    auto request = buildRouteGet(podIp);
+    std::optional<uint32_t> oif;
+    HOSTPORT_TRY_VOID(
+        socket.request(request, what, [&](std::span<const std::byte> message) -> Result<void> {
+          HOSTPORT_TRY(oif, parseRouteOutputInterface(message));
+          return {};
+        }));
+    if (!oif) return fail(ErrorCode::kKernel, what + ": the kernel acknowledged without a route");
+    if (std::ranges::find(interfaces, *oif) == interfaces.end()) interfaces.push_back(*oif);
   }
-  // Checked again because the name becomes a path component.
-  if (!isKernelIfname(name)) {
-    return fail(ErrorCode::kKernel,
-                what + ": refusing unexpected interface name for index " + std::to_string(*oif));
+  for (const uint32_t oif : interfaces) {
+    char name[IF_NAMESIZE] = {};
+    if (if_indextoname(oif, name) == nullptr) {
+      const int error = errno;
+      return failSystem(ErrorCode::kKernel,
+                        "route_localnet: no name for interface index " + std::to_string(oif),
+                        error);
+    }
+    // Checked again because the name becomes a path component.
+    if (!isKernelIfname(name)) {
+      return fail(
+          ErrorCode::kKernel,
+          "route_localnet: refusing unexpected interface name for index " + std::to_string(oif));
+    }
+    HOSTPORT_TRY_VOID(writeSysctl(routeLocalnetPath(procSysNet_, name), "1"));
   }
-  return writeSysctl(routeLocalnetPath(procSysNet_, name), "1");
+  return {};
 }
 
 Result<bool> NetlinkHostNetwork::isLocalAddress(const IpAddress& address) {
@@ -132,11 +150,14 @@ Result<bool> NetlinkHostNetwork::isLocalAddress(const IpAddress& address) {
   return reply->type == RTN_LOCAL;
 }
 
-Result<int> NetlinkHostNetwork::flushUdpConntrack(const std::vector<uint16_t>& ports) {
-  if (ports.empty()) return 0;
-  if (std::ranges::find(ports, 0) != ports.end()) {
+Result<int> NetlinkHostNetwork::flushUdpConntrack(const std::vector<uint16_t>& requested) {
+  if (requested.empty()) return 0;
+  if (std::ranges::find(requested, 0) != requested.end()) {
     return fail(ErrorCode::kInvalidArgument, "cannot flush conntrack for port 0");
   }
+  std::vector<uint16_t> ports = requested;
+  std::ranges::sort(ports);
+  ports.erase(std::ranges::unique(ports).begin(), ports.end());
   HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_NETFILTER));
 
   int deleted = 0;

@@ -28,7 +28,8 @@ class NetlinkHostNetwork final : public HostNetwork {
   static Result<std::unique_ptr<NetlinkHostNetwork>> create(
       std::string procSysNet = std::string(kDefaultProcSysNet));
 
-  Result<void> enableRouteLocalnet(const IpAddress& podIp) override;
+  using HostNetwork::enableRouteLocalnet;
+  Result<void> enableRouteLocalnet(std::span<const IpAddress> podIps) override;
   Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) override;
   Result<bool> isLocalAddress(const IpAddress& address) override;
 

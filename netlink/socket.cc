@@ -290,8 +290,10 @@ Result<void> NetlinkSocket::send(std::span<const std::byte> bytes, const std::st
   return failSystem(ErrorCode::kKernel, what, sent < 0 ? errno : EMSGSIZE);
 }
 
-Result<std::span<const std::byte>> NetlinkSocket::receiveOnce(std::vector<std::byte>& buffer,
-                                                              const std::string& context) {
+Result<std::span<const std::byte>> NetlinkSocket::receiveOnce(const std::string& context) {
+  if (!receiveBuffer_)
+    receiveBuffer_ = std::make_unique_for_overwrite<std::byte[]>(kReceiveBufferSize);
+  const std::span<std::byte> buffer(receiveBuffer_.get(), kReceiveBufferSize);
   for (;;) {
     const Datagram datagram = receiveDatagram(fd(), buffer, 0);
     if (datagram.size >= 0) {
@@ -332,11 +334,10 @@ Result<int> NetlinkSocket::requestAccepting(std::span<std::byte> message, std::s
   std::memcpy(message.data(), &*header, sizeof(nlmsghdr));
   HOSTPORT_TRY_VOID(send(message, context + ": cannot send netlink request"));
 
-  std::vector<std::byte> buffer(kReceiveBufferSize);
   ReplyState state;
   state.onMessage = &onMessage;
   for (;;) {
-    HOSTPORT_TRY(const Bytes received, receiveOnce(buffer, context));
+    HOSTPORT_TRY(const Bytes received, receiveOnce(context));
     auto progress = readReply(received, header->nlmsg_seq, portId_, state);
     if (!progress) {
       // ESRCH: wrong port id, EPROTO: wrong sequence number, EINTR: dump interrupted.
@@ -395,9 +396,8 @@ Result<void> NetlinkSocket::requestBatch(std::span<std::byte> messages, std::str
                                        std::to_string(messages.size()) + " bytes"));
 
   std::optional<ErrorReply> firstError;
-  std::vector<std::byte> buffer(kReceiveBufferSize);
   while (!awaited.empty()) {
-    HOSTPORT_TRY(Bytes rest, receiveOnce(buffer, context));
+    HOSTPORT_TRY(Bytes rest, receiveOnce(context));
     while (!rest.empty()) {
       const auto message = messageBytes(rest);
       const auto header = message ? readStruct<nlmsghdr>(*message) : std::nullopt;

@@ -103,15 +103,17 @@ class NetlinkSocket {
   void stamp(nlmsghdr& header);
   /// Sends `bytes` in one write; `what` heads the error.
   Result<void> send(std::span<const std::byte> bytes, const std::string& what);
-  /// The next datagram of a reply, read into `buffer` (EINTR retried). A failure, the timeout
-  /// included, poisons the socket.
-  Result<std::span<const std::byte>> receiveOnce(std::vector<std::byte>& buffer,
-                                                 const std::string& context);
+  /// The next datagram of a reply, read into the socket's own buffer (EINTR retried); valid
+  /// until the next read. A failure, the timeout included, poisons the socket.
+  Result<std::span<const std::byte>> receiveOnce(const std::string& context);
 
   UniqueFd socket_;
   uint32_t portId_ = 0;
   uint32_t nextSeq_ = 1;
   bool poisoned_ = false;
+  /// Where replies are read, made at the first one and kept: a request is a few microseconds,
+  /// and zeroing a fresh 64 KiB for each cost about as much (a repair looks up a route per pod).
+  std::unique_ptr<std::byte[]> receiveBuffer_;
 };
 
 }  // namespace hostport::netlink

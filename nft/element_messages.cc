@@ -38,11 +38,11 @@ Result<void> malformed(std::string_view what) {
   return fail(ErrorCode::kKernel, "malformed nf_tables " + std::string(what) + " reply");
 }
 
-/// The payload of an nft_data nest: its NFTA_DATA_VALUE (verdicts are not ours).
-ByteString valueIn(Bytes nest) {
-  ByteString value;
+/// The payload of an nft_data nest: its NFTA_DATA_VALUE (verdicts are not ours), as a view.
+Bytes valueIn(Bytes nest) {
+  Bytes value;
   forEachAttribute(nest, [&](uint16_t type, Bytes payload) {
-    if (type == NFTA_DATA_VALUE) value.assign(payload.begin(), payload.end());
+    if (type == NFTA_DATA_VALUE) value = payload;
     return true;
   });
   return value;
@@ -52,18 +52,6 @@ ByteString valueIn(Bytes nest) {
 std::string_view stringIn(Bytes payload) {
   const std::string_view text(reinterpret_cast<const char*>(payload.data()), payload.size());
   return text.substr(0, text.find('\0'));
-}
-
-/// True when the element's userdata holds the comment `owner`.
-bool commentIs(Bytes item, const std::string& owner) {
-  bool match = false;
-  forEachAttribute(item, [&](uint16_t type, Bytes payload) {
-    if (type == NFTA_SET_ELEM_USERDATA) {
-      match = commentOf(payload) == owner;
-    }
-    return true;
-  });
-  return match;
 }
 
 /// The nfgenmsg family and the attributes after it, for a message of `type`.
@@ -182,11 +170,11 @@ Result<uint32_t> parseGenerationReply(std::span<const std::byte> message) {
   return *id;
 }
 
-Result<void> parseElementReply(std::span<const std::byte> message, std::vector<SetElement>& out,
-                               const std::string* owner) {
+Result<void> forEachElement(std::span<const std::byte> message,
+                            const std::function<void(const SetElementView&)>& each) {
   const auto body = nftablesBody(message, NFT_MSG_NEWSETELEM);
   if (!body) return malformed("set element");
-  std::string_view set;  // a view into `message`, copied into each element kept
+  std::string_view set;
   std::optional<Bytes> list;
   if (!forEachAttribute(body->second, [&](uint16_t type, Bytes payload) {
         if (type == NFTA_SET_ELEM_LIST_SET) set = stringIn(payload);
@@ -198,10 +186,9 @@ Result<void> parseElementReply(std::span<const std::byte> message, std::vector<S
   if (!list) return {};
   const bool parsed = forEachAttribute(*list, [&](uint16_t type, Bytes item) {
     if (type != NFTA_LIST_ELEM) return true;
-    if (owner != nullptr && !commentIs(item, *owner)) return true;
-    SetElement element;
+    SetElementView element;
     element.family = body->first;
-    element.set = std::string(set);
+    element.set = set;
     const bool ok = forEachAttribute(item, [&](uint16_t field, Bytes payload) {
       switch (field) {
         case NFTA_SET_ELEM_KEY:
@@ -214,15 +201,27 @@ Result<void> parseElementReply(std::span<const std::byte> message, std::vector<S
           element.data = valueIn(payload);
           break;
         case NFTA_SET_ELEM_USERDATA:
-          element.userdata.assign(payload.begin(), payload.end());
+          element.userdata = payload;
           break;
       }
       return true;
     });
-    if (ok) out.push_back(std::move(element));
+    if (ok) each(element);
     return ok;
   });
   return parsed ? Result<void>{} : malformed("set element");
+}
+
+Result<void> parseElementReply(std::span<const std::byte> message, std::vector<SetElement>& out,
+                               const std::string* owner) {
+  return forEachElement(message, [&](const SetElementView& element) {
+    if (owner != nullptr && commentOf(element.userdata) != *owner) return;
+    out.push_back(SetElement{element.family, std::string(element.set),
+                             ByteString(element.key.begin(), element.key.end()),
+                             ByteString(element.keyEnd.begin(), element.keyEnd.end()),
+                             ByteString(element.data.begin(), element.data.end()),
+                             ByteString(element.userdata.begin(), element.userdata.end())});
+  });
 }
 
 Result<RuleSummary> parseRuleReply(std::span<const std::byte> message) {

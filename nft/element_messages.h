@@ -38,6 +38,10 @@ ByteString elementGetRequest(const SetElement& element);
 /// A dump request for the rules of `chain` in our table of `family`.
 ByteString ruleDumpRequest(Family family, std::string_view chain);
 
+/// Calls `each` with every element one NEWSETELEM dump reply holds, as views into `message`.
+/// kKernel for malformed bytes (after `each` has seen the elements before them).
+Result<void> forEachElement(std::span<const std::byte> message,
+                            const std::function<void(const SetElementView&)>& each);
 /// Appends the elements one NEWSETELEM dump reply holds; with `owner`, only those whose comment
 /// is `owner` (the others are skipped before they cost an allocation). kKernel for malformed
 /// bytes.

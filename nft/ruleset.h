@@ -20,6 +20,10 @@ class Ruleset {
   /// (repairing an edited one is ensureTables()' job). A key held by another owner is
   /// ErrorCode::kConflict; conditions nft refuses are kInvalidArgument.
   virtual Result<void> install(const AttachmentRules& rules) = 0;
+  /// install() for many attachments, none with conditions, in one transaction: all or nothing. The
+  /// agent's reconciler restores a flushed map this way, thousands of elements per commit. An
+  /// error does not say which attachment it was: install() each to learn that.
+  virtual Result<void> installMany(const std::vector<const AttachmentRules*>& attachments) = 0;
   /// Deletes everything tagged with `owner` in one transaction and returns what it deleted.
   /// Nothing there (not even the tables) is success.
   virtual Result<AttachmentRules> remove(const std::string& owner) = 0;
@@ -37,9 +41,10 @@ class Ruleset {
   virtual Result<AttachmentRules> removeIfOwned(const AttachmentRules& planned) = 0;
   /// Every owner's elements in both families' maps and sets, and every rule of the conditional
   /// chain as an unidentified rule (its owner tag and handle: what it forwards, only
-  /// listOwned() reads): what the agent's reconciler compares with its leases, so an owner whose
-  /// only trace is a rule is seen too. A missing table reads as empty.
-  virtual Result<TableState> readElements() = 0;
+  /// listOwned() reads), each passed to `scan` as it is read: what the agent's reconciler compares
+  /// with its leases, so an owner whose only trace is a rule is seen too. A missing table reads as
+  /// empty. On an error, `scan` has seen part of the table.
+  virtual Result<void> scanElements(TableScan& scan) = 0;
   /// The netns's nf_tables ruleset generation, which every committed transaction (anyone's)
   /// moves on: equal readings mean nothing changed in between. nullopt where it cannot be known.
   virtual Result<std::optional<uint32_t>> generation() = 0;
@@ -49,5 +54,12 @@ class Ruleset {
   /// reconciler, for those no lease needs. install() adds them; nothing else deletes them.
   virtual Result<void> removePodSubnets(const std::vector<IpPrefix>& subnets) = 0;
 };
+
+/// Everything scanElements() passes, kept.
+inline Result<TableState> readElements(Ruleset& ruleset) {
+  TableStateCollector collector;
+  HOSTPORT_TRY_VOID(ruleset.scanElements(collector));
+  return collector.take();
+}
 
 }  // namespace hostport::nft

@@ -27,7 +27,7 @@ void appendPort(ByteString& out, uint16_t port) {
 /// Reads the fields of a concatenation front to back; any misfit poisons the whole read.
 class FieldReader {
  public:
-  explicit FieldReader(const ByteString& bytes) : bytes_(bytes) {}
+  explicit FieldReader(std::span<const std::byte> bytes) : bytes_(bytes) {}
 
   std::optional<IpAddress> address(Family family) {
     const size_t size = addressSize(family);
@@ -62,7 +62,7 @@ class FieldReader {
     return true;
   }
 
-  const ByteString& bytes_;
+  std::span<const std::byte> bytes_;
   size_t offset_ = 0;
 };
 
@@ -135,12 +135,10 @@ SetElement podSubnetElement(const IpPrefix& subnet) {
   return element;
 }
 
-std::optional<InstalledForward> forwardOf(const SetElement& element) {
+std::optional<Forward> forwardIn(const SetElementView& element) {
   const bool byHostIp = element.set == kHostIpPortsMap;
   if (!byHostIp && element.set != kPortsMap) return std::nullopt;
-  InstalledForward installed;
-  installed.owner = commentOf(element.userdata);
-  Forward& forward = installed.forward;
+  Forward forward;
   FieldReader key(element.key);
   if (byHostIp) {
     forward.hostIp = key.address(element.family);
@@ -158,21 +156,33 @@ std::optional<InstalledForward> forwardOf(const SetElement& element) {
   forward.hostPort = *hostPort;
   forward.containerIp = *containerIp;
   forward.containerPort = *containerPort;
-  return installed;
+  return forward;
 }
 
-std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element) {
+std::optional<Masquerade> masqueradeIn(const SetElementView& element) {
   const bool podSubnet = element.set == kSnatPodsSet;
   if (!podSubnet && element.set != kMasqAllSet) return std::nullopt;
   FieldReader key(element.key);
   const auto podIp = key.address(element.family);
   if (!podIp || !key.atEnd() || !element.keyEnd.empty()) return std::nullopt;
-  return InstalledMasquerade{
-      std::string(commentOf(element.userdata)),
-      Masquerade{*podIp, podSubnet ? MasqueradeScope::kPodSubnet : MasqueradeScope::kEverySource}};
+  return Masquerade{*podIp,
+                    podSubnet ? MasqueradeScope::kPodSubnet : MasqueradeScope::kEverySource};
 }
 
-std::optional<IpPrefix> podSubnetOf(const SetElement& element) {
+std::optional<InstalledForward> forwardOf(const SetElementView& element) {
+  auto forward = forwardIn(element);
+  if (!forward) return std::nullopt;
+  return InstalledForward{std::string(commentOf(element.userdata)), std::move(*forward),
+                          std::nullopt};
+}
+
+std::optional<InstalledMasquerade> masqueradeOf(const SetElementView& element) {
+  auto masquerade = masqueradeIn(element);
+  if (!masquerade) return std::nullopt;
+  return InstalledMasquerade{std::string(commentOf(element.userdata)), *masquerade};
+}
+
+std::optional<IpPrefix> podSubnetOf(const SetElementView& element) {
   if (element.set != kPodSubnetsSet) return std::nullopt;
   FieldReader start(element.key);
   FieldReader end(element.keyEnd);
@@ -187,16 +197,20 @@ std::optional<IpPrefix> podSubnetOf(const SetElement& element) {
   return prefixSpanning(*first, *last);
 }
 
-TableState stateOf(const std::vector<SetElement>& elements) {
-  TableState state;
-  for (const auto& element : elements) {
-    if (auto forward = forwardOf(element)) state.forwards.push_back(std::move(*forward));
-    if (auto masquerade = masqueradeOf(element)) {
-      state.masquerades.push_back(std::move(*masquerade));
-    }
-    if (auto subnet = podSubnetOf(element)) state.podSubnets.push_back(*subnet);
+void scanElement(const SetElementView& element, TableScan& scan) {
+  if (auto forward = forwardIn(element)) {
+    scan.forward(commentOf(element.userdata), *forward, std::nullopt);
+  } else if (auto masquerade = masqueradeIn(element)) {
+    scan.masquerade(commentOf(element.userdata), *masquerade);
+  } else if (auto subnet = podSubnetOf(element)) {
+    scan.podSubnet(*subnet);
   }
-  return state;
+}
+
+TableState stateOf(const std::vector<SetElement>& elements) {
+  TableStateCollector collector;
+  for (const auto& element : elements) scanElement(element, collector);
+  return collector.take();
 }
 
 }  // namespace hostport::nft

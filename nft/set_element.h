@@ -34,6 +34,26 @@ struct SetElement {
   friend bool operator==(const SetElement&, const SetElement&) = default;
 };
 
+/// An element as views into bytes someone else holds (a dump reply being read): what a scan reads
+/// without copying each element it only looks at.
+struct SetElementView {
+  Family family = Family::kIPv4;
+  std::string_view set;
+  std::span<const std::byte> key;
+  std::span<const std::byte> keyEnd;
+  std::span<const std::byte> data;
+  std::span<const std::byte> userdata;
+
+  SetElementView() = default;
+  SetElementView(const SetElement& element)  // NOLINT(google-explicit-constructor): a view of it
+      : family(element.family),
+        set(element.set),
+        key(element.key),
+        keyEnd(element.keyEnd),
+        data(element.data),
+        userdata(element.userdata) {}
+};
+
 /// A forward without conditions, in kPortsMap or kHostIpPortsMap.
 SetElement elementOf(const Forward& forward, std::string_view owner);
 SetElement elementOf(const Masquerade& masquerade, std::string_view owner);
@@ -47,9 +67,16 @@ ByteString commentUserdata(std::string_view comment);
 
 /// Reads back an element of one of our sets; nullopt for bytes we did not write (a wrong size,
 /// an unknown protocol, a range that is not a prefix), which the caller treats as foreign.
-std::optional<InstalledForward> forwardOf(const SetElement& element);
-std::optional<InstalledMasquerade> masqueradeOf(const SetElement& element);
-std::optional<IpPrefix> podSubnetOf(const SetElement& element);
+/// The owner of each is commentOf(element.userdata).
+std::optional<Forward> forwardIn(const SetElementView& element);
+std::optional<Masquerade> masqueradeIn(const SetElementView& element);
+std::optional<IpPrefix> podSubnetOf(const SetElementView& element);
+/// forwardIn() and masqueradeIn() with their owner.
+std::optional<InstalledForward> forwardOf(const SetElementView& element);
+std::optional<InstalledMasquerade> masqueradeOf(const SetElementView& element);
+/// Passes the element to `scan` as what it holds: a forward, a masquerade or a pod subnet; one
+/// none of them reads is left out.
+void scanElement(const SetElementView& element, TableScan& scan);
 /// The forwards, masquerades and pod subnets that `elements` hold, read back with the three
 /// functions above; elements none of them reads are left out.
 TableState stateOf(const std::vector<SetElement>& elements);

@@ -35,6 +35,36 @@ struct TableState {
   bool empty() const { return forwards.empty() && masquerades.empty(); }
 };
 
+/// Receives what our tables hold one element at a time, as a dump reads it (Ruleset::scanElements),
+/// so a reader keeps only what it needs: a compare at 65,535 leases does not hold a copy of every
+/// element. `owner` is the element's comment, a view valid for the call. A rule of the
+/// conditional chain comes as a forward with its `ruleHandle`.
+class TableScan {
+ public:
+  virtual ~TableScan() = default;
+  virtual void forward(std::string_view owner, const Forward& forward,
+                       std::optional<uint64_t> ruleHandle) = 0;
+  virtual void masquerade(std::string_view owner, const Masquerade& masquerade) = 0;
+  virtual void podSubnet(const IpPrefix& subnet) = 0;
+};
+
+/// A scan that keeps everything it is given.
+class TableStateCollector final : public TableScan {
+ public:
+  void forward(std::string_view owner, const Forward& forward,
+               std::optional<uint64_t> ruleHandle) override {
+    state_.forwards.push_back({std::string(owner), forward, ruleHandle});
+  }
+  void masquerade(std::string_view owner, const Masquerade& masquerade) override {
+    state_.masquerades.push_back({std::string(owner), masquerade});
+  }
+  void podSubnet(const IpPrefix& subnet) override { state_.podSubnets.push_back(subnet); }
+  TableState take() { return std::move(state_); }
+
+ private:
+  TableState state_;
+};
+
 /// Adds what one family's `list table` JSON output holds to `state`. Elements without a comment
 /// belong to nobody we know and are kept with an empty owner. Every rule of the conditional chain
 /// is kept with its comment and handle; its forward is read from our own part at the rule's end

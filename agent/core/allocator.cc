@@ -528,6 +528,10 @@ void Allocator::forEachLease(const std::function<void(const Lease&)>& visit) con
   for (const uint32_t slot : state_->slots.keyOrder()) visit(state_->slots.leaseAt(slot));
 }
 
+void Allocator::forEachLeaseHeld(const std::function<void(const Lease&)>& visit) const {
+  state_->slots.forEachHeld([&](uint32_t slot) { visit(state_->slots.leaseAt(slot)); });
+}
+
 std::vector<Lease> Allocator::leases() const {
   std::vector<Lease> out;
   out.reserve(state_->slots.size());

@@ -122,6 +122,10 @@ class Allocator {
   /// Calls `visit` with each lease in key order, one unpacked at a time, so a caller that keeps
   /// a few never has them all unpacked at once. `visit` must not call into the allocator.
   void forEachLease(const std::function<void(const Lease&)>& visit) const;
+  /// forEachLease() in the order the leases are held, without sorting their keys: for a pass over
+  /// all of them that shows no order (the reconciler's, liveness), where the sort cost ~40 ms at
+  /// 65,535 leases under the service's lock.
+  void forEachLeaseHeld(const std::function<void(const Lease&)>& visit) const;
   std::vector<Lease> leases() const;  // in key order
   std::size_t leaseCount() const;
   /// Also lets go of the quarantined ports whose delay is over, which changes no lease.

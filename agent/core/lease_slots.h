@@ -35,6 +35,13 @@ class LeaseSlots {
   Lease leaseAt(uint32_t slot) const { return slots_[slot].unpack(strings_); }
   /// The slots held, in key order (containerId, then ifname).
   std::vector<uint32_t> keyOrder() const;
+  /// Calls `visit` with each slot held, in slot order.
+  template <typename Visit>
+  void forEachHeld(Visit visit) const {
+    for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
+      if (!slots_[slot].empty()) visit(slot);
+    }
+  }
 
   std::size_t size() const { return index_.size(); }
   /// Makes room for `leases` in all, so holding that many does not grow the tables on the way.

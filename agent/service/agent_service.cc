@@ -418,6 +418,14 @@ std::vector<Lease> AgentService::list(const std::string& namespaceName,
   return out;
 }
 
+std::vector<Lease> AgentService::everyLease() const {
+  std::lock_guard lock(mutex_);
+  std::vector<Lease> out;
+  out.reserve(allocator_.leaseCount());
+  allocator_.forEachLeaseHeld([&](const Lease& lease) { out.push_back(lease); });
+  return out;
+}
+
 std::vector<Lease> AgentService::leasesInNetns(const NetnsId& netns) const {
   std::vector<Lease> out;
   if (!netns.known()) return out;
@@ -441,7 +449,7 @@ std::vector<Lease> AgentService::leasesOfPod(std::string_view uid) const {
 std::vector<SandboxRef> AgentService::sandboxes() const {
   std::lock_guard lock(mutex_);
   std::vector<SandboxRef> out;
-  allocator_.forEachLease([&](const Lease& lease) {
+  allocator_.forEachLeaseHeld([&](const Lease& lease) {
     if (lease.netnsId.known()) out.push_back(sandboxOf(lease));
   });
   return out;

@@ -78,6 +78,9 @@ class AgentService {
                       std::function<void(Result<std::vector<Lease>>)> done);
 
   std::optional<Lease> get(const AttachmentKey& key) const;
+  /// Every lease, in no particular order: for the reconciler's compare, which shows no order and
+  /// should not sort 65,535 keys under the lock.
+  std::vector<Lease> everyLease() const;
   /// Leases of a namespace and/or pod name; empty filters match everything.
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
   /// The leases whose sandbox is the network namespace `netns` (one per interface of a pod): what

@@ -1,5 +1,7 @@
 #include "agent/service/forward_writer.h"
 
+#include <algorithm>
+
 #include "agent/log/event_log.h"
 #include "forwards/lease_forwards.h"
 #include "forwards/plan_writer.h"
@@ -27,6 +29,23 @@ class EventReport : public forwards::WriteReport {
 
  private:
   const AttachmentKey& key_;
+};
+
+/// A restore batch's report: what goes wrong after its transaction names the port or the cause.
+class BatchReport : public forwards::WriteReport {
+ public:
+  void rollbackFailed(const Error& cause) override {
+    log::event(Component::kTable, Level::kError, "table.rollback_failed",
+               {{"cause", cause.message}});
+  }
+  void conntrackFlushFailed(uint16_t port, const Error& cause) override {
+    if (++failures > 1) return;  // one flush for the batch: one cause for all its ports
+    log::event(Component::kTable, Level::kWarn, "table.conntrack_flush_failed",
+               {{"port", port}, {"cause", cause.message}});
+  }
+
+ private:
+  std::size_t failures = 0;
 };
 
 }  // namespace
@@ -67,6 +86,33 @@ Result<void> ForwardWriter::installLocked(const Lease& lease) {
   if (!lease.forwarding) return {};
   HOSTPORT_TRY(const nft::AttachmentPlan plan, forwards::planOf(lease));
   return writeLocked(lease.key, plan);
+}
+
+std::vector<Result<void>> ForwardWriter::restoreLocked(std::span<const Lease* const> leases) {
+  std::vector<Result<void>> results(leases.size());
+  std::vector<nft::AttachmentPlan> plans;
+  std::vector<std::size_t> planned;  // where each plan's result goes
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    if (!leases[i]->forwarding) continue;
+    auto plan = forwards::planOf(*leases[i]);
+    if (!plan) {
+      results[i] = std::unexpected(plan.error());
+      continue;
+    }
+    plans.push_back(std::move(*plan));
+    planned.push_back(i);
+  }
+  for (std::size_t first = 0; first < plans.size(); first += kRestoreBatch) {
+    const std::size_t count = std::min(kRestoreBatch, plans.size() - first);
+    BatchReport report;
+    auto written =
+        forwards::writePlans(std::span(plans).subspan(first, count), *ruleset_, network(), report);
+    for (std::size_t j = 0; j < count; ++j) {
+      if (!written[j]) failedWrite_ = true;
+      results[planned[first + j]] = std::move(written[j]);
+    }
+  }
+  return results;
 }
 
 Result<void> ForwardWriter::writeLocked(const AttachmentKey& key, const nft::AttachmentPlan& plan) {

@@ -12,6 +12,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <vector>
 
 #include "common/error.h"
 #include "forwards/plan_writer.h"
@@ -46,6 +48,12 @@ class ForwardWriter {
   /// install() with the lock already held (by lock()), without a new grant's checks, and the
   /// table under it: the reconciler reads and repairs through these.
   Result<void> installLocked(const Lease& lease);
+  /// installLocked() for many leases, none with conditions, a transaction per kRestoreBatch of
+  /// them (forwards::writePlans): a repair after a flush restores 65,535 leases in a few dozen
+  /// commits instead of one each. Each lease's result, in order.
+  std::vector<Result<void>> restoreLocked(std::span<const Lease* const> leases);
+  /// Leases per transaction of restoreLocked(): about 2 elements each, ~100 bytes an element.
+  static constexpr std::size_t kRestoreBatch = 2048;
   nft::Ruleset& ruleset() { return *ruleset_; }
   /// True once since a write failed: the kernel may differ from the leases while the ruleset's
   /// generation stayed put (a failed transaction does not move it), so the reconciler compares.

@@ -14,6 +14,7 @@
 #include "common/heap.h"
 #include "common/pod_address.h"
 #include "forwards/lease_forwards.h"
+#include "nft/element_ledger.h"
 
 namespace hostport::agent::service {
 namespace {
@@ -25,22 +26,6 @@ using log::Level;
 /// More triggered passes than this in one window is someone editing our tables in a loop.
 constexpr std::size_t kStormPasses = 20;
 constexpr std::chrono::seconds kStormWindow{10};
-
-/// What the kernel holds, by owner tag.
-std::unordered_map<std::string, nft::AttachmentRules> byOwner(nft::TableState state) {
-  std::unordered_map<std::string, nft::AttachmentRules> owners;
-  for (auto& installed : state.forwards) {
-    auto& rules = owners[installed.owner];
-    rules.owner = installed.owner;
-    rules.forwards.push_back(std::move(installed.forward));
-  }
-  for (auto& installed : state.masquerades) {
-    auto& rules = owners[installed.owner];
-    rules.owner = installed.owner;
-    rules.masquerades.push_back(std::move(installed.masquerade));
-  }
-  return owners;
-}
 
 /// Everything `owner` holds goes, rules of the conditional chain included (found by a listing);
 /// what went is not needed.
@@ -80,19 +65,6 @@ std::optional<std::string> refusedTarget(const Forwarding& forwarding) {
     }
   }
   return std::nullopt;
-}
-
-/// The pod subnets the leases record (nft::podSubnetsOf), each once. A lease without a
-/// forwarding record forwards nothing and records none; a refused target's counts for nothing.
-std::vector<IpPrefix> recordedSubnets(const std::vector<Lease>& leases) {
-  std::vector<IpPrefix> subnets;
-  for (const Lease& lease : leases) {
-    if (!lease.forwarding || refusedTarget(*lease.forwarding)) continue;
-    for (IpPrefix& subnet : nft::podSubnetsOf(forwards::podTargetOf(*lease.forwarding))) {
-      if (std::ranges::find(subnets, subnet) == subnets.end()) subnets.push_back(std::move(subnet));
-    }
-  }
-  return subnets;
 }
 
 }  // namespace
@@ -306,29 +278,48 @@ bool Reconciler::repairLayout() {
 
 std::vector<Lease> Reconciler::reconcileElements(PassReport& report, bool quiet) {
   // The dump is nearly all of a compare (the kernel walks its hash sets again for every message:
-  // ~0.5 s at 65,535 leases). Without the writer's lock first: what it finds may be an ADD or a
-  // DEL in flight, so anything to repair is compared again under the lock, but a table that
-  // agrees with the leases, the usual case, never holds up a CNI call.
+  // ~0.35 s at 65,535 leases). Without the writer's lock first: what it finds may be an ADD or a
+  // DEL in flight, so a table that agrees with the leases, the usual case, never holds up a CNI
+  // call. What it finds to repair stands when the ruleset generation, read before the leases
+  // were, has not moved by the time the lock is held: then nothing was committed since, so no
+  // element can have come or gone behind the leases' backs (a grant installs and a release
+  // removes only under the lock, and each moves the generation). Otherwise the compare is done
+  // again under the lock.
+  std::unique_lock<std::mutex> lock;
   if (reader_) {
-    std::vector<Lease> leases = service_.list("", "");
-    auto state = reader_->readElements();
-    if (state && compare(leases, std::move(*state), *reader_).empty()) {
+    const auto before = reader_->generation();
+    std::vector<Lease> leases = service_.everyLease();
+    auto repairs = compare(leases, *reader_);
+    if (repairs && repairs->empty()) {
       (void)judgeRepeats({}, quiet);
       report.compared = true;
       return leases;
     }
+    lock = writer_.lock();
+    const auto now = writer_.ruleset().generation();
+    if (repairs && before && *before && now && *now && **before == **now) {
+      report.compared = true;
+      report.underLock = true;
+      repairUnder(*repairs, quiet, report);
+      return leases;
+    }
+  } else {
+    lock = writer_.lock();
   }
-  auto lock = writer_.lock();
-  std::vector<Lease> leases = service_.list("", "");
-  auto state = writer_.ruleset().readElements();
-  if (!state) {
+  std::vector<Lease> leases = service_.everyLease();
+  auto repairs = compare(leases, writer_.ruleset());
+  if (!repairs) {
     log::event(Component::kTable, Level::kWarn, "table.check_failed",
-               {{"cause", state.error().message}});
+               {{"cause", repairs.error().message}});
     return leases;
   }
   report.compared = true;
   report.underLock = true;
-  const Repairs repairs = compare(leases, std::move(*state), writer_.ruleset());
+  repairUnder(*repairs, quiet, report);
+  return leases;
+}
+
+void Reconciler::repairUnder(const Repairs& repairs, bool quiet, PassReport& report) {
   repair(repairs, quiet, report);
   if (!repairs.empty()) {
     // Where our repair left the ruleset: a next compare that finds the same repairs with the
@@ -336,26 +327,25 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report, bool quiet)
     auto after = writer_.ruleset().generation();
     repairedAt_ = after ? *after : std::nullopt;
   }
-  return leases;
 }
 
-Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::TableState state,
-                                        nft::Ruleset& lister) {
-  Repairs repairs;
-  // A subnet stays only when a lease's recorded subnet names it exactly: one that merely overlaps
-  // them (0.0.0.0/0 from a forged prevResult) would masquerade every client toward every snat
-  // pod, and serves no lease the kernel would not take its own subnet for. Decided before any
-  // lease is compared, so a lease whose subnet such an entry stood in for is restored in this
-  // pass, after the entry goes (repair()).
-  const std::vector<IpPrefix> recorded = recordedSubnets(leases);
-  std::vector<IpPrefix> podSubnets;
-  for (IpPrefix& subnet : state.podSubnets) {
-    const bool kept = std::ranges::find(recorded, subnet) != recorded.end();
-    (kept ? podSubnets : repairs.unusedSubnets).push_back(std::move(subnet));
-  }
-  // What each lease has is taken out of `installed`; what is left then has no lease.
-  auto installed = byOwner(std::move(state));
-  for (const Lease& lease : leases) {
+Result<Reconciler::Repairs> Reconciler::compare(const std::vector<Lease>& leases,
+                                                nft::Ruleset& table) {
+  // Each lease's plan is what the ledger expects of the dump; a lease whose forwards have
+  // conditions is compared through a listing of its owner instead (rules are not elements), and
+  // one that forwards nothing, or cannot be planned, is left as it is.
+  nft::ElementLedger ledger;
+  struct Listed {
+    const Lease* lease;
+    std::string owner;
+    nft::AttachmentRules planned;
+  };
+  std::vector<Listed> conditional;
+  // The pod subnets the leases record (nft::podSubnetsOf), each once. A lease without a
+  // forwarding record forwards nothing and records none; a refused target's counts for nothing.
+  std::vector<IpPrefix> recorded;
+  for (uint32_t i = 0; i < leases.size(); ++i) {
+    const Lease& lease = leases[i];
     auto owner = forwards::ownerOf(lease.key);
     if (!owner) continue;
     if (const auto refused = lease.forwarding ? refusedTarget(*lease.forwarding) : std::nullopt) {
@@ -365,49 +355,81 @@ Reconciler::Repairs Reconciler::compare(const std::vector<Lease>& leases, nft::T
                  {keyField(lease.key), {"cause", *refused}});
       continue;
     }
-    nft::AttachmentRules have{*owner, {}, {}, podSubnets};
-    if (auto found = installed.find(*owner); found != installed.end()) {
-      have.forwards = std::move(found->second.forwards);
-      have.masquerades = std::move(found->second.masquerades);
-      installed.erase(found);
+    if (!lease.forwarding) {
+      ledger.tolerate(*owner);
+      continue;
     }
-    if (!lease.forwarding) continue;  // it forwards nothing
+    for (IpPrefix& subnet : nft::podSubnetsOf(forwards::podTargetOf(*lease.forwarding))) {
+      if (std::ranges::find(recorded, subnet) == recorded.end()) recorded.push_back(subnet);
+    }
     auto plan = forwards::planOf(lease);
     if (!plan) {
       log::event(Component::kTable, Level::kError, "table.unplannable",
                  {keyField(lease.key), {"cause", plan.error().message}});
+      ledger.tolerate(*owner);
       continue;
     }
     if (plan->rules.hasConditions()) {
-      // Conditional forwards are rules, not elements: only a listing shows them.
-      auto listed = lister.listOwned(*owner);
-      if (!listed) continue;
-      have.forwards = std::move(listed->forwards);
-      have.masquerades = std::move(listed->masquerades);
+      ledger.tolerate(*owner);
+      conditional.push_back({&lease, std::move(*owner), std::move(plan->rules)});
+      continue;
     }
-    // A kept subnet that overlaps the lease's serves it (nft::diff): the kernel refuses a subnet
-    // nested in another network's.
-    const nft::RulesDiff difference = nft::diff(plan->rules, have);
-    nft::AttachmentRules extra{
-        *owner, difference.unexpectedForwards, difference.unexpectedMasquerades, {}};
-    if (plan->rules.hasConditions() || extra.hasConditions()) {
-      if (!difference.empty() || conditionalRuleCount(have) != conditionalRuleCount(plan->rules)) {
-        repairs.restores.push_back({&lease, difference.missing(), whatIsAmiss(difference, have),
-                                    /*rewrite=*/true});
+    ledger.expect(i, plan->rules);
+  }
+  HOSTPORT_TRY_VOID(table.scanElements(ledger));
+
+  Repairs repairs;
+  // A subnet stays only when a lease's recorded subnet names it exactly: one that merely overlaps
+  // them (0.0.0.0/0 from a forged prevResult) would masquerade every client toward every snat
+  // pod, and serves no lease the kernel would not take its own subnet for. Decided before any
+  // lease is judged, so a lease whose subnet such an entry stood in for is restored in this
+  // pass, after the entry goes (repair()).
+  std::vector<IpPrefix> podSubnets;
+  for (IpPrefix& subnet : ledger.takePodSubnets()) {
+    const bool kept = std::ranges::find(recorded, subnet) != recorded.end();
+    (kept ? podSubnets : repairs.unusedSubnets).push_back(std::move(subnet));
+  }
+  // What no lease expects as it is. Under a lease's own tag: an element is removed by key; a
+  // rule of the conditional chain (a lease without conditions has none) has the lease rewritten.
+  std::map<uint32_t, std::string> rewrites;
+  for (auto& [owner, rules] : ledger.takeUnexpected()) {
+    if (const auto lease = ledger.attachmentOf(owner)) {
+      if (rules.hasConditions()) {
+        const auto rule = std::ranges::find_if(rules.forwards, [](const nft::Forward& forward) {
+          return !forward.conditions.empty();
+        });
+        rewrites.emplace(*lease, "unexpected " + nft::describe(*rule));
+      } else {
+        repairs.strays.push_back({owner, std::move(rules), "not in the lease"});
       }
       continue;
     }
-    if (const std::size_t missing = difference.missing(); missing > 0) {
-      repairs.restores.push_back({&lease, missing, difference.describeFirstMissing()});
-    }
-    if (!extra.empty()) repairs.strays.push_back({*owner, std::move(extra), "not in the lease"});
-  }
-  for (auto& [owner, rules] : installed) {
     // Elements whose comment is not our owner tag are someone else's: kept. Ours go whatever
     // they hold; a rule's conditions are never read to decide it.
     if (!nft::isOwnerTag(owner)) continue;
     const bool wholeOwner = rules.hasConditions();
     repairs.strays.push_back({owner, std::move(rules), "no lease", wholeOwner});
+  }
+  for (nft::ElementLedger::Missing& missing : ledger.missing(podSubnets)) {
+    const auto rewrite = rewrites.extract(missing.attachment);
+    repairs.restores.push_back(
+        {&leases[missing.attachment], missing.count, std::move(missing.first), !rewrite.empty()});
+  }
+  for (auto& [lease, why] : rewrites) {
+    repairs.restores.push_back({&leases[lease], 0, std::move(why), /*rewrite=*/true});
+  }
+  for (Listed& listed : conditional) {
+    // Conditional forwards are rules, not elements: only a listing shows them. Anything amiss is
+    // rewritten whole.
+    auto have = table.listOwned(listed.owner);
+    if (!have) continue;
+    have->podSubnets = podSubnets;
+    const nft::RulesDiff difference = nft::diff(listed.planned, *have);
+    if (!difference.empty() ||
+        conditionalRuleCount(*have) != conditionalRuleCount(listed.planned)) {
+      repairs.restores.push_back(
+          {listed.lease, difference.missing(), whatIsAmiss(difference, *have), /*rewrite=*/true});
+    }
   }
   return repairs;
 }
@@ -462,25 +484,37 @@ void Reconciler::repair(const Repairs& repairs, bool quiet, PassReport& report) 
   // the kernel while it is there.
   if (!repairs.unusedSubnets.empty()) report.subnetsRemoved = removeSubnets(repairs.unusedSubnets);
   RepairLog restores("table.restored", "table.restore_failed");
-  for (const auto& restore : repairs.restores) {
-    if (!due()) continue;
-    Result<void> installedAgain;
-    if (restore.rewrite) {
-      auto owner = forwards::ownerOf(restore.lease->key);
-      installedAgain = owner ? removeOwner(writer_.ruleset(), *owner)
-                             : Result<void>(std::unexpected(owner.error()));
-    }
-    if (installedAgain) installedAgain = writer_.installLocked(*restore.lease);
+  const auto record = [&](const Repairs::Restore& restore, const Result<void>& installedAgain) {
     restores.record(installedAgain.has_value(),
                     {keyField(restore.lease->key),
                      {"missing", restore.missing},
                      {"first", restore.firstMissing},
                      {"rewritten", restore.rewrite},
                      {"cause", installedAgain ? std::string() : installedAgain.error().message}});
-    if (!installedAgain) continue;
+    if (!installedAgain) return;
     ++report.leasesRestored;
     backoff_.carriedOut(restoreId(restore.lease->key));
+  };
+  // Leases with rules go one at a time (their owner's rules go first); the others in batches of
+  // thousands, one transaction each (ForwardWriter::restoreLocked).
+  std::vector<const Repairs::Restore*> batched;
+  for (const auto& restore : repairs.restores) {
+    if (!due()) continue;
+    if (!restore.rewrite) {
+      batched.push_back(&restore);
+      continue;
+    }
+    auto owner = forwards::ownerOf(restore.lease->key);
+    Result<void> installedAgain = owner ? removeOwner(writer_.ruleset(), *owner)
+                                        : Result<void>(std::unexpected(owner.error()));
+    if (installedAgain) installedAgain = writer_.installLocked(*restore.lease);
+    record(restore, installedAgain);
   }
+  std::vector<const Lease*> leases;
+  leases.reserve(batched.size());
+  for (const Repairs::Restore* restore : batched) leases.push_back(restore->lease);
+  const std::vector<Result<void>> restored = writer_.restoreLocked(leases);
+  for (std::size_t i = 0; i < batched.size(); ++i) record(*batched[i], restored[i]);
   strays.finish();
   restores.finish();
   metrics_.countRepairs(Metrics::Repair::kMissing, report.leasesRestored);

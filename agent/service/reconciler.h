@@ -138,12 +138,14 @@ class Reconciler {
   /// Compares the kernel with the leases and repairs it, under the writer's lock; the leases it
   /// compared with. `quiet`: the ruleset generation is where the last repair left it.
   std::vector<Lease> reconcileElements(PassReport& report, bool quiet);
-  /// What `leases` need that `state` lacks, and what it holds that they do not. `lister` reads
-  /// the rules of leases with conditions, which no element dump shows. The Restores point into
-  /// `leases`.
-  Repairs compare(const std::vector<Lease>& leases, nft::TableState state, nft::Ruleset& lister);
+  /// What `leases` need that `table` lacks, and what it holds that they do not: its elements
+  /// scanned against what the leases expect (nft/element_ledger.h), and the rules of leases with
+  /// conditions, which no element dump shows, listed. The Restores point into `leases`.
+  Result<Repairs> compare(const std::vector<Lease>& leases, nft::Ruleset& table);
   /// Carries `repairs` out, but those the backoff holds back; under the writer's lock.
   void repair(const Repairs& repairs, bool quiet, PassReport& report);
+  /// repair(), then notes where it left the ruleset generation (repairedAt_).
+  void repairUnder(const Repairs& repairs, bool quiet, PassReport& report);
   /// Tells the backoff what a compare found, logs what it judged, and returns which to carry out
   /// (strays first, then restores, as in `repairs`).
   std::vector<bool> judgeRepeats(const Repairs& repairs, bool quiet);

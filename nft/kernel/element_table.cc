@@ -43,27 +43,30 @@ Result<void> ElementTable::layOut(const std::vector<SetElement>& elements) {
 }
 
 Result<TableState> ElementTable::read(const std::string* owner) {
+  TableStateCollector collector;
+  HOSTPORT_TRY_VOID(scan(collector, owner));
+  return collector.take();
+}
+
+Result<void> ElementTable::scan(TableScan& scan, const std::string* owner) {
   HOSTPORT_TRY(auto* socket, socket());
-  TableState state;
   for (const Family family : kFamilies) {
     for (const std::string_view set :
          {kPortsMap, kHostIpPortsMap, kSnatPodsSet, kMasqAllSet, kPodSubnetsSet}) {
       // The pod subnets are shared (no owner tag) and few: every reader gets them all.
       const std::string* ownerFilter = set == kPodSubnetsSet ? nullptr : owner;
-      std::vector<SetElement> elements;
       ByteString request = elementDumpRequest(family, set);
-      HOSTPORT_TRY_VOID(socket->requestAccepting(request, "listing set " + std::string(set),
-                                                 {ENOENT}, [&](std::span<const std::byte> message) {
-                                                   return parseElementReply(message, elements,
-                                                                            ownerFilter);
-                                                 }));
-      TableState read = stateOf(elements);
-      std::ranges::move(read.forwards, std::back_inserter(state.forwards));
-      std::ranges::move(read.masquerades, std::back_inserter(state.masquerades));
-      std::ranges::move(read.podSubnets, std::back_inserter(state.podSubnets));
+      HOSTPORT_TRY_VOID(socket->requestAccepting(
+          request, "listing set " + std::string(set), {ENOENT},
+          [&](std::span<const std::byte> message) {
+            return forEachElement(message, [&](const SetElementView& element) {
+              if (ownerFilter != nullptr && commentOf(element.userdata) != *ownerFilter) return;
+              scanElement(element, scan);
+            });
+          }));
     }
   }
-  return state;
+  return {};
 }
 
 Result<std::vector<SetElement>> ElementTable::lookUp(const std::vector<SetElement>& elements) {

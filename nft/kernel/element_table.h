@@ -34,6 +34,8 @@ class ElementTable {
   /// owner's. The pod subnets, all of them. A missing table or set reads as empty; elements we
   /// cannot decode are not ours and are left out.
   Result<TableState> read(const std::string* owner = nullptr);
+  /// read() without keeping anything: each element goes to `scan` as its reply is read.
+  Result<void> scan(TableScan& scan, const std::string* owner = nullptr);
 
   /// Those of `elements` the kernel holds, as it holds them (data and comment), each looked up by
   /// its key (elementGetRequest): a few messages per element at any set size, where read() walks

@@ -81,6 +81,25 @@ Result<void> NftRuleset::install(const AttachmentRules& rules) {
   return withContext(installed.error(), "installing the forwards of " + rules.owner);
 }
 
+Result<void> NftRuleset::installMany(const std::vector<const AttachmentRules*>& attachments) {
+  std::vector<SetElement> elements;
+  std::vector<IpPrefix> subnets;
+  for (const AttachmentRules* rules : attachments) {
+    if (rules->hasConditions()) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "the forwards of " + rules->owner + " have conditions: install them alone");
+    }
+    std::ranges::move(elementsOf(*rules, Subnets::kWithout), std::back_inserter(elements));
+    for (const IpPrefix& subnet : rules->podSubnets) {
+      if (std::ranges::find(subnets, subnet) == subnets.end()) subnets.push_back(subnet);
+    }
+  }
+  for (const IpPrefix& subnet : subnets) elements.push_back(podSubnetElement(subnet));
+  auto added = elements_.change(ElementChange::kAdd, elements);
+  if (added || !isNotFound(added.error())) return added;
+  return elements_.layOut(elements);
+}
+
 Result<void> NftRuleset::installOnce(const AttachmentRules& rules) {
   if (rules.hasConditions()) return installConditional(rules);
   // The common case touches nothing but our elements. Re-sending the layout with every ADD
@@ -114,11 +133,12 @@ Result<void> NftRuleset::installConditional(const AttachmentRules& rules) {
   return {};
 }
 
-Result<TableState> NftRuleset::readElements() {
-  HOSTPORT_TRY(TableState state, elements_.read());
-  HOSTPORT_TRY(std::vector<InstalledForward> rules, elements_.conditionalRules());
-  std::ranges::move(rules, std::back_inserter(state.forwards));
-  return state;
+Result<void> NftRuleset::scanElements(TableScan& scan) {
+  HOSTPORT_TRY_VOID(elements_.scan(scan));
+  HOSTPORT_TRY(const std::vector<InstalledForward> rules, elements_.conditionalRules());
+  for (const InstalledForward& rule : rules)
+    scan.forward(rule.owner, rule.forward, rule.ruleHandle);
+  return {};
 }
 
 Result<std::optional<uint32_t>> NftRuleset::generation() {

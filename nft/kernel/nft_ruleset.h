@@ -20,10 +20,11 @@ class NftRuleset : public Ruleset {
 
   Result<void> ensureTables() override;
   Result<void> install(const AttachmentRules& rules) override;
+  Result<void> installMany(const std::vector<const AttachmentRules*>& attachments) override;
   Result<AttachmentRules> remove(const std::string& owner) override;
   Result<void> removeExact(const AttachmentRules& rules) override;
   Result<AttachmentRules> removeIfOwned(const AttachmentRules& planned) override;
-  Result<TableState> readElements() override;
+  Result<void> scanElements(TableScan& scan) override;
   Result<std::optional<uint32_t>> generation() override;
   Result<AttachmentRules> listOwned(const std::string& owner) override;
   Result<void> removePodSubnets(const std::vector<IpPrefix>& subnets) override;

@@ -16,8 +16,15 @@ namespace hostport::hostnet {
 /// holds the addresses it calls local.
 class FakeHostNetwork : public HostNetwork {
  public:
-  Result<void> enableRouteLocalnet(const IpAddress& podIp) override {
-    localnetFor.push_back(podIp.str());
+  using HostNetwork::enableRouteLocalnet;
+  Result<void> enableRouteLocalnet(std::span<const IpAddress> podIps) override {
+    ++localnetCalls;
+    for (const IpAddress& podIp : podIps) {
+      if (std::ranges::find(refuseLocalnetFor, podIp.str()) != refuseLocalnetFor.end()) {
+        return fail(ErrorCode::kKernel, "cannot write route_localnet for " + podIp.str());
+      }
+    }
+    for (const IpAddress& podIp : podIps) localnetFor.push_back(podIp.str());
     if (failLocalnet) return fail(ErrorCode::kKernel, "cannot write route_localnet");
     return {};
   }
@@ -33,6 +40,8 @@ class FakeHostNetwork : public HostNetwork {
   std::vector<std::string> localAddresses;  // what isLocalAddress() says is the node's
   bool failLocalLookup = false;
   std::vector<std::string> localnetFor;
+  int localnetCalls = 0;
+  std::vector<std::string> refuseLocalnetFor;  // a call naming one of these fails whole
   std::vector<uint16_t> flushedPorts;
   bool failLocalnet = false;
   bool failFlush = false;

@@ -30,6 +30,12 @@ class FakeRuleset : public Ruleset {
     }
     return {};
   }
+  Result<void> installMany(const std::vector<const AttachmentRules*>& attachments) override {
+    ++installManyCalls;
+    if (conflict) return fail(ErrorCode::kKernel, "adding set elements: File exists");
+    for (const AttachmentRules* rules : attachments) HOSTPORT_TRY_VOID(install(*rules));
+    return {};
+  }
   Result<AttachmentRules> remove(const std::string& owner) override {
     if (removeFails) return fail(ErrorCode::kKernel, "nft: " + *removeFails);
     auto found = installed.find(owner);
@@ -61,23 +67,20 @@ class FakeRuleset : public Ruleset {
     if (held.forwards.empty() && held.masquerades.empty()) installed.erase(found);
     return removed;
   }
-  Result<TableState> readElements() override {
-    TableState state;
+  Result<void> scanElements(TableScan& scan) override {
     for (const auto& [owner, rules] : installed) {
       for (const auto& forward : rules.forwards) {
         // A rule of the conditional chain reads as its owner and handle alone, as the kernel's.
         if (forward.conditions.empty()) {
-          state.forwards.push_back({owner, forward, std::nullopt});
+          scan.forward(owner, forward, std::nullopt);
         } else {
-          state.forwards.push_back({owner, unidentifiedRule(forward.family()), 1});
+          scan.forward(owner, unidentifiedRule(forward.family()), 1);
         }
       }
-      for (const auto& masquerade : rules.masquerades) {
-        state.masquerades.push_back({owner, masquerade});
-      }
+      for (const auto& masquerade : rules.masquerades) scan.masquerade(owner, masquerade);
     }
-    state.podSubnets = podSubnets;
-    return state;
+    for (const auto& subnet : podSubnets) scan.podSubnet(subnet);
+    return {};
   }
   /// Unknown, so a reconciler over this fake compares at every pass.
   Result<std::optional<uint32_t>> generation() override { return std::optional<uint32_t>(); }
@@ -99,6 +102,7 @@ class FakeRuleset : public Ruleset {
   std::vector<IpPrefix> podSubnets;                  // shared, as the kernel's podnets set
   int ensureCalls = 0;
   int removeExactCalls = 0;
+  int installManyCalls = 0;
   int removeIfOwnedCalls = 0;
   bool conflict = false;
   std::optional<std::string> removeFails;  // set: every removal fails with this kernel error

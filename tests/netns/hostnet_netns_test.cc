@@ -324,6 +324,42 @@ TEST_F(NetlinkHostNetworkTest, EnablesRouteLocalnetOnlyOnTheRoutedInterface) {
   }));
 }
 
+// A repair restores thousands of pods at once: one call, every pod's route looked up, each
+// interface they are routed through written, and nothing else.
+TEST_F(NetlinkHostNetworkTest, EnablesRouteLocalnetForManyPodsOnEachOfTheirInterfaces) {
+  ASSERT_OK_AND_ASSIGN(const Netns ns, Netns::create());
+  for (const auto& [dev, peer, cidr] :
+       {std::tuple{"hpt0", "hpt1", "10.213.7.1/24"}, std::tuple{"hpt2", "hpt3", "10.213.8.1/24"},
+        std::tuple{"hpt4", "hpt5", "10.213.9.1/24"}}) {
+    ASSERT_OK(ns.ip({"link", "add", dev, "type", "veth", "peer", "name", peer}));
+    ASSERT_OK(ns.ip({"addr", "add", cidr, "dev", dev}));
+    ASSERT_OK(ns.ip({"link", "set", dev, "up"}));
+    ASSERT_OK(ns.ip({"link", "set", peer, "up"}));
+  }
+  ASSERT_OK(ns.run([&] {
+    auto network = NetlinkHostNetwork::create();
+    ASSERT_TRUE(network);
+    std::vector<IpAddress> pods;
+    for (int i = 2; i < 200; ++i) {
+      pods.push_back(
+          *IpAddress::parse("10.213." + std::to_string(7 + i % 2) + "." + std::to_string(i)));
+    }
+    ASSERT_OK((*network)->enableRouteLocalnet(pods));
+    EXPECT_EQ(routeLocalnet("hpt0"), "1");
+    EXPECT_EQ(routeLocalnet("hpt2"), "1");
+    for (const char* dev : {"hpt1", "hpt3", "hpt4", "hpt5", "lo", "all", "default"}) {
+      EXPECT_EQ(routeLocalnet(dev), "0") << dev << " must stay untouched";
+    }
+
+    // One pod without a route fails the call, naming it; the caller then asks pod by pod.
+    pods.push_back(*IpAddress::parse("192.0.2.10"));
+    const auto refused = (*network)->enableRouteLocalnet(pods);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("route lookup for 192.0.2.10"), std::string::npos)
+        << refused.error().message;
+  }));
+}
+
 TEST_F(NetlinkHostNetworkTest, UnroutableAddressIsAKernelErrorNamingTheLookup) {
   ASSERT_OK_AND_ASSIGN(const Netns ns, Netns::create());
   ASSERT_OK(ns.run([&] {

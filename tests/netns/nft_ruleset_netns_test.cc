@@ -176,7 +176,7 @@ TEST_F(NftRulesetTest, ConditionalRulesReadBackAsPlannedWhateverTheConditionsHol
       EXPECT_TRUE(difference.empty()) << difference.describeFirstMissing() << "\n" << listTables();
       EXPECT_EQ(owned->forwards.size(), 4u);
 
-      auto elements = tables->readElements();
+      auto elements = nft::readElements(*tables);
       ASSERT_OK(elements);
       const auto rulesOfC = std::ranges::count_if(elements->forwards, [](const auto& installed) {
         return installed.owner == "c/eth0" && isUnidentifiedRule(installed.forward) &&
@@ -200,13 +200,13 @@ TEST_F(NftRulesetTest, PodSubnetsAreSharedAndOutliveTheAttachmentsInThem) {
     ASSERT_OK(tables->install(podRules("b/eth0", 9090, "10.88.0.6")));  // the same subnet
     ASSERT_OK(tables->removeExact(a));
     ASSERT_OK(tables->remove("b/eth0"));
-    auto state = tables->readElements();
+    auto state = nft::readElements(*tables);
     ASSERT_OK(state);
     EXPECT_TRUE(state->masquerades.empty());
     EXPECT_EQ(state->podSubnets, std::vector{prefix("10.88.0.0/16")}) << "no owner removes them";
 
     ASSERT_OK(tables->removePodSubnets({prefix("10.88.0.0/16")}));
-    EXPECT_TRUE(tables->readElements()->podSubnets.empty());
+    EXPECT_TRUE(nft::readElements(*tables)->podSubnets.empty());
     EXPECT_OK(tables->removePodSubnets({prefix("10.88.0.0/16")})) << "gone already is success";
   }));
 }

@@ -105,7 +105,10 @@ class DispatcherTest : public ::testing::Test {
     Result<nft::AttachmentRules> removeIfOwned(const nft::AttachmentRules& r) override {
       return fake.removeIfOwned(r);
     }
-    Result<nft::TableState> readElements() override { return fake.readElements(); }
+    Result<void> installMany(const std::vector<const nft::AttachmentRules*>& r) override {
+      return fake.installMany(r);
+    }
+    Result<void> scanElements(nft::TableScan& scan) override { return fake.scanElements(scan); }
     Result<nft::AttachmentRules> listOwned(const std::string& o) override {
       return fake.listOwned(o);
     }
@@ -131,8 +134,9 @@ class DispatcherTest : public ::testing::Test {
   };
   struct ForwardingHostNetwork : hostnet::HostNetwork {
     explicit ForwardingHostNetwork(FakeHostNetwork& fake) : fake(fake) {}
-    Result<void> enableRouteLocalnet(const IpAddress& ip) override {
-      return fake.enableRouteLocalnet(ip);
+    using hostnet::HostNetwork::enableRouteLocalnet;
+    Result<void> enableRouteLocalnet(std::span<const IpAddress> ips) override {
+      return fake.enableRouteLocalnet(ips);
     }
     Result<int> flushUdpConntrack(const std::vector<uint16_t>& ports) override {
       return fake.flushUdpConntrack(ports);

@@ -25,15 +25,24 @@ class RecordingReport : public WriteReport {
 
 class PlanWriterTest : public ::testing::Test {
  protected:
-  nft::AttachmentPlan plan(bool snat) {
+  nft::AttachmentPlan plan(bool snat) { return planFor("c0ffee/eth0", "10.88.0.5", 8080, snat); }
+  /// One pod at `address`: tcp hostPort -> 80 and udp hostPort + 1 -> 53.
+  nft::AttachmentPlan planFor(const std::string& owner, const std::string& address,
+                              uint16_t hostPort, bool snat = true) {
     nft::PodTarget target;
-    target.v4 = *IpPrefix::parse("10.88.0.5/16");
+    target.v4 = *IpPrefix::parse(address + "/16");
     target.snat = snat;
     auto planned = nft::planAttachment(
-        "c0ffee/eth0",
-        {{8080, 80, Protocol::kTcp, std::nullopt}, {53, 53, Protocol::kUdp, std::nullopt}}, target);
+        owner,
+        {{hostPort, 80, Protocol::kTcp, std::nullopt},
+         {static_cast<uint16_t>(hostPort + 1), 53, Protocol::kUdp, std::nullopt}},
+        target);
     EXPECT_TRUE(planned.has_value());
     return *planned;
+  }
+  std::vector<nft::AttachmentPlan> threePods() {
+    return {planFor("a/eth0", "10.88.0.5", 8080), planFor("b/eth0", "10.88.0.6", 8090),
+            planFor("c/eth0", "10.88.0.7", 9000)};
   }
   HostNetworkAccess access() {
     return [this]() -> Result<hostnet::HostNetwork*> {
@@ -52,7 +61,7 @@ TEST_F(PlanWriterTest, InstallsThenSetsRouteLocalnetThenFlushesUdp) {
   ASSERT_OK(writePlan(plan(true), rules_, access(), report_));
   EXPECT_EQ(rules_.installed.at("c0ffee/eth0").forwards.size(), 2u);
   EXPECT_EQ(network_.localnetFor, std::vector<std::string>{"10.88.0.5"});
-  EXPECT_EQ(network_.flushedPorts, std::vector<uint16_t>{53});
+  EXPECT_EQ(network_.flushedPorts, std::vector<uint16_t>{8081});
   EXPECT_TRUE(report_.lines.empty());
 }
 
@@ -70,8 +79,48 @@ TEST_F(PlanWriterTest, AFailedFlushIsReportedAndTheWriteStands) {
   network_.failFlush = true;
   ASSERT_OK(writePlan(plan(false), rules_, access(), report_));
   EXPECT_TRUE(network_.localnetFor.empty()) << "snat off: no localhost forward";
-  EXPECT_EQ(report_.lines, std::vector<std::string>{"flush 53: cannot flush conntrack"});
+  EXPECT_EQ(report_.lines, std::vector<std::string>{"flush 8081: cannot flush conntrack"});
   EXPECT_TRUE(rules_.installed.contains("c0ffee/eth0"));
+}
+
+TEST_F(PlanWriterTest, ManyPlansAreOneTransactionOneRouteLocalnetAndOneFlush) {
+  const auto plans = threePods();
+  const auto results = writePlans(plans, rules_, access(), report_);
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& result : results) EXPECT_OK(result);
+  EXPECT_EQ(rules_.installManyCalls, 1);
+  EXPECT_EQ(rules_.installed.size(), 3u);
+  EXPECT_EQ(network_.localnetCalls, 1) << "every pod's route_localnet in one call";
+  EXPECT_EQ(network_.localnetFor,
+            (std::vector<std::string>{"10.88.0.5", "10.88.0.6", "10.88.0.7"}));
+  EXPECT_EQ(network_.flushedPorts, (std::vector<uint16_t>{8081, 8091, 9001}));
+  EXPECT_TRUE(report_.lines.empty());
+}
+
+TEST_F(PlanWriterTest, ARefusedTransactionIsWrittenPlanByPlanSoEachSaysWhy) {
+  rules_.conflict = true;
+  const auto results = writePlans(threePods(), rules_, access(), report_);
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& result : results) {
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().code, ErrorCode::kConflict) << result.error().message;
+  }
+  EXPECT_TRUE(rules_.installed.empty());
+  EXPECT_TRUE(network_.flushedPorts.empty());
+}
+
+TEST_F(PlanWriterTest, ARefusedRouteLocalnetTakesBackOnlyThePodsWhoseInterfaceRefusesIt) {
+  network_.refuseLocalnetFor = {"10.88.0.6"};
+  const auto results = writePlans(threePods(), rules_, access(), report_);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_OK(results[0]);
+  ASSERT_FALSE(results[1]);
+  EXPECT_NE(results[1].error().message.find("enabling route_localnet"), std::string::npos);
+  EXPECT_OK(results[2]);
+  EXPECT_TRUE(rules_.installed.contains("a/eth0"));
+  EXPECT_FALSE(rules_.installed.contains("b/eth0")) << "no attachment half installed";
+  EXPECT_TRUE(rules_.installed.contains("c/eth0"));
+  EXPECT_EQ(network_.flushedPorts, (std::vector<uint16_t>{8081, 9001}));
 }
 
 TEST_F(PlanWriterTest, OpensTheHostNetworkOnlyWhenThePlanNeedsIt) {
