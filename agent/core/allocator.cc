@@ -62,7 +62,7 @@ struct Allocator::State {
 
   // Takes `lease`, packed with `pool` (a pool's own name) in place of lease.pool.
   void commit(PackedLease packed, const Lease& lease, std::string_view pool) {
-    const uint32_t slot = slots.insert(std::move(packed));
+    const uint32_t slot = slots.insert(std::move(packed), lease);
     ports.apply(slot, lease, [this](uint16_t port) {
       if (PoolState* pool = poolAt(port)) pool->taken(port);
     });
@@ -526,6 +526,21 @@ std::optional<Lease> Allocator::find(const AttachmentKey& key) const {
 
 void Allocator::forEachLease(const std::function<void(const Lease&)>& visit) const {
   for (const uint32_t slot : state_->slots.keyOrder()) visit(state_->slots.leaseAt(slot));
+}
+
+std::vector<Lease> Allocator::leasesOf(const std::vector<uint32_t>& slots) const {
+  std::vector<Lease> leases;
+  for (const uint32_t slot : slots) leases.push_back(state_->slots.leaseAt(slot));
+  std::ranges::sort(leases, {}, &Lease::key);
+  return leases;
+}
+
+std::vector<Lease> Allocator::leasesInNetns(const NetnsId& netns) const {
+  return leasesOf(state_->slots.inNetns(netns));
+}
+
+std::vector<Lease> Allocator::leasesOfPod(std::string_view uid) const {
+  return leasesOf(state_->slots.ofPod(uid));
 }
 
 void Allocator::forEachLeaseHeld(const std::function<void(const Lease&)>& visit) const {

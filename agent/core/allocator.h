@@ -127,6 +127,10 @@ class Allocator {
   /// 65,535 leases under the service's lock.
   void forEachLeaseHeld(const std::function<void(const Lease&)>& visit) const;
   std::vector<Lease> leases() const;  // in key order
+  /// The leases whose sandbox is the netns `netns`, and those of the pod `uid` (its pod's UID, or
+  /// the hostNetwork pod their key names), in key order: looked up, not scanned.
+  std::vector<Lease> leasesInNetns(const NetnsId& netns) const;
+  std::vector<Lease> leasesOfPod(std::string_view uid) const;
   std::size_t leaseCount() const;
   /// Also lets go of the quarantined ports whose delay is over, which changes no lease.
   std::vector<PoolUsage> usage() const;
@@ -137,6 +141,8 @@ class Allocator {
  private:
   struct State;
   explicit Allocator(std::unique_ptr<State> state);
+  std::vector<Lease> leasesOf(const std::vector<uint32_t>& slots) const;
+
   std::unique_ptr<State> state_;
 };
 

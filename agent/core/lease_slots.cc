@@ -5,12 +5,30 @@
 #include <utility>
 
 namespace hostport::agent::core {
+namespace {
+
+uint64_t hashOf(const NetnsId& netns) {
+  return hashOfBytes(std::string_view(reinterpret_cast<const char*>(&netns.inode), 8)) ^
+         netns.device * 0x9E3779B97F4A7C15ULL;
+}
+
+/// The UIDs a lease is found by: its pod's, and the hostNetwork pod its key names when that is
+/// another (a hostNetwork lease records its pod's UID in the key alone).
+std::vector<std::string_view> podUidsOf(const Lease& lease) {
+  std::vector<std::string_view> uids;
+  if (!lease.pod.uid.empty()) uids.push_back(lease.pod.uid);
+  const std::string_view keyed = lease.key.hostNetworkPodUid();
+  if (!keyed.empty() && keyed != lease.pod.uid) uids.push_back(keyed);
+  return uids;
+}
+
+}  // namespace
 
 PackedLease LeaseSlots::pack(const Lease& lease, std::string_view pool) {
   return PackedLease::pack(lease, pool, strings_);
 }
 
-uint32_t LeaseSlots::insert(PackedLease packed) {
+uint32_t LeaseSlots::insert(PackedLease packed, const Lease& lease) {
   uint32_t slot;
   if (freeSlots_.empty()) {
     slot = static_cast<uint32_t>(slots_.size());
@@ -21,6 +39,8 @@ uint32_t LeaseSlots::insert(PackedLease packed) {
   }
   slots_[slot] = std::move(packed);
   index_.insert(slot, hashOfBytes(slots_[slot].keyBytes()));
+  if (lease.netnsId.known()) byNetns_.insert(slot, hashOf(lease.netnsId));
+  for (const std::string_view uid : podUidsOf(lease)) byPod_.insert(slot, hashOfBytes(uid));
   return slot;
 }
 
@@ -28,7 +48,10 @@ Lease LeaseSlots::remove(uint32_t slot) {
   PackedLease& packed = slots_[slot];
   Lease lease = packed.unpack(strings_);
   // While the packed key, which the index hashes, is still there.
-  index_.erase(hashOfBytes(packed.keyBytes()), [&](uint32_t at) { return at == slot; });
+  const auto isSlot = [&](uint32_t at) { return at == slot; };
+  index_.erase(hashOfBytes(packed.keyBytes()), isSlot);
+  if (lease.netnsId.known()) byNetns_.erase(hashOf(lease.netnsId), isSlot);
+  for (const std::string_view uid : podUidsOf(lease)) byPod_.erase(hashOfBytes(uid), isSlot);
   packed.release(strings_);
   freeSlots_.push_back(slot);
   return lease;
@@ -43,6 +66,26 @@ std::optional<uint32_t> LeaseSlots::find(const AttachmentKey& key) const {
   std::string bytes;
   PackedLease::packKey(key, bytes);
   return find(bytes);
+}
+
+std::vector<uint32_t> LeaseSlots::inNetns(const NetnsId& netns) const {
+  std::vector<uint32_t> found;
+  if (!netns.known()) return found;
+  byNetns_.forEach(hashOf(netns), [&](uint32_t slot) {
+    if (leaseAt(slot).netnsId == netns) found.push_back(slot);
+  });
+  return found;
+}
+
+std::vector<uint32_t> LeaseSlots::ofPod(std::string_view uid) const {
+  std::vector<uint32_t> found;
+  if (uid.empty()) return found;
+  byPod_.forEach(hashOfBytes(uid), [&](uint32_t slot) {
+    const Lease lease = leaseAt(slot);
+    const bool theirs = lease.pod.uid == uid || lease.key.hostNetworkPodUid() == uid;
+    if (theirs && std::ranges::find(found, slot) == found.end()) found.push_back(slot);
+  });
+  return found;
 }
 
 // The keys are unpacked into one buffer and compared there, so sorting allocates nothing per

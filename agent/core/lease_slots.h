@@ -24,8 +24,9 @@ class LeaseSlots {
   /// give its references back with discard().
   PackedLease pack(const Lease& lease, std::string_view pool);
   void discard(PackedLease& packed) { packed.release(strings_); }
-  /// Holds `packed`, whose key no lease here has (find() tells), and returns its slot.
-  uint32_t insert(PackedLease packed);
+  /// Holds `packed`, the packed `lease`, whose key no lease here has (find() tells), and returns
+  /// its slot.
+  uint32_t insert(PackedLease packed, const Lease& lease);
   /// Takes the lease at `slot` out, unpacked, and frees the slot.
   Lease remove(uint32_t slot);
 
@@ -33,6 +34,11 @@ class LeaseSlots {
   std::optional<uint32_t> find(std::string_view keyBytes) const;
   std::optional<uint32_t> find(const AttachmentKey& key) const;
   Lease leaseAt(uint32_t slot) const { return slots_[slot].unpack(strings_); }
+  /// The slots of the leases whose sandbox is the netns `netns` (a known one), and of those of
+  /// the pod `uid` (its pod's UID, or the hostNetwork pod a key names): what the pod socket
+  /// answers a caller with, a few lookups at any number of leases.
+  std::vector<uint32_t> inNetns(const NetnsId& netns) const;
+  std::vector<uint32_t> ofPod(std::string_view uid) const;
   /// The slots held, in key order (containerId, then ifname).
   std::vector<uint32_t> keyOrder() const;
   /// Calls `visit` with each slot held, in slot order.
@@ -53,6 +59,8 @@ class LeaseSlots {
   std::vector<PackedLease> slots_;  // empty: free
   std::vector<uint32_t> freeSlots_;
   IdIndex index_;        // slot numbers, by the hash of their packed key
+  IdIndex byNetns_;      // ...by the hash of their netns identity, when known
+  IdIndex byPod_;        // ...by the hash of their pod's UID and their key's hostNetwork pod UID
   StringTable strings_;  // what the packed leases intern
 };
 

@@ -427,23 +427,13 @@ std::vector<Lease> AgentService::everyLease() const {
 }
 
 std::vector<Lease> AgentService::leasesInNetns(const NetnsId& netns) const {
-  std::vector<Lease> out;
-  if (!netns.known()) return out;
   std::lock_guard lock(mutex_);
-  allocator_.forEachLease([&](const Lease& lease) {
-    if (lease.netnsId == netns) out.push_back(lease);
-  });
-  return out;
+  return allocator_.leasesInNetns(netns);
 }
 
 std::vector<Lease> AgentService::leasesOfPod(std::string_view uid) const {
-  std::vector<Lease> out;
-  if (uid.empty()) return out;
   std::lock_guard lock(mutex_);
-  allocator_.forEachLease([&](const Lease& lease) {
-    if (lease.pod.uid == uid || lease.key.hostNetworkPodUid() == uid) out.push_back(lease);
-  });
-  return out;
+  return allocator_.leasesOfPod(uid);
 }
 
 std::vector<SandboxRef> AgentService::sandboxes() const {

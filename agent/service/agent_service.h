@@ -84,11 +84,11 @@ class AgentService {
   /// Leases of a namespace and/or pod name; empty filters match everything.
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
   /// The leases whose sandbox is the network namespace `netns` (one per interface of a pod): what
-  /// the pod socket answers its caller with. Empty for an unknown NetnsId. A scan of every lease
-  /// under the lock (no index by netns yet; docs/design.md, "The pod socket").
+  /// the pod socket answers its caller with. Empty for an unknown NetnsId. Looked up in an index
+  /// of the allocator's (core/lease_slots.h), a few microseconds at any number of leases.
   std::vector<Lease> leasesInNetns(const NetnsId& netns) const;
   /// The leases of the pod `uid`: those whose pod it is, and its hostNetwork lease (keyed by the
-  /// UID its cgroup carries). A scan of every lease under the lock, as leasesInNetns().
+  /// UID its cgroup carries). Looked up, as leasesInNetns().
   std::vector<Lease> leasesOfPod(std::string_view uid) const;
   /// Who hears of durable lease changes: `granted` with each lease once its grant is durable and
   /// its forwards installed, `released` once its release is durable; after the requester's

@@ -21,7 +21,7 @@ Lease lease(std::string containerId, std::string ifname = "eth0", uint16_t hostP
 
 class LeaseSlotsTest : public ::testing::Test {
  protected:
-  uint32_t hold(const Lease& held) { return slots_.insert(slots_.pack(held, held.pool)); }
+  uint32_t hold(const Lease& held) { return slots_.insert(slots_.pack(held, held.pool), held); }
 
   std::vector<AttachmentKey> keysInOrder() const {
     std::vector<AttachmentKey> out;
@@ -49,8 +49,48 @@ TEST_F(LeaseSlotsTest, FindsALeaseByItsKeyOrItsPackedKeyBytes) {
 TEST_F(LeaseSlotsTest, PacksUnderThePoolItIsGiven) {
   Lease unnamed = lease("a");
   unnamed.pool = "";
-  const uint32_t slot = slots_.insert(slots_.pack(unnamed, "default"));
+  const uint32_t slot = slots_.insert(slots_.pack(unnamed, "default"), unnamed);
   EXPECT_EQ(slots_.leaseAt(slot).pool, "default");
+}
+
+// The pod socket answers a caller with the leases of its netns or its pod: looked up, at any number
+// of leases, and gone from the lookup with the lease.
+TEST_F(LeaseSlotsTest, FindsTheLeasesOfANetnsAndOfAPodWithoutAScan) {
+  std::vector<uint32_t> held;
+  for (uint64_t i = 1; i <= 3000; ++i) {
+    Lease one = lease("c" + std::to_string(i), i % 2 == 0 ? "eth1" : "eth0");
+    one.netnsId = {7, 1000 + i / 2};  // two interfaces a netns
+    one.pod.uid = "uid-" + std::to_string(i / 2);
+    held.push_back(hold(one));
+  }
+  Lease hostNetwork = lease("");
+  hostNetwork.key = AttachmentKey::ofHostNetworkPod("uid-600");
+  const uint32_t hostSlot = hold(hostNetwork);
+
+  auto slots = slots_.inNetns({7, 1600});
+  std::ranges::sort(slots);
+  EXPECT_EQ(slots, (std::vector<uint32_t>{held[1199], held[1200]}));
+  EXPECT_TRUE(slots_.inNetns({8, 1600}).empty()) << "another device, another namespace";
+  EXPECT_TRUE(slots_.inNetns({}).empty()) << "an unknown identity names no netns";
+
+  auto pod = slots_.ofPod("uid-600");
+  std::ranges::sort(pod);
+  EXPECT_EQ(pod, (std::vector<uint32_t>{held[1199], held[1200], hostSlot}));
+  EXPECT_TRUE(slots_.ofPod("uid-6000").empty());
+  EXPECT_TRUE(slots_.ofPod("").empty());
+
+  slots_.remove(held[1199]);
+  EXPECT_EQ(slots_.inNetns({7, 1600}), std::vector<uint32_t>{held[1200]});
+  slots_.remove(hostSlot);
+  EXPECT_EQ(slots_.ofPod("uid-600"), std::vector<uint32_t>{held[1200]});
+  // The slot, reused by another pod's lease, is found under that pod alone.
+  Lease other = lease("other");
+  other.netnsId = {7, 9999};
+  other.pod.uid = "uid-other";
+  EXPECT_EQ(hold(other), hostSlot);
+  EXPECT_EQ(slots_.inNetns({7, 9999}), std::vector<uint32_t>{hostSlot});
+  EXPECT_EQ(slots_.ofPod("uid-other"), std::vector<uint32_t>{hostSlot});
+  EXPECT_EQ(slots_.ofPod("uid-600"), std::vector<uint32_t>{held[1200]});
 }
 
 TEST_F(LeaseSlotsTest, RemovingGivesTheLeaseBackAndFreesItsSlotForTheNext) {
