@@ -77,11 +77,15 @@ struct Options {
   long firstHostPort = 1;
   long sampleHostPort = 65530;  // measured samples cycle through kSampleWindow ports from here
   long datapathHostPort = 65535;
+  // bursts (--burst): after each size's paced pairs, B ADDs back to back, then their B DELs
+  std::vector<long> bursts;
   // churn
   ChurnOptions churn;
 };
 
 constexpr long kSampleWindow = 4;
+/// Burst pods take fabricated addresses from here on (10.88.201.x...), past prepopulation's.
+constexpr long kBurstAddressBase = 50000;
 constexpr long kChurnAddresses = 1000;
 constexpr long kPortSpace = 65535;  // host ports per protocol (and host IP)
 enum Protocol { kTcp = 0, kUdp = 1 };
@@ -124,6 +128,11 @@ class Bench {
   std::optional<double> prepopulate(long n);
   bool prepopulateProtocol(Protocol protocol, long target, Clock::time_point started);
   json measureLatency(long n);
+  /// For each burst size B: B ADDs back to back, then the B DELs back to back, as a node drain
+  /// or a rollout makes them; a static kind takes the B ports below the sample window.
+  json measureBursts();
+  /// The ports below the sample window that bursts take (prepopulation leaves them free).
+  long burstPorts() const;
   json measureDatapath(long n);
   json clientRun(const std::vector<std::string>& args) const;
   std::string podIp() const;
@@ -214,8 +223,12 @@ Pod Bench::fabricatedPod(long index) const {
   return pod;
 }
 
+long Bench::burstPorts() const {
+  return o_.bursts.empty() ? 0 : *std::ranges::max_element(o_.bursts);
+}
+
 bool Bench::reserved(long port) const {
-  return (port >= o_.sampleHostPort && port < o_.sampleHostPort + kSampleWindow) ||
+  return (port >= o_.sampleHostPort - burstPorts() && port < o_.sampleHostPort + kSampleWindow) ||
          port == o_.datapathHostPort;
 }
 
@@ -301,6 +314,49 @@ json Bench::measureLatency(long n) {
           {"del", json::parse(summaryJson(dels))},
           {"addSamplesMs", adds},
           {"delSamplesMs", dels}};
+}
+
+json Bench::measureBursts() {
+  json bursts = json::array();
+  for (const long size : o_.bursts) {
+    if (o_.kind == Kind::kHostportAgent && installed_[kTcp] + size > capacity() + burstPorts()) {
+      bursts.push_back({{"size", size}, {"skipped", "the agent's pool has too few free ports"}});
+      continue;
+    }
+    std::vector<Pod> pods;
+    std::vector<std::string> delStdins;
+    std::vector<double> adds;
+    std::vector<double> dels;
+    for (long i = 0; i < size; ++i) {
+      // An address of its own, as pods of a drain have: pods sharing one would share its
+      // masquerade element too.
+      Pod pod = fabricatedPod(kBurstAddressBase + i);
+      pod.containerId = "u" + randomHex(63);
+      pod.name = "burst-" + std::to_string(sampleCounter_++);
+      pods.push_back(std::move(pod));
+      std::vector<Mapping> mappings;
+      std::string annotation;
+      if (o_.kind == Kind::kHostportAgent) {
+        annotation = "web=" + std::to_string(o_.containerPort);
+      } else {
+        mappings.push_back({o_.sampleHostPort - size + i, o_.containerPort, kTcp});
+      }
+      auto [added, delStdin] = add(pods.back(), mappings, annotation);
+      adds.push_back(added.wallMs);
+      delStdins.push_back(std::move(delStdin));
+    }
+    for (long i = 0; i < size; ++i) {
+      RunResult deleted = invoke("DEL", pods[i], delStdins[i]);
+      if (!deleted.ok()) die(o_.kindName + " DEL in a burst failed: " + deleted.describe());
+      dels.push_back(deleted.wallMs);
+    }
+    std::cerr << "  " << o_.kindName << " burst of " << size << ": ADD p50 " << percentile(adds, 50)
+              << " ms, DEL p50 " << percentile(dels, 50) << " ms\n";
+    bursts.push_back({{"size", size},
+                      {"add", json::parse(summaryJson(adds))},
+                      {"del", json::parse(summaryJson(dels))}});
+  }
+  return bursts;
 }
 
 json Bench::clientRun(const std::vector<std::string>& args) const {
@@ -489,6 +545,7 @@ int Bench::run() {
                  {"addSamplesMs", latency["addSamplesMs"]},
                  {"delSamplesMs", latency["delSamplesMs"]},
                  {"datapath", measureDatapath(n)}};
+    if (!o_.bursts.empty()) line["burst"] = measureBursts();
     std::cout << line.dump() << std::endl;
     if (o_.maxAddMs > 0 && p50 * 1000 > o_.maxAddMs && i + 1 < o_.sizes.size()) {
       stoppedAt = o_.sizes[i + 1];
@@ -582,6 +639,9 @@ void usage() {
   --tcp-seconds S --tcp-threads T --tcp-rounds R --node-ip IP --container-port P
   --udp-samples K         also UDP first-packet latency: K requests per direction and round
   --max-add-ms MS         stop before the next size once ADD p50 is above MS (0: never)
+  --burst 15,100,1000     after each size's pairs, B ADDs back to back then their B DELs, for
+                          each B (a static kind takes the B ports below the sample window, which
+                          prepopulation then leaves free)
   --first-host-port 1 --sample-host-port 65530 (4 ports) --datapath-host-port 65535
   --cold-add              one ADD and its DEL of one pod, printed as {"addMs","delMs"}
   --churn-seconds S       after prepopulating to the one size in --sizes, ADD+DEL pairs at
@@ -666,10 +726,12 @@ int main(int argc, char** argv) {
   o.containerPort = static_cast<int>(args.getLong("container-port", o.containerPort));
   o.udpSamples = args.getLong("udp-samples", 0);
   o.maxAddMs = args.getDouble("max-add-ms", 0);
+  if (args.has("burst")) o.bursts = parseList(args.get("burst"), "--burst");
   o.firstHostPort = std::max(1L, args.getLong("first-host-port", o.firstHostPort));
   o.sampleHostPort = args.getLong("sample-host-port", o.sampleHostPort);
   o.datapathHostPort = args.getLong("datapath-host-port", o.datapathHostPort);
-  if (o.sampleHostPort < 1 || o.sampleHostPort + kSampleWindow - 1 > kPortSpace ||
+  const long burstPorts = o.bursts.empty() ? 0 : *std::ranges::max_element(o.bursts);
+  if (o.sampleHostPort - burstPorts < 1 || o.sampleHostPort + kSampleWindow - 1 > kPortSpace ||
       o.datapathHostPort < 1 || o.datapathHostPort > kPortSpace) {
     die("--sample-host-port and --datapath-host-port must leave their ports within 1..65535");
   }

@@ -23,6 +23,17 @@ def k($x): if $x == null then "–" else (($x / 100 | round) / 10 | tostring) + 
 (if .cni.portmapStoppedAt != null then "\n**portmap stopped before N=\(.cni.portmapStoppedAt)**: \(.cni.portmapStopReason)." else empty end),
 (if .execFloorMs.true != null then "\nThe floor under every call on this machine, through the same harness (p50): a process that only starts and exits (`/bin/true`) \(f(.execFloorMs.true.p50)) ms; CNI VERSION, the plugin's start-up and nothing else, hostport \(f(.execFloorMs.hostportVersion.p50)) ms, portmap \(f(.execFloorMs.portmapVersion.p50)) ms." else empty end),
 "",
+(if ([.cni.hostport[], .cni.portmap[], .cni.hostportAgent[] | .burst // empty] | length) > 0 then
+"## CNI bursts: ADDs back to back, then DELs back to back (ms)\n",
+"At each N, after the paced pairs and the datapath rounds: B ADDs of B pods one after another with nothing between them, then the B DELs the same way, as a node drain or a rollout makes them. The paced pairs hide what one call leaves for the next (a socket closed after the answer, work the kernel does later); a burst shows it. Standalone pods take the B static ports just below the sample window (prepopulation leaves them free); agent pods ask for a dynamic port.\n",
+"| plugin | N | burst | ADD p50 | ADD p99 | DEL p50 | DEL p99 |",
+"|---|---:|---:|---:|---:|---:|---:|",
+((["hostport", "hostport"], ["portmap", "portmap"], ["hostportAgent", "hostport + agent"]) as [$key, $title]
+  | .cni[$key][] | . as $row | (.burst // [])[]
+  | if .skipped != null then "| \($title) | \($row.n) | \(.size) | \(.skipped) | | | |"
+    else "| \($title) | \($row.n) | \(.size) | \(f(.add.p50)) | \(f(.add.p99)) | \(f(.del.p50)) | \(f(.del.p99)) |" end),
+""
+else empty end),
 "## Datapath: new TCP connections/s and UDP first packet, node netns -> nodeIP:hostPort\n",
 "Connect, read 1 byte, close; \(.method.tcpRounds) round(s) of \(.method.tcpSecondsPerRound) s each, 2 client threads, each round through the host port and then straight to the pod IP (no DNAT lookup). Rates are medians over the rounds; `ratio` is the median of the per-round ratios via hostPort / direct (the two halves of a round share the background load), with its range over the rounds. UDP: \(.method.udpSamplesPerRound // "–") requests per direction and round, each from a fresh socket bound to the next source port (a new conntrack entry, so the DNAT map is consulted), one byte to the pod's echo and back, one in flight; p50/p99 in µs are medians over the rounds, `udp ratio` the median of the per-round p50 ratios via hostPort / direct.\n",
 "| plugin | N | via hostPort conn/s | direct conn/s | ratio | ratio range | connect+read p99 (ms) | UDP p50 (µs) | UDP p99 (µs) | direct p50 (µs) | direct p99 (µs) | udp ratio | lost |",

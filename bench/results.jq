@@ -96,6 +96,15 @@ def worst: if length == 0 then null else max_by(.value) end;
         | {target: "\($title) \($verb | ascii_upcase) \($q), every N", goal: "≤ /bin/true \($q) + 1 ms",
            value: $w.value, unit: "ms over the floor", at: $w.n, absolute: $w.ms,
            met: (if $w == null then null else $w.value <= 1 end)};
+      # The worst p50 over the floor of one plugin's bursts, at every N and burst size.
+      def burstTarget($key; $title; $verb):
+        (if $floor == null then null else
+          [$r.cni[$key][] | .n as $n | (.burst // [])[] | select(.[$verb].p50 != null)
+           | {n: $n, size, value: (.[$verb].p50 - $floor.p50), ms: .[$verb].p50}] | worst end) as $w
+        | {target: "\($title) \($verb | ascii_upcase) p50 in a burst, every N and burst size",
+           goal: "≤ /bin/true p50 + 1 ms", value: $w.value, unit: "ms over the floor",
+           at: (if $w == null then null else "\($w.n), burst of \($w.size)" end), absolute: $w.ms,
+           met: (if $w == null then null else $w.value <= 1 end)};
       # The worst change against N = 0 of a figure (worse: larger of `sign` * change).
       def vsZero($rows; f; $sign):
         ($rows | map(select(f != null))) as $d
@@ -114,6 +123,10 @@ def worst: if length == 0 then null else max_by(.value) end;
       floorTarget("hostportAgent"; "hostport + agent"; "add"; "p99"),
       floorTarget("hostportAgent"; "hostport + agent"; "del"; "p50"),
       floorTarget("hostportAgent"; "hostport + agent"; "del"; "p99"),
+      burstTarget("hostport"; "hostport standalone"; "del"),
+      burstTarget("hostport"; "hostport standalone"; "add"),
+      burstTarget("hostportAgent"; "hostport + agent"; "del"),
+      burstTarget("hostportAgent"; "hostport + agent"; "add"),
       (vsZero($dp; .datapath.ratioToDirect; -1) as $w
         | {target: "new TCP connections/s via hostPort (relative to direct), every N vs N = 0", goal: "within 5%",
            value: (if $w == null then null else -$w.value * 100 end), unit: "%, worst N", at: $w.n,

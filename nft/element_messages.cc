@@ -7,6 +7,7 @@
 #include <linux/netlink.h>
 #include <sys/socket.h>
 
+#include <charconv>
 #include <map>
 #include <utility>
 
@@ -89,13 +90,16 @@ void appendElementChange(NetlinkWriter& writer, ElementChange change,
   for (const auto& element : elements) bySet[{element.family, element.set}].push_back(&element);
 
   const bool add = change == ElementChange::kAdd;
+  const int type =
+      add ? NFT_MSG_NEWSETELEM
+          : (change == ElementChange::kDestroy ? kNftMsgDestroySetElem : NFT_MSG_DELSETELEM);
   for (const auto& [where, members] : bySet) {
     // An attribute's length is 16 bits: a range request can hold more elements than one
     // list attribute can carry, so a set's elements may take several messages. They stay one
     // transaction: the batch is.
     for (size_t first = 0; first < members.size();) {
-      beginRequest(writer, nftablesType(add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
-                   NLM_F_ACK | (add ? NLM_F_CREATE : 0), netfilterFamily(where.first));
+      beginRequest(writer, nftablesType(type), NLM_F_ACK | (add ? NLM_F_CREATE : 0),
+                   netfilterFamily(where.first));
       writer.stringAttribute(NFTA_SET_ELEM_LIST_TABLE, kTableName);
       writer.stringAttribute(NFTA_SET_ELEM_LIST_SET, where.second);
       const size_t list = writer.beginNest(NFTA_SET_ELEM_LIST_ELEMENTS);
@@ -222,6 +226,16 @@ Result<void> parseElementReply(std::span<const std::byte> message, std::vector<S
                              ByteString(element.data.begin(), element.data.end()),
                              ByteString(element.userdata.begin(), element.userdata.end())});
   });
+}
+
+bool releaseHasDestroy(std::string_view release) {
+  int major = 0, minor = 0;
+  const char* end = release.data() + release.size();
+  auto [afterMajor, majorError] = std::from_chars(release.data(), end, major);
+  if (majorError != std::errc() || afterMajor == end || *afterMajor != '.') return false;
+  auto [afterMinor, minorError] = std::from_chars(afterMajor + 1, end, minor);
+  if (minorError != std::errc()) return false;
+  return major > 6 || (major == 6 && minor >= 3);
 }
 
 Result<RuleSummary> parseRuleReply(std::span<const std::byte> message) {

@@ -17,11 +17,15 @@
 
 namespace hostport::nft {
 
-enum class ElementChange { kAdd, kDelete };
+/// kDelete refuses the whole transaction when one element is missing (ENOENT), and the kernel's
+/// abort of a refused transaction waits for an RCU grace period holding the nf_tables commit
+/// mutex: 8-16 ms here, during which no commit on the node proceeds. kDestroy deletes those
+/// present and skips the missing (NFT_MSG_DESTROYSETELEM, Linux 6.3), so a removal never aborts.
+enum class ElementChange { kAdd, kDelete, kDestroy };
 
-/// BEGIN, one NEWSETELEM/DELSETELEM per (family, set) holding its elements, END: a single
-/// nf_tables transaction. Each change message asks for an ACK. Sequence numbers are left to the
-/// socket. Adding an element whose key exists with other data fails with EEXIST; with the same
+/// BEGIN, one NEWSETELEM/DELSETELEM/DESTROYSETELEM per (family, set) holding its elements, END: a
+/// single nf_tables transaction. Each change message asks for an ACK. Sequence numbers are left to
+/// the socket. Adding an element whose key exists with other data fails with EEXIST; with the same
 /// data it succeeds (nft's `add element`).
 ByteString elementBatch(ElementChange change, const std::vector<SetElement>& elements);
 /// The change messages of elementBatch() alone, for a batch that holds more (layout_messages.h).
@@ -51,6 +55,10 @@ Result<void> parseElementReply(std::span<const std::byte> message, std::vector<S
 /// A request for the netns's nf_tables ruleset generation (NFT_MSG_GETGEN): every committed
 /// transaction, anyone's, in any table, moves it on.
 ByteString generationRequest();
+
+/// True when a kernel of `release` (uname -r: "6.18.44-...") knows NFT_MSG_DESTROYSETELEM (6.3
+/// and later). A kernel that does not refuses the message, and the refusal is itself an abort.
+bool releaseHasDestroy(std::string_view release);
 /// The generation (NFTA_GEN_ID) in a NEWGEN reply.
 Result<uint32_t> parseGenerationReply(std::span<const std::byte> message);
 

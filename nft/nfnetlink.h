@@ -21,6 +21,9 @@ inline uint8_t netfilterFamily(Family family) {
   return family == Family::kIPv4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
 }
 
+/// NFT_MSG_DESTROYSETELEM (Linux 6.3): Debian 12's headers (6.1) do not have it.
+inline constexpr int kNftMsgDestroySetElem = 30;
+
 inline uint16_t nftablesType(int message) {
   return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | message);
 }

@@ -35,6 +35,7 @@ UDP_SAMPLES="" COLD_SAMPLES="" CHURN_N="" CHURN_SECONDS="" CHURN_WINDOW=""
 CHURN_RATE=200
 CHURN_WORKERS=8
 PORTMAP_MAX_ADD_MS=1000
+BURST="" PORTMAP_BURST=""
 SECTION_SECONDS="{}"
 
 # State of the run; cleanup copes with any of it unset. Everything is named after the pid.
@@ -57,7 +58,9 @@ Measures, in private network namespaces only (nothing touches the root netns):
      space, N = 131070 fills UDP on top (but for the 5 ports of each protocol the measurement
      uses). Also the datapath at each N: new TCP connections/s from the node netns to
      nodeIP:hostPort, and UDP first-packet latency (a fresh source port per request: a new
-     conntrack entry each), both next to the same straight to the pod IP;
+     conntrack entry each), both next to the same straight to the pod IP; and bursts: at each N,
+     B ADDs back to back, then their B DELs back to back, as a node drain or a rollout makes
+     them (the paced pairs hide what one call leaves for the next);
   2. cold: the first ADD on a fresh node (a new node netns, no table yet), standalone and right
      after hostport-agent started on an empty node;
   3. churn: hostport-agent with N leases, ADD+DEL pairs at a fixed rate (open loop, several
@@ -88,6 +91,9 @@ Options:
   --portmap-max-add-ms MS
                         portmap stops before the next size once its ADD p50 is past MS
                         (default 1000)
+  --burst LIST          burst sizes for hostport, standalone and with the agent
+                        (default 15,100,1000; quick 15,100)
+  --portmap-burst LIST  the same for portmap, whose DEL takes ~100 ms (default 15,100; quick 15)
   --udp-samples K       UDP requests per direction and datapath round (default 500; quick 200)
   --cold-samples K      first ADDs on a fresh node, each kind (default 20; quick 5)
   --churn-n N           leases installed before the churn (default 10000; quick 1000)
@@ -137,7 +143,7 @@ parse_args() {
       --sizes | --samples | --portmap-samples | --bulk | --portmap-budget | --leases | \
         --reconcile-sizes | --only | --build-dir | --out | --portmap-max-add-ms | \
         --udp-samples | --cold-samples | --churn-n | --churn-seconds | --churn-rate | \
-        --churn-workers | --merge-admission-from | --merge-claims-from)
+        --churn-workers | --merge-admission-from | --merge-claims-from | --burst | --portmap-burst)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         ;;
     esac
@@ -150,6 +156,8 @@ parse_args() {
       --bulk) BULK="$2"; shift ;;
       --portmap-budget) PORTMAP_BUDGET="$2"; shift ;;
       --portmap-max-add-ms) PORTMAP_MAX_ADD_MS="$2"; shift ;;
+      --burst) BURST="$2"; shift ;;
+      --portmap-burst) PORTMAP_BURST="$2"; shift ;;
       --udp-samples) UDP_SAMPLES="$2"; shift ;;
       --cold-samples) COLD_SAMPLES="$2"; shift ;;
       --churn-n) CHURN_N="$2"; shift ;;
@@ -178,13 +186,14 @@ parse_args() {
   if ((QUICK)); then
     : "${SIZES:=0,1000,65535}" "${SAMPLES:=20}" "${PORTMAP_SAMPLES:=10}" "${PORTMAP_BUDGET:=120}"
     : "${RECONCILE_SIZES:=1000,10000}" "${UDP_SAMPLES:=200}" "${COLD_SAMPLES:=5}"
-    : "${CHURN_N:=1000}" "${CHURN_SECONDS:=20}"
+    : "${CHURN_N:=1000}" "${CHURN_SECONDS:=20}" "${BURST:=15,100}" "${PORTMAP_BURST:=15}"
     CHURN_WINDOW=5
     TCP_SECONDS=1 TCP_ROUNDS=3 LOAD_SECONDS=2 STARTUP_RUNS=2 PASS_SAMPLES=5 FLUSH_ROUNDS=3
   else
     : "${SIZES:=0,1000,10000,65535,131070}" "${SAMPLES:=100}" "${PORTMAP_SAMPLES:=40}"
     : "${PORTMAP_BUDGET:=1500}" "${RECONCILE_SIZES:=10000,65535}" "${UDP_SAMPLES:=500}"
     : "${COLD_SAMPLES:=20}" "${CHURN_N:=10000}" "${CHURN_SECONDS:=60}"
+    : "${BURST:=15,100,1000}" "${PORTMAP_BURST:=15,100}"
     CHURN_WINDOW=10
     TCP_SECONDS=2 TCP_ROUNDS=7 LOAD_SECONDS=5 STARTUP_RUNS=5 PASS_SAMPLES=10 FLUSH_ROUNDS=5
   fi
@@ -392,6 +401,11 @@ bench_cni() {
     args=(--kind "$kind" --node-netns "/run/netns/$NODE_NS" --pod-netns "/run/netns/$POD_NS"
       --prev-result "$PREV_RESULT" --sizes "$SIZES" --samples "$kind_samples"
       --node-ip 192.0.2.1 --container-port 8080 --bulk "$BULK")
+    if [[ $kind == portmap ]]; then
+      args+=(--burst "$PORTMAP_BURST")
+    else
+      args+=(--burst "$BURST")
+    fi
     case $kind in
       hostport)
         args+=(--plugin "$HOSTPORT_BIN" --tcp-client "$TCP_BENCH" --tcp-seconds "$TCP_SECONDS"

@@ -1,6 +1,7 @@
 #include "nft/kernel/element_table.h"
 
 #include <linux/netlink.h>
+#include <sys/utsname.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,8 +29,17 @@ Result<netlink::NetlinkSocket*> ElementTable::socket() {
   return &socket_;
 }
 
+bool ElementTable::kernelHasDestroy() {
+  static const bool known = [] {
+    utsname name{};
+    return uname(&name) == 0 && releaseHasDestroy(name.release);
+  }();
+  return known;
+}
+
 Result<void> ElementTable::change(ElementChange change, const std::vector<SetElement>& elements) {
   if (elements.empty()) return {};
+  if (change == ElementChange::kDelete && kernelHasDestroy()) change = ElementChange::kDestroy;
   HOSTPORT_TRY(auto* socket, socket());
   ByteString batch = elementBatch(change, elements);
   return socket->requestBatch(

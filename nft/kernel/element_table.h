@@ -24,7 +24,8 @@ class ElementTable {
 
   /// All of `elements` in one transaction, or none. The error carries the kernel's errno as its
   /// cause, so isNotFound() (a table or set is missing) and isAlreadyExists() (a key is held
-  /// with other data) apply to it.
+  /// with other data) apply to it. kDelete goes as kDestroy where the kernel knows it (6.3 and
+  /// later): missing elements are then no error, and no transaction aborts for them.
   Result<void> change(ElementChange change, const std::vector<SetElement>& elements);
 
   /// Lays out both families' tables (layout_messages.h) and adds `elements`, in one transaction.
@@ -55,6 +56,8 @@ class ElementTable {
 
  private:
   explicit ElementTable(netlink::NetlinkSocket socket) : socket_(std::move(socket)) {}
+  /// Read from uname(2) once per process.
+  static bool kernelHasDestroy();
   /// The socket, opened afresh when an earlier request left it poisoned (a dump interrupted by a
   /// concurrent commit, a reply that never came): the agent's table lives as long as the agent,
   /// and one such request must not fail every later one until a restart. The request that went

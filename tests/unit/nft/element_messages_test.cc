@@ -92,6 +92,19 @@ TEST(ElementMessagesTest, ManyElementsOfOneSetSpreadOverMessagesThatEachFitAnAtt
   EXPECT_EQ(back, elements);
 }
 
+TEST(ElementMessagesTest, ADestroyBatchIsADeleteBatchOfAnotherType) {
+  const auto deletes = split(elementBatch(ElementChange::kDelete, sample()));
+  const auto destroys = split(elementBatch(ElementChange::kDestroy, sample()));
+  ASSERT_EQ(destroys.size(), deletes.size());
+  for (size_t i = 1; i + 1 < destroys.size(); ++i) {
+    EXPECT_EQ(headerOf(destroys[i]).nlmsg_type, (NFNL_SUBSYS_NFTABLES << 8) | 30);
+    ByteString asDelete = destroys[i];
+    const uint16_t type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELSETELEM;
+    std::memcpy(asDelete.data() + offsetof(nlmsghdr, nlmsg_type), &type, sizeof(type));
+    EXPECT_EQ(asDelete, deletes[i]);
+  }
+}
+
 TEST(ElementMessagesTest, DeleteBatchCarriesKeysOnly) {
   const auto messages = split(elementBatch(ElementChange::kDelete, sample()));
   ASSERT_EQ(messages.size(), 6u);
@@ -228,6 +241,23 @@ TEST(ElementMessagesTest, AsksForTheGenerationAndReadsItsId) {
       << "a reply without an id";
   EXPECT_FALSE(parseGenerationReply(split(elementBatch(ElementChange::kAdd, sample()))[1]))
       << "another message type";
+}
+
+}  // namespace
+}  // namespace hostport::nft
+
+namespace hostport::nft {
+namespace {
+
+TEST(ReleaseHasDestroyTest, SixThreeAndLaterKnowDestroySetElem) {
+  EXPECT_TRUE(releaseHasDestroy("6.18.44-fc-v769"));
+  EXPECT_TRUE(releaseHasDestroy("6.3.0"));
+  EXPECT_TRUE(releaseHasDestroy("7.0.1-arch1"));
+  EXPECT_FALSE(releaseHasDestroy("6.1.0-28-amd64")) << "Debian 12's kernel";
+  EXPECT_FALSE(releaseHasDestroy("5.15.0-105-generic"));
+  EXPECT_FALSE(releaseHasDestroy("6"));
+  EXPECT_FALSE(releaseHasDestroy(""));
+  EXPECT_FALSE(releaseHasDestroy("six.three"));
 }
 
 }  // namespace
