@@ -77,6 +77,7 @@ struct Options {
   long firstHostPort = 1;
   long sampleHostPort = 65530;  // measured samples cycle through kSampleWindow ports from here
   long datapathHostPort = 65535;
+  std::string stateDir;  // --plugin-state-dir: the standalone plugin's stateDir
   // bursts (--burst): after each size's paced pairs, B ADDs back to back, then their B DELs
   std::vector<long> bursts;
   // churn
@@ -158,8 +159,10 @@ json Bench::config(const Pod& pod, const std::vector<Mapping>& mappings,
     conf["type"] = "hostport";
     conf["capabilities"] = {{"portMappings", true}, {"io.kubernetes.cri.pod-annotations", true}};
     conf["agentSocket"] = o_.kind == Kind::kHostportAgent ? o_.agentSocket : "";
+    // Never the node's own dirs: next to the agent's socket, or bench.sh's temp dir standalone
+    // (where the netlink keeper lives).
+    conf["stateDir"] = o_.stateDir;
     if (o_.kind == Kind::kHostportAgent) {
-      // Next to the agent's socket (a temp dir of bench.sh), never the node's own dirs.
       const auto dir = std::filesystem::path(o_.agentSocket).parent_path();
       conf["stateDir"] = (dir / "cni-state").string();
       conf["releaseSpool"] = (dir / "released").string();
@@ -633,6 +636,7 @@ void usage() {
   --samples 20            ADD+DEL pairs measured at each size
   --bulk 10               mappings per prepopulation ADD (one fabricated pod each)
   --agent-socket PATH     hostport-agent's control socket (kind hostport-agent)
+  --plugin-state-dir DIR  the standalone plugin's stateDir (kind hostport): its netlink keeper
   --budget-seconds S      skip the sizes predicted to end after S seconds (0: no limit)
   --network NAME          the network name in the config (default hpbench)
   --tcp-client PATH       hostport-bench-tcp; with --tcp-seconds > 0 also measure the datapath
@@ -727,6 +731,10 @@ int main(int argc, char** argv) {
   o.udpSamples = args.getLong("udp-samples", 0);
   o.maxAddMs = args.getDouble("max-add-ms", 0);
   if (args.has("burst")) o.bursts = parseList(args.get("burst"), "--burst");
+  o.stateDir = args.get("plugin-state-dir");
+  if (o.kind == Kind::kHostport && o.stateDir.empty()) {
+    die("--plugin-state-dir is required for --kind hostport (never the node's own dir)");
+  }
   o.firstHostPort = std::max(1L, args.getLong("first-host-port", o.firstHostPort));
   o.sampleHostPort = args.getLong("sample-host-port", o.sampleHostPort);
   o.datapathHostPort = args.getLong("datapath-host-port", o.datapathHostPort);

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "agent/api/node_files.h"
 #include "cni-plugin/attachment_mode.h"
 #include "cni-plugin/cni_env.h"
 #include "cni-plugin/cni_error.h"
@@ -118,7 +119,10 @@ int runPlugin(const PluginIo& io, const PluginBackends& backends) {
 
   Invocation invocation(io, backends, *env);
   const int code = runVerb(io, invocation, env->verb, config);
-  if (invocation.openedTable() && backends.exitBeforeTeardown) backends.exitBeforeTeardown(code);
+  if (invocation.openedTable() && backends.exitBeforeTeardown) {
+    backends.exitBeforeTeardown(
+        code, config ? config->stateDir : std::string(agent::api::kDefaultRecordDir));
+  }
   return code;
 }
 

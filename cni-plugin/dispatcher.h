@@ -36,7 +36,8 @@ struct PluginBackends {
   /// the kernel handles are still open: closing them would make this process wait for the kernel
   /// to free what a deletion (its own, or anyone's just before) deleted (detached_teardown.h).
   /// main.cc ends the process there; empty, runPlugin returns as usual.
-  std::function<void(int exitCode)> exitBeforeTeardown;
+  /// `stateDir` is the config's: where the netlink keeper lives (netlink_keeper.h).
+  std::function<void(int exitCode, const std::string& stateDir)> exitBeforeTeardown;
 };
 
 /// Runs one invocation and returns the process exit code.

@@ -48,6 +48,8 @@ int main() {
         return {};
       },
       .exitBeforeTeardown =
-          [](int exitCode) { cni::exitLeavingTeardownToChild(exitCode, std::cout, std::cerr); }};
+          [](int exitCode, const std::string& stateDir) {
+            cni::exitLeavingTeardownToChild(exitCode, std::cout, std::cerr, stateDir);
+          }};
   return cni::runPlugin(io, backends);
 }

@@ -408,7 +408,8 @@ bench_cni() {
     fi
     case $kind in
       hostport)
-        args+=(--plugin "$HOSTPORT_BIN" --tcp-client "$TCP_BENCH" --tcp-seconds "$TCP_SECONDS"
+        args+=(--plugin "$HOSTPORT_BIN" --plugin-state-dir "$TMP/cni-state"
+          --tcp-client "$TCP_BENCH" --tcp-seconds "$TCP_SECONDS"
           --tcp-rounds "$TCP_ROUNDS" --udp-samples "$UDP_SAMPLES")
         ;;
       portmap)
@@ -476,7 +477,8 @@ bench_cold() {
       fresh="$TAG-cold-$i"
       fresh_node "$fresh"
       local args=(--kind "$kind" --plugin "$HOSTPORT_BIN" --node-netns "/run/netns/$fresh"
-        --pod-netns "/run/netns/$POD_NS" --prev-result "$PREV_RESULT" --cold-add)
+        --pod-netns "/run/netns/$POD_NS" --prev-result "$PREV_RESULT" --cold-add
+        --plugin-state-dir "$TMP/cni-state")
       if [[ $kind == hostport-agent ]]; then
         rm -rf "$TMP/cold-agent"
         mkdir -p "$TMP/cold-agent"

@@ -136,8 +136,9 @@ build_image() {
 write_network() {
   # Standalone hostport (no agent): static hostPorts only, as portmap does.
   local chained
-  chained="$(jq -n --arg type "$PLUGIN_TYPE" '{type: $type}
-    + (if $type == "hostport" then {agentSocket: ""} else {} end)
+  # Its state dir (the netlink keeper's socket) is the test's own, never the node's.
+  chained="$(jq -n --arg type "$PLUGIN_TYPE" --arg state "$WORK/cni-state" '{type: $type}
+    + (if $type == "hostport" then {agentSocket: "", stateDir: $state} else {} end)
     + {capabilities: {portMappings: true}}')"
   cni_bridge_conflist "$CNI_VERSION" "$NET" "$BRIDGE" "$SUBNET" "$GATEWAY" "$WORK/ipam" \
     "$chained" >"$WORK/cni-conf/$NET.conflist" || fatal "cannot write the conflist"

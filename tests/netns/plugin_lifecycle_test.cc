@@ -204,25 +204,27 @@ TEST_F(PluginLifecycleTest, DelRemovesEveryElementOfTheAttachmentAndNoOther) {
 
 // The DEL's answer does not wait for the kernel to free what it deleted
 // (cni-plugin/detached_teardown.h): the process the runtime runs exits once the deletion is in
-// force, and a child of it releases the netlink handle. As the subreaper, the test inherits that
-// child and sees it exit by itself.
-TEST_F(PluginLifecycleTest, DelExitsOnceTheElementsAreGoneAndAChildReleasesTheHandle) {
-  Pod* pod = addPod("pod-a", tcpAndUdp());
-  ASSERT_NE(pod, nullptr);
+// force, and the node's netlink keeper (netlink_keeper.h), a child the first plugin process left,
+// holds its netlink handle and releases it once the calls have been quiet, then exits. As the
+// subreaper from before the first call, the test inherits that child and sees it exit by itself.
+TEST_F(PluginLifecycleTest, DelExitsOnceTheElementsAreGoneAndTheKeeperReleasesTheHandleLater) {
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   const ScopeExit notSubreaper([] { prctl(PR_SET_CHILD_SUBREAPER, 0); });
+  Pod* pod = addPod("pod-a", tcpAndUdp());
+  ASSERT_NE(pod, nullptr);
 
   ASSERT_OK_AND_ASSIGN(auto deleted, node().delPlugin(*pod));
 
   EXPECT_THAT(deleted, Succeeded());
   EXPECT_THAT(ownedBy(entries(), pod->owner()), IsEmpty()) << "in force when the DEL exits";
-  // Only the released child exits now: this test's other children (its servers) run on.
+  // Only the keeper exits now, once it has been idle: this test's other children (its servers)
+  // run on.
   siginfo_t exited{};
   const bool reaped = waitUntil([&] {
     exited = {};
     return waitid(P_ALL, 0, &exited, WEXITED | WNOHANG) == 0 && exited.si_pid != 0;
   });
-  ASSERT_TRUE(reaped) << "no child of the DEL was left to release its handle";
+  ASSERT_TRUE(reaped) << "no keeper was left to release the handles";
   EXPECT_EQ(exited.si_code, CLD_EXITED);
   EXPECT_EQ(exited.si_status, 0);
 }
