@@ -98,14 +98,14 @@ Result<void> NetlinkHostNetwork::enableRouteLocalnet(std::span<const IpAddress> 
     }
   }
   if (podIps.empty()) return {};
-  HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_ROUTE));
+  HOSTPORT_TRY(NetlinkSocket * socket, routeSocket());
   std::vector<uint32_t> interfaces;
   for (const IpAddress& podIp : podIps) {
     const std::string what = "route lookup for " + podIp.str();
     auto request = buildRouteGet(podIp);
     std::optional<uint32_t> oif;
     HOSTPORT_TRY_VOID(
-        socket.request(request, what, [&](std::span<const std::byte> message) -> Result<void> {
+        socket->request(request, what, [&](std::span<const std::byte> message) -> Result<void> {
           HOSTPORT_TRY(oif, parseRouteOutputInterface(message));
           return {};
         }));
@@ -131,20 +131,28 @@ Result<void> NetlinkHostNetwork::enableRouteLocalnet(std::span<const IpAddress> 
   return {};
 }
 
+Result<NetlinkSocket*> NetlinkHostNetwork::routeSocket() {
+  if (!route_ || route_->poisoned()) {
+    HOSTPORT_TRY(NetlinkSocket opened, NetlinkSocket::open(NETLINK_ROUTE));
+    route_.emplace(std::move(opened));
+  }
+  return &*route_;
+}
+
 Result<bool> NetlinkHostNetwork::isLocalAddress(const IpAddress& address) {
   auto request = buildRouteGet(address);
-  HOSTPORT_TRY(NetlinkSocket socket, NetlinkSocket::open(NETLINK_ROUTE));
+  HOSTPORT_TRY(NetlinkSocket * socket, routeSocket());
   const std::string what = "route lookup for " + address.str();
   std::optional<RouteReply> reply;
   // No route at all (unreachable, prohibited, a family the netns has no address of) is no local
   // address either: local routes are the kernel's own, there whenever the address is.
   HOSTPORT_TRY(
       const int status,
-      socket.requestAccepting(request, what, {ENETUNREACH, EHOSTUNREACH, EACCES, EAFNOSUPPORT},
-                              [&](std::span<const std::byte> message) -> Result<void> {
-                                HOSTPORT_TRY(reply, parseRouteReply(message));
-                                return {};
-                              }));
+      socket->requestAccepting(request, what, {ENETUNREACH, EHOSTUNREACH, EACCES, EAFNOSUPPORT},
+                               [&](std::span<const std::byte> message) -> Result<void> {
+                                 HOSTPORT_TRY(reply, parseRouteReply(message));
+                                 return {};
+                               }));
   if (status != 0) return false;
   if (!reply) return fail(ErrorCode::kKernel, what + ": the kernel acknowledged without a route");
   return reply->type == RTN_LOCAL;

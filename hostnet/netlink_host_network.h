@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "common/ip_address.h"
 #include "hostnet/host_network.h"
 #include "hostnet/proc_sys_net.h"
+#include "netlink/socket.h"
 
 namespace hostport::hostnet {
 
@@ -35,8 +37,13 @@ class NetlinkHostNetwork final : public HostNetwork {
 
  private:
   explicit NetlinkHostNetwork(std::string procSysNet) : procSysNet_(std::move(procSysNet)) {}
+  /// The route socket, opened at the first lookup and kept (again after a request that went
+  /// wrong): an agent ADD looks routes up twice, and opening a socket for each cost more than the
+  /// lookup. Used one call at a time (the agent's writer lock; the plugin is one thread).
+  Result<netlink::NetlinkSocket*> routeSocket();
 
   std::string procSysNet_;
+  std::optional<netlink::NetlinkSocket> route_;
 };
 
 }  // namespace hostport::hostnet
