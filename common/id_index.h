@@ -30,17 +30,6 @@ class IdIndex {
     return std::nullopt;
   }
 
-  /// Calls `visit` with every id inserted under `hash` (its low 32 bits): the lookup of an index
-  /// whose keys repeat (the leases of one pod), where the caller checks each id's key.
-  template <typename Visit>
-  void forEach(uint64_t hash, Visit&& visit) const {
-    if (buckets_.empty()) return;
-    const auto tag = static_cast<uint32_t>(hash);
-    for (std::size_t at = tag & mask(); buckets_[at].id != kEmpty; at = (at + 1) & mask()) {
-      if (buckets_[at].hash == tag) visit(buckets_[at].id);
-    }
-  }
-
   /// Adds `id` under `hash`. The caller has checked that its key is not present.
   void insert(uint32_t id, uint64_t hash) {
     if ((size_ + 1) * 5 > buckets_.size() * 4) grow(size_ + 1);  // load at most 0.8

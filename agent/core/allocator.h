@@ -127,8 +127,8 @@ class Allocator {
   /// 65,535 leases under the service's lock.
   void forEachLeaseHeld(const std::function<void(const Lease&)>& visit) const;
   std::vector<Lease> leases() const;  // in key order
-  /// The leases whose sandbox is the netns `netns`, and those of the pod `uid` (its pod's UID, or
-  /// the hostNetwork pod their key names), in key order: looked up, not scanned.
+  /// The leases whose sandbox is the netns `netns`, and those of the pod `uid` (the hostNetwork pod
+  /// their key names, else their pod's UID), in key order: looked up, not scanned.
   std::vector<Lease> leasesInNetns(const NetnsId& netns) const;
   std::vector<Lease> leasesOfPod(std::string_view uid) const;
   std::size_t leaseCount() const;

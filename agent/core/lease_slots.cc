@@ -12,14 +12,11 @@ uint64_t hashOf(const NetnsId& netns) {
          netns.device * 0x9E3779B97F4A7C15ULL;
 }
 
-/// The UIDs a lease is found by: its pod's, and the hostNetwork pod its key names when that is
-/// another (a hostNetwork lease records its pod's UID in the key alone).
-std::vector<std::string_view> podUidsOf(const Lease& lease) {
-  std::vector<std::string_view> uids;
-  if (!lease.pod.uid.empty()) uids.push_back(lease.pod.uid);
+/// The UID a lease is found by: the hostNetwork pod its key names, else its pod's. (A hostNetwork
+/// lease's key is made from its pod's UID.)
+std::string_view podUidOf(const Lease& lease) {
   const std::string_view keyed = lease.key.hostNetworkPodUid();
-  if (!keyed.empty() && keyed != lease.pod.uid) uids.push_back(keyed);
-  return uids;
+  return keyed.empty() ? std::string_view(lease.pod.uid) : keyed;
 }
 
 }  // namespace
@@ -39,8 +36,9 @@ uint32_t LeaseSlots::insert(PackedLease packed, const Lease& lease) {
   }
   slots_[slot] = std::move(packed);
   index_.insert(slot, hashOfBytes(slots_[slot].keyBytes()));
-  if (lease.netnsId.known()) byNetns_.insert(slot, hashOf(lease.netnsId));
-  for (const std::string_view uid : podUidsOf(lease)) byPod_.insert(slot, hashOfBytes(uid));
+  if (lease.netnsId.known()) byNetns_.add(slot, hashOf(lease.netnsId));
+  if (const std::string_view uid = podUidOf(lease); !uid.empty())
+    byPod_.add(slot, hashOfBytes(uid));
   return slot;
 }
 
@@ -48,10 +46,9 @@ Lease LeaseSlots::remove(uint32_t slot) {
   PackedLease& packed = slots_[slot];
   Lease lease = packed.unpack(strings_);
   // While the packed key, which the index hashes, is still there.
-  const auto isSlot = [&](uint32_t at) { return at == slot; };
-  index_.erase(hashOfBytes(packed.keyBytes()), isSlot);
-  if (lease.netnsId.known()) byNetns_.erase(hashOf(lease.netnsId), isSlot);
-  for (const std::string_view uid : podUidsOf(lease)) byPod_.erase(hashOfBytes(uid), isSlot);
+  index_.erase(hashOfBytes(packed.keyBytes()), [&](uint32_t at) { return at == slot; });
+  if (lease.netnsId.known()) byNetns_.remove(slot);
+  if (!podUidOf(lease).empty()) byPod_.remove(slot);
   packed.release(strings_);
   freeSlots_.push_back(slot);
   return lease;
@@ -81,9 +78,7 @@ std::vector<uint32_t> LeaseSlots::ofPod(std::string_view uid) const {
   std::vector<uint32_t> found;
   if (uid.empty()) return found;
   byPod_.forEach(hashOfBytes(uid), [&](uint32_t slot) {
-    const Lease lease = leaseAt(slot);
-    const bool theirs = lease.pod.uid == uid || lease.key.hostNetworkPodUid() == uid;
-    if (theirs && std::ranges::find(found, slot) == found.end()) found.push_back(slot);
+    if (podUidOf(leaseAt(slot)) == uid) found.push_back(slot);
   });
   return found;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/core/packed_lease.h"
+#include "agent/core/slot_chains.h"
 #include "agent/core/string_table.h"
 #include "common/id_index.h"
 #include "lease/lease.h"
@@ -59,8 +60,8 @@ class LeaseSlots {
   std::vector<PackedLease> slots_;  // empty: free
   std::vector<uint32_t> freeSlots_;
   IdIndex index_;        // slot numbers, by the hash of their packed key
-  IdIndex byNetns_;      // ...by the hash of their netns identity, when known
-  IdIndex byPod_;        // ...by the hash of their pod's UID and their key's hostNetwork pod UID
+  SlotChains byNetns_;   // ...by their netns identity, when known
+  SlotChains byPod_;     // ...by their pod's UID (a hostNetwork lease's: the one its key names)
   StringTable strings_;  // what the packed leases intern
 };
 

@@ -93,6 +93,37 @@ TEST_F(LeaseSlotsTest, FindsTheLeasesOfANetnsAndOfAPodWithoutAScan) {
   EXPECT_EQ(slots_.ofPod("uid-600"), std::vector<uint32_t>{held[1200]});
 }
 
+// Thousands of leases of one netns (a bench's fabricated pods, a pod with many interfaces) are one
+// chain, not thousands of colliding index entries: removal in any order leaves exactly the rest.
+TEST_F(LeaseSlotsTest, ManyLeasesOfOneNetnsAreFoundAndRemovedInAnyOrder) {
+  std::vector<uint32_t> held;
+  for (int i = 0; i < 3000; ++i) {
+    Lease one = lease("n" + std::to_string(i));
+    one.netnsId = {9, 4242};
+    one.pod.uid = "shared-uid";
+    held.push_back(hold(one));
+  }
+  std::vector<uint32_t> kept;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    // The first (the chain's head), then every third, go.
+    if (i == 0 || i % 3 == 1) {
+      slots_.remove(held[i]);
+    } else {
+      kept.push_back(held[i]);
+    }
+  }
+  auto found = slots_.inNetns({9, 4242});
+  std::ranges::sort(found);
+  std::ranges::sort(kept);
+  EXPECT_EQ(found, kept);
+  auto ofPod = slots_.ofPod("shared-uid");
+  std::ranges::sort(ofPod);
+  EXPECT_EQ(ofPod, kept);
+  for (const uint32_t slot : kept) slots_.remove(slot);
+  EXPECT_TRUE(slots_.inNetns({9, 4242}).empty());
+  EXPECT_TRUE(slots_.ofPod("shared-uid").empty());
+}
+
 TEST_F(LeaseSlotsTest, RemovingGivesTheLeaseBackAndFreesItsSlotForTheNext) {
   const Lease a = lease("a");
   const uint32_t slot = hold(a);
