@@ -136,7 +136,8 @@ bool ElementLedger::tolerated(std::string_view owner) const {
 AttachmentRules& ElementLedger::unexpectedOf(std::string_view owner) {
   auto found = unexpected_.find(owner);
   if (found == unexpected_.end()) {
-    found = unexpected_.emplace(std::string(owner), AttachmentRules{std::string(owner)}).first;
+    found = unexpected_.emplace(std::string(owner), AttachmentRules{std::string(owner), {}, {}, {}})
+                .first;
   }
   return found->second;
 }

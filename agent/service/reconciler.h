@@ -136,8 +136,8 @@ class Reconciler {
   void finishPass(const PassReport& report, std::chrono::steady_clock::time_point started);
   bool repairLayout();
   /// Compares the kernel with the leases and repairs it, under the writer's lock; the leases it
-  /// compared with. `quiet`: the ruleset generation is where the last repair left it.
-  std::vector<Lease> reconcileElements(PassReport& report, bool quiet);
+  /// compared with.
+  std::vector<Lease> reconcileElements(PassReport& report);
   /// What `leases` need that `table` lacks, and what it holds that they do not: its elements
   /// scanned against what the leases expect (nft/element_ledger.h), and the rules of leases with
   /// conditions, which no element dump shows, listed. The Restores point into `leases`.

@@ -36,19 +36,21 @@ class LockCheckingRuleset : public nft::FakeRuleset {
  public:
   Result<std::optional<uint32_t>> generation() override {
     ++reads;
-    finish();
-    took_ = false;
-    prober_ = std::thread([this] {
+    // A prober of its own per read: a pass may read twice under the lock, and joining the first
+    // prober there would wait for the lock the pass holds.
+    auto took = std::make_shared<std::atomic<bool>>(false);
+    probers_.emplace_back([this, took] {
       auto lock = writer->lock();
-      took_ = true;
+      *took = true;
     });
     std::this_thread::sleep_for(100ms);
-    if (took_) ++readsWithoutTheLock;
+    if (*took) ++readsWithoutTheLock;
     return std::optional<uint32_t>(7);
   }
-  /// Waits for a prober still blocked on the lock (the caller held it); call after the pass.
+  /// Waits for the probers still blocked on the lock (the caller held it); call after the pass.
   void finish() {
-    if (prober_.joinable()) prober_.join();
+    for (std::thread& prober : probers_) prober.join();
+    probers_.clear();
   }
 
   ForwardWriter* writer = nullptr;
@@ -56,8 +58,7 @@ class LockCheckingRuleset : public nft::FakeRuleset {
   int readsWithoutTheLock = 0;
 
  private:
-  std::thread prober_;
-  std::atomic<bool> took_{false};
+  std::vector<std::thread> probers_;
 };
 
 /// An agent over fake kernels whose writer's ruleset is a LockCheckingRuleset.
@@ -284,7 +285,8 @@ class SharedTableReader : public nft::Ruleset {
  public:
   explicit SharedTableReader(CountingRuleset& table) : table_(table) {}
   Result<void> scanElements(nft::TableScan& scan) override {
-    if (commitDuringScan) table_.foreignChange();
+    if (flushDuringScan) table_.installed.clear();
+    if (commitDuringScan || flushDuringScan) table_.foreignChange();
     return table_.scanElements(scan);
   }
   Result<std::optional<uint32_t>> generation() override { return table_.generation(); }
@@ -304,6 +306,7 @@ class SharedTableReader : public nft::Ruleset {
   Result<void> removePodSubnets(const std::vector<IpPrefix>&) override { return unused(); }
 
   bool commitDuringScan = false;
+  bool flushDuringScan = false;  // someone flushes our map while the dump runs
 
  private:
   static std::unexpected<Error> unused() {
@@ -335,6 +338,41 @@ TEST_F(ReconcilerRepairTest, AFindingWithNothingCommittedSinceIsRepairedWithoutA
   EXPECT_EQ(report.leasesRestored, 3u);
   EXPECT_EQ(table_->scans, 3) << "a commit during the first compare: the lock's compare";
   EXPECT_EQ(table_->installed.size(), 3u);
+}
+
+// A flush that lands while a pass dumps (the pass read the generation just before it) is someone
+// else's change, not our repair failing to hold: the repairs it calls for are carried out at
+// once. (The flush bench found them held back as "not converging", and the table broken for 11 s.)
+TEST_F(ReconcilerRepairTest, AFlushDuringTheDumpIsRepairedNotHeldBackAsNotConverging) {
+  for (uint16_t i = 0; i < 3; ++i) (void)grant("c" + std::to_string(i), "", 9200 + i);
+  auto owned = std::make_unique<SharedTableReader>(*table_);
+  SharedTableReader& reader = *owned;
+  Reconciler reconciler(agent_.service(), *writer_, nullptr, std::move(owned), agent_.metrics, {});
+  ASSERT_EQ(reconciler.pass(false).leasesRestored, 3u);
+
+  reader.flushDuringScan = true;
+  const PassReport report = reconciler.pass(false);
+  reader.flushDuringScan = false;
+
+  EXPECT_EQ(report.deferred, 0u);
+  EXPECT_EQ(report.leasesRestored, 3u);
+  EXPECT_EQ(table_->installed.size(), 3u);
+  EXPECT_TRUE(log_.events("table.repair_not_converging").empty()) << log_.text();
+}
+
+// Repairs the backoff holds back leave the table unlike the leases, so the passes after such a
+// pass compare again, and carry them out once their wait is over, instead of reading the unmoved
+// generation as "nothing changed" until the compare forced every ten periods.
+TEST_F(ReconcilerRepairTest, APassThatHeldRepairsBackIsFollowedByCompares) {
+  table_->swallowed.insert("c1/eth0");
+  (void)grant("c1", "");
+  (void)reconciler_->pass(false);  // restores it; the install is swallowed
+  const PassReport holding = reconciler_->pass(false);
+  ASSERT_EQ(holding.deferred, 1u) << "found again with nothing else changed: held back";
+
+  const PassReport next = reconciler_->pass(false);
+  EXPECT_FALSE(next.unchanged);
+  EXPECT_TRUE(next.compared);
 }
 
 // Issue 29 item 6: a pod subnet stays only while a lease records it exactly. One that merely
