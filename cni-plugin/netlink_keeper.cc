@@ -58,16 +58,28 @@ std::size_t roomForDescriptors(std::size_t wanted) {
   return limit.rlim_cur <= kReserve ? 0 : std::min<std::size_t>(wanted, limit.rlim_cur - kReserve);
 }
 
-/// Takes the descriptors one connection carries (one message) into `held`.
-void receiveFrom(int connection, std::vector<UniqueFd>& held) {
-  char byte = 0;
+/// What a handover carries: one byte, and room for kMaxFdsPerMessage descriptors beside it. Its
+/// header points into itself, so it stays where it was made.
+struct Handover {
+  char byte = 'k';
   iovec data{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)] = {};
   msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+
+  Handover() {
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+  }
+  Handover(const Handover&) = delete;
+  Handover& operator=(const Handover&) = delete;
+};
+
+/// Takes the descriptors one connection carries (one message) into `held`.
+void receiveFrom(int connection, std::vector<UniqueFd>& held) {
+  Handover handover;
+  msghdr& message = handover.message;
   if (recvmsg(connection, &message, MSG_CMSG_CLOEXEC) <= 0) return;
   for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
        header = CMSG_NXTHDR(&message, header)) {
@@ -122,13 +134,8 @@ bool handToKeeper(const std::filesystem::path& stateDir, std::span<const int> so
   if (getsockopt(connection.get(), SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 || peer.uid != 0) {
     return false;
   }
-  char byte = 'k';
-  iovec data{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
+  Handover handover;
+  msghdr& message = handover.message;
   message.msg_controllen = CMSG_SPACE(sizeof(int) * sockets.size());
   cmsghdr* header = CMSG_FIRSTHDR(&message);
   header->cmsg_level = SOL_SOCKET;
