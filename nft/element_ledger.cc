@@ -99,29 +99,37 @@ std::optional<Masquerade> ElementLedger::masqueradeOf(const PackedKey& key) {
 void ElementLedger::expect(uint32_t attachment, const AttachmentRules& rules) {
   sealed_ = false;
   byOwner_.clear();
-  if (attachmentIndex_.size() <= attachment) attachmentIndex_.resize(attachment + 1, 0);
-  attachmentIndex_[attachment] = static_cast<uint32_t>(attachments_.size() + 1);
-  attachments_.push_back({attachment, owners_.size(), rules.owner.size(), rules.podSubnets});
+  const auto position = static_cast<uint32_t>(attachments_.size());
+  attachments_.push_back({attachment, owners_.size(), rules.owner.size(), subnetRefs_.size(),
+                          rules.podSubnets.size()});
   owners_ += rules.owner;
+  for (const IpPrefix& subnet : rules.podSubnets) {
+    auto known = std::ranges::find(subnets_, subnet);
+    const auto index = static_cast<uint32_t>(known - subnets_.begin());
+    if (known == subnets_.end()) subnets_.push_back(subnet);
+    subnetRefs_.push_back(index);
+  }
   const uint64_t owner = ownerHash(rules.owner);
   for (const Forward& forward : rules.forwards) {
     forwards_.push_back(
-        {keyOf(forward), forward.containerIp, forward.containerPort, attachment, owner});
+        {keyOf(forward), forward.containerIp, forward.containerPort, position, owner});
   }
   for (const Masquerade& masquerade : rules.masquerades) {
-    masquerades_.push_back({keyOf(masquerade), attachment, owner});
+    masquerades_.push_back({keyOf(masquerade), position, owner});
   }
 }
 
 void ElementLedger::tolerate(std::string_view owner) {
-  const auto at = std::ranges::lower_bound(tolerated_, owner);
-  if (at == tolerated_.end() || *at != owner) tolerated_.insert(at, std::string(owner));
+  sealed_ = false;
+  tolerated_.emplace_back(owner);
 }
 
 void ElementLedger::seal() {
   if (sealed_) return;
   forwardIndex_.build(forwards_);
   masqueradeIndex_.build(masquerades_);
+  std::ranges::sort(tolerated_);
+  tolerated_.erase(std::ranges::unique(tolerated_).begin(), tolerated_.end());
   sealed_ = true;
 }
 
@@ -156,8 +164,8 @@ std::optional<uint32_t> ElementLedger::attachmentOf(std::string_view owner) cons
 
 void ElementLedger::forward(std::string_view owner, const Forward& forward,
                             std::optional<uint64_t> ruleHandle) {
+  seal();
   if (!ruleHandle) {
-    seal();
     const uint64_t tag = ownerHash(owner);
     bool expected = false;
     forwardIndex_.forEach(forwards_, keyOf(forward), [&](ForwardEntry& entry) {
@@ -201,8 +209,8 @@ std::vector<ElementLedger::Missing> ElementLedger::missing(
     std::string first;
   };
   std::vector<Tally> tallies(attachments_.size());
-  const auto note = [&](uint32_t number, const auto& describeIt) {
-    Tally& tally = tallies[attachmentIndex_[number] - 1];
+  const auto note = [&](uint32_t position, const auto& describeIt) {
+    Tally& tally = tallies[position];
     if (tally.count++ == 0) tally.first = describeIt();
   };
   for (const ForwardEntry& entry : forwards_) {
@@ -216,15 +224,19 @@ std::vector<ElementLedger::Missing> ElementLedger::missing(
       return "masquerade " + (masquerade ? describe(*masquerade) : std::string("?"));
     });
   }
+  // Each planned subnet is judged once, however many attachments plan it.
+  std::vector<bool> covered;
+  for (const IpPrefix& planned : subnets_) {
+    covered.push_back(std::ranges::any_of(
+        podSubnets, [&](const IpPrefix& have) { return have.overlaps(planned); }));
+  }
   std::vector<Missing> missing;
   for (std::size_t i = 0; i < attachments_.size(); ++i) {
     const Attachment& attachment = attachments_[i];
-    for (const IpPrefix& planned : attachment.podSubnets) {
-      if (std::ranges::any_of(podSubnets,
-                              [&](const IpPrefix& have) { return have.overlaps(planned); })) {
-        continue;
-      }
-      if (tallies[i].count++ == 0) tallies[i].first = "pod subnet " + planned.str();
+    for (std::size_t j = 0; j < attachment.subnetCount; ++j) {
+      const uint32_t subnet = subnetRefs_[attachment.subnetsAt + j];
+      if (covered[subnet]) continue;
+      if (tallies[i].count++ == 0) tallies[i].first = "pod subnet " + subnets_[subnet].str();
     }
     if (tallies[i].count > 0) {
       missing.push_back({attachment.number, tallies[i].count, std::move(tallies[i].first)});

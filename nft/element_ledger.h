@@ -91,6 +91,7 @@ class ElementLedger final : public TableScan {
   // itself up would cost a few cache misses per element (~40 ms at 65,535 leases). A tag that
   // differs but hashes the same would pass for the lease's own; it forwards what the lease
   // expects either way, and only a writer of our table could choose one.
+  // `attachment` is the position in attachments_.
   struct ForwardEntry {
     PackedKey key;
     IpAddress containerIp;
@@ -109,7 +110,8 @@ class ElementLedger final : public TableScan {
     uint32_t number = 0;
     std::size_t ownerAt = 0;  // into owners_
     std::size_t ownerSize = 0;
-    std::vector<IpPrefix> podSubnets;
+    std::size_t subnetsAt = 0;  // into subnetRefs_
+    std::size_t subnetCount = 0;
   };
 
   static uint64_t ownerHash(std::string_view owner) { return std::hash<std::string_view>{}(owner); }
@@ -118,18 +120,22 @@ class ElementLedger final : public TableScan {
   /// The forward or masquerade whose key `key` is, for missing()'s description.
   static Forward forwardOf(const ForwardEntry& entry);
   static std::optional<Masquerade> masqueradeOf(const PackedKey& key);
-  /// Indexes what was expected, once, before the first element is looked up.
+  /// Indexes what was expected (and sorts the tolerated owners), once, before the first element
+  /// is looked up.
   void seal();
   std::string_view ownerOf(const Attachment& attachment) const;
   bool tolerated(std::string_view owner) const;
   AttachmentRules& unexpectedOf(std::string_view owner);
 
-  std::vector<Attachment> attachments_;    // in the order expected
-  std::vector<uint32_t> attachmentIndex_;  // number -> position in attachments_, +1 (0: none)
+  std::vector<Attachment> attachments_;  // in the order expected
   /// Owner tag -> attachment number, made when attachmentOf() is first asked.
   mutable std::unordered_map<std::string_view, uint32_t> byOwner_;
-  std::string owners_;                  // every owner tag, back to back
-  std::vector<std::string> tolerated_;  // sorted
+  std::string owners_;  // every owner tag, back to back
+  /// The pod subnets planned, each once (a node has a few; every lease of a network plans the
+  /// same one), and each attachment's, back to back, as positions in it.
+  std::vector<IpPrefix> subnets_;
+  std::vector<uint32_t> subnetRefs_;
+  std::vector<std::string> tolerated_;  // sorted and unique once sealed
   std::vector<ForwardEntry> forwards_;
   std::vector<MasqueradeEntry> masquerades_;
   KeyIndex forwardIndex_;
