@@ -32,6 +32,24 @@ bool AgentService::onStoreFailure() {
   return healthy_.exchange(false);
 }
 
+class AgentService::SettleOnExit {
+ public:
+  SettleOnExit(AgentService& service, const AttachmentKey& key) : service_(service), key_(key) {}
+  SettleOnExit(const SettleOnExit&) = delete;
+  SettleOnExit& operator=(const SettleOnExit&) = delete;
+  ~SettleOnExit() { now(); }
+  /// Before the answer, where the table already holds what the allocator says: a caller that
+  /// goes on at the answer finds nothing settling.
+  void now() {
+    if (std::exchange(pending_, false)) service_.settled(key_);
+  }
+
+ private:
+  AgentService& service_;
+  const AttachmentKey& key_;
+  bool pending_ = true;
+};
+
 void AgentService::allocate(const AllocationRequest& request,
                             std::function<void(Result<Lease>)> done) {
   const auto started = std::chrono::steady_clock::now();
@@ -79,15 +97,18 @@ void AgentService::allocate(const AllocationRequest& request,
   }
   // Also for a repeated ADD: the first one's record may not be durable yet, and this reply
   // must not overtake it. Replaying the same grant twice is harmless.
+  beginTableWrite(lease->key);
   store_.submit(
       {store::JournalRecord::Kind::kGrant, *lease},
       [this, lease = *lease, started, done = std::move(done)](Result<void> written) mutable {
+        SettleOnExit settle(*this, lease.key);
         if (!written) {
           const bool first = onStoreFailure();
           {
             std::lock_guard relock(mutex_);
             allocator_.release(lease.key);
           }
+          settle.now();
           done(std::unexpected(written.error()));
           if (first) logUnhealthy(written.error());
           logWriteFailed("grant", lease, written.error());
@@ -99,6 +120,7 @@ void AgentService::allocate(const AllocationRequest& request,
             return;
           }
         }
+        settle.now();
         metrics_.observeAllocation(std::chrono::steady_clock::now() - started);
         for (const auto& observer : observers_) {
           if (observer.granted && observer.grantedBeforeAnswer) observer.granted(lease);
@@ -140,8 +162,10 @@ std::string_view AgentService::viaName(ReleaseVia via) {
 
 void AgentService::submitRelease(Lease lease, ReleaseVia via,
                                  std::function<void(Result<void>)> done) {
+  beginTableWrite(lease.key);
   store_.submit({store::JournalRecord::Kind::kRelease, lease},
                 [this, lease, via, done = std::move(done)](Result<void> written) mutable {
+                  SettleOnExit settle(*this, lease.key);
                   if (!written) {
                     const bool first = onStoreFailure();
                     Result<void> restored;
@@ -149,6 +173,7 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
                       std::lock_guard relock(mutex_);
                       restored = allocator_.restore(lease);
                     }
+                    settle.now();
                     done(written);
                     if (first) logUnhealthy(written.error());
                     logWriteFailed("release", lease, written.error());
@@ -168,6 +193,7 @@ void AgentService::submitRelease(Lease lease, ReleaseVia via,
                     undoRelease(lease, *notRemoved, std::move(done));
                     return;
                   }
+                  settle.now();
                   if (released) metrics_.countRelease();
                   done(written);
                   if (!released) return;
@@ -424,6 +450,24 @@ std::vector<Lease> AgentService::everyLease() const {
   out.reserve(allocator_.leaseCount());
   allocator_.forEachLeaseHeld([&](const Lease& lease) { out.push_back(lease); });
   return out;
+}
+
+AgentService::TableView AgentService::tableView() const {
+  TableView view;
+  std::lock_guard lock(mutex_);
+  view.leases.reserve(allocator_.leaseCount());
+  allocator_.forEachLeaseHeld([&](const Lease& lease) { view.leases.push_back(lease); });
+  view.settling.reserve(settling_.size());
+  for (const auto& [key, writes] : settling_) view.settling.push_back(key);
+  return view;
+}
+
+void AgentService::beginTableWrite(const AttachmentKey& key) { ++settling_[key]; }
+
+void AgentService::settled(const AttachmentKey& key) {
+  std::lock_guard lock(mutex_);
+  const auto found = settling_.find(key);
+  if (found != settling_.end() && --found->second == 0) settling_.erase(found);
 }
 
 std::vector<Lease> AgentService::leasesInNetns(const NetnsId& netns) const {

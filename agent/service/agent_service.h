@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,9 +79,20 @@ class AgentService {
                       std::function<void(Result<std::vector<Lease>>)> done);
 
   std::optional<Lease> get(const AttachmentKey& key) const;
-  /// Every lease, in no particular order: for the reconciler's compare, which shows no order and
-  /// should not sort 65,535 keys under the lock.
+  /// Every lease, in no particular order.
   std::vector<Lease> everyLease() const;
+  /// What the table should hold, read under one lock: every lease (in no particular order: the
+  /// compare shows none and should not sort 65,535 keys under the lock), and the attachments
+  /// whose table write is still queued behind their journal record, sorted: a grant whose
+  /// forwards are not installed yet, a release whose lease is gone but whose forwards are still
+  /// in. Their elements are about to change, so the reconciler leaves them to that write: judged
+  /// now, a release's forwards would be removed as strays and a grant's restored as missing, each
+  /// a false warning and a repair counted, under any pod churn.
+  struct TableView {
+    std::vector<Lease> leases;
+    std::vector<AttachmentKey> settling;
+  };
+  TableView tableView() const;
   /// Leases of a namespace and/or pod name; empty filters match everything.
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
   /// The leases whose sandbox is the network namespace `netns` (one per interface of a pod): what
@@ -132,6 +144,12 @@ class AgentService {
   /// its forwards cannot be removed, undoRelease().
   void submitRelease(Lease lease, ReleaseVia via, std::function<void(Result<void>)> done);
   void maybeCompact();  // with mutex_ held
+  /// The key's table write is queued (with mutex_ held, in the same hold that changed the
+  /// allocator): tableView() lists it as settling until as many settled() as began.
+  void beginTableWrite(const AttachmentKey& key);
+  void settled(const AttachmentKey& key);  // takes mutex_
+  /// Calls settled() when a store callback returns, on every path out of it.
+  class SettleOnExit;
   /// Any failed write: the agent turns unhealthy. True for the first failure only, whose cause
   /// the caller logs (agent.unhealthy) without the lock, after answering.
   bool onStoreFailure();
@@ -143,7 +161,8 @@ class AgentService {
   Metrics& metrics_;
   ServiceOptions options_;
   bool compactionQueued_ = false;
-  log::LineThrottle compactionFailedLog_;  // guarded by mutex_
+  log::LineThrottle compactionFailedLog_;       // guarded by mutex_
+  std::map<AttachmentKey, uint32_t> settling_;  // guarded by mutex_; a handful at any time
   std::atomic<bool> healthy_{true};
   std::atomic<uint64_t> staticConflicts_{0};
   std::vector<LeaseObserver> observers_;

@@ -294,12 +294,12 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
   if (reader_) {
     const auto before = reader_->generation();
     const bool quiet = before && *before && **before == repairedAt_;
-    std::vector<Lease> leases = service_.everyLease();
-    auto repairs = compare(leases, *reader_);
+    AgentService::TableView view = service_.tableView();
+    auto repairs = compare(view, *reader_);
     if (repairs && repairs->empty()) {
       (void)judgeRepeats({}, quiet);
       report.compared = true;
-      return leases;
+      return std::move(view.leases);
     }
     lock = writer_.lock();
     const auto now = writer_.ruleset().generation();
@@ -307,24 +307,24 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
       report.compared = true;
       report.underLock = true;
       repairUnder(*repairs, quiet, report);
-      return leases;
+      return std::move(view.leases);
     }
   } else {
     lock = writer_.lock();
   }
   const auto seen = writer_.ruleset().generation();
   const bool quiet = seen && *seen && **seen == repairedAt_;
-  std::vector<Lease> leases = service_.everyLease();
-  auto repairs = compare(leases, writer_.ruleset());
+  AgentService::TableView view = service_.tableView();
+  auto repairs = compare(view, writer_.ruleset());
   if (!repairs) {
     log::event(Component::kTable, Level::kWarn, "table.check_failed",
                {{"cause", repairs.error().message}});
-    return leases;
+    return std::move(view.leases);
   }
   report.compared = true;
   report.underLock = true;
   repairUnder(*repairs, quiet, report);
-  return leases;
+  return std::move(view.leases);
 }
 
 void Reconciler::repairUnder(const Repairs& repairs, bool quiet, PassReport& report) {
@@ -339,8 +339,9 @@ void Reconciler::repairUnder(const Repairs& repairs, bool quiet, PassReport& rep
   }
 }
 
-Result<Reconciler::Repairs> Reconciler::compare(const std::vector<Lease>& leases,
+Result<Reconciler::Repairs> Reconciler::compare(const AgentService::TableView& view,
                                                 nft::Ruleset& table) {
+  const std::vector<Lease>& leases = view.leases;
   // Each lease's plan is what the ledger expects of the dump; a lease whose forwards have
   // conditions is compared through a listing of its owner instead (rules are not elements), and
   // one that forwards nothing, or cannot be planned, is left as it is.
@@ -354,6 +355,9 @@ Result<Reconciler::Repairs> Reconciler::compare(const std::vector<Lease>& leases
   // The pod subnets the leases record (nft::podSubnetsOf), each once. A lease without a
   // forwarding record forwards nothing and records none; a refused target's counts for nothing.
   std::vector<IpPrefix> recorded;
+  for (const AttachmentKey& key : view.settling) {
+    if (auto owner = forwards::ownerOf(key)) ledger.tolerate(*owner);
+  }
   for (uint32_t i = 0; i < leases.size(); ++i) {
     const Lease& lease = leases[i];
     auto owner = forwards::ownerOf(lease.key);
@@ -372,6 +376,8 @@ Result<Reconciler::Repairs> Reconciler::compare(const std::vector<Lease>& leases
     for (IpPrefix& subnet : nft::podSubnetsOf(forwards::podTargetOf(*lease.forwarding))) {
       if (std::ranges::find(recorded, subnet) == recorded.end()) recorded.push_back(subnet);
     }
+    // Its subnet is recorded all the same: a repeated ADD of a lease already in settles too.
+    if (std::ranges::binary_search(view.settling, lease.key)) continue;
     auto plan = forwards::planOf(lease);
     if (!plan) {
       log::event(Component::kTable, Level::kError, "table.unplannable",

@@ -138,10 +138,11 @@ class Reconciler {
   /// Compares the kernel with the leases and repairs it, under the writer's lock; the leases it
   /// compared with.
   std::vector<Lease> reconcileElements(PassReport& report);
-  /// What `leases` need that `table` lacks, and what it holds that they do not: its elements
-  /// scanned against what the leases expect (nft/element_ledger.h), and the rules of leases with
-  /// conditions, which no element dump shows, listed. The Restores point into `leases`.
-  Result<Repairs> compare(const std::vector<Lease>& leases, nft::Ruleset& table);
+  /// What the view's leases need that `table` lacks, and what it holds that they do not: its
+  /// elements scanned against what the leases expect (nft/element_ledger.h), and the rules of
+  /// leases with conditions, which no element dump shows, listed. What a settling attachment's
+  /// owner holds is left to its queued write. The Restores point into `view.leases`.
+  Result<Repairs> compare(const AgentService::TableView& view, nft::Ruleset& table);
   /// Carries `repairs` out, but those the backoff holds back; under the writer's lock.
   void repair(const Repairs& repairs, bool quiet, PassReport& report);
   /// repair(), then notes where it left the ruleset generation (repairedAt_).

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "netlink/socket.h"
+#include "nft/kernel/nft_context.h"
 #include "nft/table_layout.h"
 
 namespace hostport::nft::kernel {
@@ -21,9 +22,8 @@ void appendSized(ByteString& out, const ByteString& bytes) {
   out.insert(out.end(), bytes.begin(), bytes.end());
 }
 
-}  // namespace
-
-Result<ByteString> layoutFingerprint() {
+/// One read of every fixed chain; interrupted (EINTR) when a commit lands during a rule dump.
+Result<ByteString> readFingerprint() {
   HOSTPORT_TRY(netlink::NetlinkSocket socket, netlink::NetlinkSocket::open(NETLINK_NETFILTER));
   ByteString fingerprint;
   for (const Family family : {Family::kIPv4, Family::kIPv6}) {
@@ -42,6 +42,21 @@ Result<ByteString> layoutFingerprint() {
     }
   }
   return fingerprint;
+}
+
+}  // namespace
+
+Result<ByteString> layoutFingerprint() {
+  // The kernel marks a rule dump during which any transaction committed: under pod churn, ADDs
+  // and DELs commit hundreds of times a second, and a check that gave up on the first would warn
+  // (table.check_failed) at every few passes about nothing but traffic.
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    auto fingerprint = readFingerprint();
+    if (fingerprint || attempt == kAttempts || !isDumpInterrupted(fingerprint.error())) {
+      return fingerprint;
+    }
+  }
 }
 
 Result<LayoutCheck> LayoutGuard::check() {

@@ -125,4 +125,6 @@ bool isNotFound(const Error& error) { return error.cause == std::errc::no_such_f
 
 bool isAlreadyExists(const Error& error) { return error.cause == std::errc::file_exists; }
 
+bool isDumpInterrupted(const Error& error) { return error.cause == std::errc::interrupted; }
+
 }  // namespace hostport::nft::kernel

@@ -52,5 +52,7 @@ std::error_code nftErrorCause(std::string_view text);
 bool isNotFound(const Error& error);
 /// True when the error's cause is EEXIST: a key is already there with other data.
 bool isAlreadyExists(const Error& error);
+/// A dump the kernel interrupted (NLM_F_DUMP_INTR: a transaction committed meanwhile): read again.
+bool isDumpInterrupted(const Error& error);
 
 }  // namespace hostport::nft::kernel

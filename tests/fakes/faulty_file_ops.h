@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
@@ -61,6 +62,24 @@ class FaultyFileOps final : public FileOps {
   void setSyncDelay(std::chrono::microseconds delay) {
     std::lock_guard guard(mu_);
     syncDelay_ = delay;
+  }
+  /// From now on fdatasync and fsync wait, before they sync, until releaseSyncs(): a test holds
+  /// the store's committer in a batch's sync to look at what is true meanwhile.
+  void holdSyncs() {
+    std::lock_guard guard(mu_);
+    syncsHeld_ = true;
+  }
+  void releaseSyncs() {
+    {
+      std::lock_guard guard(mu_);
+      syncsHeld_ = false;
+    }
+    syncGate_.notify_all();
+  }
+  /// Waits until a sync is held (true), or `deadline` passes (false).
+  bool waitForHeldSync(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock guard(mu_);
+    return syncGate_.wait_until(guard, deadline, [this] { return syncsWaiting_ > 0; });
   }
   /// Allows `steps` more mutating calls; from then on every call fails with EIO, as if the
   /// machine had stopped. The pwrite that hits the limit writes half its bytes first.
@@ -246,8 +265,12 @@ class FaultyFileOps final : public FileOps {
   Result<void> sync(Op op, int fd, std::string_view what) {
     std::chrono::microseconds delay{0};
     {
-      std::lock_guard guard(mu_);
+      std::unique_lock guard(mu_);
       delay = syncDelay_;
+      ++syncsWaiting_;
+      syncGate_.notify_all();
+      syncGate_.wait(guard, [this] { return !syncsHeld_; });
+      --syncsWaiting_;
     }
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
     if (auto injected = before(op, true, std::string(what) + " " + name(fd))) {
@@ -265,6 +288,9 @@ class FaultyFileOps final : public FileOps {
   int counts_[static_cast<size_t>(Op::kCount)] = {};
   size_t maxWrite_ = 0;
   std::chrono::microseconds syncDelay_{0};
+  bool syncsHeld_ = false;
+  int syncsWaiting_ = 0;
+  std::condition_variable syncGate_;
   int crashBudget_ = -1;  // -1: no crash planned
   std::map<int, std::filesystem::path> paths_;
   std::map<std::filesystem::path, uint64_t> synced_;

@@ -58,10 +58,10 @@ inline std::string allocationBody(const std::string& containerId,
 
 class RoutedService {
  public:
-  /// Recovers the store in `stateDir` with `options` and registers the routes. Call once, with
-  /// ASSERT_OK.
+  /// Recovers the store in `stateDir` with `options`, starts the service with `serviceOptions`,
+  /// and registers the routes. Call once, with ASSERT_OK.
   Result<void> start(const std::string& stateDir, const std::vector<core::PoolSpec>& pools,
-                     store::StoreOptions options = {}) {
+                     store::StoreOptions options = {}, ServiceOptions serviceOptions = {}) {
     HOSTPORT_TRY(auto state, daemon::recoverState(
                                  stateDir, pools, [] { return uint64_t{3}; }, std::move(options)));
     store_ = std::move(state.store);
@@ -70,7 +70,7 @@ class RoutedService {
         [this](const AllocationRequest&) -> Result<std::unique_ptr<core::PortProbe>> {
           return std::make_unique<core::FakePortProbe>(probe);
         },
-        metrics);
+        metrics, serviceOptions);
     registerApiHandlers(router, *service_, metrics, ready);
     return {};
   }
