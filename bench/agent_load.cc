@@ -2,9 +2,12 @@
 // socket, through the same AgentClient the CNI plugin uses (one connection per call).
 //
 //   --socket PATH --clients 1,8,32 --seconds 5 [--netns-path P] [--warmup-seconds 1]
+//   [--forwarding-network NAME --pod-address A/LEN]
 //
 // Each client thread loops until the time is up: allocate (a new attachment key, one dynamic TCP
-// port from the default pool), then release the same key. Both calls return only once the agent's
+// port from the default pool), then release the same key. With --forwarding-network the request
+// carries a forwarding as the CNI plugin's does (client c's pod at pod-address + c), so that each
+// call also writes and removes the lease's forwards. Both calls return only once the agent's
 // journal record is on disk. For each client count it prints one JSON line:
 //   {"clients":C,"seconds":S,"roundTrips":R,"roundTripsPerSecond":..,"allocationsPerSecond":..,
 //    "allocate":{summary},"release":{summary},"roundTrip":{summary},"failures":F,"firstError":".."}
@@ -14,6 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <iostream>
 #include <mutex>
@@ -37,7 +41,25 @@ struct Samples {
   std::vector<double> roundTrip;
 };
 
-json runLoad(const std::string& socket, long clients, double seconds, const std::string& netns) {
+/// What every request of client c carries to be forwarded, or nothing.
+struct ForwardingShape {
+  std::string network;
+  IpPrefix firstPod;
+};
+
+std::optional<Forwarding> forwardingOf(const std::optional<ForwardingShape>& shape, long client) {
+  if (!shape) return std::nullopt;
+  const auto first = shape->firstPod.address.bytes();
+  std::array<uint8_t, 4> bytes{first[0], first[1], first[2], first[3]};
+  bytes[3] = static_cast<uint8_t>(bytes[3] + client);
+  Forwarding forwarding;
+  forwarding.network = shape->network;
+  forwarding.podV4 = IpPrefix{*IpAddress::fromBytes(Family::kIPv4, bytes), shape->firstPod.length};
+  return forwarding;
+}
+
+json runLoad(const std::string& socket, long clients, double seconds, const std::string& netns,
+             const std::optional<ForwardingShape>& shape) {
   std::atomic<long> failures{0};
   std::mutex mu;
   std::string firstError;
@@ -63,6 +85,7 @@ json runLoad(const std::string& socket, long clients, double seconds, const std:
                        randomHex(8)};
         request.netns = netns;
         request.dynamics.push_back({"web", 8080, 1, PortProtocol::kTcp});
+        request.forwarding = forwardingOf(shape, c);
         const auto begin = Clock::now();
         auto lease = client.allocate(request);
         const double allocated = msSince(begin);
@@ -129,11 +152,13 @@ json fsyncProbe(const std::string& dir, int count) {
 
 int main(int argc, char** argv) {
   using namespace hostport::bench;
+  using hostport::Family;
+  using hostport::IpPrefix;
   const Args args(argc, argv);
   if (args.has("help") || !args.has("socket")) {
     std::cout << "usage: hostport-bench-agent-load --socket PATH [--clients 1,8,32] "
                  "[--seconds 5] [--warmup-seconds 1] [--netns-path /run/netns/x] "
-                 "[--fsync-probe DIR]\n";
+                 "[--fsync-probe DIR] [--forwarding-network NAME --pod-address A/LEN]\n";
     return args.has("help") ? 0 : 2;
   }
   const std::string socket = args.get("socket");
@@ -147,9 +172,17 @@ int main(int argc, char** argv) {
               << probe.value("p50", 0.0) << " ms, p99 " << probe.value("p99", 0.0) << " ms\n";
     std::cout << json{{"fdatasyncMs", probe}, {"dir", args.get("fsync-probe")}}.dump() << std::endl;
   }
-  if (warmup > 0) (void)runLoad(socket, 4, warmup, netns);
+  std::optional<ForwardingShape> shape;
+  if (args.has("forwarding-network")) {
+    auto first = IpPrefix::parse(args.get("pod-address"));
+    if (!first || first->address.family() != Family::kIPv4) {
+      die("--pod-address: an IPv4 address with its prefix length, such as 10.88.1.0/16");
+    }
+    shape = ForwardingShape{args.get("forwarding-network"), *first};
+  }
+  if (warmup > 0) (void)runLoad(socket, 4, warmup, netns, shape);
   for (const long count : clients) {
-    const auto result = runLoad(socket, count, seconds, netns);
+    const auto result = runLoad(socket, count, seconds, netns, shape);
     std::cerr << "  agent " << count
               << " client(s): " << static_cast<long>(result["roundTripsPerSecond"].get<double>())
               << " allocate+release/s, round trip p99 " << result["roundTrip"].value("p99", 0.0)
