@@ -622,11 +622,15 @@ void Reconciler::loop() {
     }
     if (now >= nextLiveness) {
       lock.unlock();
+      std::size_t judged = 0;
       {
         const std::vector<SandboxRef> sandboxes = service_.sandboxes();
         releaseVanished(sandboxes, now);
-        if (sandboxes.size() >= kTrimAfterSandboxes) returnFreedHeap();
+        judged = sandboxes.size();
       }
+      // Once they are freed: a trim while they were still held (the first cut) kept ~15 MB of
+      // them resident at 65,535 leases until the next compare's trim.
+      if (judged >= kTrimAfterSandboxes) returnFreedHeap();
       lock.lock();
       nextLiveness = now + options_.livenessInterval;
     }
