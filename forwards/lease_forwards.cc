@@ -37,6 +37,12 @@ Result<std::string> ownerOf(const AttachmentKey& key) {
   return nft::makeOwner(key.containerId, key.ifname);
 }
 
+std::optional<AttachmentKey> keyOfOwner(std::string_view owner) {
+  if (!nft::isOwnerTag(owner)) return std::nullopt;
+  const auto slash = owner.find('/');
+  return AttachmentKey{std::string(owner.substr(0, slash)), std::string(owner.substr(slash + 1))};
+}
+
 Result<nft::AttachmentPlan> planOf(const Lease& lease) {
   if (!lease.forwarding) {
     return fail(ErrorCode::kInvalidArgument, "the lease of " + lease.key.str() +

@@ -3,6 +3,8 @@
 // the exact elements and rules its attachment owns, so the agent can lay them out again at any
 // time (after a crash, a flushed map, a deleted table) and remove exactly them at release.
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -20,6 +22,9 @@ nft::PodTarget podTargetOf(const Forwarding& forwarding);
 
 /// The owner tag of the lease's elements ("containerID/ifname"), as nft::makeOwner checks it.
 Result<std::string> ownerOf(const AttachmentKey& key);
+/// The attachment whose owner tag `owner` is (ownerOf()'s inverse); nullopt for text that is not
+/// one of our tags.
+std::optional<AttachmentKey> keyOfOwner(std::string_view owner);
 
 /// Everything the lease's attachment owns in table ip/ip6 hostport. kInvalidArgument for a lease
 /// without a forwarding record (it forwards nothing) or whose recorded conditions do not pass

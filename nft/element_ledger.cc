@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <tuple>
 
 namespace hostport::nft {
@@ -160,6 +161,18 @@ std::optional<uint32_t> ElementLedger::attachmentOf(std::string_view owner) cons
   const auto found = byOwner_.find(owner);
   if (found == byOwner_.end()) return std::nullopt;
   return found->second;
+}
+
+std::string_view ElementLedger::ownerOf(uint32_t attachment) const {
+  if (byNumber_.empty()) {
+    byNumber_.resize(attachments_.size());
+    std::iota(byNumber_.begin(), byNumber_.end(), 0u);
+    std::ranges::sort(byNumber_, {}, [&](uint32_t at) { return attachments_[at].number; });
+  }
+  const auto found = std::ranges::lower_bound(byNumber_, attachment, {},
+                                              [&](uint32_t at) { return attachments_[at].number; });
+  if (found == byNumber_.end() || attachments_[*found].number != attachment) return {};
+  return ownerOf(attachments_[*found]);
 }
 
 void ElementLedger::forward(std::string_view owner, const Forward& forward,

@@ -64,6 +64,9 @@ class ElementLedger final : public TableScan {
   std::vector<IpPrefix> takePodSubnets() { return std::move(podSubnets_); }
   /// The attachment whose owner tag is `owner`, if one was expected.
   std::optional<uint32_t> attachmentOf(std::string_view owner) const;
+  /// The owner tag the attachment numbered `attachment` was expected under (empty for a number
+  /// never expected): a caller that numbers its attachments need keep nothing else of them.
+  std::string_view ownerOf(uint32_t attachment) const;
 
  private:
   /// An element's key as the kernel's hash keys it, in three words that compare and hash fast.
@@ -130,6 +133,8 @@ class ElementLedger final : public TableScan {
   std::vector<Attachment> attachments_;  // in the order expected
   /// Owner tag -> attachment number, made when attachmentOf() is first asked.
   mutable std::unordered_map<std::string_view, uint32_t> byOwner_;
+  /// Positions in attachments_ by number, made when ownerOf(number) is first asked.
+  mutable std::vector<uint32_t> byNumber_;
   std::string owners_;  // every owner tag, back to back
   /// The pod subnets planned, each once (a node has a few; every lease of a network plans the
   /// same one), and each attachment's, back to back, as positions in it.

@@ -547,6 +547,12 @@ void Allocator::forEachLeaseHeld(const std::function<void(const Lease&)>& visit)
   state_->slots.forEachHeld([&](uint32_t slot) { visit(state_->slots.leaseAt(slot)); });
 }
 
+std::optional<uint32_t> Allocator::forEachLeaseHeldFrom(
+    uint32_t from, std::size_t count, const std::function<void(const Lease&)>& visit) const {
+  return state_->slots.forEachHeldFrom(from, count,
+                                       [&](uint32_t slot) { visit(state_->slots.leaseAt(slot)); });
+}
+
 std::vector<Lease> Allocator::leases() const {
   std::vector<Lease> out;
   out.reserve(state_->slots.size());

@@ -126,6 +126,11 @@ class Allocator {
   /// all of them that shows no order (the reconciler's, liveness), where the sort cost ~40 ms at
   /// 65,535 leases under the service's lock.
   void forEachLeaseHeld(const std::function<void(const Lease&)>& visit) const;
+  /// forEachLeaseHeld() for at most `count` leases, from where the last call said to go on (0 at
+  /// first): where to go on from, or nullopt after the last lease. Leases granted or released
+  /// between calls may be missed or seen.
+  std::optional<uint32_t> forEachLeaseHeldFrom(
+      uint32_t from, std::size_t count, const std::function<void(const Lease&)>& visit) const;
   std::vector<Lease> leases() const;  // in key order
   /// The leases whose sandbox is the netns `netns`, and those of the pod `uid` (the hostNetwork pod
   /// their key names, else their pod's UID), in key order: looked up, not scanned.

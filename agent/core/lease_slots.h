@@ -45,9 +45,18 @@ class LeaseSlots {
   /// Calls `visit` with each slot held, in slot order.
   template <typename Visit>
   void forEachHeld(Visit visit) const {
-    for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
-      if (!slots_[slot].empty()) visit(slot);
+    (void)forEachHeldFrom(0, slots_.size(), visit);
+  }
+  /// forEachHeld() for at most `count` slots held from slot `from` on: the slot to go on from,
+  /// or nullopt once the last was visited.
+  template <typename Visit>
+  std::optional<uint32_t> forEachHeldFrom(uint32_t from, std::size_t count, Visit visit) const {
+    for (uint32_t slot = from; slot < slots_.size(); ++slot) {
+      if (slots_[slot].empty()) continue;
+      if (count-- == 0) return slot;
+      visit(slot);
     }
+    return std::nullopt;
   }
 
   std::size_t size() const { return index_.size(); }

@@ -444,22 +444,38 @@ std::vector<Lease> AgentService::list(const std::string& namespaceName,
   return out;
 }
 
-std::vector<Lease> AgentService::everyLease() const {
+std::vector<AttachmentKey> AgentService::forEachLeaseChunk(
+    const std::function<void(std::span<const Lease>)>& visit) const {
+  std::vector<Lease> chunk;
+  chunk.reserve(kLeaseChunk);
+  std::optional<uint32_t> next = 0;
+  while (next) {
+    chunk.clear();
+    {
+      std::lock_guard lock(mutex_);
+      next = allocator_.forEachLeaseHeldFrom(*next, kLeaseChunk,
+                                             [&](const Lease& lease) { chunk.push_back(lease); });
+    }
+    if (!chunk.empty()) visit(chunk);
+  }
+  std::vector<AttachmentKey> settling;
   std::lock_guard lock(mutex_);
-  std::vector<Lease> out;
-  out.reserve(allocator_.leaseCount());
-  allocator_.forEachLeaseHeld([&](const Lease& lease) { out.push_back(lease); });
-  return out;
+  settling.reserve(settling_.size());
+  for (const auto& [key, writes] : settling_) settling.push_back(key);
+  return settling;
 }
 
-AgentService::TableView AgentService::tableView() const {
-  TableView view;
-  std::lock_guard lock(mutex_);
-  view.leases.reserve(allocator_.leaseCount());
-  allocator_.forEachLeaseHeld([&](const Lease& lease) { view.leases.push_back(lease); });
-  view.settling.reserve(settling_.size());
-  for (const auto& [key, writes] : settling_) view.settling.push_back(key);
-  return view;
+std::vector<std::optional<Lease>> AgentService::leasesOf(
+    std::span<const AttachmentKey> keys) const {
+  std::vector<std::optional<Lease>> found;
+  found.reserve(keys.size());
+  while (found.size() < keys.size()) {
+    // A chunk per hold, as forEachLeaseChunk(): a restore after a flush asks for every lease.
+    std::lock_guard lock(mutex_);
+    const std::size_t end = std::min(keys.size(), found.size() + kLeaseChunk);
+    for (std::size_t i = found.size(); i < end; ++i) found.push_back(allocator_.find(keys[i]));
+  }
+  return found;
 }
 
 void AgentService::beginTableWrite(const AttachmentKey& key) { ++settling_[key]; }
@@ -481,10 +497,11 @@ std::vector<Lease> AgentService::leasesOfPod(std::string_view uid) const {
 }
 
 std::vector<SandboxRef> AgentService::sandboxes() const {
-  std::lock_guard lock(mutex_);
   std::vector<SandboxRef> out;
-  allocator_.forEachLeaseHeld([&](const Lease& lease) {
-    if (lease.netnsId.known()) out.push_back(sandboxOf(lease));
+  (void)forEachLeaseChunk([&](std::span<const Lease> chunk) {
+    for (const Lease& lease : chunk) {
+      if (lease.netnsId.known()) out.push_back(sandboxOf(lease));
+    }
   });
   return out;
 }

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -79,20 +80,24 @@ class AgentService {
                       std::function<void(Result<std::vector<Lease>>)> done);
 
   std::optional<Lease> get(const AttachmentKey& key) const;
-  /// Every lease, in no particular order.
-  std::vector<Lease> everyLease() const;
-  /// What the table should hold, read under one lock: every lease (in no particular order: the
-  /// compare shows none and should not sort 65,535 keys under the lock), and the attachments
-  /// whose table write is still queued behind their journal record, sorted: a grant whose
-  /// forwards are not installed yet, a release whose lease is gone but whose forwards are still
-  /// in. Their elements are about to change, so the reconciler leaves them to that write: judged
-  /// now, a release's forwards would be removed as strays and a grant's restored as missing, each
-  /// a false warning and a repair counted, under any pod churn.
-  struct TableView {
-    std::vector<Lease> leases;
-    std::vector<AttachmentKey> settling;
-  };
-  TableView tableView() const;
+  /// Every lease, in no particular order, handed to `visit` a chunk at a time (kLeaseChunk of
+  /// them) with the service's lock released in between: read at once, 65,535 leases held it
+  /// ~50 ms, which every ADD and DEL meanwhile waited for; a chunk holds it ~1 ms, and no copy of
+  /// them all is ever made (~45 MB at 65,535). Not one moment's view: a lease granted or released
+  /// between chunks may be seen or missed.
+  ///
+  /// Returns, read after the last chunk, the attachments whose table write still waits behind
+  /// their journal record, sorted: a grant whose forwards are not installed yet, a release whose
+  /// lease is gone but whose forwards are still in. Their elements are about to change, so the
+  /// reconciler leaves them to that write: judged, a release's forwards would be removed as
+  /// strays and a grant's restored as missing, each a false warning and a repair counted, under
+  /// any pod churn. A lease granted or released between chunks is among them while the caller
+  /// holds the writer's lock (its table write waits for it).
+  std::vector<AttachmentKey> forEachLeaseChunk(
+      const std::function<void(std::span<const Lease>)>& visit) const;
+  static constexpr std::size_t kLeaseChunk = 1024;
+  /// The leases of `keys` as they are now, in that order; nullopt for a key that holds none.
+  std::vector<std::optional<Lease>> leasesOf(std::span<const AttachmentKey> keys) const;
   /// Leases of a namespace and/or pod name; empty filters match everything.
   std::vector<Lease> list(const std::string& namespaceName, const std::string& podName) const;
   /// The leases whose sandbox is the network namespace `netns` (one per interface of a pod): what
@@ -145,7 +150,7 @@ class AgentService {
   void submitRelease(Lease lease, ReleaseVia via, std::function<void(Result<void>)> done);
   void maybeCompact();  // with mutex_ held
   /// The key's table write is queued (with mutex_ held, in the same hold that changed the
-  /// allocator): tableView() lists it as settling until as many settled() as began.
+  /// allocator): forEachLeaseChunk() lists it as settling until as many settled() as began.
   void beginTableWrite(const AttachmentKey& key);
   void settled(const AttachmentKey& key);  // takes mutex_
   /// Calls settled() when a store callback returns, on every path out of it.

@@ -153,16 +153,13 @@ PassReport Reconciler::pass(bool releaseVanishedToo) {
     return report;
   }
   report.layoutRepaired = repairLayout();
-  {
-    // One read of the leases serves both: taken under the writer's lock, so the table compare
-    // is consistent; liveness needs no more than that moment's view. Freed before finishPass()
-    // hands the heap back.
-    const std::vector<Lease> leases = reconcileElements(report);
-    if (releaseVanishedToo) {
-      std::vector<SandboxRef> sandboxes;
-      for (const Lease& lease : leases) sandboxes.push_back(sandboxOf(lease));
-      report.released = releaseVanished(sandboxes, started);
-    }
+  reconcileElements(report);
+  if (releaseVanishedToo) {
+    std::vector<SandboxRef> sandboxes;
+    (void)service_.forEachLeaseChunk([&](std::span<const Lease> chunk) {
+      for (const Lease& lease : chunk) sandboxes.push_back(sandboxOf(lease));
+    });
+    report.released = releaseVanished(sandboxes, started);
   }
   // A pass whose repairs the backoff held back has not brought the table to the leases: the
   // passes after it compare again (and carry them out once their wait is over) instead of taking
@@ -280,7 +277,7 @@ bool Reconciler::repairLayout() {
   return false;
 }
 
-std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
+void Reconciler::reconcileElements(PassReport& report) {
   // The dump is nearly all of a compare (the kernel walks its hash sets again for every message:
   // ~0.35 s at 65,535 leases). Without the writer's lock first: what it finds may be an ADD or a
   // DEL in flight, so a table that agrees with the leases, the usual case, never holds up a CNI
@@ -294,12 +291,11 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
   if (reader_) {
     const auto before = reader_->generation();
     const bool quiet = before && *before && **before == repairedAt_;
-    AgentService::TableView view = service_.tableView();
-    auto repairs = compare(view, *reader_);
+    auto repairs = compare(*reader_);
     if (repairs && repairs->empty()) {
       (void)judgeRepeats({}, quiet);
       report.compared = true;
-      return std::move(view.leases);
+      return;
     }
     lock = writer_.lock();
     const auto now = writer_.ruleset().generation();
@@ -307,24 +303,22 @@ std::vector<Lease> Reconciler::reconcileElements(PassReport& report) {
       report.compared = true;
       report.underLock = true;
       repairUnder(*repairs, quiet, report);
-      return std::move(view.leases);
+      return;
     }
   } else {
     lock = writer_.lock();
   }
   const auto seen = writer_.ruleset().generation();
   const bool quiet = seen && *seen && **seen == repairedAt_;
-  AgentService::TableView view = service_.tableView();
-  auto repairs = compare(view, writer_.ruleset());
+  auto repairs = compare(writer_.ruleset());
   if (!repairs) {
     log::event(Component::kTable, Level::kWarn, "table.check_failed",
                {{"cause", repairs.error().message}});
-    return std::move(view.leases);
+    return;
   }
   report.compared = true;
   report.underLock = true;
   repairUnder(*repairs, quiet, report);
-  return std::move(view.leases);
 }
 
 void Reconciler::repairUnder(const Repairs& repairs, bool quiet, PassReport& report) {
@@ -339,59 +333,66 @@ void Reconciler::repairUnder(const Repairs& repairs, bool quiet, PassReport& rep
   }
 }
 
-Result<Reconciler::Repairs> Reconciler::compare(const AgentService::TableView& view,
-                                                nft::Ruleset& table) {
-  const std::vector<Lease>& leases = view.leases;
-  // Each lease's plan is what the ledger expects of the dump; a lease whose forwards have
-  // conditions is compared through a listing of its owner instead (rules are not elements), and
-  // one that forwards nothing, or cannot be planned, is left as it is.
+Result<Reconciler::Repairs> Reconciler::compare(nft::Ruleset& table) {
+  // Each lease's plan is what the ledger expects of the dump, under a number the ledger gives
+  // back with what is missing (ElementLedger::ownerOf names its attachment); a lease whose
+  // forwards have conditions is compared through a listing of its owner instead (rules are not
+  // elements), and one that forwards nothing, or cannot be planned, is left as it is.
   nft::ElementLedger ledger;
   struct Listed {
-    const Lease* lease;
+    Lease lease;
     std::string owner;
     nft::AttachmentRules planned;
   };
   std::vector<Listed> conditional;
   // The pod subnets the leases record (nft::podSubnetsOf), each once. A lease without a
   // forwarding record forwards nothing and records none; a refused target's counts for nothing.
+  // A settling lease's subnet is recorded all the same: a repeated ADD of a lease already in
+  // settles too.
   std::vector<IpPrefix> recorded;
-  for (const AttachmentKey& key : view.settling) {
+  uint32_t expected = 0;
+  const std::vector<AttachmentKey> settling =
+      service_.forEachLeaseChunk([&](std::span<const Lease> chunk) {
+        for (const Lease& lease : chunk) {
+          auto owner = forwards::ownerOf(lease.key);
+          if (!owner) continue;
+          if (const auto refused =
+                  lease.forwarding ? refusedTarget(*lease.forwarding) : std::nullopt) {
+            // The journal of an agent that took the plugin's word: the lease is kept (its DEL
+            // releases it), but its forwards are neither laid out again nor left: they go with
+            // the strays.
+            log::event(Component::kTable, Level::kError, "table.refused_target",
+                       {keyField(lease.key), {"cause", *refused}});
+            continue;
+          }
+          if (!lease.forwarding) {
+            ledger.tolerate(*owner);
+            continue;
+          }
+          for (IpPrefix& subnet : nft::podSubnetsOf(forwards::podTargetOf(*lease.forwarding))) {
+            if (std::ranges::find(recorded, subnet) == recorded.end()) recorded.push_back(subnet);
+          }
+          auto plan = forwards::planOf(lease);
+          if (!plan) {
+            log::event(Component::kTable, Level::kError, "table.unplannable",
+                       {keyField(lease.key), {"cause", plan.error().message}});
+            ledger.tolerate(*owner);
+            continue;
+          }
+          if (plan->rules.hasConditions()) {
+            ledger.tolerate(*owner);
+            conditional.push_back({lease, std::move(*owner), std::move(plan->rules)});
+            continue;
+          }
+          ledger.expect(expected++, plan->rules);
+        }
+      });
+  for (const AttachmentKey& key : settling) {
     if (auto owner = forwards::ownerOf(key)) ledger.tolerate(*owner);
   }
-  for (uint32_t i = 0; i < leases.size(); ++i) {
-    const Lease& lease = leases[i];
-    auto owner = forwards::ownerOf(lease.key);
-    if (!owner) continue;
-    if (const auto refused = lease.forwarding ? refusedTarget(*lease.forwarding) : std::nullopt) {
-      // The journal of an agent that took the plugin's word: the lease is kept (its DEL releases
-      // it), but its forwards are neither laid out again nor left: they go with the strays.
-      log::event(Component::kTable, Level::kError, "table.refused_target",
-                 {keyField(lease.key), {"cause", *refused}});
-      continue;
-    }
-    if (!lease.forwarding) {
-      ledger.tolerate(*owner);
-      continue;
-    }
-    for (IpPrefix& subnet : nft::podSubnetsOf(forwards::podTargetOf(*lease.forwarding))) {
-      if (std::ranges::find(recorded, subnet) == recorded.end()) recorded.push_back(subnet);
-    }
-    // Its subnet is recorded all the same: a repeated ADD of a lease already in settles too.
-    if (std::ranges::binary_search(view.settling, lease.key)) continue;
-    auto plan = forwards::planOf(lease);
-    if (!plan) {
-      log::event(Component::kTable, Level::kError, "table.unplannable",
-                 {keyField(lease.key), {"cause", plan.error().message}});
-      ledger.tolerate(*owner);
-      continue;
-    }
-    if (plan->rules.hasConditions()) {
-      ledger.tolerate(*owner);
-      conditional.push_back({&lease, std::move(*owner), std::move(plan->rules)});
-      continue;
-    }
-    ledger.expect(i, plan->rules);
-  }
+  const auto settled = [&](const AttachmentKey& key) {
+    return !std::ranges::binary_search(settling, key);
+  };
   HOSTPORT_TRY_VOID(table.scanElements(ledger));
 
   Repairs repairs;
@@ -426,15 +427,25 @@ Result<Reconciler::Repairs> Reconciler::compare(const AgentService::TableView& v
     const bool wholeOwner = rules.hasConditions();
     repairs.strays.push_back({owner, std::move(rules), "no lease", wholeOwner});
   }
+  // A settling attachment's queued write brings it to its lease (or takes it away).
+  const auto keyOf = [&](uint32_t attachment) {
+    auto key = forwards::keyOfOwner(ledger.ownerOf(attachment));
+    return key && settled(*key) ? key : std::nullopt;
+  };
   for (nft::ElementLedger::Missing& missing : ledger.missing(podSubnets)) {
     const auto rewrite = rewrites.extract(missing.attachment);
-    repairs.restores.push_back(
-        {&leases[missing.attachment], missing.count, std::move(missing.first), !rewrite.empty()});
+    if (auto key = keyOf(missing.attachment)) {
+      repairs.restores.push_back(
+          {std::move(*key), missing.count, std::move(missing.first), !rewrite.empty()});
+    }
   }
-  for (auto& [lease, why] : rewrites) {
-    repairs.restores.push_back({&leases[lease], 0, std::move(why), /*rewrite=*/true});
+  for (auto& [attachment, why] : rewrites) {
+    if (auto key = keyOf(attachment)) {
+      repairs.restores.push_back({std::move(*key), 0, std::move(why), /*rewrite=*/true});
+    }
   }
   for (Listed& listed : conditional) {
+    if (!settled(listed.lease.key)) continue;
     // Conditional forwards are rules, not elements: only a listing shows them. Anything amiss is
     // rewritten whole.
     auto have = table.listOwned(listed.owner);
@@ -443,8 +454,8 @@ Result<Reconciler::Repairs> Reconciler::compare(const AgentService::TableView& v
     const nft::RulesDiff difference = nft::diff(listed.planned, *have);
     if (!difference.empty() ||
         conditionalRuleCount(*have) != conditionalRuleCount(listed.planned)) {
-      repairs.restores.push_back(
-          {listed.lease, difference.missing(), whatIsAmiss(difference, *have), /*rewrite=*/true});
+      repairs.restores.push_back({listed.lease.key, difference.missing(),
+                                  whatIsAmiss(difference, *have), /*rewrite=*/true});
     }
   }
   return repairs;
@@ -453,7 +464,7 @@ Result<Reconciler::Repairs> Reconciler::compare(const AgentService::TableView& v
 std::vector<bool> Reconciler::judgeRepeats(const Repairs& repairs, bool quiet) {
   std::vector<std::string> found;
   for (const auto& stray : repairs.strays) found.push_back(strayId(stray.owner));
-  for (const auto& restore : repairs.restores) found.push_back(restoreId(restore.lease->key));
+  for (const auto& restore : repairs.restores) found.push_back(restoreId(restore.key));
   const RepairBackoff::Verdict verdict = backoff_.judge(found, quiet, Clock::now());
   if (!verdict.newlyStuck.empty()) {
     log::event(Component::kTable, Level::kWarn, "table.repair_not_converging",
@@ -502,35 +513,50 @@ void Reconciler::repair(const Repairs& repairs, bool quiet, PassReport& report) 
   RepairLog restores("table.restored", "table.restore_failed");
   const auto record = [&](const Repairs::Restore& restore, const Result<void>& installedAgain) {
     restores.record(installedAgain.has_value(),
-                    {keyField(restore.lease->key),
+                    {keyField(restore.key),
                      {"missing", restore.missing},
                      {"first", restore.firstMissing},
                      {"rewritten", restore.rewrite},
                      {"cause", installedAgain ? std::string() : installedAgain.error().message}});
     if (!installedAgain) return;
     ++report.leasesRestored;
-    backoff_.carriedOut(restoreId(restore.lease->key));
+    backoff_.carriedOut(restoreId(restore.key));
   };
   // Leases with rules go one at a time (their owner's rules go first); the others in batches of
   // thousands, one transaction each (ForwardWriter::restoreLocked).
-  std::vector<const Repairs::Restore*> batched;
+  std::vector<const Repairs::Restore*> carried;
   for (const auto& restore : repairs.restores) {
-    if (!due()) continue;
-    if (!restore.rewrite) {
-      batched.push_back(&restore);
-      continue;
-    }
-    auto owner = forwards::ownerOf(restore.lease->key);
-    Result<void> installedAgain = owner ? removeOwner(writer_.ruleset(), *owner)
-                                        : Result<void>(std::unexpected(owner.error()));
-    if (installedAgain) installedAgain = writer_.installLocked(*restore.lease);
-    record(restore, installedAgain);
+    if (due()) carried.push_back(&restore);
   }
-  std::vector<const Lease*> leases;
-  leases.reserve(batched.size());
-  for (const Repairs::Restore* restore : batched) leases.push_back(restore->lease);
-  const std::vector<Result<void>> restored = writer_.restoreLocked(leases);
-  for (std::size_t i = 0; i < batched.size(); ++i) record(*batched[i], restored[i]);
+  // A transaction's worth at a time, each lease read as it is now: under the writer's lock, a
+  // lease compared is still there but for a grant whose journal write failed since (taken back,
+  // nothing to restore). Never every lease of a flushed table at once (~45 MB at 65,535).
+  for (std::size_t from = 0; from < carried.size(); from += ForwardWriter::kRestoreBatch) {
+    const std::span<const Repairs::Restore* const> chunk = std::span(carried).subspan(
+        from, std::min(ForwardWriter::kRestoreBatch, carried.size() - from));
+    std::vector<AttachmentKey> keys;
+    keys.reserve(chunk.size());
+    for (const Repairs::Restore* restore : chunk) keys.push_back(restore->key);
+    const std::vector<std::optional<Lease>> current = service_.leasesOf(keys);
+    std::vector<const Repairs::Restore*> batched;
+    std::vector<const Lease*> leases;
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      const Repairs::Restore& restore = *chunk[i];
+      if (!current[i]) continue;
+      if (!restore.rewrite) {
+        batched.push_back(&restore);
+        leases.push_back(&*current[i]);
+        continue;
+      }
+      auto owner = forwards::ownerOf(restore.key);
+      Result<void> installedAgain = owner ? removeOwner(writer_.ruleset(), *owner)
+                                          : Result<void>(std::unexpected(owner.error()));
+      if (installedAgain) installedAgain = writer_.installLocked(*current[i]);
+      record(restore, installedAgain);
+    }
+    const std::vector<Result<void>> restored = writer_.restoreLocked(leases);
+    for (std::size_t i = 0; i < batched.size(); ++i) record(*batched[i], restored[i]);
+  }
   strays.finish();
   restores.finish();
   metrics_.countRepairs(Metrics::Repair::kMissing, report.leasesRestored);

@@ -116,7 +116,7 @@ class Reconciler {
       bool wholeOwner = false;
     };
     struct Restore {
-      const Lease* lease;
+      AttachmentKey key;  // its lease is read again when it is carried out
       std::size_t missing;
       std::string firstMissing;
       /// The lease holds rules of the conditional chain: what its owner holds goes first, then
@@ -135,14 +135,14 @@ class Reconciler {
   std::optional<uint32_t> currentGeneration();
   void finishPass(const PassReport& report, std::chrono::steady_clock::time_point started);
   bool repairLayout();
-  /// Compares the kernel with the leases and repairs it, under the writer's lock; the leases it
-  /// compared with.
-  std::vector<Lease> reconcileElements(PassReport& report);
-  /// What the view's leases need that `table` lacks, and what it holds that they do not: its
-  /// elements scanned against what the leases expect (nft/element_ledger.h), and the rules of
-  /// leases with conditions, which no element dump shows, listed. What a settling attachment's
-  /// owner holds is left to its queued write. The Restores point into `view.leases`.
-  Result<Repairs> compare(const AgentService::TableView& view, nft::Ruleset& table);
+  /// Compares the kernel with the leases and repairs it, under the writer's lock.
+  void reconcileElements(PassReport& report);
+  /// What the leases need that `table` lacks, and what it holds that they do not: its elements
+  /// scanned against what the leases expect (nft/element_ledger.h), the leases read a chunk at a
+  /// time (AgentService::forEachLeaseChunk), and the rules of leases with conditions, which no
+  /// element dump shows, listed. What a settling attachment's owner holds is left to its queued
+  /// write.
+  Result<Repairs> compare(nft::Ruleset& table);
   /// Carries `repairs` out, but those the backoff holds back; under the writer's lock.
   void repair(const Repairs& repairs, bool quiet, PassReport& report);
   /// repair(), then notes where it left the ruleset generation (repairedAt_).

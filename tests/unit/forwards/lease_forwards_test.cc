@@ -70,6 +70,14 @@ TEST(LeaseForwardsTest, HonoursMasqAllAndSnatOff) {
   EXPECT_EQ(plan->rules.masquerades[0].scope, nft::MasqueradeScope::kEverySource);
 }
 
+TEST(LeaseForwardsTest, AnOwnerTagGivesBackItsKeyAndNothingElseDoes) {
+  const AttachmentKey key{"0123abcd", "net1"};
+  EXPECT_EQ(keyOfOwner(*ownerOf(key)), key);
+  EXPECT_EQ(keyOfOwner("someone else's"), std::nullopt);
+  EXPECT_EQ(keyOfOwner("0123abcd/"), std::nullopt);
+  EXPECT_EQ(keyOfOwner(""), std::nullopt);
+}
+
 TEST(LeaseForwardsTest, RefusesALeaseWithoutForwardingAndHostileConditions) {
   Lease lease = leaseWithForwarding();
   lease.forwarding.reset();

@@ -163,6 +163,10 @@ TEST(ElementLedgerTest, ThousandsOfAttachmentsAreFoundWhateverOrderTheDumpComesI
     EXPECT_EQ(missing[i].count, 2u);
   }
   EXPECT_TRUE(ledger.takeUnexpected().empty());
+  // A caller that kept nothing of its attachments learns whose each is.
+  EXPECT_EQ(ledger.ownerOf(missing[3].attachment), "c3000/eth0");
+  EXPECT_EQ(ledger.ownerOf(4999), "c4999/eth0");
+  EXPECT_EQ(ledger.ownerOf(5000), "") << "never expected";
 }
 
 }  // namespace

@@ -176,6 +176,24 @@ TEST_F(LeaseSlotsTest, OrdersByContainerIdBeforeIfnameEvenWhenOneIsAPrefix) {
   EXPECT_TRUE(std::ranges::is_sorted(expected));
 }
 
+// A pass over every lease a chunk at a time (the reconciler's, without the service's lock in
+// between) sees each held slot once, freed slots skipped, and learns where to go on.
+TEST_F(LeaseSlotsTest, VisitsHeldSlotsAChunkAtATimeEachOnce) {
+  for (int i = 0; i < 10; ++i) hold(lease("c" + std::to_string(i)));
+  (void)slots_.remove(*slots_.find(AttachmentKey{"c3", "eth0"}));
+  (void)slots_.remove(*slots_.find(AttachmentKey{"c4", "eth0"}));
+  std::vector<uint32_t> seen;
+  std::vector<std::size_t> chunks;
+  std::optional<uint32_t> next = 0;
+  while (next) {
+    const std::size_t before = seen.size();
+    next = slots_.forEachHeldFrom(*next, 3, [&](uint32_t slot) { seen.push_back(slot); });
+    chunks.push_back(seen.size() - before);
+  }
+  EXPECT_EQ(seen, (std::vector<uint32_t>{0, 1, 2, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(chunks, (std::vector<std::size_t>{3, 3, 2}));
+}
+
 TEST_F(LeaseSlotsTest, ReservingChangesNothingHeld) {
   const Lease a = lease("a");
   hold(a);

@@ -234,6 +234,35 @@ TEST_F(AgentServiceTest, RepeatedAllocateReturnsTheSameLease) {
   EXPECT_EQ(agent.service().list("", "").size(), 1u);
 }
 
+// The reconciler's and liveness's pass over every lease: a chunk at a time, with the service's
+// lock free in between, each lease once; and what it read again for a restore.
+TEST_F(AgentServiceTest, HandsEveryLeaseOverAChunkAtATimeAndReadsLeasesByKey) {
+  constexpr int kLeases = 2 * static_cast<int>(AgentService::kLeaseChunk) + 52;
+  Agent agent(dir_, probe_, {}, {},
+              {{"default", {{30000, 30000 + kLeases}}, {}, core::Strategy::kLowest}});
+  for (int i = 0; i < kLeases; ++i) {
+    ASSERT_OK(agent.allocate(request("c" + std::to_string(i), "ns", "pod-" + std::to_string(i))));
+  }
+  std::set<AttachmentKey> seen;
+  std::vector<std::size_t> chunks;
+  const auto settling = agent.service().forEachLeaseChunk([&](std::span<const Lease> chunk) {
+    chunks.push_back(chunk.size());
+    for (const Lease& lease : chunk) EXPECT_TRUE(seen.insert(lease.key).second) << lease.key.str();
+  });
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(kLeases));
+  EXPECT_EQ(chunks,
+            (std::vector<std::size_t>{AgentService::kLeaseChunk, AgentService::kLeaseChunk, 52}));
+  EXPECT_TRUE(settling.empty()) << "every answer came after its table write";
+
+  const std::vector<AttachmentKey> keys = {{"c7", "eth0"}, {"gone", "eth0"}, {"c2000", "eth0"}};
+  const auto found = agent.service().leasesOf(keys);
+  ASSERT_EQ(found.size(), 3u);
+  ASSERT_TRUE(found[0] && found[2]);
+  EXPECT_EQ(found[0]->key, keys[0]);
+  EXPECT_EQ(found[1], std::nullopt);
+  EXPECT_EQ(found[2]->pod.name, "pod-2000");
+}
+
 TEST_F(AgentServiceTest, ReleaseIsDurable) {
   {
     Agent agent(dir_, probe_);

@@ -514,7 +514,7 @@ TEST(ReconcilerSettlingTest, AnAttachmentWhoseTableWriteIsQueuedIsLeftToThatWrit
   ASSERT_OK(granted.get());
   EXPECT_FALSE(table.installed.contains("c1/eth0")) << "the release removed them";
   EXPECT_TRUE(table.installed.contains("c2/eth0")) << "the grant installed them";
-  EXPECT_TRUE(agent.service().tableView().settling.empty());
+  EXPECT_TRUE(agent.service().forEachLeaseChunk([](std::span<const Lease>) {}).empty());
   const PassReport after = reconciler.pass(false);
   EXPECT_TRUE(after.compared);
   EXPECT_EQ(after.straysRemoved + after.leasesRestored, 0u);
