@@ -8,11 +8,11 @@
 // node-ip:port, read the pod server's byte), then `nft flush map ip hostport ports` runs, and
 // from the moment it exits every port is probed in turn (1 ms apart per sweep) until each
 // answers again. Without its map element the connection is refused at once (nothing on the node
-// listens there), so a probe costs tens of microseconds. The agent restores one lease at a time,
-// in its own order, unrelated to the ports probed: they come back spread over the repair pass. The
-// agent's log (--log-format json) is followed for the pass that repaired the table: its
-// leases_restored and duration_ms, and when its line appeared, which is when every lease was back
-// (the pass logs once it is done). Prints one JSON object per round:
+// listens there), so a probe costs tens of microseconds. The agent restores 2,048 leases per
+// transaction, in its own order, unrelated to the ports probed: they come back spread over the
+// repair pass. The agent's log (--log-format json) is followed for the pass that repaired the
+// table: its leases_restored and duration_ms, and when its line appeared, which is when every
+// lease was back (the pass logs once it is done). Prints one JSON object per round:
 //   {"round", "nftMs", "brokenAtFirstProbe", "portsMs": [...], "firstPortMs", "lastPortMs",
 //    "passSeenMs", "passDurationMs", "repairPasses", "leasesRestored"}
 // With --leases N a repair that spans several passes counts until N leases are restored:
