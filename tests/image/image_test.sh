@@ -20,7 +20,8 @@
 # namespace in which a tmpfs covers /run. The agent's nftables table, sysctls (its
 # /proc/sys/net mount shows the private netns) and bridge are the private netns's; the plugin,
 # which podman runs on the "host", finds the agent's socket at /run/hostport/agent.sock, which is
-# a temp dir there. Nothing under /etc, /opt or /var/lib/hostport of the machine is touched.
+# a temp dir there, and /var/lib/cni is one too. Nothing under /etc, /opt, /var/lib/cni or
+# /var/lib/hostport of the machine is touched.
 #
 # Usage: image_test.sh BUILD_DIR
 # Environment: HOSTPORT_IMAGE_KEEP=1 keeps the temp dir.
@@ -90,13 +91,18 @@ host_path() {
 }
 
 # In the private mount namespace: a tmpfs on /run, /run/hostport the temp run dir (for the
-# plugin on the host), /run/netns a shared mount (the agent's mount of it is HostToContainer).
+# plugin on the host), /run/netns a shared mount (the agent's mount of it is HostToContainer),
+# and /var/lib/cni the temp dir's: the chained plugin's default stateDir (its attachment records,
+# the netlink keeper's lock) and podman's CNI results are under it, and the machine's must not
+# change.
 private_run() {
   mount -t tmpfs -o mode=0755 hostport-image-run /run || fatal "cannot mount a tmpfs on /run"
   mkdir -p /run/netns /run/hostport "$(host_path /run/hostport)"
   mount --bind "$(host_path /run/hostport)" /run/hostport
   mount --bind /run/netns /run/netns
   mount --make-shared /run/netns
+  mkdir -p /var/lib/cni "$(host_path /var/lib/cni)"
+  mount --bind "$(host_path /var/lib/cni)" /var/lib/cni || fatal "cannot cover /var/lib/cni"
 }
 
 build_images() {
@@ -349,7 +355,6 @@ cleanup() {
   if [[ -n "$INNER" ]]; then
     # The plugins' DELs run here, in the private netns.
     ((${#PODMAN[@]} > 0)) && podman_ rm -f -t 0 -a >/dev/null 2>&1
-    rm -f /var/lib/cni/results/"$NET"-* 2>/dev/null
   else
     ((${#PODMAN[@]} > 0)) && podman_ rmi -f -a >/dev/null 2>&1
     [[ -n "$NETNS" ]] && ip netns del "$NETNS" 2>/dev/null
