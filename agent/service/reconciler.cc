@@ -207,7 +207,9 @@ void Reconciler::finishPass(const PassReport& report, Clock::time_point started)
                 {"subnets_removed", report.subnetsRemoved},
                 {"vanished_released", report.released},
                 {"repairs_deferred", report.deferred},
-                {"duration_ms", tookMs}});
+                {"duration_ms", tookMs},
+                {"compare_ms", report.compareTime.count() / 1000},
+                {"repair_ms", report.repairTime.count() / 1000}});
   }
 }
 
@@ -291,7 +293,7 @@ void Reconciler::reconcileElements(PassReport& report) {
   if (reader_) {
     const auto before = reader_->generation();
     const bool quiet = before && *before && **before == repairedAt_;
-    auto repairs = compare(*reader_);
+    auto repairs = timedCompare(*reader_, report);
     if (repairs && repairs->empty()) {
       (void)judgeRepeats({}, quiet);
       report.compared = true;
@@ -310,7 +312,7 @@ void Reconciler::reconcileElements(PassReport& report) {
   }
   const auto seen = writer_.ruleset().generation();
   const bool quiet = seen && *seen && **seen == repairedAt_;
-  auto repairs = compare(writer_.ruleset());
+  auto repairs = timedCompare(writer_.ruleset(), report);
   if (!repairs) {
     log::event(Component::kTable, Level::kWarn, "table.check_failed",
                {{"cause", repairs.error().message}});
@@ -321,8 +323,18 @@ void Reconciler::reconcileElements(PassReport& report) {
   repairUnder(*repairs, quiet, report);
 }
 
+Result<Reconciler::Repairs> Reconciler::timedCompare(nft::Ruleset& table, PassReport& report) {
+  const auto started = Clock::now();
+  auto repairs = compare(table);
+  report.compareTime +=
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+  return repairs;
+}
+
 void Reconciler::repairUnder(const Repairs& repairs, bool quiet, PassReport& report) {
+  const auto started = Clock::now();
   repair(repairs, quiet, report);
+  report.repairTime = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
   // Only a pass that wrote moves the mark: one whose repairs were all held back left the
   // generation where someone else put it, and proves nothing about ours.
   if (report.leasesRestored + report.straysRemoved + report.subnetsRemoved > 0) {

@@ -78,6 +78,10 @@ struct PassReport {
   bool compared = false;           // the table was read and compared with every lease
   bool underLock = false;  // ...and ADD and DEL waited for it (there was something to repair)
   bool unchanged = false;  // skipped: nothing changed in the ruleset since the last compare
+  /// Of the pass's time: reading leases and kernel and comparing them (both compares when the
+  /// first found something and had to be done again under the lock), and writing the repairs.
+  std::chrono::microseconds compareTime{0};
+  std::chrono::microseconds repairTime{0};
 };
 
 class Reconciler {
@@ -143,6 +147,8 @@ class Reconciler {
   /// element dump shows, listed. What a settling attachment's owner holds is left to its queued
   /// write.
   Result<Repairs> compare(nft::Ruleset& table);
+  /// compare(), its time added to the report's.
+  Result<Repairs> timedCompare(nft::Ruleset& table, PassReport& report);
   /// Carries `repairs` out, but those the backoff holds back; under the writer's lock.
   void repair(const Repairs& repairs, bool quiet, PassReport& report);
   /// repair(), then notes where it left the ruleset generation (repairedAt_).
