@@ -5,8 +5,9 @@
 // store callbacks and the reconciler never interleave half-done changes.
 //
 // A lease without a forwarding record forwards nothing: install() writes nothing for it, and
-// remove() still removes whatever its owner tag holds, so nothing left under that tag can take
-// the traffic of its ports' next owner.
+// remove() removes nothing. Nothing of ours is under its tag; what someone else put there is a
+// stray to the reconciler, which removes it, lease or not, so it cannot take the traffic of the
+// ports' next owner.
 
 #include <atomic>
 #include <functional>

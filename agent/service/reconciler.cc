@@ -378,7 +378,8 @@ Result<Reconciler::Repairs> Reconciler::compare(nft::Ruleset& table) {
             continue;
           }
           if (!lease.forwarding) {
-            ledger.tolerate(*owner);
+            // It forwards nothing: whatever its tag holds is not in the lease.
+            ledger.expect(expected++, nft::AttachmentRules{std::move(*owner), {}, {}, {}});
             continue;
           }
           for (IpPrefix& subnet : nft::podSubnetsOf(forwards::podTargetOf(*lease.forwarding))) {

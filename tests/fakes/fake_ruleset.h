@@ -37,6 +37,7 @@ class FakeRuleset : public Ruleset {
     return {};
   }
   Result<AttachmentRules> remove(const std::string& owner) override {
+    ++removeCalls;
     if (removeFails) return fail(ErrorCode::kKernel, "nft: " + *removeFails);
     auto found = installed.find(owner);
     if (found == installed.end()) return AttachmentRules{owner, {}, {}};
@@ -102,6 +103,7 @@ class FakeRuleset : public Ruleset {
   std::vector<IpPrefix> podSubnets;                  // shared, as the kernel's podnets set
   int ensureCalls = 0;
   int removeExactCalls = 0;
+  int removeCalls = 0;  // each one a listing of every element in the kernel
   int installManyCalls = 0;
   int removeIfOwnedCalls = 0;
   bool conflict = false;

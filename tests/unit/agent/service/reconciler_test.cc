@@ -422,6 +422,29 @@ TEST_F(ReconcilerRepairTest, ALeaseWithoutForwardingKeepsNoSubnetInTheTable) {
   EXPECT_TRUE(table_->installed.empty()) << "nothing is laid out for it";
 }
 
+// What someone put under the tag of a lease that forwards nothing is not the lease's: removed
+// while the lease lives, since its release looks for nothing.
+TEST_F(ReconcilerRepairTest, ElementsUnderTheTagOfALeaseThatForwardsNothingAreStrays) {
+  AllocationRequest bare;
+  bare.key = {"bare", "eth0"};
+  bare.statics = {{9102, 80, PortProtocol::kTcp, std::nullopt}};
+  std::promise<Result<Lease>> granted;
+  agent_.service().allocate(bare, [&](Result<Lease> lease) { granted.set_value(lease); });
+  ASSERT_OK(granted.get_future().get());
+  nft::AttachmentRules forged{"bare/eth0", {}, {}};
+  forged.forwards.push_back(
+      {Protocol::kTcp, std::nullopt, 9102, *IpAddress::parse("10.88.0.9"), 80});
+  ASSERT_OK(table_->install(forged));
+  table_->foreignChange();
+
+  const PassReport report = reconciler_->pass(false);
+
+  EXPECT_EQ(report.straysRemoved, 1u);
+  EXPECT_TRUE(table_->installed.empty());
+  EXPECT_EQ(agent_.service().list("", "").size(), 1u) << "the lease stays";
+  EXPECT_THAT(log_.text(), HasSubstr("why=\"not in the lease\""));
+}
+
 // A lease recorded before the agent checked pod addresses (an older agent took the plugin's word
 // for 127.0.0.1/8): its forwards and its subnet go, and are not laid out again; the lease stays
 // for its DEL.
