@@ -140,6 +140,24 @@ class CountingRuleset : public nft::FakeRuleset {
   uint32_t generation_ = 1;
 };
 
+/// A request for one static TCP port -> 80 of pod 10.88.0.5, with `conditions` for its IPv4
+/// forwards.
+AllocationRequest forwardedRequest(const std::string& containerId, uint16_t port,
+                                   const std::string& conditions = "") {
+  AllocationRequest request;
+  request.key = {containerId, "eth0"};
+  request.pod = {"ns", "pod-" + containerId, ""};
+  request.statics.push_back({port, 80, PortProtocol::kTcp, std::nullopt});
+  request.forwarding = Forwarding{.network = "net",
+                                  .podV4 = IpPrefix{*IpAddress::parse("10.88.0.5"), 16},
+                                  .podV6 = std::nullopt,
+                                  .snat = true,
+                                  .masqAll = false,
+                                  .conditionsV4 = conditions,
+                                  .conditionsV6 = ""};
+  return request;
+}
+
 /// The reconciler over a CountingRuleset (no reader of its own: every compare takes the lock),
 /// with leases granted through the service as the plugin asks for them.
 class ReconcilerRepairTest : public ::testing::Test {
@@ -159,17 +177,7 @@ class ReconcilerRepairTest : public ::testing::Test {
   /// owner tag.
   std::string grant(const std::string& containerId, const std::string& conditions,
                     uint16_t port = 9101) {
-    AllocationRequest request;
-    request.key = {containerId, "eth0"};
-    request.pod = {"ns", "pod-" + containerId, ""};
-    request.statics.push_back({port, 80, PortProtocol::kTcp, std::nullopt});
-    request.forwarding = Forwarding{.network = "net",
-                                    .podV4 = IpPrefix{*IpAddress::parse("10.88.0.5"), 16},
-                                    .podV6 = std::nullopt,
-                                    .snat = true,
-                                    .masqAll = false,
-                                    .conditionsV4 = conditions,
-                                    .conditionsV6 = ""};
+    const AllocationRequest request = forwardedRequest(containerId, port, conditions);
     std::promise<Result<Lease>> answer;
     agent_.service().allocate(
         request, [&answer](Result<Lease> lease) { answer.set_value(std::move(lease)); });
@@ -475,22 +483,6 @@ TEST_F(ReconcilerRepairTest, ALeaseWithARefusedPodAddressHasItsForwardsRemovedNo
   EXPECT_EQ(agent_.service().list("", "").size(), 1u) << "the lease waits for its DEL";
   EXPECT_EQ(reconciler_->pass(false).leasesRestored, 0u) << "and is never laid out again";
   EXPECT_TRUE(table_->installed.empty());
-}
-
-/// A forwarded request for one static TCP port -> 80 of pod 10.88.0.5.
-AllocationRequest forwardedRequest(const std::string& containerId, uint16_t port) {
-  AllocationRequest request;
-  request.key = {containerId, "eth0"};
-  request.pod = {"ns", "pod-" + containerId, ""};
-  request.statics.push_back({port, 80, PortProtocol::kTcp, std::nullopt});
-  request.forwarding = Forwarding{.network = "net",
-                                  .podV4 = IpPrefix{*IpAddress::parse("10.88.0.5"), 16},
-                                  .podV6 = std::nullopt,
-                                  .snat = true,
-                                  .masqAll = false,
-                                  .conditionsV4 = "",
-                                  .conditionsV6 = ""};
-  return request;
 }
 
 // A grant or a release whose journal record is being written has its table write queued behind
