@@ -347,9 +347,10 @@ void Reconciler::repairUnder(const Repairs& repairs, bool quiet, PassReport& rep
 
 Result<Reconciler::Repairs> Reconciler::compare(nft::Ruleset& table) {
   // Each lease's plan is what the ledger expects of the dump, under a number the ledger gives
-  // back with what is missing (ElementLedger::ownerOf names its attachment); a lease whose
-  // forwards have conditions is compared through a listing of its owner instead (rules are not
-  // elements), and one that forwards nothing, or cannot be planned, is left as it is.
+  // back with what is missing (ElementLedger::ownerOf names its attachment); a lease that
+  // forwards nothing expects nothing, a lease whose forwards have conditions is compared through
+  // a listing of its owner instead (rules are not elements), and one that cannot be planned is
+  // left as it is.
   nft::ElementLedger ledger;
   struct Listed {
     Lease lease;
