@@ -177,13 +177,26 @@ class ReconcilerRepairTest : public ::testing::Test {
   /// owner tag.
   std::string grant(const std::string& containerId, const std::string& conditions,
                     uint16_t port = 9101) {
-    const AllocationRequest request = forwardedRequest(containerId, port, conditions);
+    const auto lease = allocate(forwardedRequest(containerId, port, conditions));
+    EXPECT_TRUE(lease.has_value()) << (lease ? "" : lease.error().message);
+    return containerId + "/eth0";
+  }
+
+  /// The service's answer to `request`, once it is durable.
+  Result<Lease> allocate(const AllocationRequest& request) {
     std::promise<Result<Lease>> answer;
     agent_.service().allocate(
         request, [&answer](Result<Lease> lease) { answer.set_value(std::move(lease)); });
-    const auto lease = answer.get_future().get();
-    EXPECT_TRUE(lease.has_value()) << (lease ? "" : lease.error().message);
-    return containerId + "/eth0";
+    return answer.get_future().get();
+  }
+
+  /// A request for static TCP port 9102 -> 80 without a forwarding record ("bare/eth0"): a lease
+  /// that forwards nothing, as a hostNetwork pod's.
+  static AllocationRequest bareRequest() {
+    AllocationRequest bare;
+    bare.key = {"bare", "eth0"};
+    bare.statics = {{9102, 80, PortProtocol::kTcp, std::nullopt}};
+    return bare;
   }
 
   std::size_t conditionalRules(const std::string& owner) const {
@@ -414,12 +427,7 @@ TEST_F(ReconcilerRepairTest, ASubnetNoLeaseRecordsExactlyGoesEvenWhenItOverlapsO
 // every subnet in the table one that "some lease might need" (once, such a lease's forwards were
 // the plugin's, with a subnet nobody here knew, and a forged 0.0.0.0/0 stayed for good).
 TEST_F(ReconcilerRepairTest, ALeaseWithoutForwardingKeepsNoSubnetInTheTable) {
-  AllocationRequest bare;
-  bare.key = {"bare", "eth0"};
-  bare.statics = {{9102, 80, PortProtocol::kTcp, std::nullopt}};
-  std::promise<Result<Lease>> granted;
-  agent_.service().allocate(bare, [&](Result<Lease> lease) { granted.set_value(lease); });
-  ASSERT_OK(granted.get_future().get());
+  ASSERT_OK(allocate(bareRequest()));
   table_->podSubnets = {IpPrefix::parse("0.0.0.0/0").value()};
   table_->foreignChange();
 
@@ -433,12 +441,7 @@ TEST_F(ReconcilerRepairTest, ALeaseWithoutForwardingKeepsNoSubnetInTheTable) {
 // What someone put under the tag of a lease that forwards nothing is not the lease's: removed
 // while the lease lives, since its release looks for nothing.
 TEST_F(ReconcilerRepairTest, ElementsUnderTheTagOfALeaseThatForwardsNothingAreStrays) {
-  AllocationRequest bare;
-  bare.key = {"bare", "eth0"};
-  bare.statics = {{9102, 80, PortProtocol::kTcp, std::nullopt}};
-  std::promise<Result<Lease>> granted;
-  agent_.service().allocate(bare, [&](Result<Lease> lease) { granted.set_value(lease); });
-  ASSERT_OK(granted.get_future().get());
+  ASSERT_OK(allocate(bareRequest()));
   nft::AttachmentRules forged{"bare/eth0", {}, {}};
   forged.forwards.push_back(
       {Protocol::kTcp, std::nullopt, 9102, *IpAddress::parse("10.88.0.9"), 80});
@@ -462,9 +465,7 @@ TEST_F(ReconcilerRepairTest, ALeaseWithARefusedPodAddressHasItsForwardsRemovedNo
   request.statics = {{9100, 80, PortProtocol::kTcp, std::nullopt}};
   request.forwarding =
       Forwarding{.network = "kube", .podV4 = IpPrefix::parse("127.0.0.1/8").value()};
-  std::promise<Result<Lease>> granted;
-  agent_.service().allocate(request, [&](Result<Lease> lease) { granted.set_value(lease); });
-  ASSERT_OK_AND_ASSIGN(const Lease lease, granted.get_future().get());
+  ASSERT_OK_AND_ASSIGN(const Lease lease, allocate(request));
   {
     // As the older agent laid it out.
     const auto plan = forwards::planOf(lease);
