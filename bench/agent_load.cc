@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
 #include <iostream>
 #include <mutex>
@@ -49,12 +48,9 @@ struct ForwardingShape {
 
 std::optional<Forwarding> forwardingOf(const std::optional<ForwardingShape>& shape, long client) {
   if (!shape) return std::nullopt;
-  const auto first = shape->firstPod.address.bytes();
-  std::array<uint8_t, 4> bytes{first[0], first[1], first[2], first[3]};
-  bytes[3] = static_cast<uint8_t>(bytes[3] + client);
   Forwarding forwarding;
   forwarding.network = shape->network;
-  forwarding.podV4 = IpPrefix{*IpAddress::fromBytes(Family::kIPv4, bytes), shape->firstPod.length};
+  forwarding.podV4 = IpPrefix{ipv4Plus(shape->firstPod.address, client), shape->firstPod.length};
   return forwarding;
 }
 

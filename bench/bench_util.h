@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/ip_address.h"
+
 namespace hostport::bench {
 
 using Clock = std::chrono::steady_clock;
@@ -71,6 +73,10 @@ std::vector<long> parseList(const std::string& text, const char* what);
 
 /// A random lower-case hex string of `length` characters.
 std::string randomHex(std::size_t length);
+
+/// The IPv4 address `offset` after `first` (carrying into the higher bytes): the fabricated pods'
+/// addresses, one per lease or client.
+IpAddress ipv4Plus(const IpAddress& first, long offset);
 
 /// Value of "--name value" or "--name=value" in argv, or `fallback`.
 struct Args {

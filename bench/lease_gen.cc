@@ -46,16 +46,6 @@ struct ForwardingShape {
   NetnsId netnsId;
 };
 
-IpAddress ipv4Plus(const IpAddress& first, long offset) {
-  const auto bytes = first.bytes();
-  uint32_t value = (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) |
-                   (uint32_t{bytes[2]} << 8) | uint32_t{bytes[3]};
-  value += static_cast<uint32_t>(offset);
-  const uint8_t next[4] = {static_cast<uint8_t>(value >> 24), static_cast<uint8_t>(value >> 16),
-                           static_cast<uint8_t>(value >> 8), static_cast<uint8_t>(value)};
-  return *IpAddress::fromBytes(Family::kIPv4, next);
-}
-
 std::optional<ForwardingShape> forwardingShape(const Args& args, long count) {
   if (!args.has("forwarding-network")) return std::nullopt;
   auto first = IpPrefix::parse(args.get("first-pod-address"));
